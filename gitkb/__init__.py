@@ -1,0 +1,3 @@
+"""gitkb: a git-native knowledge base of GPU-kernel optimization experience."""
+
+__version__ = "0.1.0"

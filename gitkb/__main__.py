@@ -1,0 +1,3 @@
+from gitkb.cli import main
+
+main()

@@ -1,0 +1,63 @@
+"""The `git-kb` command line: parse, dispatch to one module per verb, print.
+
+Verb modules are imported only when their verb runs, so `git kb --help` and
+the hooks start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from gitkb import __version__
+from gitkb.error_handler import error_handler
+
+# verb -> (module under gitkb.commands, one-line help shown by `git kb --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "Create a new store (a git repository whose commits are admissions)."),
+    "admit": ("admit", "Admit record files as insert, confirm or conflict: one commit each."),
+    "match": ("match", "Print the store's same-scope candidates for a record (JSON)."),
+    "show": ("show", "Print one record as stored."),
+    "list": ("list_", "List records, filtered by type, vendor, arch, dsl or operator."),
+    "log": ("log", "Show the admission history, read from commit trailers."),
+    "reindex": ("reindex", "Rebuild records/index.json from the records."),
+    "validate": ("validate", "Run the gates on a store or a records folder."),
+    "import": ("import_", "Import another tool's records (gpu-wiki)."),
+    "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
+    "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
+    "hook": ("hook", "Entry points the git hooks call (pre-commit)."),
+    "help": ("help", "Show help for a verb: git kb help VERB."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"gitkb.commands.{COMMANDS[name][0]}")
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "-V", "--version", prog_name="git-kb")
+def cli() -> None:
+    """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
+
+    Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    with error_handler():
+        cli.main(args=argv, prog_name="git-kb", standalone_mode=True)

@@ -1,0 +1,24 @@
+import click
+
+from gitkb.commands import echo_json, open_store, store_option
+
+
+@click.command("list")
+@click.option("--type", "type_", help="Record type, e.g. strategy, anti-strategy.")
+@click.option("--vendor", help="nvidia, amd or generic.")
+@click.option("--arch", help="hopper, blackwell, cdna3, ...")
+@click.option("--dsl", help="triton, cuda, gluon, ...")
+@click.option("--operator", help="Operator family.")
+@click.option("--json", "as_json", is_flag=True, help="Print the index entries as JSON.")
+@store_option
+def command(type_, vendor, arch, dsl, operator, as_json, store_path) -> None:
+    """List the store's records (read from the index)."""
+    store = open_store(store_path)
+    entries = store.list(type=type_, vendor=vendor, arch=arch, dsl=dsl, operator=operator)
+    if as_json:
+        echo_json(entries)
+        return
+    for entry in entries:
+        score = entry.get("worth_score")
+        click.echo(f"{entry['id']}  {entry.get('type')}  {entry.get('tier')}  {score}")
+    click.echo(f"{len(entries)} record{'s' if len(entries) != 1 else ''}", err=True)

@@ -1,0 +1,30 @@
+import click
+
+from gitkb.commands import echo_json, open_store, read_input, store_option
+
+
+@click.command("match")
+@click.argument("file")
+@store_option
+def command(file: str, store_path: str) -> None:
+    """Print every same-scope candidate for the record in FILE, as JSON.
+
+    Scope is vendor, arch, dsl (`any` matches both ways) and operator family;
+    exact episode_key matches are listed apart. It decides nothing.
+    """
+    from gitkb import record
+
+    store = open_store(store_path)
+    incoming = record.parse(read_input(file), file)
+    _, findings = store.check_record(incoming, record.path_for(incoming))
+    if findings:
+        echo_json(
+            {
+                "status": "gate_error",
+                "errors": [f.line() for f in findings[:10]],
+                "incoming": None,
+                "candidates": [],
+            }
+        )
+        raise SystemExit(1)
+    echo_json(store.match(incoming))

@@ -1,0 +1,64 @@
+import click
+
+from gitkb.commands import echo_json
+
+FINDINGS_SHOWN_PER_GATE = 12
+
+
+@click.command("validate")
+@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.option("--full", is_flag=True, help="Also run the gates that need the whole store (relations).")
+@click.option("--gate", "gate_names", multiple=True, help="Run only this gate (repeatable).")
+@click.option("--staging", type=click.Path(exists=True, file_okay=False), help="Validate this folder against the store at PATH.")
+@click.option("--injection-tests", is_flag=True, help="Run every gate's injection cases on the shipped sample.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
+    """Run the gates on PATH: a store (its main), or a folder holding records/.
+
+    Prints one line per gate (PASS, FAIL or SKIP), then each finding as
+    `record-id: gate: field: what is wrong`. Exits 1 when any gate fails.
+    """
+    from gitkb import validate
+    from gitkb.gates import run_gates, run_injections
+    from gitkb.gates.registry import by_name
+
+    gates = by_name(gate_names)
+    if injection_tests:
+        outcomes = run_injections(validate.example_context(), gates)
+        failed = [o for o in outcomes if not o.ok and o.status != "SKIP"]
+        if as_json:
+            echo_json([o.__dict__ for o in outcomes])
+        else:
+            for o in outcomes:
+                click.echo(f"{o.status:6} {o.gate:20} {o.case}" + (f"  ({o.detail})" if o.detail and not o.ok else ""))
+            fired = sum(o.status == "FIRED" for o in outcomes)
+            click.echo(f"{fired} cases fired, {len(failed)} problems")
+        raise SystemExit(1 if failed else 0)
+
+    ctx = validate.context_for(path, staging=staging, full=full)
+    results = run_gates(ctx, gates)
+    failed = [r for r in results if r.status == "FAIL"]
+    if as_json:
+        echo_json(
+            {
+                "records": len(ctx.records),
+                "gates": [
+                    {"gate": r.gate.name, "status": r.status, "reason": r.reason,
+                     "findings": [f.as_json() for f in r.findings]}
+                    for r in results
+                ],
+                "failed": len(failed),
+            }
+        )
+    else:
+        click.echo(validate.census(ctx))
+        for result in results:
+            click.echo(result.line())
+        for result in failed:
+            for finding in result.findings[:FINDINGS_SHOWN_PER_GATE]:
+                click.echo(f"  {finding.line()}")
+            hidden = len(result.findings) - FINDINGS_SHOWN_PER_GATE
+            if hidden > 0:
+                click.echo(f"  ... {hidden} more {result.gate.name} findings (use --json for all)")
+        click.echo(f"{len(failed)} of {len(results)} gates failed")
+    raise SystemExit(1 if failed else 0)

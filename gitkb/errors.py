@@ -1,0 +1,40 @@
+"""The errors gitkb raises on purpose; the CLI turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class GitkbError(Exception):
+    """A failure the user can act on: the message says what is wrong and where."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class NotARepository(GitkbError):
+    """A path that is not a git repository."""
+
+
+class NotAStore(GitkbError):
+    """A git repository that holds no gitkb store."""
+
+
+class RefMoved(GitkbError):
+    """A compare-and-swap ref update found the ref somewhere else."""
+
+
+class LockTimeout(GitkbError):
+    """Another writer held the store's lock for too long."""
+
+
+class RecordError(GitkbError):
+    """A record that cannot be read or placed (bad JSON, bad id, bad path)."""
+
+
+class AdmissionRefused(GitkbError):
+    """An admission that the gates or the store's rules refuse."""
+
+    def __init__(self, message: str, findings: list | None = None) -> None:
+        super().__init__(message)
+        self.findings = findings or []

@@ -1,0 +1,70 @@
+"""Store gate `ids`: ids are well-formed, unique, have five or more segments, and name their file."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.record import ID_PATTERN, MIN_ID_SEGMENTS
+
+NAME = "ids"
+
+
+def check(ctx: GateContext):
+    counts = Counter(data.get("id") for _, data in ctx.parsed())
+    for record_file, data in ctx.parsed():
+        record_id = data.get("id")
+        if not isinstance(record_id, str) or not ID_PATTERN.fullmatch(record_id):
+            yield Finding(record_file.id, NAME, f"id {record_id!r} is not a valid record id", "id")
+            continue
+        if counts[record_id] > 1:
+            yield Finding(record_id, NAME, f"id is used by {counts[record_id]} records", "id")
+        basename = record_file.path.rsplit("/", 1)[-1]
+        if basename != f"{record_id}.json":
+            yield Finding(record_id, NAME, f"file is named {basename}, expected {record_id}.json", "id")
+        segments = len(record_id.split("."))
+        if segments < MIN_ID_SEGMENTS:
+            yield Finding(
+                record_id, NAME, f"id has {segments} dot-separated segments, needs {MIN_ID_SEGMENTS}", "id"
+            )
+
+
+def _duplicate(ctx: GateContext) -> bool:
+    twin = copy.deepcopy(ctx.records[0])
+    twin.path = twin.path.rsplit("/", 1)[0] + "/elsewhere/" + twin.path.rsplit("/", 1)[1]
+    ctx.records.append(twin)
+    return True
+
+
+def _rename(ctx: GateContext) -> bool:
+    ctx.records[0].data["id"] += "-renamed"
+    return True
+
+
+def _short(ctx: GateContext) -> bool:
+    record_file = ctx.records[0]
+    record_file.data["id"] = "nvidia.hopper.short"
+    record_file.path = record_file.path.rsplit("/", 1)[0] + "/nvidia.hopper.short.json"
+    return True
+
+
+def _uppercase(ctx: GateContext) -> bool:
+    record_file = ctx.records[0]
+    record_file.data["id"] = record_file.data["id"].upper()
+    record_file.path = record_file.path.rsplit("/", 1)[0] + f"/{record_file.data['id']}.json"
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="store",
+    description="ids are unique, match their file names and have five or more segments",
+    check=check,
+    injections=(
+        Injection("ids/duplicate-id", _duplicate),
+        Injection("ids/file-name-mismatch", _rename),
+        Injection("ids/too-few-segments", _short),
+        Injection("ids/uppercase-id", _uppercase),
+    ),
+)

@@ -1,0 +1,124 @@
+"""Store gate `index`: records/index.json agrees with the records (spec 4.6).
+
+Compared per record: an entry exists, its ``retrieval`` deep-equals the
+record's, and ``worth_score``/``tier``/``gain_pct`` equal the record's rank
+score, tier and gain pct. Count, path, title, search text and order are not
+compared, like the reference.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.record import INDEX_PATH
+
+NAME = "index"
+
+
+def _dig(record: dict, *keys: str):
+    node = record
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _same(a, b) -> bool:
+    # JSON equality: key order ignored, list order kept, 1 == 1.0, but True != 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def check(ctx: GateContext):
+    if ctx.index_raw is None:
+        yield Finding(INDEX_PATH, NAME, "records/index.json is missing")
+        return
+    try:
+        index = json.loads(ctx.index_raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        yield Finding(INDEX_PATH, NAME, f"records/index.json is not valid JSON: {exc}")
+        return
+    if not isinstance(index, dict) or index.get("schema") != "clean-1.3":
+        yield Finding(INDEX_PATH, NAME, "index schema is not 'clean-1.3'", "schema")
+        return
+    entries = [e for e in index.get("records") or [] if isinstance(e, dict)]
+    by_id = {e.get("id"): e for e in entries}
+    if len(by_id) != len(ctx.records):
+        yield Finding(
+            INDEX_PATH, NAME, f"index has {len(by_id)} distinct ids for {len(ctx.records)} record files"
+        )
+    for record_file, record in ctx.parsed():
+        entry = by_id.get(record.get("id"))
+        if entry is None:
+            yield Finding(record_file.id, NAME, "no index entry for this record")
+            continue
+        if not _same(entry.get("retrieval"), record.get("retrieval")):
+            yield Finding(record_file.id, NAME, "index entry's retrieval differs from the record's", "retrieval")
+        for key, path in (
+            ("worth_score", ("worth", "rank", "score")),
+            ("tier", ("worth", "rank", "tier")),
+            ("gain_pct", ("worth", "gain", "pct")),
+        ):
+            if not _same(entry.get(key), _dig(record, *path)):
+                yield Finding(
+                    record_file.id,
+                    NAME,
+                    f"index {key} is {entry.get(key)!r}, the record says {_dig(record, *path)!r}",
+                    ".".join(path),
+                )
+
+
+def _edit_first_entry(ctx: GateContext, edit) -> bool:
+    index = json.loads(ctx.index_raw)
+    edit(index, index["records"][0])
+    ctx.index_raw = json.dumps(index).encode()
+    return True
+
+
+def _drop_index(ctx: GateContext) -> bool:
+    ctx.index_raw = None
+    return True
+
+
+def _stale_score(ctx: GateContext) -> bool:
+    return _edit_first_entry(ctx, lambda _, e: e.update(worth_score=(e.get("worth_score") or 0) + 0.125))
+
+
+def _stale_retrieval(ctx: GateContext) -> bool:
+    return _edit_first_entry(ctx, lambda _, e: e["retrieval"]["scope"].update(dsl="cuda-renamed"))
+
+
+def _missing_entry(ctx: GateContext) -> bool:
+    return _edit_first_entry(ctx, lambda index, e: index["records"].remove(e))
+
+
+def _unindexed_record(ctx: GateContext) -> bool:
+    twin = copy.deepcopy(ctx.records[0])
+    twin.data["id"] += "-new"
+    twin.path = twin.path.replace(".json", "-new.json")
+    ctx.records.append(twin)
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="store",
+    description="records/index.json agrees with the records",
+    check=check,
+    injections=(
+        Injection("index/missing-index", _drop_index),
+        Injection("index/stale-score", _stale_score),
+        Injection("index/stale-retrieval", _stale_retrieval),
+        Injection("index/missing-entry", _missing_entry),
+        Injection("index/unindexed-record", _unindexed_record),
+    ),
+    record_level=False,
+)

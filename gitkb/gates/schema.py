@@ -1,0 +1,54 @@
+"""Store gate `schema`: every record validates against gitkb's clean-1.3 JSON Schema."""
+
+from __future__ import annotations
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+
+NAME = "schema"
+
+
+def check(ctx: GateContext):
+    from gitkb import schema
+
+    for record_file in ctx.records:
+        if record_file.data is None:
+            yield Finding(record_file.id, NAME, record_file.error or "unreadable record")
+            continue
+        for path, message in schema.errors(record_file.data):
+            yield Finding(record_file.id, NAME, message, path)
+
+
+def _set_level(ctx: GateContext) -> bool:
+    ctx.records[0].data["level"] = "kernel"
+    return True
+
+
+def _drop_goal(ctx: GateContext) -> bool:
+    ctx.records[0].data["payload"].pop("goal", None)
+    return True
+
+
+def _open_closed_block(ctx: GateContext) -> bool:
+    ctx.records[0].data["retrieval"]["scope"]["gpu_count"] = 8
+    return True
+
+
+def _break_json(ctx: GateContext) -> bool:
+    record_file = ctx.records[0]
+    record_file.raw = record_file.raw[: len(record_file.raw) // 2]
+    record_file.data, record_file.error = None, "malformed JSON: truncated"
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="store",
+    description="records validate against the clean-1.3 JSON Schema",
+    check=check,
+    injections=(
+        Injection("schema/unknown-level", _set_level),
+        Injection("schema/missing-goal", _drop_goal),
+        Injection("schema/extra-scope-key", _open_closed_block),
+        Injection("schema/truncated-json", _break_json),
+    ),
+)

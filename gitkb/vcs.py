@@ -1,0 +1,549 @@
+"""The one VCS layer: every repository access in gitkb goes through this module.
+
+Plumbing over dulwich: open a repository (also from a server hook's quarantine
+environment), read blobs and trees at a commit, diff two commits under a path
+prefix, write commits without a work tree, move refs by compare-and-swap under
+git's own ``.lock`` protocol, serialize local writers, copy another
+repository's objects under a ref, and parse/format pure trailer blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dulwich.errors import NotGitRepository
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
+
+from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved
+
+ZERO_SHA = "0" * 40
+FILE_MODE = 0o100644
+TREE_MODE = 0o040000
+
+TRAILER_KEY = re.compile(r"[A-Za-z0-9-]+")
+_TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+): (.*)$")
+
+# A ref lock that is still there this long after we took the writer lock was
+# left by a killed process: C git holds such locks for milliseconds.
+_STALE_REF_LOCK_WAIT_S = 1.0
+
+
+def _b(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between two commits; ``kind`` is add, modify or delete."""
+
+    kind: str
+    path: str
+    old_sha: str | None
+    new_sha: str | None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    committer: str
+    author_time: int
+    commit_time: int
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    @property
+    def trailers(self) -> list[tuple[str, str]]:
+        return parse_trailers(self.message)
+
+
+# --------------------------------------------------------------------------- trailers
+
+
+def parse_trailers(message: str) -> list[tuple[str, str]]:
+    """Return the message's trailer block: its last paragraph, when every line is ``Key: value``.
+
+    The first paragraph (the subject) never counts, as in C git.
+    """
+    paragraphs = [p for p in re.split(r"\n[ \t]*\n", message.strip("\n")) if p.strip()]
+    if len(paragraphs) < 2:
+        return []
+    pairs = []
+    for line in paragraphs[-1].splitlines():
+        match = _TRAILER_LINE.match(line.rstrip())
+        if not match:
+            return []
+        pairs.append((match.group(1), match.group(2)))
+    return pairs
+
+
+def format_message(subject: str, body: str = "", trailers: list[tuple[str, str]] = ()) -> str:
+    """Build a commit message ending in one pure trailer block."""
+    if "\n" in subject or not subject.strip():
+        raise GitkbError(f"commit subject must be one non-empty line, got {subject!r}")
+    parts = [subject.strip()]
+    if body.strip():
+        parts.append(body.strip())
+    lines = []
+    for key, value in trailers:
+        value = str(value)
+        if not TRAILER_KEY.fullmatch(key):
+            raise GitkbError(f"trailer key {key!r} must use only A-Z, a-z, 0-9 and '-'")
+        if "\n" in value or not value.strip() or value != value.strip():
+            raise GitkbError(f"trailer {key} needs a one-line value, got {value!r}")
+        lines.append(f"{key}: {value}")
+    if lines:
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- repository
+
+
+def identity() -> str:
+    """The committer identity: GITKB_/GIT_ variables, else a fixed gitkb identity."""
+    name = os.environ.get("GIT_COMMITTER_NAME") or os.environ.get("GIT_AUTHOR_NAME") or "gitkb"
+    email = (
+        os.environ.get("GIT_COMMITTER_EMAIL") or os.environ.get("GIT_AUTHOR_EMAIL") or "gitkb@localhost"
+    )
+    return f"{name} <{email}>"
+
+
+class Repository:
+    """A git repository seen through gitkb's narrow interface."""
+
+    def __init__(self, repo: Repo) -> None:
+        self._repo = repo
+        self._objects = repo.object_store
+
+    # ----------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None) -> Repository:
+        """Open a repository at ``path`` (bare or not).
+
+        With no path, open the one the environment names, as a server hook
+        sees it: ``GIT_DIR``, with ``GIT_OBJECT_DIRECTORY`` and
+        ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` making quarantined objects visible.
+        """
+        if path is None:
+            git_dir = os.environ.get("GIT_DIR", ".")
+            object_dir = os.environ.get("GIT_OBJECT_DIRECTORY")
+            alternates = [
+                p for p in os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(":") if p
+            ]
+            try:
+                repo = Repo(
+                    controldir=os.path.abspath(git_dir),
+                    object_directory=os.path.abspath(object_dir) if object_dir else None,
+                    alternates=[os.path.abspath(p) for p in alternates] or None,
+                )
+            except (NotGitRepository, FileNotFoundError, NotADirectoryError) as exc:
+                raise NotARepository(f"{git_dir}: not a git repository ({exc})") from None
+            return cls(repo)
+        path = Path(path)
+        if not path.exists():
+            raise NotARepository(f"{path}: no such directory")
+        try:
+            repo = Repo(str(path))
+        except (NotGitRepository, NotADirectoryError):
+            raise NotARepository(f"{path}: not a git repository") from None
+        return cls(repo)
+
+    @classmethod
+    def init(cls, path: str | os.PathLike, bare: bool = False) -> Repository:
+        """Create a new repository whose HEAD names ``refs/heads/main``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if (path / ".git").exists() or (path / "objects").is_dir():
+            raise GitkbError(f"{path}: a git repository already exists there")
+        repo = Repo.init_bare(str(path)) if bare else Repo.init(str(path))
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        return cls(repo)
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self._repo.controldir())
+
+    @property
+    def work_tree(self) -> Path | None:
+        return None if self._repo.bare else Path(self._repo.path)
+
+    def close(self) -> None:
+        self._repo.close()
+
+    def set_config(self, section: str, key: str, value: str) -> None:
+        config = self._repo.get_config()
+        config.set((_b(section),), _b(key), _b(value))
+        config.write_to_path()
+
+    # ----------------------------------------------------------------- reading
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit a ref name (or full sha) points at, or None when absent."""
+        if re.fullmatch(r"[0-9a-f]{40}", ref):
+            return ref if self.has_object(ref) else None
+        try:
+            return self._repo.refs[_b(ref)].decode()
+        except KeyError:
+            return None
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        """All refs under ``prefix`` (e.g. ``refs/kb/traces/``), name to sha."""
+        found = self._repo.refs.as_dict(_b(prefix.rstrip("/")))
+        return {prefix.rstrip("/") + "/" + k.decode(): v.decode() for k, v in found.items()}
+
+    def has_object(self, sha: str) -> bool:
+        return _b(sha) in self._objects
+
+    def object_type(self, sha: str) -> str | None:
+        try:
+            return self._objects[_b(sha)].type_name.decode()
+        except KeyError:
+            return None
+
+    def commit(self, sha: str) -> CommitInfo:
+        try:
+            obj = self._objects[_b(sha)]
+        except KeyError:
+            raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
+        if not isinstance(obj, Commit):
+            raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
+        return CommitInfo(
+            sha=sha,
+            parents=tuple(p.decode() for p in obj.parents),
+            author=obj.author.decode("utf-8", "replace"),
+            committer=obj.committer.decode("utf-8", "replace"),
+            author_time=obj.author_time,
+            commit_time=obj.commit_time,
+            message=obj.message.decode("utf-8", "replace"),
+        )
+
+    def _tree_of(self, commit: str) -> bytes:
+        return self._objects[_b(commit)].tree
+
+    def _lookup(self, tree_id: bytes, path: str) -> tuple[int, bytes] | None:
+        mode, sha = TREE_MODE, tree_id
+        for part in (p for p in path.split("/") if p):
+            if not stat.S_ISDIR(mode):
+                return None
+            tree = self._objects[sha]
+            try:
+                mode, sha = tree[_b(part)]
+            except KeyError:
+                return None
+        return mode, sha
+
+    def blob_sha(self, commit: str, path: str) -> str | None:
+        """The sha of the blob at ``path`` in ``commit``, or None when there is no file there."""
+        found = self._lookup(self._tree_of(commit), path)
+        if found is None or stat.S_ISDIR(found[0]):
+            return None
+        return found[1].decode()
+
+    def read(self, commit: str, path: str) -> bytes | None:
+        """The bytes of ``path`` at ``commit``, or None when there is no file there."""
+        sha = self.blob_sha(commit, path)
+        return None if sha is None else self.blob(sha)
+
+    def blob(self, sha: str) -> bytes:
+        return self._objects[_b(sha)].as_raw_string()
+
+    def is_symlink(self, commit: str, path: str) -> bool:
+        found = self._lookup(self._tree_of(commit), path)
+        return found is not None and stat.S_ISLNK(found[0])
+
+    def list_tree(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+        """Every file under ``prefix`` at ``commit``, as (path, blob sha), depth first, sorted."""
+        prefix = prefix.strip("/")
+        root = self._tree_of(commit)
+        found = (TREE_MODE, root) if not prefix else self._lookup(root, prefix)
+        if found is None or not stat.S_ISDIR(found[0]):
+            return
+        stack = [(prefix, found[1])]
+        while stack:
+            base, tree_id = stack.pop()
+            entries = sorted(self._objects[tree_id].items(), key=lambda e: e.path, reverse=True)
+            for entry in entries:
+                name = entry.path.decode("utf-8", "surrogateescape")
+                full = f"{base}/{name}" if base else name
+                if stat.S_ISDIR(entry.mode):
+                    stack.append((full, entry.sha))
+                elif stat.S_ISREG(entry.mode):
+                    yield full, entry.sha.decode()
+
+    def changes(self, old: str | None, new: str, prefix: str = "") -> list[Change]:
+        """Files under ``prefix`` that differ from commit ``old`` to commit ``new``.
+
+        Identical subtrees are skipped by sha, so the cost follows the change,
+        not the size of the tree.
+        """
+        from dulwich.diff_tree import tree_changes
+
+        prefix = prefix.strip("/")
+
+        def subtree(commit: str | None) -> bytes | None:
+            if commit is None:
+                return None
+            root = self._tree_of(commit)
+            if not prefix:
+                return root
+            found = self._lookup(root, prefix)
+            return found[1] if found and stat.S_ISDIR(found[0]) else None
+
+        out = []
+        for change in tree_changes(self._objects, subtree(old), subtree(new)):
+            kind = {"add": "add", "delete": "delete"}.get(change.type, "modify")
+            entry = change.new if kind != "delete" else change.old
+            name = entry.path.decode("utf-8", "surrogateescape")
+            out.append(
+                Change(
+                    kind=kind,
+                    path=f"{prefix}/{name}" if prefix else name,
+                    old_sha=change.old.sha.decode() if change.old and change.old.sha else None,
+                    new_sha=change.new.sha.decode() if change.new and change.new.sha else None,
+                )
+            )
+        return out
+
+    def walk(self, tip: str, exclude: tuple[str, ...] = ()) -> Iterator[CommitInfo]:
+        """Commits reachable from ``tip`` and not from ``exclude``, newest first."""
+        walker = self._repo.get_walker(
+            include=[_b(tip)], exclude=[_b(e) for e in exclude if e and e != ZERO_SHA]
+        )
+        for entry in walker:
+            yield self.commit(entry.commit.id.decode())
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        if ancestor == descendant:
+            return True
+        return any(c.sha == ancestor for c in self.walk(descendant))
+
+    # ----------------------------------------------------------------- writing
+
+    def write_blob(self, data: bytes) -> str:
+        blob = Blob.from_string(data)
+        self._objects.add_object(blob)
+        return blob.id.decode()
+
+    def _edit_tree(self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]) -> bytes | None:
+        """Apply edits (path parts -> blob id, or None to delete) to one tree; None when empty."""
+        tree = Tree()
+        if tree_id is not None:
+            for entry in self._objects[tree_id].items():
+                tree.add(entry.path, entry.mode, entry.sha)
+        nested: dict[bytes, dict[tuple[bytes, ...], bytes | None]] = {}
+        for parts, blob_id in edits.items():
+            if len(parts) == 1:
+                if blob_id is None:
+                    if parts[0] in tree:
+                        del tree[parts[0]]
+                else:
+                    tree.add(parts[0], FILE_MODE, blob_id)
+            else:
+                nested.setdefault(parts[0], {})[parts[1:]] = blob_id
+        for name, sub_edits in nested.items():
+            current = tree[name] if name in tree else None
+            sub_id = current[1] if current and stat.S_ISDIR(current[0]) else None
+            new_sub = self._edit_tree(sub_id, sub_edits)
+            if new_sub is None:
+                if name in tree:
+                    del tree[name]
+            else:
+                tree.add(name, TREE_MODE, new_sub)
+        if not len(tree):
+            return None
+        self._objects.add_object(tree)
+        return tree.id
+
+    def write_commit(
+        self,
+        parent: str | None,
+        edits: Mapping[str, bytes | None],
+        message: str,
+        author: str | None = None,
+        when: int | None = None,
+    ) -> str:
+        """Write the objects of one commit (no ref moves): ``parent``'s tree with ``edits``.
+
+        ``edits`` maps a slash path to new file bytes, or to None to delete it.
+        """
+        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
+        for path, data in edits.items():
+            parts = tuple(_b(p) for p in path.split("/") if p)
+            if not parts or any(p in (b".", b"..") for p in parts):
+                raise GitkbError(f"refusing to write outside the tree: {path!r}")
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+        base_tree = self._tree_of(parent) if parent else None
+        tree_id = self._edit_tree(base_tree, blob_edits)
+        if tree_id is None:
+            empty = Tree()
+            self._objects.add_object(empty)
+            tree_id = empty.id
+        committer = identity()
+        now = int(time.time()) if when is None else when
+        offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
+        commit = Commit()
+        commit.tree = tree_id
+        commit.parents = [_b(parent)] if parent else []
+        commit.author = _b(author or committer)
+        commit.committer = _b(committer)
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = offset
+        commit.encoding = b"UTF-8"
+        commit.message = _b(message)
+        self._objects.add_object(commit)
+        return commit.id.decode()
+
+    def update_ref(self, ref: str, old: str | None, new: str, reason: str = "gitkb") -> None:
+        """Move ``ref`` from ``old`` (None: must not exist) to ``new``, or raise RefMoved."""
+        refs = self._repo.refs
+        name = _b(ref)
+        try:
+            if old is None:
+                ok = refs.add_if_new(name, _b(new), message=_b(reason))
+            else:
+                ok = refs.set_if_equals(name, _b(old), _b(new), message=_b(reason))
+        except (FileExistsError, OSError) as exc:
+            raise RefMoved(f"{ref}: could not lock the ref ({exc}); another writer holds it") from None
+        if not ok:
+            now = self.resolve(ref)
+            raise RefMoved(
+                f"{ref} moved during the update: expected {old or 'no ref'}, found {now or 'no ref'}"
+            )
+
+    def delete_ref(self, ref: str, old: str) -> None:
+        if not self._repo.refs.remove_if_equals(_b(ref), _b(old)):
+            raise RefMoved(f"{ref} moved; not deleted")
+
+    def fetch_into(self, source: str | os.PathLike, source_sha: str, ref: str) -> str:
+        """Copy the objects reachable from ``source_sha`` in another local repository
+        into this one and point ``ref`` at it (create or fast-forward only)."""
+        from dulwich.client import LocalGitClient
+
+        current = self.resolve(ref)
+        if current == source_sha:
+            return source_sha
+        LocalGitClient().fetch(
+            str(source), self._repo, determine_wants=lambda refs, depth=None: [_b(source_sha)]
+        )
+        if current is not None and not self.is_ancestor(current, source_sha):
+            raise RefMoved(f"{ref} is at {current}, which {source_sha} does not descend from")
+        self.update_ref(ref, current, source_sha, reason="gitkb: copy trace")
+        return source_sha
+
+    # ----------------------------------------------------------------- work tree
+
+    def head_branch(self) -> str | None:
+        """The branch HEAD names, when HEAD is symbolic."""
+        try:
+            target = self._repo.refs.read_ref(b"HEAD")
+        except KeyError:
+            return None
+        if target and target.startswith(b"ref: "):
+            return target[5:].strip().decode()
+        return None
+
+    def sync_work_tree(self, branch_ref: str, commit: str, paths: list[str]) -> None:
+        """After a commit written without a work tree, bring the checked-out files and the
+        index entries of ``paths`` up to ``commit`` (only when HEAD is on ``branch_ref``)."""
+        from dulwich.index import index_entry_from_stat
+
+        work_tree = self.work_tree
+        if work_tree is None or self.head_branch() != branch_ref:
+            return
+        index = self._repo.open_index()
+        for path in paths:
+            target = work_tree / path
+            sha = self.blob_sha(commit, path)
+            key = _b(path)
+            if sha is None:
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+                if key in index:
+                    del index[key]
+                continue
+            atomic_write(target, self.blob(sha))
+            index[key] = index_entry_from_stat(os.lstat(target), _b(sha), FILE_MODE)
+        index.write()
+
+    # ----------------------------------------------------------------- locking
+
+    @contextlib.contextmanager
+    def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
+        """Serialize gitkb writers on this repository.
+
+        An ``flock`` on ``gitkb-writer.lock`` in the git directory: the kernel
+        drops it when a holder dies, and the holder's pid written inside tells
+        the next writer that a crash happened, so it can clean up after it.
+        """
+        if timeout is None:
+            timeout = float(os.environ.get("GITKB_LOCK_TIMEOUT", "120"))
+        path = self.git_dir / "gitkb-writer.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LockTimeout(
+                            f"{path}: another gitkb writer held the lock for over {timeout:.0f} s"
+                        ) from None
+                    time.sleep(0.005)
+            previous = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            if previous:
+                print(
+                    f"gitkb: recovered the writer lock of {path.parent}: "
+                    f"process {previous} stopped while holding it",
+                    file=sys.stderr,
+                )
+                self._clear_stale_ref_locks()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            try:
+                yield
+            finally:
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _clear_stale_ref_locks(self) -> None:
+        """Remove ``.lock`` files a killed gitkb writer left on refs and the index."""
+        candidates = [self.git_dir / "index.lock", self.git_dir / "packed-refs.lock"]
+        candidates += list((self.git_dir / "refs").rglob("*.lock"))
+        deadline = time.monotonic() + _STALE_REF_LOCK_WAIT_S
+        for lock in candidates:
+            while lock.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if lock.exists():
+                lock.unlink()
+                print(f"gitkb: removed stale lock {lock}", file=sys.stderr)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write a file so that readers see the old or the new bytes, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
