@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_", "Import another tool's records (gpu-wiki)."),
     "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
+    "examples": ("examples", "Print the paths of the example records shipped with gitkb."),
     "hook": ("hook", "Entry points the git hooks call (pre-commit)."),
     "help": ("help", "Show help for a verb: git kb help VERB."),
 }

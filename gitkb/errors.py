@@ -10,6 +10,8 @@ class GitkbError(Exception):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        # Admissions that landed before a multi-record run stopped on this error.
+        self.admitted: list = []
 
 
 class NotARepository(GitkbError):

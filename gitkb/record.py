@@ -38,7 +38,7 @@ class RecordFile:
 def load(path: str, raw: bytes) -> RecordFile:
     """Parse record bytes without raising; a parse failure is kept on the result."""
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return RecordFile(path, raw, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     except json.JSONDecodeError as exc:
@@ -116,7 +116,11 @@ def _search_text(record: dict) -> str:
     parts += [problem.get("statement"), problem.get("operator")]
     sections = payload.get("sections") if isinstance(payload.get("sections"), list) else []
     parts += [s.get("heading") for s in sections if isinstance(s, dict)]
-    for key, source in (("triggers", retrieval), ("technique_tags", retrieval), ("symptoms", signals)):
+    for key, source in (
+        ("triggers", retrieval),
+        ("technique_tags", retrieval),
+        ("symptoms", signals),
+    ):
         items = source.get(key)
         parts += items if isinstance(items, list) else []
     return " ".join(str(p) for p in parts if _truthy(p) and isinstance(p, str)).lower()
@@ -173,7 +177,9 @@ class Index:
         try:
             data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RecordError(f"{source}: the index is not valid JSON ({exc}); run git kb reindex")
+            raise RecordError(
+                f"{source}: the index is not valid JSON ({exc}); run git kb reindex"
+            ) from None
         entries = data.get("records") if isinstance(data, dict) else None
         if not isinstance(entries, list):
             raise RecordError(f"{source}: the index has no records list; run git kb reindex")

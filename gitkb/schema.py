@@ -57,7 +57,8 @@ def _validator(name: str) -> Any:
     try:
         Draft202012Validator.check_schema(schema)
     except JsonSchemaError as exc:
-        raise SchemaError(f"{name}.schema.json is not a valid draft 2020-12 schema: {exc.message}")
+        message = f"{name}.schema.json is not a valid draft 2020-12 schema: {exc.message}"
+        raise SchemaError(message) from None
     return Draft202012Validator(schema)
 
 

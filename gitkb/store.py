@@ -7,6 +7,7 @@ either wholly there (record, index entry, commit) or not there at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import tomllib
@@ -16,9 +17,15 @@ from pathlib import Path
 
 import tomli_w
 
-from gitkb import __version__
 from gitkb import record as rec
-from gitkb.errors import AdmissionRefused, GitkbError, NotARepository, NotAStore, RecordError, RefMoved
+from gitkb.errors import (
+    AdmissionRefused,
+    GitkbError,
+    NotARepository,
+    NotAStore,
+    RecordError,
+    RefMoved,
+)
 from gitkb.gates import GateContext, GateResult, run_gates
 from gitkb.record import INDEX_PATH, Index, RecordFile
 from gitkb.resources import data_dir
@@ -30,6 +37,7 @@ CONFLICTS_DIR = "conflicts"
 TRACE_REFS = "refs/kb/traces/"
 ACTIONS = ("insert", "confirm", "conflict")
 _CAS_ATTEMPTS = 3
+_BATCH = 200  # admissions per pack and per move of main
 
 _CONFLICT_HINTS = [
     "the two measurements cover different shape sets",
@@ -55,6 +63,19 @@ class Admission:
 
 
 @dataclass
+class AdmitRequest:
+    """One record file to admit, with the admission's action and provenance."""
+
+    raw: bytes
+    action: str = "insert"
+    target: str | None = None
+    source: str = "<record>"
+    trace: str | None = None
+    trace_commit: str | None = None
+    body: str = ""
+
+
+@dataclass
 class _Change:
     """One commit's worth of store edits, built on the current tip under the lock."""
 
@@ -65,6 +86,8 @@ class _Change:
     body: str = ""
     trailers: list[tuple[str, str]] = field(default_factory=list)
     note: str = ""
+    index: Index | None = None  # the index the new commit holds, when the change rewrites it
+    gates: str = ""
 
 
 class Store:
@@ -93,9 +116,9 @@ class Store:
     def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
         location = Path(path)
         repo = Repository.init(location, bare=bare)
-        # Each admission rewrites records/index.json; fast loose-object compression
-        # keeps that cheap, and `git gc` packs and deltas them later anyway.
-        repo.set_config("core", "looseCompression", "1")
+        # Each admission rewrites records/index.json; fast compression keeps that
+        # cheap, and `git gc` deltas the many index versions later anyway.
+        repo.set_config("core", "compression", "1")
         store_name = name or location.resolve().name
         config = {"store": {"name": store_name, "format": "gitkb-1", "schema": rec.SCHEMA_NAME}}
         skeleton = data_dir("templates") / "store"
@@ -152,7 +175,10 @@ class Store:
             raise GitkbError(f"no record {record_id} in {self.location}")
         raw = self.repo.read(commit or self.tip, entry["path"])
         if raw is None:
-            raise GitkbError(f"{record_id}: the index names {entry['path']}, which is missing; run git kb reindex")
+            raise GitkbError(
+                f"{record_id}: the index names {entry['path']}, which is missing; "
+                "run git kb reindex"
+            )
         return rec.load(entry["path"], raw)
 
     def gate_context(self, full: bool = False, commit: str | None = None) -> GateContext:
@@ -190,7 +216,11 @@ class Store:
                 trailers.setdefault(key, value)
             if "KB-Action" not in trailers:
                 continue
-            names = {trailers.get("KB-Record"), trailers.get("KB-Target"), trailers.get("KB-Confirmed-By")}
+            names = {
+                trailers.get("KB-Record"),
+                trailers.get("KB-Target"),
+                trailers.get("KB-Confirmed-By"),
+            }
             if record_id and record_id not in names:
                 continue
             out.append(
@@ -256,31 +286,58 @@ class Store:
         body: str = "",
     ) -> Admission:
         """Admit one record file's bytes as ``insert``, ``confirm`` or ``conflict``: one commit."""
+        request = AdmitRequest(raw, action, target, source, trace, trace_commit, body)
+        return self.admit_many([request])[0]
+
+    def admit_many(self, requests: list[AdmitRequest]) -> list[Admission]:
+        """Admit records in order, one commit each, exactly as one ``admit`` after another
+        would: a refusal stops the run and everything before it stays admitted (the
+        refusal's ``admitted`` lists those). Commits are written in packs of up to
+        ``_BATCH`` and main moves once per pack."""
+        builds = []
+        try:
+            for request in requests:
+                builds.append(self._prepare(request))
+        except GitkbError as exc:
+            exc.admitted = self._write_all(builds)
+            raise
+        return self._write_all(builds)
+
+    def _prepare(self, request: AdmitRequest) -> Callable[[str, Index], _Change]:
+        """Parse and gate one request (no store state needed); return its change builder."""
+        action, target = request.action, request.target
         if action not in ACTIONS:
             raise GitkbError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}", 2)
         if action != "insert" and not target:
             raise GitkbError(f"--target ID is required for {action}", 2)
-        record = rec.parse(raw, source)
+        record = rec.parse(request.raw, request.source)
         path = rec.path_for(record)
         gates, findings = self.check_record(record, path)
         if findings:
             lines = "\n".join(f.line() for f in findings[:20])
-            raise AdmissionRefused(f"{source}: refused by the gates:\n{lines}", findings)
-        provenance = [("KB-Trace", trace), ("KB-Trace-Commit", trace_commit), ("KB-Gates", gates)]
+            raise AdmissionRefused(f"{request.source}: refused by the gates:\n{lines}", findings)
+        provenance = [
+            ("KB-Trace", request.trace),
+            ("KB-Trace-Commit", request.trace_commit),
+            ("KB-Gates", gates),
+        ]
         provenance = [(k, v) for k, v in provenance if v]
 
         def build(tip: str, index: Index) -> _Change:
             if action == "insert":
-                return self._insert(tip, index, raw, record, path, body, provenance)
-            if target not in index:
+                change = self._insert(
+                    tip, index, request.raw, record, path, request.body, provenance
+                )
+            elif target not in index:
                 raise AdmissionRefused(f"{action} target {target} is not in the store")
-            if action == "confirm":
-                return self._confirm(tip, index, record, target, provenance)
-            return self._conflict(tip, index, record, target, provenance)
+            elif action == "confirm":
+                change = self._confirm(tip, index, record, target, provenance)
+            else:
+                change = self._conflict(tip, index, record, target, provenance)
+            change.gates = gates
+            return change
 
-        admission = self._write(build)
-        admission.gates = gates
-        return admission
+        return build
 
     def _insert(self, tip, index, raw, record, path, body, provenance) -> _Change:
         record_id = record["id"]
@@ -297,6 +354,7 @@ class Store:
             path=path,
             body=body,
             trailers=provenance,
+            index=index,
         )
 
     def _confirm(self, tip, index, record, target, provenance) -> _Change:
@@ -308,7 +366,9 @@ class Store:
         track = existing.setdefault("worth", {}).setdefault("track", {})
         keys = track.setdefault("confirm_keys", [])
         if key in keys:
-            return _Change("confirm", target, {}, path=target_file.path, note="already counted, skipped")
+            return _Change(
+                "confirm", target, {}, path=target_file.path, note="already counted, skipped"
+            )
         counters = track.setdefault("counters", {})
         for name in _COUNTERS:
             counters.setdefault(name, 0)
@@ -324,6 +384,7 @@ class Store:
             body=f"Confirmed by {record['id']}.",
             trailers=[("KB-Confirmed-By", record["id"]), *provenance],
             note=f"verified_effective is now {counters['verified_effective']}",
+            index=index,
         )
 
     def _conflict(self, tip, index, record, target, provenance) -> _Change:
@@ -360,31 +421,94 @@ class Store:
         )
 
     def _write(self, build: Callable[[str, Index], _Change]) -> Admission:
-        """Build one change on the current tip and move main onto it by compare-and-swap."""
-        with self.repo.writer_lock():
-            for attempt in range(_CAS_ATTEMPTS):
-                tip = self.tip
-                index = self.index(tip)
-                self._index_cache = None  # build() edits the index in place
-                change = build(tip, index)
-                if not change.edits:
-                    return Admission(change.action, change.record_id, change.path, None, change.note)
-                message = format_message(
-                    f"kb {change.action} {change.record_id}",
-                    change.body,
-                    [("KB-Action", change.action), ("KB-Record", change.record_id), *change.trailers],
-                )
-                commit = self.repo.write_commit(tip, change.edits, message)
+        return self._write_all([build])[0]
+
+    def _write_all(self, builds: list[Callable[[str, Index], _Change]]) -> list[Admission]:
+        """Apply change builders in order, one commit each, under the writer lock.
+
+        Each chunk of builders becomes a chain of commits on the current tip,
+        stored as one pack, then main moves onto the chain's end by
+        compare-and-swap; if main moved meanwhile, the chunk is rebuilt on the
+        new tip. A builder's refusal lands the commits before it, then raises.
+        """
+        admissions: list[Admission] = []
+        if not builds:
+            return admissions
+        with self.repo.writer_lock() as recovered:
+            if recovered:
+                self.repo.repair_work_tree(BRANCH)
+            for start in range(0, len(builds), _BATCH):
+                chunk = builds[start : start + _BATCH]
                 try:
-                    self.repo.update_ref(BRANCH, tip, commit, reason=f"gitkb: {change.action}")
+                    admissions += self._write_chunk(chunk)
+                except GitkbError as exc:
+                    exc.admitted = admissions + getattr(exc, "admitted", [])
+                    raise
+        return admissions
+
+    def _write_chunk(self, chunk: list[Callable[[str, Index], _Change]]) -> list[Admission]:
+        for attempt in range(_CAS_ATTEMPTS):
+            start_tip = tip = self.tip
+            index = self.index(tip)
+            self._index_cache = None  # the builders edit the index in place
+            done: list[Admission] = []
+            touched: set[str] = set()
+            refusal: GitkbError | None = None
+            with self.repo.batch() if len(chunk) > 1 else contextlib.nullcontext():
+                for build in chunk:
+                    try:
+                        change = build(tip, index)
+                    except GitkbError as exc:
+                        refusal = exc
+                        break
+                    if change.index is not None:
+                        index = change.index
+                    if not change.edits:
+                        done.append(
+                            Admission(
+                                change.action,
+                                change.record_id,
+                                change.path,
+                                None,
+                                change.note,
+                                change.gates,
+                            )
+                        )
+                        continue
+                    message = format_message(
+                        f"kb {change.action} {change.record_id}",
+                        change.body,
+                        [
+                            ("KB-Action", change.action),
+                            ("KB-Record", change.record_id),
+                            *change.trailers,
+                        ],
+                    )
+                    tip = self.repo.write_commit(tip, change.edits, message)
+                    touched.update(change.edits)
+                    done.append(
+                        Admission(
+                            change.action,
+                            change.record_id,
+                            change.path,
+                            tip,
+                            change.note,
+                            change.gates,
+                        )
+                    )
+            if tip != start_tip:
+                try:
+                    self.repo.update_ref(BRANCH, start_tip, tip, reason="gitkb: admit")
                 except RefMoved:
                     if attempt + 1 == _CAS_ATTEMPTS:
                         raise
                     continue
-                if INDEX_PATH in change.edits:
-                    self._index_cache = (commit, index)
-                self.repo.sync_work_tree(BRANCH, commit, list(change.edits))
-                return Admission(change.action, change.record_id, change.path, commit, change.note)
+                self.repo.sync_work_tree(BRANCH, tip, sorted(touched))
+            self._index_cache = (tip, index)
+            if refusal is not None:
+                refusal.admitted = done
+                raise refusal
+            return done
         raise AssertionError("unreachable")
 
     # ----------------------------------------------------------------- bulk
@@ -402,7 +526,9 @@ class Store:
         if findings:
             lines = "\n".join(f.line() for f in findings[:20])
             more = f"\n... and {len(findings) - 20} more" if len(findings) > 20 else ""
-            raise AdmissionRefused(f"{folder}: import refused by the gates:\n{lines}{more}", findings)
+            raise AdmissionRefused(
+                f"{folder}: import refused by the gates:\n{lines}{more}", findings
+            )
         name = Path(folder).resolve().name
 
         def build(tip: str, index: Index) -> _Change:
@@ -420,8 +546,12 @@ class Store:
                 f"gpu-wiki:{name}",
                 edits,
                 body=f"Imported {len(files)} GPU-wiki records.",
-                trailers=[("KB-Source", "gpu-wiki"), ("KB-Records", str(len(files))),
-                          ("KB-Gates", _gates_figure(results))],
+                trailers=[
+                    ("KB-Source", "gpu-wiki"),
+                    ("KB-Records", str(len(files))),
+                    ("KB-Gates", _gates_figure(results)),
+                ],
+                index=index,
             )
 
         return self._write(build)
@@ -432,7 +562,9 @@ class Store:
 
         out = Path(folder)
         if (out / rec.RECORDS_DIR).exists() and any((out / rec.RECORDS_DIR).iterdir()):
-            raise GitkbError(f"{out / rec.RECORDS_DIR} exists and is not empty; export into a new folder")
+            raise GitkbError(
+                f"{out / rec.RECORDS_DIR} exists and is not empty; export into a new folder"
+            )
         tip = self.tip
         count = 0
         for record_file in self.record_files(tip):
@@ -451,7 +583,9 @@ class Store:
                     fresh.put(rec.index_entry(record_file.data, record_file.path))
             data = fresh.dumps()
             if self.repo.read(tip, INDEX_PATH) == data:
-                return _Change("reindex", "index", {}, path=INDEX_PATH, note="index already current")
+                return _Change(
+                    "reindex", "index", {}, path=INDEX_PATH, note="index already current"
+                )
             return _Change(
                 "reindex",
                 "index",
@@ -459,6 +593,7 @@ class Store:
                 path=INDEX_PATH,
                 body=f"Rebuilt the index from {len(fresh)} records.",
                 trailers=[("KB-Records", str(len(fresh)))],
+                index=fresh,
             )
 
         return self._write(build)

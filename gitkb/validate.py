@@ -15,7 +15,9 @@ from gitkb.store import Store, folder_context, read_folder
 EXAMPLES = "examples"
 
 
-def context_for(path: str | os.PathLike, staging: str | None = None, full: bool = False) -> GateContext:
+def context_for(
+    path: str | os.PathLike, staging: str | None = None, full: bool = False
+) -> GateContext:
     """The gate context for PATH: the committed tree of a store's main, or a folder
     laid out like a store; with ``staging``, that folder checked against the store at PATH."""
     if staging is not None:

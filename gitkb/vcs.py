@@ -16,6 +16,7 @@ import re
 import stat
 import sys
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,9 @@ _TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+): (.*)$")
 # A ref lock that is still there this long after we took the writer lock was
 # left by a killed process: C git holds such locks for milliseconds.
 _STALE_REF_LOCK_WAIT_S = 1.0
+# Work-tree files are written here first and renamed into place, so a crash
+# leaves no partial file among the user's files.
+_WORK_TREE_TMP = "gitkb-tmp"
 
 
 def _b(text: str) -> bytes:
@@ -118,7 +122,9 @@ def identity() -> str:
     """The committer identity: GITKB_/GIT_ variables, else a fixed gitkb identity."""
     name = os.environ.get("GIT_COMMITTER_NAME") or os.environ.get("GIT_AUTHOR_NAME") or "gitkb"
     email = (
-        os.environ.get("GIT_COMMITTER_EMAIL") or os.environ.get("GIT_AUTHOR_EMAIL") or "gitkb@localhost"
+        os.environ.get("GIT_COMMITTER_EMAIL")
+        or os.environ.get("GIT_AUTHOR_EMAIL")
+        or "gitkb@localhost"
     )
     return f"{name} <{email}>"
 
@@ -129,6 +135,10 @@ class Repository:
     def __init__(self, repo: Repo) -> None:
         self._repo = repo
         self._objects = repo.object_store
+        # Close pack files before interpreter shutdown, not in __del__ during it.
+        weakref.finalize(self, repo.close)
+        # Objects written inside batch(): kept in memory, then stored as one pack.
+        self._pending: dict[bytes, object] | None = None
 
     # ----------------------------------------------------------------- opening
 
@@ -208,17 +218,18 @@ class Repository:
         return {prefix.rstrip("/") + "/" + k.decode(): v.decode() for k, v in found.items()}
 
     def has_object(self, sha: str) -> bool:
-        return _b(sha) in self._objects
+        key = _b(sha)
+        return (self._pending is not None and key in self._pending) or key in self._objects
 
     def object_type(self, sha: str) -> str | None:
         try:
-            return self._objects[_b(sha)].type_name.decode()
+            return self._get(_b(sha)).type_name.decode()
         except KeyError:
             return None
 
     def commit(self, sha: str) -> CommitInfo:
         try:
-            obj = self._objects[_b(sha)]
+            obj = self._get(_b(sha))
         except KeyError:
             raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
         if not isinstance(obj, Commit):
@@ -234,14 +245,14 @@ class Repository:
         )
 
     def _tree_of(self, commit: str) -> bytes:
-        return self._objects[_b(commit)].tree
+        return self._get(_b(commit)).tree
 
     def _lookup(self, tree_id: bytes, path: str) -> tuple[int, bytes] | None:
         mode, sha = TREE_MODE, tree_id
         for part in (p for p in path.split("/") if p):
             if not stat.S_ISDIR(mode):
                 return None
-            tree = self._objects[sha]
+            tree = self._get(sha)
             try:
                 mode, sha = tree[_b(part)]
             except KeyError:
@@ -261,7 +272,7 @@ class Repository:
         return None if sha is None else self.blob(sha)
 
     def blob(self, sha: str) -> bytes:
-        return self._objects[_b(sha)].as_raw_string()
+        return self._get(_b(sha)).as_raw_string()
 
     def is_symlink(self, commit: str, path: str) -> bool:
         found = self._lookup(self._tree_of(commit), path)
@@ -277,7 +288,7 @@ class Repository:
         stack = [(prefix, found[1])]
         while stack:
             base, tree_id = stack.pop()
-            entries = sorted(self._objects[tree_id].items(), key=lambda e: e.path, reverse=True)
+            entries = sorted(self._get(tree_id).items(), key=lambda e: e.path, reverse=True)
             for entry in entries:
                 name = entry.path.decode("utf-8", "surrogateescape")
                 full = f"{base}/{name}" if base else name
@@ -335,16 +346,44 @@ class Repository:
 
     # ----------------------------------------------------------------- writing
 
+    def _get(self, sha: bytes):
+        if self._pending is not None:
+            pending = self._pending.get(sha)
+            if pending is not None:
+                return pending
+        return self._objects[sha]
+
+    def _add(self, obj) -> None:
+        if self._pending is not None:
+            self._pending[obj.id] = obj
+        else:
+            self._objects.add_object(obj)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Objects written inside reach the disk together, as one pack, when the block
+        ends without error: many commits cost two files instead of ten each.
+        Refs must only be moved after the block."""
+        self._pending = {}
+        try:
+            yield
+            if self._pending:
+                self._objects.add_objects([(obj, None) for obj in self._pending.values()])
+        finally:
+            self._pending = None
+
     def write_blob(self, data: bytes) -> str:
         blob = Blob.from_string(data)
-        self._objects.add_object(blob)
+        self._add(blob)
         return blob.id.decode()
 
-    def _edit_tree(self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]) -> bytes | None:
+    def _edit_tree(
+        self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]
+    ) -> bytes | None:
         """Apply edits (path parts -> blob id, or None to delete) to one tree; None when empty."""
         tree = Tree()
         if tree_id is not None:
-            for entry in self._objects[tree_id].items():
+            for entry in self._get(tree_id).items():
                 tree.add(entry.path, entry.mode, entry.sha)
         nested: dict[bytes, dict[tuple[bytes, ...], bytes | None]] = {}
         for parts, blob_id in edits.items():
@@ -367,7 +406,7 @@ class Repository:
                 tree.add(name, TREE_MODE, new_sub)
         if not len(tree):
             return None
-        self._objects.add_object(tree)
+        self._add(tree)
         return tree.id
 
     def write_commit(
@@ -392,7 +431,7 @@ class Repository:
         tree_id = self._edit_tree(base_tree, blob_edits)
         if tree_id is None:
             empty = Tree()
-            self._objects.add_object(empty)
+            self._add(empty)
             tree_id = empty.id
         committer = identity()
         now = int(time.time()) if when is None else when
@@ -406,7 +445,7 @@ class Repository:
         commit.author_timezone = commit.commit_timezone = offset
         commit.encoding = b"UTF-8"
         commit.message = _b(message)
-        self._objects.add_object(commit)
+        self._add(commit)
         return commit.id.decode()
 
     def update_ref(self, ref: str, old: str | None, new: str, reason: str = "gitkb") -> None:
@@ -419,11 +458,14 @@ class Repository:
             else:
                 ok = refs.set_if_equals(name, _b(old), _b(new), message=_b(reason))
         except (FileExistsError, OSError) as exc:
-            raise RefMoved(f"{ref}: could not lock the ref ({exc}); another writer holds it") from None
+            raise RefMoved(
+                f"{ref}: could not lock the ref ({exc}); another writer holds it"
+            ) from None
         if not ok:
             now = self.resolve(ref)
             raise RefMoved(
-                f"{ref} moved during the update: expected {old or 'no ref'}, found {now or 'no ref'}"
+                f"{ref} moved during the update: "
+                f"expected {old or 'no ref'}, found {now or 'no ref'}"
             )
 
     def delete_ref(self, ref: str, old: str) -> None:
@@ -477,19 +519,20 @@ class Repository:
                 if key in index:
                     del index[key]
                 continue
-            atomic_write(target, self.blob(sha))
+            atomic_write(target, self.blob(sha), tmp_dir=self.git_dir / _WORK_TREE_TMP)
             index[key] = index_entry_from_stat(os.lstat(target), _b(sha), FILE_MODE)
         index.write()
 
     # ----------------------------------------------------------------- locking
 
     @contextlib.contextmanager
-    def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
-        """Serialize gitkb writers on this repository.
+    def writer_lock(self, timeout: float | None = None) -> Iterator[bool]:
+        """Serialize gitkb writers on this repository; yields True when a crashed writer
+        held the lock last (the caller then repairs what that writer may have left).
 
         An ``flock`` on ``gitkb-writer.lock`` in the git directory: the kernel
         drops it when a holder dies, and the holder's pid written inside tells
-        the next writer that a crash happened, so it can clean up after it.
+        the next writer that a crash happened.
         """
         if timeout is None:
             timeout = float(os.environ.get("GITKB_LOCK_TIMEOUT", "120"))
@@ -510,23 +553,23 @@ class Repository:
             previous = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
             if previous:
                 print(
-                    f"gitkb: recovered the writer lock of {path.parent}: "
+                    f"gitkb: recovered the writer lock of {self.git_dir}: "
                     f"process {previous} stopped while holding it",
                     file=sys.stderr,
                 )
-                self._clear_stale_ref_locks()
+                self._clear_stale_locks()
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             try:
-                yield
+                yield bool(previous)
             finally:
                 os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
 
-    def _clear_stale_ref_locks(self) -> None:
-        """Remove ``.lock`` files a killed gitkb writer left on refs and the index."""
+    def _clear_stale_locks(self) -> None:
+        """Remove the ``.lock`` files a killed writer left on refs, the index and loose objects."""
         candidates = [self.git_dir / "index.lock", self.git_dir / "packed-refs.lock"]
         candidates += list((self.git_dir / "refs").rglob("*.lock"))
         deadline = time.monotonic() + _STALE_REF_LOCK_WAIT_S
@@ -536,12 +579,43 @@ class Repository:
             if lock.exists():
                 lock.unlink()
                 print(f"gitkb: removed stale lock {lock}", file=sys.stderr)
+        partials = [
+            *(self.git_dir / "objects").glob("??/*.lock"),
+            *(self.git_dir / _WORK_TREE_TMP).glob("*"),
+        ]
+        for partial in partials:
+            partial.unlink(missing_ok=True)
+
+    def repair_work_tree(self, branch_ref: str) -> None:
+        """Bring every checked-out file whose index entry lags ``branch_ref`` up to it:
+        after a writer died between moving the ref and updating the work tree."""
+        if self.work_tree is None or self.head_branch() != branch_ref:
+            return
+        tip = self.resolve(branch_ref)
+        if tip is None:
+            return
+        index = self._repo.open_index()
+        stale = [
+            (new or old).decode("utf-8", "surrogateescape")
+            for (old, new), _, _ in index.changes_from_tree(self._objects, self._tree_of(tip))
+        ]
+        if stale:
+            self.sync_work_tree(branch_ref, tip, stale)
+            print(
+                f"gitkb: repaired {len(stale)} work-tree files left behind by the crash",
+                file=sys.stderr,
+            )
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write a file so that readers see the old or the new bytes, never a part."""
+def atomic_write(path: Path, data: bytes, tmp_dir: Path | None = None) -> None:
+    """Write a file so that readers see the old or the new bytes, never a part.
+
+    ``tmp_dir`` (same file system) keeps the partial file out of the target folder.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if tmp_dir is not None:
+        tmp_dir.mkdir(exist_ok=True)
+    tmp = (tmp_dir or path.parent) / f".{path.name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()

@@ -3,6 +3,19 @@ import click
 from gitkb.commands import echo_json, open_store, read_input, store_option
 
 
+def _report(admission, as_json: bool) -> None:
+    if as_json:
+        echo_json(admission.as_json())
+    elif admission.commit:
+        extra = f" ({admission.note})" if admission.note else ""
+        click.echo(
+            f"{admission.action} {admission.record_id} -> {admission.path} "
+            f"[{admission.commit[:12]}]{extra}"
+        )
+    else:
+        click.echo(f"{admission.action} {admission.record_id}: {admission.note}")
+
+
 @click.command("admit")
 @click.argument("files", nargs=-1, required=True)
 @click.option(
@@ -18,25 +31,23 @@ from gitkb.commands import echo_json, open_store, read_input, store_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per admission.")
 @store_option
 def command(files, action, target, trace, trace_commit, as_json, store_path) -> None:
-    """Admit record FILES into the store, one commit each ('-' reads stdin).
+    """Admit record FILES into the store, in order, one commit each ('-' reads stdin).
 
-    The record-level gates run before anything is written; a refused record
-    leaves the store unchanged.
+    The record-level gates run before anything is written. A refused record
+    stops the run: the files before it are admitted, it and the rest are not.
     """
+    from gitkb.errors import GitkbError
+    from gitkb.store import AdmitRequest
+
     store = open_store(store_path)
-    for path in files:
-        admission = store.admit(
-            read_input(path),
-            action,
-            target=target,
-            source=path,
-            trace=trace,
-            trace_commit=trace_commit,
-        )
-        if as_json:
-            echo_json(admission.as_json())
-        elif admission.commit:
-            extra = f" ({admission.note})" if admission.note else ""
-            click.echo(f"{admission.action} {admission.record_id} -> {admission.path} [{admission.commit[:12]}]{extra}")
-        else:
-            click.echo(f"{admission.action} {admission.record_id}: {admission.note}")
+    requests = [
+        AdmitRequest(read_input(path), action, target, path, trace, trace_commit) for path in files
+    ]
+    try:
+        admissions = store.admit_many(requests)
+    except GitkbError as exc:
+        for admission in exc.admitted:
+            _report(admission, as_json)
+        raise
+    for admission in admissions:
+        _report(admission, as_json)

@@ -10,4 +10,6 @@ def command(directory: str, bare: bool, name: str | None) -> None:
     from gitkb.store import Store
 
     store = Store.init(directory, bare=bare, name=name)
-    click.echo(f"initialized {'bare ' if bare else ''}gitkb store in {directory} ({store.tip[:12]})")
+    click.echo(
+        f"initialized {'bare ' if bare else ''}gitkb store in {directory} ({store.tip[:12]})"
+    )

@@ -21,4 +21,7 @@ def command(record_id: str | None, as_json: bool, store_path: str) -> None:
             for k, v in trailers.items()
             if k in ("KB-Trace", "KB-Gates", "KB-Target", "KB-Confirmed-By", "KB-Records")
         )
-        click.echo(f"{item['commit'][:12]} {item['time']} {item['action']:8} {trailers.get('KB-Record', '')}{extra}")
+        click.echo(
+            f"{item['commit'][:12]} {item['time']} {item['action']:8} "
+            f"{trailers.get('KB-Record', '')}{extra}"
+        )

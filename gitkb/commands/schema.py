@@ -2,8 +2,12 @@ import click
 
 
 @click.command("schema")
-@click.option("--show", "mode", flag_value="show", help="Print the opt-trace-1.0 patches and reasons.")
-@click.option("--check", "mode", flag_value="check", help="Fail when the generated profile is stale.")
+@click.option(
+    "--show", "mode", flag_value="show", help="Print the opt-trace-1.0 patches and reasons."
+)
+@click.option(
+    "--check", "mode", flag_value="check", help="Fail when the generated profile is stale."
+)
 @click.option("--write", "mode", flag_value="write", help="Regenerate the opt-trace-1.0 profile.")
 def command(mode: str | None) -> None:
     """The opt-trace-1.0 profile: clean-1.3 narrowed by a declared patch list."""

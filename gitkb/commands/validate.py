@@ -7,10 +7,20 @@ FINDINGS_SHOWN_PER_GATE = 12
 
 @click.command("validate")
 @click.argument("path", default=".", type=click.Path(file_okay=False))
-@click.option("--full", is_flag=True, help="Also run the gates that need the whole store (relations).")
+@click.option(
+    "--full", is_flag=True, help="Also run the gates that need the whole store (relations)."
+)
 @click.option("--gate", "gate_names", multiple=True, help="Run only this gate (repeatable).")
-@click.option("--staging", type=click.Path(exists=True, file_okay=False), help="Validate this folder against the store at PATH.")
-@click.option("--injection-tests", is_flag=True, help="Run every gate's injection cases on the shipped sample.")
+@click.option(
+    "--staging",
+    type=click.Path(exists=True, file_okay=False),
+    help="Validate this folder against the store at PATH.",
+)
+@click.option(
+    "--injection-tests",
+    is_flag=True,
+    help="Run every gate's injection cases on the shipped sample.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
     """Run the gates on PATH: a store (its main), or a folder holding records/.
@@ -30,7 +40,10 @@ def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
             echo_json([o.__dict__ for o in outcomes])
         else:
             for o in outcomes:
-                click.echo(f"{o.status:6} {o.gate:20} {o.case}" + (f"  ({o.detail})" if o.detail and not o.ok else ""))
+                click.echo(
+                    f"{o.status:6} {o.gate:20} {o.case}"
+                    + (f"  ({o.detail})" if o.detail and not o.ok else "")
+                )
             fired = sum(o.status == "FIRED" for o in outcomes)
             click.echo(f"{fired} cases fired, {len(failed)} problems")
         raise SystemExit(1 if failed else 0)
@@ -43,8 +56,12 @@ def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
             {
                 "records": len(ctx.records),
                 "gates": [
-                    {"gate": r.gate.name, "status": r.status, "reason": r.reason,
-                     "findings": [f.as_json() for f in r.findings]}
+                    {
+                        "gate": r.gate.name,
+                        "status": r.status,
+                        "reason": r.reason,
+                        "findings": [f.as_json() for f in r.findings],
+                    }
                     for r in results
                 ],
                 "failed": len(failed),

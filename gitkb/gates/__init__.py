@@ -26,7 +26,12 @@ class Finding:
         return f"{self.record_id}: {self.gate}: {where}{self.message}"
 
     def as_json(self) -> dict:
-        return {"record": self.record_id, "gate": self.gate, "field": self.field, "message": self.message}
+        return {
+            "record": self.record_id,
+            "gate": self.gate,
+            "field": self.field,
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -123,7 +128,9 @@ def run_injections(sample: GateContext, gates: Iterable[Gate]) -> list[Injection
         baseline = gate.run(_fresh(sample))
         noisy = [f.line() for f in baseline.findings]
         outcomes.append(
-            InjectionOutcome(gate.name, "(valid sample)", "NOISY" if noisy else "CLEAN", "; ".join(noisy[:3]))
+            InjectionOutcome(
+                gate.name, "(valid sample)", "NOISY" if noisy else "CLEAN", "; ".join(noisy[:3])
+            )
         )
         for case in gate.injections:
             ctx = _fresh(sample)

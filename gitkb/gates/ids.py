@@ -1,4 +1,4 @@
-"""Store gate `ids`: ids are well-formed, unique, have five or more segments, and name their file."""
+"""Store gate `ids`: ids are well-formed, unique, five or more segments, and name their file."""
 
 from __future__ import annotations
 
@@ -22,11 +22,16 @@ def check(ctx: GateContext):
             yield Finding(record_id, NAME, f"id is used by {counts[record_id]} records", "id")
         basename = record_file.path.rsplit("/", 1)[-1]
         if basename != f"{record_id}.json":
-            yield Finding(record_id, NAME, f"file is named {basename}, expected {record_id}.json", "id")
+            yield Finding(
+                record_id, NAME, f"file is named {basename}, expected {record_id}.json", "id"
+            )
         segments = len(record_id.split("."))
         if segments < MIN_ID_SEGMENTS:
             yield Finding(
-                record_id, NAME, f"id has {segments} dot-separated segments, needs {MIN_ID_SEGMENTS}", "id"
+                record_id,
+                NAME,
+                f"id has {segments} dot-separated segments, needs {MIN_ID_SEGMENTS}",
+                "id",
             )
 
 

@@ -53,7 +53,9 @@ def check(ctx: GateContext):
     by_id = {e.get("id"): e for e in entries}
     if len(by_id) != len(ctx.records):
         yield Finding(
-            INDEX_PATH, NAME, f"index has {len(by_id)} distinct ids for {len(ctx.records)} record files"
+            INDEX_PATH,
+            NAME,
+            f"index has {len(by_id)} distinct ids for {len(ctx.records)} record files",
         )
     for record_file, record in ctx.parsed():
         entry = by_id.get(record.get("id"))
@@ -61,7 +63,12 @@ def check(ctx: GateContext):
             yield Finding(record_file.id, NAME, "no index entry for this record")
             continue
         if not _same(entry.get("retrieval"), record.get("retrieval")):
-            yield Finding(record_file.id, NAME, "index entry's retrieval differs from the record's", "retrieval")
+            yield Finding(
+                record_file.id,
+                NAME,
+                "index entry's retrieval differs from the record's",
+                "retrieval",
+            )
         for key, path in (
             ("worth_score", ("worth", "rank", "score")),
             ("tier", ("worth", "rank", "tier")),
@@ -89,7 +96,9 @@ def _drop_index(ctx: GateContext) -> bool:
 
 
 def _stale_score(ctx: GateContext) -> bool:
-    return _edit_first_entry(ctx, lambda _, e: e.update(worth_score=(e.get("worth_score") or 0) + 0.125))
+    return _edit_first_entry(
+        ctx, lambda _, e: e.update(worth_score=(e.get("worth_score") or 0) + 0.125)
+    )
 
 
 def _stale_retrieval(ctx: GateContext) -> bool:

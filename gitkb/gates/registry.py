@@ -10,7 +10,13 @@ from gitkb.gates import Gate
 GATE_MODULES = (
     "schema",
     "ids",
+    "anonymization",
+    "raw_isolation",
+    "relations",
     "index",
+    "self_contained",
+    "no_cross_reference",
+    "established_fact",
 )
 
 

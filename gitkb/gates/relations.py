@@ -1,0 +1,91 @@
+"""Store gate `relations` (spec 4.5, ``--full`` only): every record a link names exists.
+
+Every value under ``retrieval.links`` is read as a list (a single string is one
+item); every truthy item must equal the id of a record in the store. The gate
+needs every id, so it never runs on a single record at admission.
+"""
+
+from __future__ import annotations
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+
+NAME = "relations"
+
+
+def link_items(value: object) -> list:
+    """The items of one links value: a list as it is, anything else as a one-item list."""
+    return value if isinstance(value, list) else [value]
+
+
+def _links(record: dict) -> dict:
+    retrieval = record.get("retrieval")
+    links = retrieval.get("links") if isinstance(retrieval, dict) else None
+    return links if isinstance(links, dict) else {}
+
+
+def check(ctx: GateContext):
+    known_ids = {data.get("id") for _, data in ctx.parsed() if isinstance(data.get("id"), str)}
+    for record_file, record in ctx.parsed():
+        for relation, value in _links(record).items():
+            items = link_items(value)
+            for position, target in enumerate(items):
+                # Only truthy items are links; a non-string item can never name a record.
+                if not target or (isinstance(target, str) and target in known_ids):
+                    continue
+                field = f"retrieval.links.{relation}"
+                if isinstance(value, list):
+                    field += f"[{position}]"
+                yield Finding(
+                    record_file.id,
+                    NAME,
+                    f"{relation} names {target!r}, which is no record here",
+                    field,
+                )
+
+
+# --- injection cases ----------------------------------------------------------------------
+
+
+def _set_links(ctx: GateContext, **links) -> bool:
+    ctx.records[0].data["retrieval"]["links"] = links
+    return True
+
+
+def _unknown_see_also(ctx: GateContext) -> bool:
+    return _set_links(ctx, see_also=["nvidia.h100.triton.norm.anti.split-row-reduction-t07"])
+
+
+def _unknown_parent_string(ctx: GateContext) -> bool:
+    return _set_links(ctx, parent="nvidia.h100.triton.norm.looped-two-read-s03")
+
+
+def _deleted_target(ctx: GateContext) -> bool:
+    """Link the first record to another one, then drop that one from the store."""
+    if len(ctx.records) < 2 or ctx.records[1].data is None:
+        return False
+    _set_links(ctx, depends_on=[ctx.records[1].data["id"]])
+    del ctx.records[1]
+    return True
+
+
+def _renamed_target(ctx: GateContext) -> bool:
+    """A supersedes link that still names a record's id from before a rename."""
+    if len(ctx.records) < 2 or ctx.records[1].data is None:
+        return False
+    return _set_links(ctx, supersedes=[ctx.records[1].data["id"] + "-v0"])
+
+
+GATE = Gate(
+    name=NAME,
+    family="store",
+    description="every record named in retrieval.links exists",
+    check=check,
+    injections=(
+        Injection("relations/unknown-see-also", _unknown_see_also),
+        Injection("relations/unknown-parent-string", _unknown_parent_string),
+        Injection("relations/deleted-target", _deleted_target),
+        Injection("relations/renamed-target", _renamed_target),
+    ),
+    record_level=False,
+    full_only=True,
+)

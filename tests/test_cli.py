@@ -1,0 +1,49 @@
+"""Every verb answers -h, `git kb help VERB` works, and unexpected failures stay one line."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import kb
+
+from gitkb.cli import COMMANDS
+
+
+@pytest.mark.parametrize("verb", sorted(COMMANDS))
+def test_every_verb_has_help(verb):
+    result = kb(verb, "-h")
+    assert result.returncode == 0, result.stderr
+    assert b"Usage: git-kb " + verb.encode() in result.stdout
+
+
+def test_top_level_help_lists_every_verb():
+    result = kb("--help")
+    assert result.returncode == 0
+    for verb in COMMANDS:
+        assert verb.encode() in result.stdout
+    check = kb("frobnicate")  # unknown verb: a usage error, exit 2
+    assert check.returncode == 2 and b"No such command" in check.stderr
+
+
+def test_help_verb():
+    assert b"Usage: git-kb admit" in kb("help", "admit").stdout
+    assert kb("help", "nope").returncode == 2
+
+
+def test_help_does_not_import_heavy_modules():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from gitkb.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('dulwich', 'jsonschema', 'gitkb.store') if m in sys.modules]\n"
+        "print('heavy=' + ','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "heavy=", out.stdout
+
+
+def test_internal_errors_are_one_line(tmp_path):
+    result = kb("validate", str(tmp_path / "missing"))
+    assert result.returncode != 0
+    assert b"Traceback" not in result.stderr

@@ -1,0 +1,300 @@
+"""Store admissions as commits, through the library and the CLI, on real repositories."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import example_files, git, kb, needs_conformance
+
+from gitkb import synthetic
+from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
+from gitkb.record import dumps
+from gitkb.store import Store
+from gitkb.vcs import Repository
+
+
+def snapshot(store_dir):
+    """What must not change when an admission is refused: refs, files, objects reachable."""
+    refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=store_dir).stdout
+    files = sorted(
+        p.relative_to(store_dir).as_posix() for p in store_dir.rglob("*") if ".git" not in p.parts
+    )
+    return refs, files
+
+
+def test_init_writes_the_skeleton_in_one_commit(tmp_path):
+    store = Store.init(tmp_path / "kb")
+    log = git("log", "--format=%s%n%(trailers:only,unfold)", cwd=tmp_path / "kb").stdout
+    assert log.startswith("kb init kb\nKB-Action: init\n")
+    tracked = git("ls-files", cwd=tmp_path / "kb").stdout.split()
+    assert tracked == [
+        ".gitattributes",
+        ".pre-commit-config.yaml",
+        "README.md",
+        "gitkb.toml",
+        "records/index.json",
+    ]
+    assert store.config()["store"]["schema"] == "clean-1.3"
+    assert "ledger/*.jsonl merge=union" in (tmp_path / "kb" / ".gitattributes").read_text()
+    assert "git-kb hook pre-commit" in (tmp_path / "kb" / ".pre-commit-config.yaml").read_text()
+    assert git("status", "--porcelain", cwd=tmp_path / "kb").stdout == ""
+    with pytest.raises(GitkbError, match="already exists"):
+        Store.init(tmp_path / "kb")
+
+
+def test_insert_keeps_bytes_updates_index_and_work_tree(store):
+    raw = example_files()[0].read_bytes()
+    admission = store.admit(raw, "insert", source="x.json", trace="t1", trace_commit="a" * 40)
+    assert admission.commit == store.tip
+    assert store.repo.read(store.tip, admission.path) == raw
+    assert admission.record_id in store.index()
+    trailers = dict(store.repo.commit(store.tip).trailers)
+    assert trailers["KB-Action"] == "insert" and trailers["KB-Record"] == admission.record_id
+    assert trailers["KB-Trace"] == "t1" and trailers["KB-Trace-Commit"] == "a" * 40
+    assert (store.location / admission.path).read_bytes() == raw
+    assert git("status", "--porcelain", cwd=store.location).stdout == ""
+    with pytest.raises(AdmissionRefused, match="already exists"):
+        store.admit(raw, "insert")
+
+
+def test_confirm_is_idempotent_per_evidence(store):
+    target = synthetic.strategy(1)
+    store.admit(dumps(target), "insert")
+    incoming = synthetic.strategy(2)
+    first = store.admit(dumps(incoming), "confirm", target=target["id"])
+    again = store.admit(dumps(incoming), "confirm", target=target["id"])
+    assert first.commit and again.commit is None and "already counted" in again.note
+    other = store.admit(dumps(synthetic.strategy(3)), "confirm", target=target["id"])
+    record = json.loads(store.read_record(target["id"]).raw)
+    assert record["worth"]["track"]["counters"]["verified_effective"] == 2
+    assert record["worth"]["track"]["confirm_keys"] == [
+        f"{target['id']}:{incoming['id']}",
+        f"{target['id']}:{synthetic.strategy(3)['id']}",
+    ]
+    assert dict(store.repo.commit(other.commit).trailers)["KB-Record"] == target["id"]
+    assert incoming["id"] not in store.index()  # a confirm does not insert the incoming record
+
+
+def test_conflict_queues_numbered_files_for_a_human(store):
+    target = synthetic.strategy(1)
+    store.admit(dumps(target), "insert")
+    incoming = synthetic.strategy(2)
+    incoming["worth"]["gain"]["pct"] = incoming["worth"]["gain"]["metrics"][0]["delta_pct"] = -5.0
+    paths = [store.admit(dumps(incoming), "conflict", target=target["id"]).path for _ in range(2)]
+    assert paths == [f"conflicts/{incoming['id']}.1.json", f"conflicts/{incoming['id']}.2.json"]
+    queued = json.loads(store.repo.read(store.tip, paths[0]))
+    assert queued["existing_record_id"] == target["id"] and queued["resolution"] is None
+    assert queued["incoming_record"] == incoming and 0 <= queued["match_confidence"] <= 1
+    assert "-5.0" in queued["conflict_reason"]
+    assert store.index().entry(target["id"]) is not None and len(store.index()) == 1
+
+
+def test_match_lists_same_scope_candidates(store):
+    base = synthetic.strategy(0)
+    store.admit(dumps(base), "insert")
+    store.admit(dumps(synthetic.strategy(1)), "insert")  # another arch: not a candidate
+    twin = synthetic.strategy(360)  # the synthetic cycle puts 360 in record 0's scope
+    scope_keys = ("vendor", "arch", "dsl", "operator_family")
+    assert [twin["retrieval"]["scope"][k] for k in scope_keys] == [
+        base["retrieval"]["scope"][k] for k in scope_keys
+    ]
+    twin["episode_key"] = base["episode_key"]
+    result = store.match(twin)
+    assert [c["id"] for c in result["candidates"]] == [base["id"]]
+    assert result["episode_key_matches"] == [base["id"]]
+    assert result["candidates"][0]["gain_direction"] == "positive"
+    anydsl = dict(
+        twin, retrieval=dict(twin["retrieval"], scope=dict(twin["retrieval"]["scope"], dsl="any"))
+    )
+    assert store.match(anydsl)["candidates_count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected", "error"),
+    [
+        (b"{not json", "malformed JSON", RecordError),
+        (b"\xff\xfe", "not UTF-8", RecordError),
+        (b"[1, 2]", "JSON object", RecordError),
+        (
+            json.dumps(dict(synthetic.strategy(1), id="../x")).encode(),
+            "not a record id",
+            RecordError,
+        ),
+        (
+            json.dumps(dict(synthetic.strategy(1), level="kernel")).encode(),
+            "schema",
+            AdmissionRefused,
+        ),
+        (
+            json.dumps(dict(synthetic.strategy(1), id="a.b.c")).encode(),
+            "segments",
+            AdmissionRefused,
+        ),
+    ],
+)
+def test_bad_records_leave_the_store_unchanged(store, raw, expected, error):
+    before = snapshot(store.location)
+    with pytest.raises(error, match=expected):
+        store.admit(raw, "insert", source="bad.json")
+    assert snapshot(store.location) == before
+
+
+def test_confirm_needs_an_existing_target(store):
+    with pytest.raises(GitkbError, match="--target"):
+        store.admit(dumps(synthetic.strategy(1)), "confirm")
+    with pytest.raises(AdmissionRefused, match="not in the store"):
+        store.admit(dumps(synthetic.strategy(1)), "confirm", target="no.such.record.id.here")
+    with pytest.raises(GitkbError, match="unknown action"):
+        store.admit(dumps(synthetic.strategy(1)), "upsert")
+
+
+def test_ref_moving_under_every_attempt_is_reported_and_nothing_lands(store, monkeypatch):
+    before = store.tip
+
+    def racing_update(self, ref, old, new, reason="gitkb"):
+        raise RefMoved(f"{ref} moved during the update: expected {old}, found something else")
+
+    monkeypatch.setattr(Repository, "update_ref", racing_update)
+    with pytest.raises(RefMoved, match="moved"):
+        store.admit(dumps(synthetic.strategy(1)), "insert")
+    monkeypatch.undo()
+    assert store.tip == before and len(store.index()) == 0
+
+
+def test_ref_moved_once_is_retried_on_the_new_tip(store):
+    """A commit that lands on main between our read and our swap (a human's, or a push)."""
+    repo = store.repo
+    real_update = Repository.update_ref
+    raced = []
+
+    def update_after_a_race(self, ref, old, new, reason="gitkb"):
+        if not raced:
+            raced.append(True)
+            other = self.write_commit(old, {"notes.txt": b"human"}, "human edit\n")
+            real_update(self, ref, old, other)
+        return real_update(self, ref, old, new, reason)
+
+    Repository.update_ref = update_after_a_race
+    try:
+        store.admit(dumps(synthetic.strategy(1)), "insert")
+    finally:
+        Repository.update_ref = real_update
+    assert repo.read(store.tip, "notes.txt") == b"human"
+    assert synthetic.strategy(1)["id"] in store.index()
+
+
+def test_open_refuses_what_is_not_a_store(tmp_path):
+    with pytest.raises(NotAStore, match="no such directory"):
+        Store.open(tmp_path / "nope")
+    with pytest.raises(NotAStore, match="not a git repository"):
+        Store.open(tmp_path)
+    git("init", "-q", str(tmp_path / "plain"))
+    with pytest.raises(NotAStore, match="no main branch"):
+        Store.open(tmp_path / "plain")
+
+
+def test_reindex_commits_only_when_the_index_changed(store):
+    store.admit(dumps(synthetic.strategy(1)), "insert")
+    assert store.reindex().commit is None
+    tip = store.tip
+    broken = store.repo.write_commit(
+        tip, {"records/index.json": b'{"schema": "clean-1.3", "records": []}\n'}, "break\n"
+    )
+    store.repo.update_ref("refs/heads/main", tip, broken)
+    assert store.reindex().commit is not None
+    assert synthetic.strategy(1)["id"] in store.index()
+
+
+def test_bare_store_works_without_checkout(bare_store):
+    bare_store.admit(dumps(synthetic.strategy(7)), "insert")
+    assert [e["id"] for e in bare_store.list(arch="blackwell")] == [synthetic.strategy(7)["id"]]
+    assert bare_store.list(arch="cdna3") == []
+
+
+def test_gpu_wiki_import_export_is_byte_identical(tmp_path):
+    sample = needs_conformance()
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    store.import_gpu_wiki(sample)
+    out = tmp_path / "out"
+    assert store.export_gpu_wiki(out) == 282
+    originals = sorted(
+        p.relative_to(sample)
+        for p in (sample / "records").rglob("*.json")
+        if p.name != "index.json"
+    )
+    exported = sorted(
+        p.relative_to(out) for p in (out / "records").rglob("*.json") if p.name != "index.json"
+    )
+    assert originals == exported
+    assert all((sample / p).read_bytes() == (out / p).read_bytes() for p in originals)
+    from gitkb.gates.registry import by_name
+    from gitkb.store import folder_context
+
+    assert by_name(["index"])[0].run(folder_context(out)).status == "PASS"
+    # importing again is refused (ids exist), and nothing is written
+    tip = store.tip
+    with pytest.raises(AdmissionRefused, match="already in the store"):
+        store.import_gpu_wiki(sample)
+    assert store.tip == tip
+
+
+def test_import_refuses_a_tree_with_a_bad_record(tmp_path):
+    tree = tmp_path / "wiki"
+    good = synthetic.strategy(1)
+    (tree / "records/strategy/any").mkdir(parents=True)
+    (tree / "records/strategy/any" / f"{good['id']}.json").write_bytes(dumps(good))
+    (tree / "records/strategy/any/misnamed.json").write_bytes(dumps(synthetic.strategy(2)))
+    store = Store.init(tmp_path / "kb")
+    tip = store.tip
+    with pytest.raises(AdmissionRefused, match="misnamed.json"):
+        store.import_gpu_wiki(tree)
+    assert store.tip == tip
+
+
+def test_cli_round_trip(tmp_path):
+    kb_dir = tmp_path / "kb"
+    assert kb("init", str(kb_dir)).returncode == 0
+    files = [str(p) for p in example_files()]
+    result = kb("admit", *files, "--store", str(kb_dir))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode().count("insert ") == len(files)
+    listing = kb("list", "--json", "--store", str(kb_dir))
+    ids = [e["id"] for e in json.loads(listing.stdout)]
+    assert len(ids) == len(files)
+    shown = kb("show", ids[0], "--store", str(kb_dir))
+    assert json.loads(shown.stdout)["id"] == ids[0]
+    log = kb("log", ids[0], "--json", "--store", str(kb_dir))
+    assert [h["action"] for h in json.loads(log.stdout)] == ["insert"]
+    validate = kb("validate", str(kb_dir))
+    assert validate.returncode == 0, validate.stdout
+    match = kb("match", files[0], "--store", str(kb_dir))
+    assert json.loads(match.stdout)["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "code"),
+    [
+        (["admit", "{missing}", "--store", "{store}"], "No such file", 1),
+        (["admit", "{bad}", "--store", "{store}"], "malformed JSON", 1),
+        (["admit", "{good}", "--action", "upsert", "--store", "{store}"], "upsert", 2),
+        (["list", "--store", "{tmp}"], "is not a gitkb store", 1),
+        (["show", "no.such.id.at.all", "--store", "{store}"], "no record", 1),
+    ],
+)
+def test_cli_errors_are_one_clear_line(tmp_path, args, message, code):
+    kb_dir = tmp_path / "kb"
+    Store.init(kb_dir)
+    (tmp_path / "bad.json").write_text("{oops")
+    values = {
+        "missing": str(tmp_path / "missing.json"),
+        "bad": str(tmp_path / "bad.json"),
+        "good": str(example_files()[0]),
+        "store": str(kb_dir),
+        "tmp": str(tmp_path),
+    }
+    result = kb(*[a.format(**values) for a in args])
+    stderr = result.stderr.decode()
+    assert result.returncode == code
+    assert message in stderr and "Traceback" not in stderr
+    assert len([line for line in stderr.splitlines() if line.strip()]) <= 3

@@ -1,0 +1,150 @@
+"""The VCS layer against real repositories made by C git."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import git
+
+from gitkb.errors import GitkbError, NotARepository, RefMoved
+from gitkb.vcs import Repository, format_message, parse_trailers
+
+
+def make_repo(path, files: dict[str, str]):
+    git("init", "-q", str(path))
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git("add", "-A", cwd=path)
+    git("commit", "-qm", "first", cwd=path)
+    return git("rev-parse", "HEAD", cwd=path).stdout.strip()
+
+
+def test_trailers_round_trip_and_match_c_git(tmp_path):
+    message = format_message(
+        "kb insert a.b.c.d.e",
+        "Strategy: v3 set a new best-so-far.\n\nSecond paragraph: with a colon.",
+        [("KB-Action", "insert"), ("KB-Record", "a.b.c.d.e"), ("KB-Gates", "17/17")],
+    )
+    parsed = parse_trailers(message)
+    assert parsed == [("KB-Action", "insert"), ("KB-Record", "a.b.c.d.e"), ("KB-Gates", "17/17")]
+    c_git = git("interpret-trailers", "--parse", input=message).stdout
+    assert [tuple(line.split(": ", 1)) for line in c_git.splitlines()] == parsed
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "subject only: with colon\n",
+        "subject\n\nbody line\nKey: value\n",  # mixed paragraph: not a pure block
+        "subject\n\nKey with space: v\n",
+    ],
+)
+def test_impure_blocks_are_not_trailers(message):
+    assert parse_trailers(message) == []
+
+
+@pytest.mark.parametrize(
+    "trailers", [[("KB_Action", "x")], [("KB-Action", "two\nlines")], [("KB-Action", "")]]
+)
+def test_format_refuses_bad_trailers(trailers):
+    with pytest.raises(GitkbError):
+        format_message("kb x y", "", trailers)
+
+
+def test_read_list_and_diff_by_prefix(tmp_path):
+    repo_dir = tmp_path / "r"
+    first = make_repo(
+        repo_dir, {"records/a/x.json": "1", "records/b/y.json": "2", "other.txt": "o"}
+    )
+    (repo_dir / "records/a/x.json").write_text("changed")
+    (repo_dir / "records/c.json").write_text("new")
+    (repo_dir / "other.txt").write_text("o2")
+    git("rm", "-q", "records/b/y.json", cwd=repo_dir)
+    git("add", "-A", cwd=repo_dir)
+    git("commit", "-qm", "second", cwd=repo_dir)
+    second = git("rev-parse", "HEAD", cwd=repo_dir).stdout.strip()
+
+    repo = Repository.open(repo_dir)
+    assert repo.read(first, "records/a/x.json") == b"1"
+    assert repo.read(first, "records/missing.json") is None
+    assert repo.read(first, "records") is None  # a tree is not a file
+    assert [p for p, _ in repo.list_tree(first, "records")] == [
+        "records/a/x.json",
+        "records/b/y.json",
+    ]
+    changes = {(c.kind, c.path) for c in repo.changes(first, second, "records")}
+    assert changes == {
+        ("modify", "records/a/x.json"),
+        ("delete", "records/b/y.json"),
+        ("add", "records/c.json"),
+    }
+    assert [c.sha for c in repo.walk(second)] == [second, first]
+    assert repo.is_ancestor(first, second) and not repo.is_ancestor(second, first)
+
+
+def test_write_commit_without_work_tree_and_cas(tmp_path):
+    repo_dir = tmp_path / "bare.git"
+    git("init", "-q", "--bare", str(repo_dir))
+    repo = Repository.open(repo_dir)
+    one = repo.write_commit(None, {"a/b.txt": b"x", "c.txt": b"y"}, format_message("one"))
+    repo.update_ref("refs/heads/main", None, one)
+    two = repo.write_commit(one, {"a/b.txt": None, "d/e/f.txt": b"z"}, format_message("two"))
+    repo.update_ref("refs/heads/main", one, two)
+    assert git("ls-tree", "-r", "--name-only", "main", cwd=repo_dir).stdout.split() == [
+        "c.txt",
+        "d/e/f.txt",
+    ]
+    assert git("fsck", "--strict", cwd=repo_dir).returncode == 0
+    stale = repo.write_commit(one, {"x": b"1"}, format_message("late"))
+    with pytest.raises(RefMoved, match="moved"):
+        repo.update_ref("refs/heads/main", one, stale)
+    with pytest.raises(RefMoved):
+        repo.update_ref("refs/heads/main", None, stale)  # must not exist yet
+    assert repo.resolve("refs/heads/main") == two
+    with pytest.raises(GitkbError, match="outside the tree"):
+        repo.write_commit(two, {"../escape": b"1"}, format_message("bad"))
+
+
+def test_open_from_quarantine_environment(tmp_path, monkeypatch):
+    """A server hook sees pushed objects only through GIT_OBJECT_DIRECTORY/ALTERNATES."""
+    source = tmp_path / "src"
+    sha = make_repo(source, {"f.txt": "pushed"})
+    bare = tmp_path / "server.git"
+    git("init", "-q", "--bare", str(bare))
+    quarantine = tmp_path / "quarantine"
+    quarantine.mkdir()
+    # Move the source's objects into a directory the bare repo does not know about.
+    git("repack", "-qad", cwd=source)
+    os.rename(source / ".git" / "objects" / "pack", quarantine / "pack")
+    monkeypatch.setenv("GIT_DIR", str(bare))
+    assert not Repository.open().has_object(sha)
+    monkeypatch.setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", str(quarantine))
+    repo = Repository.open()
+    assert repo.read(sha, "f.txt") == b"pushed"
+
+
+def test_open_errors(tmp_path):
+    with pytest.raises(NotARepository, match="no such directory"):
+        Repository.open(tmp_path / "missing")
+    with pytest.raises(NotARepository, match="not a git repository"):
+        Repository.open(tmp_path)
+
+
+def test_fetch_into_copies_objects_under_a_ref(tmp_path):
+    trace = tmp_path / "trace"
+    sha = make_repo(trace, {"kernel.py": "print(1)\n"})
+    store_dir = tmp_path / "store.git"
+    git("init", "-q", "--bare", str(store_dir))
+    repo = Repository.open(store_dir)
+    repo.fetch_into(trace, sha, "refs/kb/traces/t1")
+    assert git("cat-file", "-t", sha, cwd=store_dir).stdout.strip() == "commit"
+    assert repo.refs("refs/kb/traces/") == {"refs/kb/traces/t1": sha}
+    (trace / "kernel.py").write_text("print(2)\n")
+    git("commit", "-qam", "two", cwd=trace)
+    newer = git("rev-parse", "HEAD", cwd=trace).stdout.strip()
+    repo.fetch_into(trace, newer, "refs/kb/traces/t1")  # fast-forward
+    assert repo.resolve("refs/kb/traces/t1") == newer
+    with pytest.raises(RefMoved, match="descend"):
+        repo.fetch_into(trace, sha, "refs/kb/traces/t1")  # a rewind is refused
