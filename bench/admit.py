@@ -60,7 +60,9 @@ def bench_c_git(work: Path, records: list[dict], payloads: list[bytes]) -> float
             "--cacheinfo", f"100644,{index_blob},{rec.INDEX_PATH}")  # fmt: skip
         tree = git("write-tree")
         message = f"kb insert {record['id']}\n\nKB-Action: insert\nKB-Record: {record['id']}\n"
-        commit = git("commit-tree", tree, *(["-p", parent] if parent else []), data=message.encode())
+        commit = git(
+            "commit-tree", tree, *(["-p", parent] if parent else []), data=message.encode()
+        )
         git("update-ref", "refs/heads/main", commit, *([parent] if parent else []))
         parent = commit
     return time.perf_counter() - start
@@ -71,7 +73,9 @@ def help_startup_ms(runs: int = 15) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "gitkb", "--help"], env=env, capture_output=True, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "gitkb", "--help"], env=env, capture_output=True, check=True
+        )
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
 
@@ -98,10 +102,14 @@ def main() -> None:
     help_ms, bare_python_ms = help_startup_ms(), python_startup_ms()
     ours_rate, theirs_rate = args.records / ours, args.records / theirs
     print(f"records admitted           {args.records}")
-    print(f"gitkb admissions           {ours_rate:8.1f} records/s  ({ours:.2f} s)   target >= {TARGET_RECORDS_PER_S}")
+    print(
+        f"gitkb admissions           {ours_rate:8.1f} records/s  ({ours:.2f} s)   target >= {TARGET_RECORDS_PER_S}"
+    )
     print(f"C git plumbing baseline    {theirs_rate:8.1f} records/s  ({theirs:.2f} s)")
     print(f"ratio gitkb / C git        {ours_rate / theirs_rate:8.2f}x")
-    print(f"git kb --help start-up     {help_ms:8.1f} ms   (python -c pass: {bare_python_ms:.1f} ms)   target < {TARGET_HELP_MS}")
+    print(
+        f"git kb --help start-up     {help_ms:8.1f} ms   (python -c pass: {bare_python_ms:.1f} ms)   target < {TARGET_HELP_MS}"
+    )
     met = ours_rate >= TARGET_RECORDS_PER_S and help_ms < TARGET_HELP_MS
     print("targets                    " + ("met" if met else "MISSED"))
 
