@@ -41,5 +41,4 @@ def strategy(n: int, families: int = 40) -> dict:
     pct = round(1 + (n * 7919) % 400 / 10, 1)
     record["worth"]["gain"]["pct"] = pct
     record["worth"]["gain"]["metrics"][0]["delta_pct"] = pct
-    record["evidence"]["raw"]["version"] = f"v{n}"
     return record

@@ -25,14 +25,16 @@ def installed(tmp_path_factory):
     wheel = next((work / "wheels").glob("gitkb-*.whl"))
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = next((venv / "lib").glob("python*/site-packages"))
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (site / "zz_outer_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
          "--no-deps", "--no-index", str(wheel)],
         check=True, capture_output=True,
     )  # fmt: skip
+    # Only now let the venv see this environment's packages, for the dependencies: earlier,
+    # pip would find the gitkb installed here and skip the wheel.
+    site = next((venv / "lib").glob("python*/site-packages"))
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (site / "zz_outer_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
     return venv
 
 

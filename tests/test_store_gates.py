@@ -320,7 +320,9 @@ def _strategy_observed(text: str) -> dict:
 @pytest.mark.parametrize("key", ["git_commit", "source_repo", "detail_file"])
 def test_raw_value_echoed_in_payload(key):
     record = example("strategy")
-    record["evidence"]["raw"]["detail_file"] = "trace/step4.json"
+    record["evidence"]["raw"].update(
+        detail_file="trace/step4.json", source_repo="softmax-trace", git_commit="5b0d2e7a" * 5
+    )
     record["payload"]["problem"]["observed_symptom"] = f"see {record['evidence']['raw'][key]}"
     [finding] = findings(raw_isolation, record)
     assert finding.field == "payload.problem.observed_symptom"

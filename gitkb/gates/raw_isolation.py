@@ -164,26 +164,24 @@ def check(ctx: GateContext):
 # --- injection cases ----------------------------------------------------------------------
 
 
-def _record_with_raw(ctx: GateContext, key: str) -> dict | None:
-    for record_file in ctx.records:
-        if record_file.data is not None and _raw_block(record_file.data).get(key):
-            return record_file.data
-    return None
+def _with_provenance(ctx: GateContext) -> dict:
+    """The first record, given the trace provenance a mined record carries."""
+    record = ctx.records[0].data
+    record["evidence"]["raw"].update(
+        source_repo="kernel_opt_softmax_triton_h100", version="v4", git_commit="5b0d2e7a" * 5
+    )
+    return record
 
 
 def _commit_in_observed(ctx: GateContext) -> bool:
-    record = _record_with_raw(ctx, "git_commit")
-    if record is None:
-        return False
+    record = _with_provenance(ctx)
     commit = record["evidence"]["raw"]["git_commit"]
     record["payload"]["observed"] = f"Measured at commit {commit} of the trace."
     return True
 
 
 def _source_repo_in_trigger(ctx: GateContext) -> bool:
-    record = _record_with_raw(ctx, "source_repo")
-    if record is None:
-        return False
+    record = _with_provenance(ctx)
     repo = record["evidence"]["raw"]["source_repo"]
     record["retrieval"]["triggers"].append(f"the kernel from {repo} regressed after the last step")
     return True
