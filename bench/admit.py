@@ -103,12 +103,14 @@ def main() -> None:
     ours_rate, theirs_rate = args.records / ours, args.records / theirs
     print(f"records admitted           {args.records}")
     print(
-        f"gitkb admissions           {ours_rate:8.1f} records/s  ({ours:.2f} s)   target >= {TARGET_RECORDS_PER_S}"
+        f"gitkb admissions           {ours_rate:8.1f} records/s  ({ours:.2f} s)"
+        f"   target >= {TARGET_RECORDS_PER_S}"
     )
     print(f"C git plumbing baseline    {theirs_rate:8.1f} records/s  ({theirs:.2f} s)")
     print(f"ratio gitkb / C git        {ours_rate / theirs_rate:8.2f}x")
     print(
-        f"git kb --help start-up     {help_ms:8.1f} ms   (python -c pass: {bare_python_ms:.1f} ms)   target < {TARGET_HELP_MS}"
+        f"git kb --help start-up     {help_ms:8.1f} ms   (python -c pass: {bare_python_ms:.1f} ms)"
+        f"   target < {TARGET_HELP_MS}"
     )
     met = ours_rate >= TARGET_RECORDS_PER_S and help_ms < TARGET_HELP_MS
     print("targets                    " + ("met" if met else "MISSED"))

@@ -219,8 +219,9 @@ class Index:
             "builder_version": "gitkb-1",
             "count": len(self.order),
         }
-        head = "{\n" + "".join(
-            f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},\n" for k, v in header.items()
+        head = "{\n" + "".join(f" {json.dumps(k)}: {json.dumps(v)},\n" for k, v in header.items())
+        entries = b",\n".join(map(self.lines.__getitem__, self.order))
+        # One join: the entries are megabytes in a large store, so copy them once.
+        return b"".join(
+            (head.encode(), b' "records": [\n', entries, b"\n" if entries else b"", b" ]\n}\n")
         )
-        body = b",\n".join(self.lines[i] for i in self.order)
-        return head.encode() + b' "records": [\n' + body + (b"\n" if body else b"") + b" ]\n}\n"
