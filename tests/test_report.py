@@ -1,0 +1,85 @@
+"""The reviewer's site: plain HTML with an inline SVG ladder, checked in a real headless browser."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import zlib
+
+import pytest
+
+from gitkb import synthetic
+from gitkb.record import dumps
+from gitkb.report import LadderPoint, build_site, ladder_svg
+
+LADDER = [
+    LadderPoint("v0", 0, 80.0, "baseline"),
+    LadderPoint("v1", 1, 95.0, "reverted"),
+    LadderPoint("v2", 2, 61.5, "milestone"),
+    LadderPoint("v3", 3, 62.0, "kept"),
+    LadderPoint("v4", 4, None, "reverted"),
+    LadderPoint("v5", 5, 40.2, "milestone"),
+]
+
+
+def test_ladder_svg_marks_milestones_and_greys_reverts():
+    svg = ladder_svg(LADDER)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg.count('fill="#1a7f37"') == 2  # two milestones
+    assert svg.count('fill="#c8ccd1"') == 1  # one measured revert (v4 has no latency)
+    assert "v5: 40.2 us (milestone)" in svg
+    assert "<polyline" in svg  # the best-so-far steps
+    assert "No version" in ladder_svg([LadderPoint("v0", 0, None, "reverted")])
+
+
+def test_site_holds_records_history_and_trace_pages(store, tmp_path):
+    store.admit(
+        dumps(synthetic.strategy(1)), "insert", trace="softmax-trace", trace_commit="c" * 40
+    )
+    pages = build_site(store, tmp_path / "site", {"softmax-trace": LADDER})
+    assert [p.name for p in pages] == ["index.html", "trace-softmax-trace.html"]
+    index = pages[0].read_text()
+    assert "Records by type" in index and "strategy" in index and "<script" not in index
+    assert synthetic.strategy(1)["id"] in index and "softmax-trace" in index
+    trace = pages[1].read_text()
+    assert "<svg" in trace and synthetic.strategy(1)["id"] in trace
+    assert "http://" not in trace.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the raw (filtered) scanlines of a non-interlaced PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        chunk = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", chunk[:8])
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+def test_site_renders_in_headless_chromium(store, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium)")
+    store.admit(
+        dumps(synthetic.strategy(1)), "insert", trace="softmax-trace", trace_commit="c" * 40
+    )
+    pages = build_site(store, tmp_path / "site", {"softmax-trace": LADDER})
+    shot = tmp_path / "trace.png"
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=900,700",
+         f"--screenshot={shot}", pages[1].as_uri()],
+        check=True, capture_output=True, timeout=90,
+    )  # fmt: skip
+    width, height, pixels = _png_pixels(shot.read_bytes())
+    assert (width, height) == (900, 700)
+    # A blank page decodes to a few byte values; text, axes and coloured points give many.
+    assert len(set(pixels)) > 40
