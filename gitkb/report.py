@@ -22,7 +22,8 @@ from gitkb.vcs import atomic_write
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #1d232a; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #d0d7de; }
-table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .8em; text-align: left; }
+table { border-collapse: collapse; margin: .5em 0; }
+td, th { padding: .2em .8em; text-align: left; }
 th { background: #f3f5f7; } tr:nth-child(even) td { background: #fafbfc; }
 code { font: 12px ui-monospace, monospace; } .muted { color: #6e7781; }
 .legend span { margin-right: 1.5em; } svg { background: #fff; border: 1px solid #d0d7de; }
@@ -191,10 +192,12 @@ def build_site(store: Store, out: Path, ladders: dict[str, list[LadderPoint]]) -
         f"<p>{len(entries)} records on main at <code>{tip[:12]}</code>; "
         f"{len(history)} admissions.</p>",
         "<h2>Records by type</h2>", _table(["type", "records"], sorted(by_type.items())),
-        "<h2>Records by vendor/arch</h2>", _table(["vendor/arch", "records"], sorted(by_arch.items())),
+        "<h2>Records by vendor/arch</h2>",
+        _table(["vendor/arch", "records"], sorted(by_arch.items())),
         "<h2>Records by operator family</h2>",
         _table(["operator family", "records"], sorted(by_operator.items())),
-        "<h2>Mined traces</h2>", f"<ul>{trace_links}</ul>" if labels else '<p class="muted">None.</p>',
+        "<h2>Mined traces</h2>",
+        f"<ul>{trace_links}</ul>" if labels else '<p class="muted">None.</p>',
         "<h2>Open conflicts</h2>",
         _table(["incoming", "existing", "reason", "queued"], _conflicts(store, tip)),
         "<h2>Attestations</h2>",
