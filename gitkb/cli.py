@@ -27,7 +27,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
     "examples": ("examples", "Print the paths of the example records shipped with gitkb."),
-    "hook": ("hook", "Entry points the git hooks call (pre-commit)."),
+    "hook": ("hook", "Entry points the git hooks call (pre-commit, commit-msg, pre-receive)."),
+    "hooks": ("hooks", "Install the gate hooks: local ones in a store, pre-receive on a server."),
+    "resolve": ("resolve", "Offer the store's best same-hardware code for a kernel (JSON)."),
+    "attest": ("attest", "Record a warm-start outcome in the record's ledger."),
+    "retract": ("retract", "Take a record back (tombstone; the record stays)."),
+    "unretract": ("unretract", "Lift a record's retraction."),
+    "optimize": ("optimize", "Optimize a kernel with a harness bundle; commit the winner (JSON)."),
+    "mine": ("mine", "Mine a trace repository into records: one admission commit each."),
+    "recon": ("recon", "Print a trace's evidence-density report (ingest and recon only)."),
     "help": ("help", "Show help for a verb: git kb help VERB."),
 }
 

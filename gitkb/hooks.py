@@ -27,3 +27,38 @@ def pre_commit(files: list[str]) -> list[str]:
         return []
     results = run_gates(GateContext(records=records), record_level())
     return [f"{f.line()}" for r in results for f in r.findings]
+
+
+def pre_receive(lines: list[str], repo=None) -> list[str]:
+    """Check a push from the ``old new ref`` lines git gives a pre-receive hook; return
+    ``<ref> <commit>: <record-id>: <gate>: <what>`` lines, empty when the push may land.
+
+    ``repo`` defaults to the repository the environment names, quarantine included.
+    """
+    from gitkb.pre_receive import check_push, parse_updates
+    from gitkb.vcs import Repository
+
+    return check_push(parse_updates(lines), repo or Repository.open())
+
+
+def commit_msg(path: str) -> list[str]:
+    """Check the message file of a commit being made: an admission subject
+    (``kb <action> <id>``) must end in a trailer block saying the same action and id."""
+    from gitkb.pre_receive import admission_problems
+
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return [f"{path}: {exc.strerror}"]
+    return [f"{rid}: commit-msg: {what}" for rid, what in admission_problems(_as_committed(text))]
+
+
+def _as_committed(text: str) -> str:
+    """The message as git will store it: comment lines and a scissors cut removed."""
+    kept = []
+    for line in text.splitlines():
+        if line.startswith("# ------------------------ >8 ------------------------"):
+            break
+        if not line.startswith("#"):
+            kept.append(line)
+    return "\n".join(kept).strip("\n") + "\n"

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from gitkb.errors import RecordError
+from gitkb.warmstart.signature import content_signature
 
 SCHEMA_NAME = "clean-1.3"
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -127,7 +128,8 @@ def _search_text(record: dict) -> str:
 
 
 def index_entry(record: dict, path: str) -> dict:
-    """The index entry of a record (the reindexer's sixteen keys)."""
+    """The index entry of a record: the reindexer's sixteen keys, plus gitkb's
+    ``content_signature`` so an admission finds a reproduction without loading records."""
 
     def dig(*keys: str) -> object:
         node: object = record
@@ -156,6 +158,7 @@ def index_entry(record: dict, path: str) -> dict:
         "tracks": tracks or None,
         "speedup_x": dig("retrieval", "signals", "metrics", "page_best_speedup_x"),
         "refk_status": dig("evidence", "raw", "evidence_extra", "manifest_status"),
+        "content_signature": content_signature(record),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 import tomllib
 from collections.abc import Callable, Iterator
@@ -95,6 +96,7 @@ class Store:
         self.repo = repo
         self.location = location
         self._index_cache: tuple[str, Index] | None = None
+        self._signature_cache: tuple[Index, int, dict[str, list[str]]] | None = None
 
     # ----------------------------------------------------------------- opening
 
@@ -267,11 +269,16 @@ class Store:
 
     # ----------------------------------------------------------------- admitting
 
-    def check_record(self, record: dict, path: str) -> tuple[str, list]:
-        """Run the record-level gates on one record; return the KB-Gates figure and failures."""
+    def check_record(self, record: dict, path: str, action: str = "insert") -> tuple[str, list]:
+        """Run the record-level gates on one record about to be admitted as ``action``;
+        return the KB-Gates figure and failures."""
         from gitkb.gates.registry import record_level
 
-        ctx = GateContext(records=[RecordFile(path, rec.dumps(record), record)], store=self)
+        ctx = GateContext(
+            records=[RecordFile(path, rec.dumps(record), record)],
+            store=self,
+            extra={"admission": action},
+        )
         results = run_gates(ctx, record_level())
         return _gates_figure(results), [f for r in results for f in r.findings]
 
@@ -312,7 +319,7 @@ class Store:
             raise GitkbError(f"--target ID is required for {action}", 2)
         record = rec.parse(request.raw, request.source)
         path = rec.path_for(record)
-        gates, findings = self.check_record(record, path)
+        gates, findings = self.check_record(record, path, action)
         if findings:
             lines = "\n".join(f.line() for f in findings[:20])
             raise AdmissionRefused(f"{request.source}: refused by the gates:\n{lines}", findings)
@@ -346,7 +353,11 @@ class Store:
             raise AdmissionRefused(f"insert refused: {record_id} already exists ({existing})")
         if self.repo.blob_sha(tip, path) is not None:
             raise AdmissionRefused(f"insert refused: {path} already exists")
+        twin = self.reproduction_of(index, record)
+        if twin is not None:
+            return self._reproduce(tip, index, record, twin, provenance)
         index.put(rec.index_entry(record, path))
+        self._note_signature(index, record)
         return _Change(
             "insert",
             record_id,
@@ -357,24 +368,81 @@ class Store:
             index=index,
         )
 
+    def reproduction_of(self, index: Index, record: dict) -> str | None:
+        """The record on ``record``'s page that holds the same code (content signature).
+
+        Same signature and episode key (page and technique): that record. Failing
+        that, a retracted record with the same signature in the same scope claims
+        the code too, so taken-back code cannot come back under another name.
+        """
+        from gitkb.warmstart.signature import content_signature
+
+        signature = content_signature(record)
+        if signature is None:
+            return None
+        retracted = None
+        for other_id in self._signature_ids(index).get(signature, ()):
+            entry = index.entry(other_id)
+            if entry is None or entry.get("type") != record.get("type"):
+                continue
+            if entry.get("episode_key") == record.get("episode_key"):
+                return other_id
+            if entry.get("status") == "deprecated" and _scope_key(entry.get("retrieval")) == (
+                _scope_key(record.get("retrieval"))
+            ):
+                retracted = retracted or other_id
+        return retracted
+
+    def _signature_ids(self, index: Index) -> dict[str, list[str]]:
+        """content signature -> ids, read from the index lines without parsing them."""
+        cached = self._signature_cache
+        if cached is not None and cached[0] is index and cached[1] == len(index):
+            return cached[2]
+        ids: dict[str, list[str]] = {}
+        for record_id, line in index.lines.items():
+            found = _SIGNATURE_FIELD.search(line)
+            if found:
+                ids.setdefault(found.group(1).decode(), []).append(record_id)
+        self._signature_cache = (index, len(index), ids)
+        return ids
+
+    def _note_signature(self, index: Index, record: dict) -> None:
+        """Keep the signature map current after an insert put ``record`` into ``index``."""
+        from gitkb.warmstart.signature import content_signature
+
+        cached = self._signature_cache
+        if cached is None or cached[0] is not index:
+            return
+        signature = content_signature(record)
+        if signature is not None:
+            cached[2].setdefault(signature, []).append(record["id"])
+        self._signature_cache = (index, len(index), cached[2])
+
+    def _reproduce(self, tip, index, record, twin, provenance) -> _Change:
+        """An insert of code the store holds: confirm the holder; a retracted one stays so."""
+        from gitkb.warmstart.signature import content_signature
+
+        change = self._confirm(tip, index, record, twin, provenance)
+        if not change.edits:
+            return change  # this reproduction was already counted
+        signature = content_signature(record)
+        retracted = (index.entry(twin) or {}).get("status") == "deprecated"
+        stays = " It stays retracted; only git kb unretract lifts that." if retracted else ""
+        change.body = f"Reproduction: {record['id']} holds the same code ({signature}).{stays}"
+        change.trailers = [("KB-Reproduction", signature), *change.trailers]
+        change.note = f"reproduction of {twin}" + (" (retracted; not revived)" if retracted else "")
+        return change
+
     def _confirm(self, tip, index, record, target, provenance) -> _Change:
         target_file = self.read_record(target, tip)
         if target_file.data is None:
             raise AdmissionRefused(f"confirm target {target} is unreadable: {target_file.error}")
         existing = target_file.data
-        key = f"{target}:{record['id']}"
-        track = existing.setdefault("worth", {}).setdefault("track", {})
-        keys = track.setdefault("confirm_keys", [])
-        if key in keys:
+        count = count_confirmation(existing, record["id"])
+        if count is None:
             return _Change(
                 "confirm", target, {}, path=target_file.path, note="already counted, skipped"
             )
-        counters = track.setdefault("counters", {})
-        for name in _COUNTERS:
-            counters.setdefault(name, 0)
-        track.setdefault("prior", {})
-        counters["verified_effective"] += 1
-        keys.append(key)
         index.put(rec.index_entry(existing, target_file.path))
         return _Change(
             "confirm",
@@ -383,7 +451,7 @@ class Store:
             path=target_file.path,
             body=f"Confirmed by {record['id']}.",
             trailers=[("KB-Confirmed-By", record["id"]), *provenance],
-            note=f"verified_effective is now {counters['verified_effective']}",
+            note=f"verified_effective is now {count}",
             index=index,
         )
 
@@ -607,6 +675,32 @@ _COUNTERS = (
     "verified_ineffective",
     "fallback_served",
 )
+
+
+_SIGNATURE_FIELD = re.compile(rb'"content_signature": "([^"]+)"')
+
+
+def _scope_key(retrieval: object) -> tuple:
+    scope = (retrieval or {}).get("scope") if isinstance(retrieval, dict) else None
+    scope = scope if isinstance(scope, dict) else {}
+    return tuple(scope.get(k) for k in ("vendor", "arch", "dsl", "operator_family"))
+
+
+def count_confirmation(existing: dict, incoming_id: str) -> int | None:
+    """Count one confirmation of ``existing`` by ``incoming_id`` in place, once per pair
+    (the ``confirm_keys``); return the new ``verified_effective``, None if already counted."""
+    key = f"{existing['id']}:{incoming_id}"
+    track = existing.setdefault("worth", {}).setdefault("track", {})
+    keys = track.setdefault("confirm_keys", [])
+    if key in keys:
+        return None
+    counters = track.setdefault("counters", {})
+    for name in _COUNTERS:
+        counters.setdefault(name, 0)
+    track.setdefault("prior", {})
+    counters["verified_effective"] += 1
+    keys.append(key)
+    return counters["verified_effective"]
 
 
 def read_folder(folder: str | os.PathLike) -> list[RecordFile]:

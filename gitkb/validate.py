@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from gitkb.errors import GitkbError, NotAStore
-from gitkb.gates import GateContext
+from gitkb.gates import Gate, GateContext, InjectionOutcome, run_injections
 from gitkb.record import Index, index_entry
 from gitkb.resources import data_dir
 from gitkb.store import Store, folder_context, read_folder
@@ -42,6 +44,29 @@ def example_context() -> GateContext:
     for record_file in records:
         index.put(index_entry(record_file.data, record_file.path))
     return GateContext(records=records, index_raw=index.dumps())
+
+
+def trace_example_context(workdir: str | os.PathLike) -> GateContext:
+    """The trace gates' valid sample, built under ``workdir``: a mined record about to be
+    inserted into a store that holds its trace (``gitkb.examples``), so every trace gate
+    rebuilds real evidence from the store."""
+    from gitkb import examples
+
+    store, candidate = examples.sample_store(workdir)
+    return GateContext(records=[candidate], store=store, extra={"admission": "insert"})
+
+
+def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
+    """Every injection case of ``gates``: store gates on the shipped examples, trace gates
+    on the example trace's sample (built in a temporary folder, removed afterwards)."""
+    gates = list(gates)
+    store_gates = [g for g in gates if g.family != "trace"]
+    trace_gates = [g for g in gates if g.family == "trace"]
+    outcomes = run_injections(example_context(), store_gates) if store_gates else []
+    if trace_gates:
+        with tempfile.TemporaryDirectory(prefix="gitkb-injections-") as workdir:
+            outcomes += run_injections(trace_example_context(workdir), trace_gates)
+    return outcomes
 
 
 def census(ctx: GateContext) -> str:

@@ -1,9 +1,22 @@
+import sys
+
 import click
+
+# A refused push shows this many problem lines, then a count of the rest.
+SHOWN_PROBLEMS = 50
 
 
 @click.group("hook")
 def command() -> None:
     """Entry points that git hooks call; you rarely run these by hand."""
+
+
+def _report(problems: list[str]) -> None:
+    for line in problems[:SHOWN_PROBLEMS]:
+        click.echo(f"gitkb: {line}", err=True)
+    if len(problems) > SHOWN_PROBLEMS:
+        click.echo(f"gitkb: ... and {len(problems) - SHOWN_PROBLEMS} more problems", err=True)
+    raise SystemExit(1 if problems else 0)
 
 
 @command.command("pre-commit")
@@ -12,7 +25,25 @@ def pre_commit(files: tuple[str, ...]) -> None:
     """Run the record-level gates on FILES (the staged record files)."""
     from gitkb.hooks import pre_commit as run
 
-    problems = run(list(files))
-    for line in problems:
-        click.echo(f"gitkb: {line}", err=True)
-    raise SystemExit(1 if problems else 0)
+    _report(run(list(files)))
+
+
+@command.command("commit-msg")
+@click.argument("message_file", type=click.Path(dir_okay=False))
+def commit_msg(message_file: str) -> None:
+    """Refuse an admission message (`kb <action> <id>`) whose trailers say otherwise."""
+    from gitkb.hooks import commit_msg as run
+
+    _report(run(message_file))
+
+
+@command.command("pre-receive")
+def pre_receive() -> None:
+    """Check a push: reads `old new ref` lines on stdin, as git's pre-receive hook does.
+
+    Exits 1 and prints `gitkb: <ref> <commit>: <record-id>: <gate>: <what>` lines
+    when the push must be refused.
+    """
+    from gitkb.hooks import pre_receive as run
+
+    _report(run(sys.stdin.read().splitlines()))

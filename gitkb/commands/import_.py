@@ -1,16 +1,32 @@
 import click
 
-from gitkb.commands import open_store, store_option
+from gitkb.commands import echo_json, open_store, store_option
+from gitkb.importers import IMPORTERS
 
 
 @click.command("import")
-@click.argument("kind", type=click.Choice(["gpu-wiki"]))
+@click.argument("kind", type=click.Choice(list(IMPORTERS)))
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
 @store_option
-def command(kind: str, directory: str, store_path: str) -> None:
-    """Import a GPU-wiki records tree (DIRECTORY/records/...) in one commit.
+def command(kind: str, directory: str, as_json: bool, store_path: str) -> None:
+    """Import another tool's records from DIRECTORY in one commit.
 
-    Records keep their paths and bytes; the gates run on all of them first.
+    gpu-wiki: a records tree (DIRECTORY/records/...); records keep their paths
+    and bytes. geak: a GEAK kb_artifacts tree (<gfx>/<kernel_class>/<slug>/<exp_id>/);
+    entries that cannot become valid records are listed with the reason.
+    The gates run on every record first.
     """
-    admission = open_store(store_path).import_gpu_wiki(directory)
-    click.echo(f"imported {admission.record_id} [{admission.commit[:12]}]")
+    from gitkb.importers import import_tree
+
+    report = import_tree(kind, open_store(store_path), directory)
+    if as_json:
+        echo_json(report.as_json())
+        return
+    commit = f"[{report.commit[:12]}]" if report.commit else "(nothing new: no commit)"
+    click.echo(
+        f"imported {report.imported} records from {kind}, "
+        f"{len(report.reproductions)} reproductions {commit}"
+    )
+    for skipped in report.skipped:
+        click.echo(f"  skipped {skipped['entry']}: {skipped['reason']}")

@@ -29,12 +29,12 @@ def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
     `record-id: gate: field: what is wrong`. Exits 1 when any gate fails.
     """
     from gitkb import validate
-    from gitkb.gates import run_gates, run_injections
+    from gitkb.gates import run_gates
     from gitkb.gates.registry import by_name
 
     gates = by_name(gate_names)
     if injection_tests:
-        outcomes = run_injections(validate.example_context(), gates)
+        outcomes = validate.injection_outcomes(gates)
         failed = [o for o in outcomes if not o.ok and o.status != "SKIP"]
         if as_json:
             echo_json([o.__dict__ for o in outcomes])

@@ -58,29 +58,31 @@ def check(ctx: GateContext):
             f"index has {len(by_id)} distinct ids for {len(ctx.records)} record files",
         )
     for record_file, record in ctx.parsed():
-        entry = by_id.get(record.get("id"))
-        if entry is None:
-            yield Finding(record_file.id, NAME, "no index entry for this record")
-            continue
-        if not _same(entry.get("retrieval"), record.get("retrieval")):
+        yield from disagreements(record_file.id, record, by_id.get(record.get("id")))
+
+
+def disagreements(record_id: str, record: dict, entry: dict | None):
+    """How one record's index entry (None when absent) disagrees with the record; the
+    pre-receive hook applies the same comparison to the records a push changed."""
+    if entry is None:
+        yield Finding(record_id, NAME, "no index entry for this record")
+        return
+    if not _same(entry.get("retrieval"), record.get("retrieval")):
+        yield Finding(
+            record_id, NAME, "index entry's retrieval differs from the record's", "retrieval"
+        )
+    for key, path in (
+        ("worth_score", ("worth", "rank", "score")),
+        ("tier", ("worth", "rank", "tier")),
+        ("gain_pct", ("worth", "gain", "pct")),
+    ):
+        if not _same(entry.get(key), _dig(record, *path)):
             yield Finding(
-                record_file.id,
+                record_id,
                 NAME,
-                "index entry's retrieval differs from the record's",
-                "retrieval",
+                f"index {key} is {entry.get(key)!r}, the record says {_dig(record, *path)!r}",
+                ".".join(path),
             )
-        for key, path in (
-            ("worth_score", ("worth", "rank", "score")),
-            ("tier", ("worth", "rank", "tier")),
-            ("gain_pct", ("worth", "gain", "pct")),
-        ):
-            if not _same(entry.get(key), _dig(record, *path)):
-                yield Finding(
-                    record_file.id,
-                    NAME,
-                    f"index {key} is {entry.get(key)!r}, the record says {_dig(record, *path)!r}",
-                    ".".join(path),
-                )
 
 
 def _edit_first_entry(ctx: GateContext, edit) -> bool:

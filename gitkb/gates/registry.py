@@ -17,6 +17,14 @@ GATE_MODULES = (
     "self_contained",
     "no_cross_reference",
     "established_fact",
+    "profile",
+    "layout",
+    "verbatim",
+    "no_fabrication",
+    "provenance",
+    "ncu_attribution",
+    "store_overlap",
+    "journal_provenance",
 )
 
 

@@ -1,0 +1,112 @@
+"""`git kb validate` speed on the conformance sample and on a generated 10,000-record store.
+
+Prints, per input: the gates' in-process time (and each gate's share), the
+whole-process wall time of `git kb validate`, and records/s. Baselines measured in
+the same run: parsing every record file as JSON (the floor under any gate) and
+`python -c pass` (the floor under any process). Targets on the 282-record sample:
+<= 0.15 s of gate time, whole process < 0.5 s.
+
+    python bench/validate.py [--records 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gitkb.gates.registry import all_gates  # noqa: E402
+from gitkb.validate import context_for  # noqa: E402
+
+SAMPLE = ROOT.parent / "shared" / "conformance" / "gpu-wiki-sample"
+TARGET_GATES_S = 0.15
+TARGET_PROCESS_S = 0.5
+RUNS = 3
+
+
+def build_store(path: Path, size: int) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from pre_receive import build_store as build
+
+    build(path, size)
+
+
+def gate_times(path: Path, runs: int) -> tuple[int, float, dict[str, float], float]:
+    """Records, best total gate time, each gate's time in that run, and JSON-parse time."""
+    ctx = context_for(path)
+    gates = all_gates()
+    best: tuple[float, dict[str, float]] | None = None
+    for _ in range(runs):
+        per_gate = {}
+        for gate in gates:
+            start = time.perf_counter()
+            gate.run(ctx)
+            per_gate[gate.name] = time.perf_counter() - start
+        total = sum(per_gate.values())
+        if best is None or total < best[0]:
+            best = (total, per_gate)
+    start = time.perf_counter()
+    for record_file in ctx.records:
+        json.loads(record_file.raw)
+    parse = time.perf_counter() - start
+    return len(ctx.records), best[0], best[1], parse
+
+
+def process_time(*args: str, runs: int = RUNS) -> float:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, *args], env=env, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def report(label: str, path: Path, python_s: float, targets: bool, runs: int = RUNS) -> bool:
+    records, gates_s, per_gate, parse_s = gate_times(path, runs)
+    wall = process_time("-m", "gitkb", "validate", str(path), runs=runs)
+    slowest = sorted(per_gate.items(), key=lambda kv: -kv[1])[:4]
+    print(f"{label}: {records} records")
+    print(
+        f"  gates in-process   {gates_s:7.3f} s  {records / gates_s:9.0f} records/s"
+        + (f"   target <= {TARGET_GATES_S}" if targets else "")
+    )
+    print("  slowest gates      " + ", ".join(f"{n} {t:.3f} s" for n, t in slowest))
+    print(f"  JSON parse only    {parse_s:7.3f} s  (gates / parse: {gates_s / parse_s:.1f}x)")
+    print(
+        f"  git kb validate    {wall:7.3f} s  {records / wall:9.0f} records/s"
+        f"   (python -c pass: {python_s:.3f} s)"
+        + (f"   target < {TARGET_PROCESS_S}" if targets else "")
+    )
+    return gates_s <= TARGET_GATES_S and wall < TARGET_PROCESS_S
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10000)
+    args = parser.parse_args()
+    python_s = process_time("-c", "pass")
+    met = None
+    if SAMPLE.is_dir():
+        met = report("conformance sample", SAMPLE, python_s, targets=True)
+    else:
+        print(f"conformance sample: not present at {SAMPLE}, skipped")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store.git"
+        build_store(store, args.records)
+        report(f"generated store ({args.records})", store, python_s, targets=False, runs=1)
+    if met is not None:
+        print("targets " + ("met" if met else "MISSED"))
+
+
+if __name__ == "__main__":
+    main()

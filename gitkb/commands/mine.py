@@ -1,0 +1,118 @@
+import click
+
+from gitkb.commands import echo_json, store_option
+
+hardware_options = [
+    click.option("--vendor", help="Override the trace's hardware: vendor (nvidia, amd, generic)."),
+    click.option("--arch", help="Override the trace's hardware: arch (hopper, cdna3, ...)."),
+    click.option("--product", help="Override the trace's hardware: product token (h100, ...)."),
+    click.option("--dsl", help="Override the DSL sniffed from kernel.py."),
+    click.option("--harness", help="How the trace measured (shown as measured_on.harness)."),
+    click.option("--label", help="The trace label (default: the trace folder's name)."),
+]
+
+
+def with_trace_options(func):
+    for option in reversed(hardware_options):
+        func = option(func)
+    return func
+
+
+def mine_options(vendor, arch, product, dsl, harness):
+    from gitkb.mine.packet import MineOptions
+
+    return MineOptions(vendor=vendor, arch=arch, product=product, dsl=dsl, harness=harness)
+
+
+@click.command("mine")
+@click.argument("trace", type=click.Path(file_okay=False))
+@with_trace_options
+@click.option(
+    "--distiller",
+    default="builtin",
+    show_default=True,
+    help="'builtin', or a command run once per packet ($GITKB_PACKET, $GITKB_BRIEF, $GITKB_OUT).",
+)
+@click.option(
+    "--stage-only",
+    type=click.Path(file_okay=False),
+    help="Write records and reports "
+    "into this folder (laid out like a store) instead of admitting them.",
+)
+@click.option("--dry-run", is_flag=True, help="Read, partition and distill; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@store_option
+def command(
+    trace,
+    vendor,
+    arch,
+    product,
+    dsl,
+    harness,
+    label,
+    distiller,
+    stage_only,
+    dry_run,
+    as_json,
+    store_path,
+) -> None:
+    """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
+    from gitkb.mine.pipeline import mine
+    from gitkb.store import Store
+
+    # A dry run or a staging run reads a store when there is one (ids, coverage); an
+    # admitting run needs one.
+    store = None
+    if not (dry_run or stage_only) or _is_store(store_path):
+        store = Store.open(store_path)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if total < 50:
+            return
+        if bar is None:
+            bar = click.progressbar(
+                length=total, label="distilling", file=click.get_text_stream("stderr")
+            )
+            bar.__enter__()
+        bar.update(1)
+
+    try:
+        result = mine(
+            trace,
+            store=store,
+            label=label,
+            options=mine_options(vendor, arch, product, dsl, harness),
+            distiller=distiller,
+            stage_only=stage_only,
+            dry_run=dry_run,
+            progress=progress,
+        )
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    summary = result.summary()
+    if as_json:
+        echo_json(summary)
+        return
+    click.echo(
+        f"{summary['label']}: {summary['versions']} versions, {summary['milestones']} "
+        f"milestones, {summary['deadends']} dead-ends, {summary['pitfalls']} pitfalls"
+    )
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())) or "no records"
+    click.echo(f"records: {counts}")
+    for outcome in result.outcomes:
+        if outcome.action == "skip":
+            click.echo(f"  skipped {outcome.seg_id}: {outcome.note}")
+
+
+def _is_store(path: str) -> bool:
+    from gitkb.errors import GitkbError
+    from gitkb.store import Store
+
+    try:
+        Store.open(path)
+    except GitkbError:
+        return False
+    return True

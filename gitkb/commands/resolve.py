@@ -1,0 +1,46 @@
+import click
+
+from gitkb.commands import echo_json, store_option
+
+
+@click.command("resolve")
+@click.option(
+    "--kernel",
+    required=True,
+    help="Kernel name or file (basename, case and language prefixes ignored).",
+)
+@click.option("--arch", help="Hardware arch (hopper, cdna3, ...) or a token from the target table.")
+@click.option("--product", help="Hardware product token (h100, mi300x, gfx942, sm_90, ...).")
+@click.option("--dsl", help="Only offer records in this DSL (and 'any'); others are named.")
+@store_option
+@click.option("--top-n", default=3, show_default=True, type=int, help="Ranks to offer.")
+@click.option(
+    "--min-speedup", default=1.05, show_default=True, type=float, help="Floor on the speedup."
+)
+@click.option("--include-retired", is_flag=True, help="Also offer retracted records.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Write candidates/NN/ and kb_references/ here (before any verdict).",
+)
+def command(kernel, arch, product, dsl, store_path, top_n, min_speedup, include_retired, out):
+    """Print the store's best same-hardware code for a kernel, as one JSON document.
+
+    Exit 0 for every answer that is a fact about the store (read_reason says
+    which); a store path that does not exist or is not a store is an error.
+    """
+    from gitkb.warmstart.resolve import resolve
+
+    echo_json(
+        resolve(
+            store_path,
+            kernel,
+            arch=arch,
+            product=product,
+            top_n=top_n,
+            min_speedup=min_speedup,
+            include_retired=include_retired,
+            dsl=dsl,
+            out=out,
+        )
+    )

@@ -1,0 +1,87 @@
+"""Trace gate `layout`: a mined record is filed at
+``records/<type>/<vendor>/<arch>/<dsl or any>/<operator_family or misc>/<id>.json``.
+
+Imported records keep the paths their store gave them; only mined ones are held
+to gitkb's layout (the store `ids` gate checks every file name)."""
+
+from __future__ import annotations
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates.trace_evidence import first_mined, mined_records
+from gitkb.record import RECORDS_DIR
+
+NAME = "layout"
+
+
+def expected_path(data: dict) -> str:
+    scope = (data.get("retrieval") or {}).get("scope") or {}
+    scope = scope if isinstance(scope, dict) else {}
+    parts = [
+        data.get("type") or "?",
+        scope.get("vendor") or "?",
+        scope.get("arch") or "?",
+        scope.get("dsl") or "any",
+        scope.get("operator_family") or "misc",
+    ]
+    return "/".join([RECORDS_DIR, *map(str, parts), f"{data.get('id')}.json"])
+
+
+def check(ctx: GateContext):
+    for record_file, data in mined_records(ctx):
+        wanted = expected_path(data)
+        if record_file.path != wanted:
+            yield Finding(
+                record_file.id, NAME, f"filed at {record_file.path}, expected {wanted}", "id"
+            )
+
+
+def _scope_mismatch(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    scope = record_file.data["retrieval"]["scope"]
+    scope["dsl"] = "triton" if scope.get("dsl") == "cuda" else "cuda"
+    return True
+
+
+def _other_vendor_folder(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    parts = record_file.path.split("/")
+    if len(parts) < 4:
+        return False
+    parts[2] = "amd" if parts[2] != "amd" else "nvidia"
+    record_file.path = "/".join(parts)
+    return True
+
+
+def _flat_file(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    record_file.path = f"{RECORDS_DIR}/{record_file.data['id']}.json"
+    return True
+
+
+def _operator_family_changed(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    scope = record_file.data["retrieval"]["scope"]
+    scope["operator_family"] = "norm" if scope.get("operator_family") != "norm" else "softmax"
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="trace",
+    description="mined records are filed under type/vendor/arch/dsl/operator_family",
+    check=check,
+    injections=(
+        Injection("layout/scope-mismatch", _scope_mismatch),
+        Injection("layout/other-vendor-folder", _other_vendor_folder),
+        Injection("layout/flat-file", _flat_file),
+        Injection("layout/operator-family-changed", _operator_family_changed),
+    ),
+)

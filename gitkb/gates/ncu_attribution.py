@@ -1,0 +1,100 @@
+"""Trace gate `ncu-attribution`: a bottleneck claimed on profiler evidence cites a usable
+capture: one of the packet's cited profile directories measured the kernel under test."""
+
+from __future__ import annotations
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates.trace_evidence import (
+    evidence,
+    first_mined,
+    mined_records,
+    packet_of,
+    require_store,
+)
+
+NAME = "ncu-attribution"
+FIELD = "evidence.summary.bottleneck_evidence.basis"
+
+
+def basis(data: dict) -> object:
+    summary = (data.get("evidence") or {}).get("summary") or {}
+    claim = summary.get("bottleneck_evidence") if isinstance(summary, dict) else None
+    return claim.get("basis") if isinstance(claim, dict) else None
+
+
+def check(ctx: GateContext):
+    records = mined_records(ctx)
+    require_store(ctx)
+    for record_file, data in records:
+        if basis(data) != "profiler":
+            continue
+        found = evidence(ctx, data)
+        packet = found.packet
+        if packet is None:
+            yield Finding(record_file.id, NAME, f"basis is profiler, but {found.problem}", FIELD)
+            continue
+        cited = [d for d in packet.provenance.get("ncu_dirs") or [] if isinstance(d, str)]
+        if not set(cited) & set(packet.usable_captures):
+            what = (
+                f"cites {len(cited)} capture{'s' if len(cited) != 1 else ''}, none usable"
+                if cited
+                else "the packet cites no capture"
+            )
+            yield Finding(
+                record_file.id,
+                NAME,
+                f"basis is profiler, but {what} (none measured the kernel under test)",
+                FIELD,
+            )
+
+
+def _claim_profiler(ctx: GateContext):
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return None
+    summary = record_file.data["evidence"].setdefault("summary", {})
+    claim = summary.setdefault("bottleneck_evidence", {})
+    claim["basis"] = "profiler"
+    return record_file
+
+
+def _unbacked_claim(ctx: GateContext) -> bool:
+    record_file = _claim_profiler(ctx)
+    packet = packet_of(ctx, record_file.data) if record_file else None
+    if packet is None:
+        return False
+    packet.provenance["ncu_dirs"] = []
+    return True
+
+
+def _unusable_capture(ctx: GateContext) -> bool:
+    """Captures are cited, but none measured the kernel under test."""
+    record_file = _claim_profiler(ctx)
+    packet = packet_of(ctx, record_file.data) if record_file else None
+    if packet is None:
+        return False
+    packet.provenance["ncu_dirs"] = packet.provenance.get("ncu_dirs") or ["profiles/v1"]
+    packet.usable_captures = []
+    return True
+
+
+def _no_packet(ctx: GateContext) -> bool:
+    record_file = _claim_profiler(ctx)
+    if record_file is None:
+        return False
+    record_file.data["id"] += "-unmined"
+    record_file.data["evidence"]["raw"]["version"] = "v9999"
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="trace",
+    description="a profiler-based bottleneck cites a usable capture of the kernel",
+    check=check,
+    injections=(
+        Injection("ncu-attribution/unbacked-claim", _unbacked_claim),
+        Injection("ncu-attribution/unusable-capture", _unusable_capture),
+        Injection("ncu-attribution/no-packet", _no_packet),
+    ),
+)

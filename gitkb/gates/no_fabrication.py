@@ -1,0 +1,175 @@
+"""Trace gate `no-fabrication`: every number a mined record states comes from its packet.
+
+The pool of allowed magnitudes is every number in the packet's agent-facing
+evidence (its JSON, non-ASCII kept), its code and its target (JSON). Audited:
+every string and number leaf under ``worth.gain``, ``evidence.summary``,
+``payload`` and ``retrieval.signals.metrics``, except under the code-quoting keys.
+Numbers are compared by absolute value in ``%g`` form (six significant digits),
+integral values also in plain integer form; there is no other tolerance."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates.trace_evidence import (
+    evidence,
+    first_mined,
+    mined_records,
+    packet_of,
+    require_store,
+)
+
+NAME = "no-fabrication"
+AUDITED = (
+    ("worth", "gain"),
+    ("evidence", "summary"),
+    ("payload",),
+    ("retrieval", "signals", "metrics"),
+)
+UNAUDITED_KEYS = frozenset({"snippet", "dispatch_snippet", "attempted_code"})
+# A number glued to an ASCII letter, digit or dot is part of a name (B200, v1.2, f16).
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])-?\d+(?:\.\d+)?")
+INVENTED = 87.6543
+
+
+def magnitudes(text: str) -> set[str]:
+    """The normalised magnitudes a text states."""
+    found: set[str] = set()
+    for token in _NUMBER.findall(text):
+        found |= normalised(token)
+    return found
+
+
+def normalised(token: str) -> set[str]:
+    try:
+        value = abs(float(token))
+    except (OverflowError, ValueError):
+        return set()
+    forms = {f"{value:g}"}
+    if value.is_integer():
+        forms.add(str(int(value)))
+    return forms
+
+
+def pool(packet) -> set[str]:
+    return (
+        magnitudes(json.dumps(packet.agent_facing, ensure_ascii=False))
+        | magnitudes(packet.code)
+        | magnitudes(json.dumps(packet.target))
+    )
+
+
+def audited_leaves(data: dict):
+    """(field path, text) for every audited leaf, numbers in their usual decimal form."""
+    for keys in AUDITED:
+        node = data
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            yield from _leaves(node, ".".join(keys))
+
+
+def _leaves(node, where: str):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key not in UNAUDITED_KEYS:
+                yield from _leaves(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _leaves(value, f"{where}[{i}]")
+    elif isinstance(node, str):
+        yield where, node
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield where, repr(node)
+
+
+def check(ctx: GateContext):
+    records = mined_records(ctx)
+    require_store(ctx)
+    for record_file, data in records:
+        found = evidence(ctx, data)
+        if found.packet is None:
+            yield Finding(
+                record_file.id,
+                NAME,
+                f"no packet to check its numbers against: {found.problem}",
+                "evidence.raw",
+            )
+            continue
+        allowed = pool(found.packet)
+        for where, text in audited_leaves(data):
+            seen: set[str] = set()
+            for token in _NUMBER.findall(text):
+                forms = normalised(token)
+                if forms & allowed or not forms or forms & seen:
+                    continue
+                seen |= forms
+                value = token.lstrip("-")
+                yield Finding(
+                    record_file.id, NAME, f"{value} is not stated by the trace's evidence", where
+                )
+
+
+def _invented_number(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    data = record_file.data
+    gain = (data.get("worth") or {}).get("gain") or {}
+    metrics = gain.get("metrics") or []
+    if metrics and isinstance(metrics[0], dict):
+        metrics[0]["delta_pct"] = INVENTED
+        gain["pct"] = INVENTED
+        return True
+    payload = data.get("payload") or {}
+    for key in ("mechanism", "lesson"):
+        if isinstance(payload.get(key), str) and payload[key]:
+            payload[key] += f" ({INVENTED}% of the traffic)"
+            return True
+    return False
+
+
+def _invented_signal(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    signals = record_file.data.setdefault("retrieval", {}).setdefault("signals", {})
+    metrics = signals.get("metrics")
+    signals["metrics"] = {**(metrics if isinstance(metrics, dict) else {}), "dram_pct": 93.17}
+    return True
+
+
+def _unmatched_record(ctx: GateContext) -> bool:
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    data = record_file.data
+    data["id"] += "-unmined"
+    data["evidence"]["raw"]["version"] = "v9999"
+    return True
+
+
+def _evidence_lost(ctx: GateContext) -> bool:
+    """The trace no longer states the record's numbers: the packet says nothing."""
+    record_file = first_mined(ctx)
+    packet = packet_of(ctx, record_file.data) if record_file else None
+    if packet is None:
+        return False
+    packet.agent_facing, packet.target, packet.diff, packet.kernel = {}, {}, None, None
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="trace",
+    description="every number a mined record states occurs in its packet",
+    check=check,
+    injections=(
+        Injection("no-fabrication/invented-number", _invented_number),
+        Injection("no-fabrication/invented-signal-metric", _invented_signal),
+        Injection("no-fabrication/no-packet", _unmatched_record),
+        Injection("no-fabrication/evidence-lost", _evidence_lost),
+    ),
+)

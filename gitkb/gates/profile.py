@@ -1,0 +1,65 @@
+"""Trace gate `profile`: a mined record validates against the opt-trace-1.0 profile
+(clean-1.3 narrowed for what one trace can support), at most four errors a record."""
+
+from __future__ import annotations
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates.trace_evidence import first_mined, mined_records
+
+NAME = "profile"
+ERRORS_PER_RECORD = 4
+
+
+def check(ctx: GateContext):
+    from gitkb import schema
+
+    for record_file, data in mined_records(ctx):
+        for path, message in schema.errors(data, schema.PROFILE, limit=ERRORS_PER_RECORD):
+            yield Finding(record_file.id, NAME, message, path)
+
+
+def _mutate(change):
+    def mutate(ctx: GateContext) -> bool:
+        record_file = first_mined(ctx)
+        return record_file is not None and change(record_file.data) is not False
+
+    return mutate
+
+
+def _generic_level(data: dict) -> None:
+    data["level"] = "generic"
+
+
+def _technique_card(data: dict) -> None:
+    data["type"] = "technique-card"
+
+
+def _drop_commit(data: dict) -> None:
+    data["evidence"]["raw"].pop("git_commit", None)
+
+
+def _page_pointer(data: dict) -> None:
+    data["evidence"]["raw"]["page_path"] = "kernel_wiki/softmax.md"
+
+
+def _gain_without_kind(data: dict) -> bool:
+    gain = (data.get("worth") or {}).get("gain")
+    if not isinstance(gain, dict):
+        return False
+    gain.pop("kind", None)
+    return True
+
+
+GATE = Gate(
+    name=NAME,
+    family="trace",
+    description="mined records validate against the opt-trace-1.0 profile",
+    check=check,
+    injections=(
+        Injection("profile/generic-level", _mutate(_generic_level)),
+        Injection("profile/technique-card", _mutate(_technique_card)),
+        Injection("profile/missing-git-commit", _mutate(_drop_commit)),
+        Injection("profile/page-pointer", _mutate(_page_pointer)),
+        Injection("profile/gain-without-kind", _mutate(_gain_without_kind)),
+    ),
+)

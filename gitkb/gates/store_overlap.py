@@ -1,0 +1,108 @@
+"""Trace gate `store-overlap`: a mined record does not take an id the live store uses.
+
+What "live store" means depends on the run:
+
+* at admission (``ctx.extra["admission"]`` is the action): an ``insert`` whose id is
+  already in the store's index fails; ``confirm`` and ``conflict`` name an existing
+  record on purpose and are not checked;
+* when validating (a store's own main, a pushed commit, or ``--staging`` against
+  a store): the index at the store's tip must name no *other* file under this id.
+  A store validating itself therefore passes, an edited record (a confirm bumps
+  counters) is still the same record, and a second copy is reported.
+
+Sharing an ``episode_key`` is not overlap (it makes a confirm, not an insert)."""
+
+from __future__ import annotations
+
+import copy
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates.trace_evidence import first_mined, is_mined, mined_records, require_store
+
+NAME = "store-overlap"
+
+
+def check(ctx: GateContext):
+    records = mined_records(ctx)
+    require_store(ctx)
+    admission = ctx.extra.get("admission")
+    if admission not in (None, "insert"):
+        return
+    store = ctx.store
+    tip = store.tip
+    index = store.index(tip)
+    for record_file, data in records:
+        record_id = data.get("id")
+        entry = index.entry(record_id) if isinstance(record_id, str) else None
+        if entry is None:
+            continue
+        live_path = entry.get("path")
+        if admission == "insert":
+            yield Finding(
+                record_file.id,
+                NAME,
+                f"the store already has {record_id} ({live_path}): admit a confirm or "
+                "conflict, not an insert",
+                "id",
+            )
+            continue
+        if live_path != record_file.path:
+            yield Finding(
+                record_file.id,
+                NAME,
+                f"{live_path} already holds {record_id} in the store",
+                "id",
+            )
+
+
+def _smallest_live_id(ctx: GateContext) -> str | None:
+    if ctx.store is None:
+        return None
+    ids = sorted(e["id"] for e in ctx.store.index().entries())
+    return ids[0] if ids else None
+
+
+def _known_id(ctx: GateContext) -> bool:
+    record_file, live_id = first_mined(ctx), _smallest_live_id(ctx)
+    if record_file is None or live_id is None:
+        return False
+    ctx.extra["admission"] = "insert"
+    record_file.data["id"] = live_id
+    return True
+
+
+def _second_copy(ctx: GateContext) -> bool:
+    """Validating: a record elsewhere in the tree reuses a live record's id."""
+    record_file, live_id = first_mined(ctx), _smallest_live_id(ctx)
+    if record_file is None or live_id is None:
+        return False
+    ctx.extra.pop("admission", None)
+    record_file.data["id"] = live_id
+    return True
+
+
+def _re_mined_insert(ctx: GateContext) -> bool:
+    """Mining a trace again and inserting what is already there instead of confirming it."""
+    record_file = first_mined(ctx)
+    if record_file is None or ctx.store is None:
+        return False
+    for entry in ctx.store.index().entries():
+        live = ctx.store.read_record(entry["id"])
+        if live.data is not None and is_mined(live.data):
+            ctx.extra["admission"] = "insert"
+            record_file.data = copy.deepcopy(live.data)
+            return True
+    return False
+
+
+GATE = Gate(
+    name=NAME,
+    family="trace",
+    description="a mined record's id is not already used in the live store",
+    check=check,
+    injections=(
+        Injection("store-overlap/known-id", _known_id),
+        Injection("store-overlap/second-copy", _second_copy),
+        Injection("store-overlap/re-mined-insert", _re_mined_insert),
+    ),
+)

@@ -1,0 +1,176 @@
+"""The evidence the trace gates judge a record by, rebuilt from the store's own objects.
+
+A record is *mined* when ``evidence.raw.source_repo`` is a non-empty string: that
+string is the trace label, and the store keeps the trace's commits under
+``refs/kb/traces/<label>``. From there the packet a record was distilled from is
+rebuilt (``gitkb.mine.packets``), so a gate needs no scratch files, on a laptop or
+in a server hook alike.
+
+Everything is cached on the gate context (``ctx.extra``): one trace's packets are
+rebuilt once per context, and each context holds its own deep copy, so an
+injection case may mutate the evidence without touching anyone else's.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+
+from gitkb.errors import GitkbError
+from gitkb.gates import GateContext, Skip
+
+TRACE_REFS = "refs/kb/traces/"
+_CACHE_KEY = "trace_evidence"
+# A label becomes a ref name component: git's rules, narrowed to what traces use.
+_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
+
+
+def trace_ref(label: str) -> str:
+    return TRACE_REFS + label
+
+
+def is_mined(data: dict) -> bool:
+    return bool(label_of(data))
+
+
+def label_of(data: dict) -> str | None:
+    """The trace label a record names (``evidence.raw.source_repo``), or None."""
+    raw = raw_of(data)
+    label = raw.get("source_repo")
+    return label if isinstance(label, str) and label.strip() else None
+
+
+def raw_of(data: dict) -> dict:
+    evidence = data.get("evidence")
+    raw = evidence.get("raw") if isinstance(evidence, dict) else None
+    return raw if isinstance(raw, dict) else {}
+
+
+def mined_records(ctx: GateContext, also=None) -> list:
+    """The (record file, data) pairs a trace gate checks: the mined records, plus those
+    ``also(data)`` selects. Raises Skip when the context holds none of them."""
+    found = [(f, d) for f, d in ctx.parsed() if is_mined(d) or (also is not None and also(d))]
+    if not found:
+        raise Skip("no mined record: none names its trace in evidence.raw.source_repo")
+    return found
+
+
+def require_store(ctx: GateContext) -> None:
+    if ctx.store is None:
+        raise Skip("no store: trace evidence resolves through the store's refs/kb/traces/<label>")
+
+
+@dataclass
+class TraceEvidence:
+    """One record's trace: its label, the trace ref's tip in the store (None when the
+    store lacks it), and the packet rebuilt for the record (None when there is none)."""
+
+    label: str
+    tip: str | None
+    packet: object | None  # gitkb.mine.packet.Packet
+    problem: str = ""  # why there is no tip or no packet, in words
+
+    @property
+    def missing_trace(self) -> str:
+        return f"trace {self.label} is not in the store: mine it or push {trace_ref(self.label)}"
+
+
+@dataclass
+class _Trace:
+    tip: str | None
+    problem: str = ""
+    packets: list | None = None
+    packet_error: str = ""
+    reachable: set[str] | None = None
+
+
+@dataclass
+class _Cache:
+    traces: dict[str, _Trace] = field(default_factory=dict)
+
+
+def _cache(ctx: GateContext) -> _Cache:
+    cache = ctx.extra.get(_CACHE_KEY)
+    if not isinstance(cache, _Cache):
+        cache = ctx.extra[_CACHE_KEY] = _Cache()
+    return cache
+
+
+def _trace(ctx: GateContext, label: str) -> _Trace:
+    cache = _cache(ctx)
+    trace = cache.traces.get(label)
+    if trace is None:
+        if not _LABEL.fullmatch(label) or ".." in label or label.endswith((".lock", ".")):
+            trace = _Trace(None, f"source_repo {label!r} is not a usable trace label")
+        else:
+            tip = ctx.store.repo.resolve(trace_ref(label))
+            problem = "" if tip else TraceEvidence(label, None, None).missing_trace
+            trace = _Trace(tip, problem)
+        cache.traces[label] = trace
+    return trace
+
+
+def trace_tip(ctx: GateContext, label: str) -> tuple[str | None, str]:
+    """The tip of ``refs/kb/traces/<label>`` in the store and, when absent, why."""
+    trace = _trace(ctx, label)
+    return trace.tip, trace.problem
+
+
+def packets(ctx: GateContext, label: str) -> list:
+    """This context's own copy of the packets rebuilt from the trace (empty when the
+    trace is missing or its packets cannot be built; ``packet_problem`` says why)."""
+    trace = _trace(ctx, label)
+    if trace.packets is None:
+        trace.packets = []
+        if trace.tip is not None:
+            from gitkb.mine import packets as packet_builder
+
+            try:
+                built = packet_builder.packets_for_store(ctx.store, label)
+            except GitkbError as exc:
+                trace.packet_error = f"the packets of trace {label} cannot be rebuilt: {exc}"
+            else:
+                trace.packets = copy.deepcopy(list(built))
+    return trace.packets
+
+
+def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
+    """The evidence of one mined record (``require_store`` first)."""
+    label = label_of(data) or ""
+    trace = _trace(ctx, label)
+    if trace.tip is None:
+        return TraceEvidence(label, None, None, trace.problem)
+    from gitkb.mine import packets as packet_builder
+
+    found = packet_builder.find_packet(packets(ctx, label), data)
+    problem = trace.packet_error or (
+        "" if found else f"no packet of trace {label} matches this record (id, then version)"
+    )
+    return TraceEvidence(label, trace.tip, found, problem)
+
+
+def reachable(ctx: GateContext, label: str) -> set[str]:
+    """The commits reachable from the trace's tip in the store (empty when it is missing)."""
+    trace = _trace(ctx, label)
+    if trace.reachable is None:
+        repo = ctx.store.repo
+        trace.reachable = {c.sha for c in repo.walk(trace.tip)} if trace.tip else set()
+    return trace.reachable
+
+
+def first_mined(ctx: GateContext, wanted=None):
+    """The first mined record (sorted by path) that ``wanted(data)`` accepts, for
+    injection cases; None when there is none."""
+    for record_file in sorted(ctx.records, key=lambda f: f.path):
+        data = record_file.data
+        if data is not None and is_mined(data) and (wanted is None or wanted(data)):
+            return record_file
+    return None
+
+
+def packet_of(ctx: GateContext, data: dict):
+    """The packet this context's evidence holds for ``data`` (for injection cases)."""
+    if ctx.store is None or not is_mined(data):
+        return None
+    return evidence(ctx, data).packet

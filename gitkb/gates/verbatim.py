@@ -1,0 +1,134 @@
+"""Trace gate `verbatim`: code a mined record quotes is the trace's code, line by line.
+
+Each quoted line longer than 12 characters (whitespace runs folded to one space)
+must occur in the packet's code (its diff, then the kernel file at the commit),
+folded the same way; shorter lines (braces, `else:`) are too common to prove
+anything. Records without a packet are left to `no-fabrication` and
+`provenance`, which report them."""
+
+from __future__ import annotations
+
+import re
+
+from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates.trace_evidence import (
+    evidence,
+    first_mined,
+    mined_records,
+    packet_of,
+    require_store,
+)
+
+NAME = "verbatim"
+MIN_LINE_CHARS = 12
+QUOTING_FIELDS = ("implementation", "attempted_code")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def fold(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def snippets(data: dict) -> list[tuple[str, str]]:
+    """(field path, snippet) for every non-empty code quote in the payload."""
+    payload = data.get("payload")
+    if not isinstance(payload, dict):
+        return []
+    found = []
+    for key in QUOTING_FIELDS:
+        value = payload.get(key)
+        if isinstance(value, dict):
+            value, where = value.get("snippet"), f"payload.{key}.snippet"
+        else:
+            where = f"payload.{key}"
+        if isinstance(value, str) and value.strip():
+            found.append((where, value))
+    return found
+
+
+def check(ctx: GateContext):
+    records = mined_records(ctx)
+    require_store(ctx)
+    for record_file, data in records:
+        quoted = snippets(data)
+        if not quoted:
+            continue
+        packet = evidence(ctx, data).packet
+        if packet is None:
+            continue
+        code = fold(packet.code)
+        for where, snippet in quoted:
+            if not code:
+                yield Finding(record_file.id, NAME, "quotes code but the packet has none", where)
+                continue
+            lines = [fold(line) for line in snippet.splitlines()]
+            missing = [line for line in lines if len(line) > MIN_LINE_CHARS and line not in code]
+            if missing:
+                yield Finding(
+                    record_file.id,
+                    NAME,
+                    f"{len(missing)} quoted line{'s' if len(missing) != 1 else ''} not in the "
+                    f"trace's code, first: {missing[0][:80]!r}",
+                    where,
+                )
+
+
+def _quoting(ctx: GateContext):
+    return first_mined(ctx, lambda data: bool(snippets(data)))
+
+
+def _paraphrased(ctx: GateContext) -> bool:
+    record_file = _quoting(ctx)
+    if record_file is None:
+        return False
+    invented = "+    acc = fused_rescale_accumulate(acc, x_tile, running_max)\n"
+    _replace_snippet(record_file.data, invented)
+    return True
+
+
+def _renamed_variable(ctx: GateContext) -> bool:
+    record_file = _quoting(ctx)
+    if record_file is None:
+        return False
+    snippet = snippets(record_file.data)[0][1]
+    lines = snippet.splitlines()
+    for i, line in enumerate(lines):
+        if len(fold(line)) > MIN_LINE_CHARS:
+            lines[i] = line.replace("=", "= gitkb_renamed_", 1) if "=" in line else line + "_x"
+            _replace_snippet(record_file.data, "\n".join(lines) + "\n")
+            return True
+    return False
+
+
+def _packet_without_code(ctx: GateContext) -> bool:
+    record_file = _quoting(ctx)
+    packet = packet_of(ctx, record_file.data) if record_file else None
+    if packet is None:
+        return False
+    packet.diff = packet.kernel = None
+    return True
+
+
+def _replace_snippet(data: dict, text: str) -> None:
+    payload = data["payload"]
+    for key in QUOTING_FIELDS:
+        value = payload.get(key)
+        if isinstance(value, dict) and isinstance(value.get("snippet"), str):
+            value["snippet"] = text
+            return
+        if isinstance(value, str):
+            payload[key] = text
+            return
+
+
+GATE = Gate(
+    name=NAME,
+    family="trace",
+    description="quoted code occurs line by line in the trace's code at the cited commit",
+    check=check,
+    injections=(
+        Injection("verbatim/paraphrased-snippet", _paraphrased),
+        Injection("verbatim/renamed-variable", _renamed_variable),
+        Injection("verbatim/packet-without-code", _packet_without_code),
+    ),
+)

@@ -1,0 +1,68 @@
+"""Installing gitkb's hooks: the local ones through the pre-commit framework, the
+server's pre-receive shim into a bare repository (plain git, Gitea or GitLab layout)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gitkb.errors import GitkbError
+from gitkb.resources import data_dir
+from gitkb.vcs import Repository, atomic_write
+
+# Where each server expects a repository's pre-receive hook, under its git directory.
+SERVER_LAYOUTS = {
+    "git": "hooks/pre-receive",
+    "gitea": "hooks/pre-receive.d/gitkb",  # Gitea's own pre-receive runs every script here
+    "gitlab": "custom_hooks/pre-receive",
+}
+LOCAL_HOOK_TYPES = ("pre-commit", "commit-msg")
+
+
+def install_server(path: str | os.PathLike, layout: str = "git", force: bool = False) -> Path:
+    """Copy the pre-receive shim into the bare repository at ``path``; return where it went.
+
+    An existing different hook is kept unless ``force``; the same shim is left as is.
+    """
+    if layout not in SERVER_LAYOUTS:
+        raise GitkbError(f"unknown server layout {layout!r}; use {', '.join(SERVER_LAYOUTS)}", 2)
+    repo = Repository.open(path)
+    if repo.work_tree is not None:
+        raise GitkbError(
+            f"{path} is not a bare repository: the server hook belongs in the bare repository "
+            "that receives pushes (in a working store, run `git kb hooks install` alone)"
+        )
+    shim = (data_dir("hooks") / "pre-receive").read_bytes()
+    target = repo.git_dir / SERVER_LAYOUTS[layout]
+    if target.exists() and target.read_bytes() != shim and not force:
+        raise GitkbError(f"{target} exists and is not gitkb's hook; --force replaces it")
+    if not target.exists() or target.read_bytes() != shim:
+        atomic_write(target, shim)
+    target.chmod(0o755)
+    return target
+
+
+def install_local(path: str | os.PathLike) -> str:
+    """Install the store's pre-commit and commit-msg hooks with the pre-commit framework,
+    from the store's ``.pre-commit-config.yaml``; return the framework's report."""
+    repo = Repository.open(path)
+    work_tree = repo.work_tree
+    if work_tree is None:
+        raise GitkbError(
+            f"{path} is a bare repository: it has no commits made in it to hook; "
+            "use --server to install the pre-receive hook"
+        )
+    if not (work_tree / ".pre-commit-config.yaml").is_file():
+        raise GitkbError(
+            f"{work_tree} has no .pre-commit-config.yaml; `git kb init` writes one into a store"
+        )
+    command = [sys.executable, "-m", "pre_commit", "install"]
+    for hook_type in LOCAL_HOOK_TYPES:
+        command += ["--hook-type", hook_type]
+    done = subprocess.run(command, cwd=work_tree, capture_output=True, text=True)
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        raise GitkbError(f"pre-commit install failed in {work_tree}: {why[-1] if why else '?'}")
+    return done.stdout.strip()

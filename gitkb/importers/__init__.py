@@ -1,0 +1,34 @@
+"""Importers: another tool's experience store -> admissions of this store.
+
+One module per kind, one line in IMPORTERS. Each module defines
+``import_tree(store, folder) -> ImportReport``; it writes through the store's
+one writing mechanism and lists what it could not import, with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+# kind -> module under gitkb.importers
+IMPORTERS = {
+    "gpu-wiki": "gpu_wiki",
+    "geak": "geak",
+}
+
+
+@dataclass
+class ImportReport:
+    kind: str
+    commit: str | None
+    imported: int = 0
+    reproductions: list[dict] = field(default_factory=list)  # {"entry", "record"}
+    skipped: list[dict] = field(default_factory=list)  # {"entry", "reason"}
+
+    def as_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def import_tree(kind: str, store, folder) -> ImportReport:
+    module = importlib.import_module(f"gitkb.importers.{IMPORTERS[kind]}")
+    return module.import_tree(store, folder)

@@ -1,0 +1,503 @@
+"""Distillation: one packet in, at most one record out (TRACE_FORMAT §7).
+
+The built-in distiller copies; it never composes facts. Every number it writes is a
+number of the packet, every snippet line is a line of the packet's code, every
+mechanism is the trace's own sentence. What the packet cannot support is left out and
+named in the result's ``missing`` list; an anti-strategy without a checkable condition
+and a cause of at least forty characters is not written at all.
+
+``run_external`` hands one packet and the brief to an external command instead and
+takes back its record and its short report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitkb.errors import GitkbError
+from gitkb.gates.established_fact import NON_MECHANISM
+from gitkb.mine.packet import Packet
+from gitkb.mine.score import rank
+from gitkb.resources import data_dir
+
+DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
+SOURCE_FORMAT = "source (verbatim)"
+SNIPPET_LINES = 40
+MIN_MECHANISM = 40
+EXTERNAL_TIMEOUT_S = 600
+
+_SM = re.compile(r"\bsm_?\d{2,3}[a-z]?\b", re.IGNORECASE)
+_DTYPE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b", re.IGNORECASE)
+_SHAPE = re.compile(
+    r"\b(?:[MNK]|rows?|cols?|columns?|hidden|batch|seq(?:len)?)\s*(?:<=|>=|<|>|==|=|%)\s*\d+"
+    r"(?:\s*!=\s*\d+)?|\b\d+\s*(?:KB|MB|KiB|MiB)\b(?:[^.;,]*)?",
+    re.IGNORECASE,
+)
+_CAUSE = re.compile(
+    r"because|since|due to|caused by|bound by|limited by|serializ|contention|saturat|spill|"
+    r"occupancy|bank conflict|does not fit|exceeds|cannot|unsupported|not supported|requires|"
+    r"breaks|misaligned",
+    re.IGNORECASE,
+)
+_API = re.compile(r"unsupported|not supported|cannot express|does not exist|no api", re.I)
+_ACCURACY = re.compile(r"accuracy|tolerance|\bnan\b|mismatch|incorrect|precision", re.I)
+_CEILING = re.compile(r"does not fit|exceeds|limit|capacity|ceiling|saturat", re.I)
+
+
+@dataclass
+class Distilled:
+    """A record (or None) and what the packet was too thin to fill."""
+
+    seg_id: str
+    record: dict | None
+    missing: list[str] = field(default_factory=list)
+    skipped: str = ""  # why no record was written
+    distiller: str = "builtin"
+
+
+def _diff_snippet(diff: str) -> str:
+    lines = [
+        line
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    return "\n".join(lines[:SNIPPET_LINES]) + "\n" if lines else ""
+
+
+def _edit_scope(diff: str) -> str:
+    changed = sum(
+        1 for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
+    if changed <= 2:
+        return "one-line"
+    return "kernel-rewrite" if changed > 20 else "epilogue" if changed <= 4 else "kernel-rewrite"
+
+
+def _base(packet: Packet, record_type: str) -> dict:
+    target, af = packet.target, packet.agent_facing
+    scope = dict(target["scope"])
+    operator = af["operator"]
+    name = operator["name"]
+    scope["operators"] = [name]
+    regime: dict = {"var_axes": list(operator.get("variable_axes") or [])}
+    n_shapes = operator.get("n_benchmarked_shapes") or af["measurements"]["n_measured_shapes"]
+    if n_shapes:
+        regime["n_shapes"] = n_shapes
+    technique = target["id"].rsplit(".", 1)[-1].rsplit("-", 1)[0]
+    return {
+        "schema": "clean-1.3",
+        "id": target["id"],
+        "type": record_type,
+        "level": target["level"],
+        "status": "active",
+        "episode_key": target["episode_key"],
+        "retrieval": {
+            "scope": scope,
+            "generality": {
+                "arch": scope["arch"],
+                "language": scope["dsl"],
+                "workload_family": target["workload_family"],
+            },
+            "signals": {"bottleneck": None, "metrics": {}, "shape_regime": regime, "symptoms": []},
+            "technique_tags": [technique, name],
+            "triggers": [f"optimizing a {scope['dsl']} {name} kernel on {operator['gpu']}"],
+        },
+    }
+
+
+def _summary(packet: Packet, confidence: str, profiler_note: bool) -> dict:
+    af = packet.agent_facing
+    usable = af["profiler"]["ncu_measured_the_kernel_under_test"]
+    evidence = {
+        "basis": "profiler" if usable else ("bench-only" if confidence == "measured" else "none"),
+        "tool": "ncu" if usable else None,
+    }
+    if usable and profiler_note and af["profiler"]["conclusion"]:
+        evidence["note"] = af["profiler"]["conclusion"]
+    return {
+        "confidence": confidence,
+        "bottleneck_evidence": evidence,
+        "measured_on": {"gpu": af["operator"]["gpu"], "harness": af["operator"]["harness"]},
+    }
+
+
+def _raw(packet: Packet, effect: dict | None) -> dict:
+    prov = packet.provenance
+    raw = {
+        "source_repo": prov["source_repo"],
+        "version": prov["version"],
+        "git_commit": prov["git_commit"],
+    }
+    if effect:
+        raw["effect"] = effect
+    if packet.evidence_extra:
+        raw["evidence_extra"] = packet.evidence_extra
+    return raw
+
+
+def _track(prior: dict) -> dict:
+    counters = dict.fromkeys(
+        (
+            "query_count",
+            "served_count",
+            "applied_count",
+            "verified_effective",
+            "verified_ineffective",
+            "fallback_served",
+        ),
+        0,
+    )
+    return {"counters": counters, "prior": {k: v for k, v in prior.items() if v is not None}}
+
+
+def _problem(packet: Packet) -> dict:
+    op = packet.agent_facing["operator"]
+    problem = {
+        "target": op["gpu"],
+        "statement": op["what_it_computes"] or f"the {op['name']} kernel of this trace",
+        "operator": op["name"],
+        "dsl": op["dsl"],
+    }
+    if op.get("fixed_axes"):
+        problem["shape_contract"] = dict(op["fixed_axes"])
+    return problem
+
+
+def _measured_gain(packet: Packet, pct: float, against: str) -> dict:
+    af = packet.agent_facing
+    m = af["measurements"]
+    n = m["n_measured_shapes"]
+    metric = {
+        "metric": "latency",
+        "direction": "lower-better",
+        "delta_pct": pct,
+        "before": None,
+        "after": None,
+        "unit": "%",
+        "measured_over": f"geomean over {n} shapes, against {against}"
+        if n
+        else f"geomean, against {against}",
+        "source": "harness",
+    }
+    gain = {
+        "basis": "measured",
+        "kind": "performance",
+        "primary": "latency",
+        "pct": pct,
+        "metrics": [metric],
+        "regressions": [],
+        "comparable": bool(m["comparable_with_the_store"]),
+    }
+    correctness = m["correctness"]
+    if correctness.get("status"):
+        gain["correctness"] = {
+            "gate": "the trace's correctness check",
+            "observed": correctness["status"],
+            "max_diff": correctness.get("max_abs_err"),
+        }
+    if not m["comparable_with_the_store"]:
+        gain["note"] = "the store already holds this operator from another trace or harness"
+    return gain
+
+
+def distill(packet: Packet) -> Distilled:
+    """The built-in distiller."""
+    kind = {
+        "strategy": _strategy,
+        "anti-strategy": _anti,
+        "reference-kernel": _reference,
+    }[packet.record_type]
+    result = kind(packet)
+    if result.record is not None:
+        result.record["worth"]["rank"] = rank(result.record)
+    return result
+
+
+def _strategy(packet: Packet) -> Distilled:
+    af, missing = packet.agent_facing, []
+    said, m = af["what_the_run_said"], af["measurements"]
+    pct = m["improve_pct_vs_best_so_far"]
+    if pct is None or m["geomean_us"] is None:
+        return Distilled(packet.seg_id, None, skipped="no measured gain in the packet")
+    change = said["change"] or said["commit_subject"]
+    if not change:
+        return Distilled(packet.seg_id, None, skipped="the trace says nothing about the change")
+    mechanism = said["expected_impact"] or (
+        af["profiler"]["conclusion"] if af["profiler"]["ncu_measured_the_kernel_under_test"] else ""
+    )
+    if not mechanism:
+        missing.append("payload.mechanism")
+    snippet = _diff_snippet(packet.diff or "")
+    implementation = {"format": DIFF_FORMAT, "snippet": snippet} if snippet else {"format": "none"}
+    if not snippet:
+        missing.append("payload.implementation.snippet")
+    builds_on = af.get("builds_on") or {}
+    approach = builds_on.get("previous_approach") or "the previous best version of this kernel"
+    if not builds_on.get("previous_approach"):
+        missing.append("payload.trace.builds_on.approach")
+    record = _base(packet, "strategy")
+    op = af["operator"]
+    record["payload"] = {
+        "goal": f"Lower the latency of the {op['name']} kernel ({op['dsl']}) on {op['gpu']}.",
+        "problem": _problem(packet),
+        "trace": {
+            "builds_on": {
+                "approach": approach,
+                "is_baseline": bool(builds_on.get("was_the_untouched_baseline")),
+            }
+        },
+        "change": change,
+        "mechanism": mechanism,
+        "implementation": implementation,
+        "cost": {
+            "edit_scope": _edit_scope(packet.diff or ""),
+            "risk": "low" if m["correctness"].get("status") == "PASS" else "med",
+            "risk_basis": "the trace's correctness check passed"
+            if m["correctness"].get("status") == "PASS"
+            else "no correctness verdict in the trace",
+        },
+        "next_steps": [d["direction"] for d in af["open_directions"] if d.get("direction")],
+    }
+    if not record["payload"]["next_steps"]:
+        missing.append("payload.next_steps")
+    missing += ["payload.applies_when", "payload.problem.bottleneck", "retrieval.signals.symptoms"]
+    record["evidence"] = {
+        "summary": _summary(packet, "measured", profiler_note=True),
+        "raw": _raw(
+            packet,
+            {
+                "basis": "measured",
+                "new_geomean_us": m["geomean_us"],
+                "parent_geomean_us": m["best_so_far_geomean_us"],
+                "baseline_geomean_us": m["baseline_geomean_us"],
+                "delta_pct": pct,
+                "comparable": bool(m["comparable_with_the_store"]),
+            },
+        ),
+    }
+    record["worth"] = {
+        "rank": {"score": 0.0, "tier": "provisional"},
+        "gain": _measured_gain(packet, pct, "the best earlier version"),
+        "track": _track({"step_gain_pct": pct}),
+    }
+    return Distilled(packet.seg_id, record, missing)
+
+
+def _condition(text: str, dsl: str) -> dict:
+    condition: dict = {}
+    if match := _SM.search(text):
+        condition["sm_arch"] = match.group(0)
+    if match := _SHAPE.search(text):
+        condition["shape_regime"] = match.group(0).strip()
+    if match := _DTYPE.search(text):
+        condition["dtype"] = match.group(0)
+    if dsl and dsl != "any":
+        condition["toolchain"] = dsl
+    return condition
+
+
+def _verdict(text: str) -> str:
+    if _API.search(text):
+        return "api-limitation"
+    if _ACCURACY.search(text):
+        return "accuracy-gate/ceiling"
+    if _CEILING.search(text):
+        return "performance-ceiling"
+    return "not-worth-it-here"
+
+
+def _anti(packet: Packet) -> Distilled:
+    af = packet.agent_facing
+    lever = af["the_failed_lever"]
+    fix = af["how_it_was_fixed"]
+    mechanism = lever.strip()
+    condition = _condition(lever, af["operator"]["dsl"])
+    checkable = {k: v for k, v in condition.items() if k != "toolchain"}
+    if len(mechanism) < MIN_MECHANISM or not _CAUSE.search(mechanism):
+        return Distilled(
+            packet.seg_id,
+            None,
+            skipped="the trace's text gives no cause of 40+ characters for this lever",
+        )
+    if NON_MECHANISM.search(mechanism):
+        return Distilled(
+            packet.seg_id, None, skipped="the trace's text is bookkeeping, not a mechanism"
+        )
+    if not checkable:
+        return Distilled(
+            packet.seg_id,
+            None,
+            skipped="the trace's text names no checkable condition (arch, shape, dtype)",
+        )
+    missing = ["payload.hypothesis", "payload.observed", "payload.would_retry_if"]
+    record = _base(packet, "anti-strategy")
+    op = af["operator"]
+    record["retrieval"]["triggers"] = [
+        f"considering this change for a {op['dsl']} {op['name']} kernel on {op['gpu']}: {lever}"
+    ]
+    lesson = fix or (
+        "Under the stated condition this change made the kernel worse; do not repeat it "
+        "without removing the cause."
+    )
+    if not fix:
+        missing.append("payload.lesson (no fix recorded; generic lesson)")
+    record["payload"] = {
+        "goal": f"Know which change not to repeat on the {op['name']} kernel ({op['dsl']}).",
+        "problem": _problem(packet),
+        "attempted": lever,
+        "verdict": _verdict(lever),
+        "lesson": lesson,
+        "established_fact": {"condition": condition, "mechanism": mechanism},
+        "root_cause": mechanism,
+    }
+    if fix:
+        record["payload"]["would_retry_if"] = fix
+        missing.remove("payload.would_retry_if")
+    for experiment in af.get("journal_experiments", [])[:1]:
+        # A journal experiment states its own hypothesis and what was seen.
+        for key, source in (("hypothesis", "hypothesis"), ("observed", "evidence")):
+            if experiment.get(source):
+                record["payload"][key] = experiment[source]
+                missing.remove(f"payload.{key}")
+    has_numbers = af["measurements"]["geomean_us"] is not None
+    record["evidence"] = {
+        "summary": _summary(packet, "measured" if has_numbers else "inferred", False),
+        "raw": _raw(packet, None),
+    }
+    record["evidence"]["summary"]["bottleneck_evidence"]["basis"] = (
+        "profiler" if af["profiler"]["ncu_measured_the_kernel_under_test"] else "asserted"
+    )
+    record["worth"] = {
+        "rank": {"score": 0.0, "tier": "provisional"},
+        "gain": {
+            "basis": "qualitative",
+            "kind": "none",
+            "pct": None,
+            "metrics": [],
+            "regressions": [],
+        },
+        "track": _track({}),
+    }
+    return Distilled(packet.seg_id, record, missing)
+
+
+def _reference(packet: Packet) -> Distilled:
+    af = packet.agent_facing
+    m = af["measurements"]
+    if not packet.kernel:
+        return Distilled(packet.seg_id, None, skipped="the terminal version's kernel.py is missing")
+    op = af["operator"]
+    said = af["what_the_run_said"]
+    record = _base(packet, "reference-kernel")
+    record["payload"] = {
+        "goal": f"Start a {op['dsl']} {op['name']} kernel for {op['gpu']} from the best "
+        "measured version of this trace.",
+        "problem": _problem(packet),
+        "trace": {
+            "builds_on": {
+                "approach": said["change"] or said["commit_subject"] or "the trace's final kernel",
+                "is_baseline": False,
+            }
+        },
+        "implementation": {"format": SOURCE_FORMAT, "snippet": packet.kernel},
+    }
+    pct = m["improve_pct_vs_baseline"]
+    missing = []
+    if pct is not None and pct > 0:
+        gain = _measured_gain(packet, pct, "the trace's baseline")
+        speedup = round(m["baseline_geomean_us"] / m["geomean_us"], 2)
+    else:
+        gain = {"basis": "measured", "kind": "performance", "pct": None, "metrics": []}
+        missing.append("worth.gain.pct (no baseline to compare with)")
+        speedup = None
+    record["evidence"] = {
+        "summary": _summary(packet, "measured", profiler_note=False),
+        "raw": _raw(
+            packet,
+            {
+                "basis": "measured",
+                "new_geomean_us": m["geomean_us"],
+                "baseline_geomean_us": m["baseline_geomean_us"],
+                "delta_pct": pct,
+                "comparable": bool(m["comparable_with_the_store"]),
+            },
+        ),
+    }
+    record["worth"] = {
+        "rank": {"score": 0.0, "tier": "provisional"},
+        "gain": gain,
+        "track": _track({"best_speedup_x": speedup}),
+    }
+    return Distilled(packet.seg_id, record, missing)
+
+
+# --------------------------------------------------------------------------- external
+
+
+def brief_text() -> str:
+    return (data_dir("templates") / "distill-brief.md").read_text(encoding="utf-8")
+
+
+def run_external(command: str, packet: Packet) -> Distilled:
+    """Run ``command`` for one packet: it reads ``$GITKB_PACKET`` (the packet JSON) and
+    ``$GITKB_BRIEF``, writes ``$GITKB_OUT/record.json`` (or nothing, to skip) and
+    ``$GITKB_OUT/report.json`` ({"missing": [...], "skipped": "..."})."""
+    with tempfile.TemporaryDirectory(prefix="gitkb-distill-") as work:
+        folder = Path(work)
+        (folder / "packet.json").write_text(json.dumps(packet.as_json(), indent=1))
+        (folder / "brief.md").write_text(brief_text())
+        out = folder / "out"
+        out.mkdir()
+        env = dict(
+            os.environ,
+            GITKB_PACKET=str(folder / "packet.json"),
+            GITKB_BRIEF=str(folder / "brief.md"),
+            GITKB_OUT=str(out),
+        )
+        try:
+            done = subprocess.run(
+                shlex.split(command),
+                env=env,
+                capture_output=True,
+                timeout=EXTERNAL_TIMEOUT_S,
+                cwd=work,
+            )
+        except FileNotFoundError:
+            raise GitkbError(f"--distiller: command not found: {command}", 2) from None
+        except subprocess.TimeoutExpired:
+            return Distilled(
+                packet.seg_id, None, skipped="the distiller timed out", distiller=command
+            )
+        if done.returncode != 0:
+            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            return Distilled(
+                packet.seg_id,
+                None,
+                skipped=f"the distiller exited {done.returncode}: {tail[0][:200]}",
+                distiller=command,
+            )
+        report = _read_json(out / "report.json") or {}
+        record = _read_json(out / "record.json")
+        if record is not None and not isinstance(record, dict):
+            return Distilled(packet.seg_id, None, skipped="record.json is not an object")
+        missing = [str(m) for m in report.get("missing", [])] if isinstance(report, dict) else []
+        skipped = str(report.get("skipped") or "") if isinstance(report, dict) else ""
+        if record is None and not skipped:
+            skipped = "the distiller wrote no record"
+        if record is not None:
+            record.setdefault("worth", {})["rank"] = rank(record)
+        return Distilled(packet.seg_id, record, missing, skipped, distiller=command)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,313 @@
+"""Packets: one self-contained, scrubbed evidence bundle per segment (TRACE_FORMAT §6.5).
+
+``build_packets`` is a deterministic function of (the trace's objects at ``tip``, the
+label, the options): mining calls it to distill records, and the trace gates call it
+again on the store's ``refs/kb/traces/<label>`` copy to check a record's code and
+numbers. ``find_packet`` is how a record finds its packet; ``packets_for_store``
+caches the store-side build per (label, tip).
+"""
+
+from __future__ import annotations
+
+from gitkb.mine.ingest import Ingest, VersionRow, ingest
+from gitkb.mine.ladder import Ladder, build_ladder
+from gitkb.mine.packet import MineOptions, Packet
+from gitkb.mine.partition import Segment, partition
+from gitkb.mine.scrub import Scrubber
+from gitkb.vcs import Repository
+
+__all__ = ["MineOptions", "Packet", "build_packets", "find_packet", "packets_for_store"]
+
+DIFF_LIMIT = 60_000
+KERNEL_LIMIT = 40_000
+LIST_LIMIT = 5
+BODY_LIMIT = 4_000
+FACT_RULE = (
+    "An anti-strategy states a law: under a checkable condition (sm_arch, shape_regime, "
+    "dtype or toolchain), doing the attempted change necessarily gives the bad result, "
+    "because of a mechanism of at least forty characters taken from the trace's own words."
+)
+VERDICTS = ("accuracy-gate/ceiling", "api-limitation", "not-worth-it-here", "performance-ceiling")
+
+
+def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kernel.py") -> str:
+    """A unified diff of one file between two commits (root commit: against nothing)."""
+    import difflib
+
+    before = repo.read(parent, path) if parent else None
+    after = repo.read(sha, path)
+    if before == after:
+        return ""
+    old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lines = difflib.unified_diff(old, new, f"a/{path}", f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def build_packets(
+    repo: Repository, tip: str, label: str, options: MineOptions | None = None
+) -> list[Packet]:
+    """Every packet of the trace at ``tip``, in segment order."""
+    options = options or MineOptions()
+    ingested = ingest(repo, tip, label, options)
+    ladder = build_ladder(ingested.rows)
+    segments = partition(ingested, ladder, tuple(options.existing_ids))
+    return packets_from(repo, ingested, ladder, segments, options)
+
+
+def packets_from(
+    repo: Repository,
+    ingested: Ingest,
+    ladder: Ladder,
+    segments: list[Segment],
+    options: MineOptions,
+) -> list[Packet]:
+    comparable = not any(s != ingested.meta.label for s in options.store_sources)
+    return [_packet(repo, ingested, ladder, segment, options, comparable) for segment in segments]
+
+
+def _gpu(meta) -> str:
+    product = (meta.product or "any").upper()
+    return f"{product} ({meta.vendor} {meta.arch})"
+
+
+def _pitfall_view(pitfall: dict) -> dict:
+    return {k: v for k, v in pitfall.items() if v}
+
+
+def _packet(
+    repo: Repository,
+    ingested: Ingest,
+    ladder: Ladder,
+    segment: Segment,
+    options: MineOptions,
+    comparable: bool,
+) -> Packet:
+    meta, row = ingested.meta, segment.row
+    scrub = Scrubber(tuple(options.denylist), meta.label)
+    captures = [c for c in ingested.captures if c.n == row.n]
+    usable = [c.dir for c in captures if c.usable]
+    report = next((c for c in captures if c.conclusion), None)
+    dsl = row.dsl or "any"
+    family = meta.operator_slug
+    target = {
+        "id": segment.id,
+        "episode_key": segment.episode_key,
+        "output_dir": f"records/{segment.record_type}/{meta.vendor}/{meta.arch}/{dsl}/{family}",
+        "scope": {
+            "vendor": meta.vendor,
+            "arch": meta.arch,
+            "product": meta.product or "any",
+            "dsl": dsl,
+            "operator_family": family,
+        },
+        "workload_family": meta.workload_family,
+        "level": "operator",
+        "schema": "clean-1.3",
+    }
+    step = next((s for s in ladder.steps if s.n == row.n), None)
+    baseline = (
+        next((r for r in ingested.rows if r.n == ladder.milestones[0].n), None)
+        if (ladder.milestones)
+        else None
+    )
+    vs_baseline = None
+    if baseline and baseline.geomean and row.geomean and not row.carry_forward:
+        vs_baseline = round((baseline.geomean - row.geomean) / baseline.geomean * 100.0, 2)
+    measurements = {
+        "geomean_us": row.geomean,
+        "improve_pct_vs_best_so_far": segment.improve_pct,
+        "best_so_far_geomean_us": step.best_before if step else None,
+        "baseline_geomean_us": baseline.geomean if baseline else None,
+        "improve_pct_vs_baseline": vs_baseline,
+        "arith_mean_us": row.arith_mean,
+        "n_measured_shapes": len(row.by_shape),
+        "per_shape_latency": [
+            {"shape": scrub.text(shape), "latency_us": value}
+            for shape, value in sorted(row.by_shape, key=lambda kv: (kv[1], kv[0]))
+        ],
+        "correctness": {
+            "status": row.correctness,
+            "max_abs_err": row.max_abs_err,
+            "max_rel_err": row.max_rel_err,
+        },
+        "comparable_with_the_store": comparable,
+    }
+    agent_facing: dict = {
+        "operator": {
+            "name": meta.operator_slug,
+            "what_it_computes": scrub.text(meta.description),
+            "fixed_axes": meta.constants,
+            "variable_axes": meta.var_axes,
+            "n_benchmarked_shapes": meta.n_shapes,
+            "dsl": dsl,
+            "gpu": _gpu(meta),
+            "harness": meta.harness,
+        },
+        "what_the_run_said": {
+            "change": scrub.text(row.description),
+            "commit_subject": scrub.text(row.subject),
+            "commit_body": scrub.text(row.body[:BODY_LIMIT]),
+            "expected_impact": scrub.text(row.expected_impact),
+            "category_hint": row.category,
+            "gate_verdict": {"result": row.gate, "failure": scrub.text(row.gate_failure)},
+        },
+        "measurements": measurements,
+        "profiler": {
+            "conclusion": scrub.text(report.conclusion) if report else "",
+            "ncu_measured_the_kernel_under_test": bool(usable),
+        },
+        "open_directions": [
+            scrub.value(d) for d in row.open_directions[:LIST_LIMIT] if isinstance(d, dict)
+        ],
+        "pitfalls_recorded_here": [
+            scrub.value(_pitfall_view(p)) for p in row.pitfalls if isinstance(p, dict)
+        ][:LIST_LIMIT],
+    }
+    if segment.record_type == "anti-strategy":
+        agent_facing["the_failed_lever"] = scrub.text(segment.text)
+        agent_facing["how_it_was_fixed"] = scrub.text(segment.fix)
+        agent_facing["split_instruction"] = {
+            "mechanical": "one record for this one listed lever",
+            "curated": "one record for this one recorded pitfall",
+            "agent": "one record for the most substantial lever; name the others in the lesson",
+            "journal": "one record for this one rejected experiment",
+        }[segment.split_by]
+        agent_facing["established_fact_required"] = {
+            "rule": FACT_RULE,
+            "verdict_must_conclude": list(VERDICTS),
+            "precheck": segment.fact_precheck,
+            "precheck_note": "a flag for the distiller; the gates decide",
+        }
+    if segment.record_type == "strategy":
+        builds_on = segment.builds_on
+        agent_facing["builds_on"] = {
+            "was_the_untouched_baseline": builds_on.get("is_baseline", False),
+            "previous_approach": scrub.text(builds_on.get("description") or ""),
+        }
+    if segment.experiments and row.experiments:
+        agent_facing["journal_experiments"] = [
+            scrub.value(
+                {
+                    k: str(e.get(k) or "")
+                    for k in ("index", "name", "hypothesis", "change", "evidence", "result")
+                }
+                | {"decision": str(e.get("decision") or "")}
+            )
+            for e in row.experiments
+            if e["index"] in segment.experiments
+        ]
+    diff = kernel = None
+    if segment.record_type == "reference-kernel":
+        source = repo.read(row.code_sha, "kernel.py") if row.code_sha else None
+        if source is not None:
+            kernel = scrub.code(source.decode("utf-8", "replace")[:KERNEL_LIMIT])
+            agent_facing["kernel_file"] = f"{segment.seg_id}.py"
+    elif row.code_sha:
+        diff = scrub.code(diff_text(repo, row.parent, row.code_sha)[:DIFF_LIMIT]) or None
+        if diff:
+            agent_facing["diff_file"] = f"{segment.seg_id}.diff"
+    provenance = {
+        "source_repo": meta.label,
+        "version": row.version,
+        "git_commit": row.sha,
+        "ncu_dirs": usable,
+        "report_dir": report.dir if report else None,
+        "shape_label_note": "8-hex shape ids are relabelled shape-N per packet"
+        if scrub.hex_names
+        else "",
+    }
+    evidence_chars = len(str(agent_facing))
+    return Packet(
+        seg_id=segment.seg_id,
+        record_type=segment.record_type,
+        seg_kind=segment.seg_kind,
+        target=target,
+        agent_facing=agent_facing,
+        provenance=provenance,
+        diff=diff,
+        kernel=kernel,
+        usable_captures=usable,
+        evidence_extra=_evidence_extra(row, segment),
+        evidence_chars=evidence_chars,
+        code_bytes=len((diff or "") + (kernel or "")),
+    )
+
+
+def _evidence_extra(row: VersionRow, segment: Segment) -> dict | None:
+    """Long-horizon granular evidence: the journal, the experiments, the canonical commit."""
+    if not segment.experiments or segment.record_type == "reference-kernel":
+        return None
+    if row.journal_path and row.event_sha:
+        return {
+            "journal": row.journal_path,
+            "experiments": list(segment.experiments),
+            "promotion_commit": row.event_sha,
+        }
+    if row.memory_path and row.event_sha and row.long_horizon_status:
+        # A non-promotion's canonical memory holds the journal's experiments; its commit
+        # re-validated the incumbent the numbers describe.
+        return {
+            "journal": row.memory_path,
+            "experiments": list(segment.experiments),
+            "revalidation_commit": row.event_sha,
+        }
+    return None
+
+
+def find_packet(packets: list[Packet], record: dict) -> Packet | None:
+    """The packet of a record: same target id; else same (source_repo, version) and the same
+    episode key; else the first with the same (source_repo, version)."""
+    record_id = record.get("id")
+    for packet in packets:
+        if packet.target.get("id") == record_id:
+            return packet
+    raw = ((record.get("evidence") or {}).get("raw")) or {}
+    key = (raw.get("source_repo"), raw.get("version"))
+    if not key[1]:
+        return None
+    same = [p for p in packets if (p.provenance["source_repo"], p.provenance["version"]) == key]
+    episode_key = record.get("episode_key")
+    for packet in same:
+        if packet.target.get("episode_key") == episode_key:
+            return packet
+    return same[0] if same else None
+
+
+_STORE_CACHE: dict[tuple[str, str, str], list[Packet]] = {}
+
+
+def packets_for_store(store, label: str) -> list[Packet]:
+    """The packets of the trace copied into ``store`` under ``refs/kb/traces/<label>``;
+    built once per (store, label, tip) in this process. Hardware comes from the trace, or
+    from the flags mining recorded in the store's ``refs/kb/traces`` commit (none: the
+    trace's own tokens)."""
+    from gitkb.errors import GitkbError
+
+    ref = f"refs/kb/traces/{label}"
+    tip = store.repo.resolve(ref)
+    if tip is None:
+        raise GitkbError(f"the store has no trace {label} ({ref})")
+    key = (str(store.repo.git_dir), label, tip)
+    if key not in _STORE_CACHE:
+        _STORE_CACHE[key] = build_packets(store.repo, tip, label, stored_options(store, label))
+    return _STORE_CACHE[key]
+
+
+OPTIONS_PATH = "traces/{label}.json"
+
+
+def stored_options(store, label: str) -> MineOptions:
+    """The hardware/dsl overrides a mining run recorded for this trace in the store, if any
+    (``traces/<label>.json`` on main), so a rebuild resolves hardware like the run did."""
+    import json
+
+    raw = store.repo.read(store.tip, OPTIONS_PATH.format(label=label))
+    if raw is None:
+        return MineOptions()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return MineOptions()
+    fields = ("vendor", "arch", "product", "dsl", "harness")
+    return MineOptions(**{k: data.get(k) for k in fields if isinstance(data.get(k), str)})

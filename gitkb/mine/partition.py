@@ -1,0 +1,261 @@
+"""Partition: the ladder cut into segments, one per future record, with ids and episode keys.
+
+Segment kinds (TRACE_FORMAT §6.4, with gitkb's rules): a strategy per milestone after the
+baseline; an anti-strategy per failed lever of a dead-end (list items one each, prose
+one per version, long-horizon rejected experiments one each when they clear the
+established-fact pre-check); curated pitfalls on versions that produced no dead-end; the
+terminal reference kernel. Ids are allocated per marker above the store's existing ones.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gitkb.mine.ingest import Ingest, VersionRow
+from gitkb.mine.ladder import Ladder
+
+MIN_ITEM_CHARS = 12
+
+_CONDITION = re.compile(
+    r"\bsm_?\d{2,3}\b|\b(?:b200|b300|h100|h200|a100|mi300x|mi308x|mi355x|blackwell|hopper|"
+    r"ampere|cdna3|cdna4)\b|\b[MNK]\s*(?:<=|>=|<|>|=)\s*\d|\b(?:small|large|tiny)-[mnk]\b|"
+    r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b|"
+    r"\b(?:triton|cuda|cutlass|ptx|driver)\s+\d|\bwhen [a-z]|\bonly (?:if|when|on)\b|"
+    r"\bfor (?:all )?shapes? (?:with|where|below|above)\b|\b\d+\s*(?:KB|MB|KiB|MiB)\b|"
+    r"\b(?:rows?|cols?|columns?)\s*(?:<=|>=|<|>|=|%)",
+    re.IGNORECASE,
+)
+_CAUSE = re.compile(
+    r"because|since|due to|caused by|the reason|as a result of|bound by|limited by|gated by|"
+    r"serializ|contention|saturat|spill|occupancy|bank conflict|scoreboard|barrier|"
+    r"(?:bandwidth|latency|compute)[- ]bound|wave quantization|tail effect|partial wave|"
+    r"launch overhead|does not fit|exceeds|cannot|unsupported|not supported|requires",
+    re.IGNORECASE,
+)
+_MEASUREMENT_ONLY = re.compile(
+    r"no improvement|flat[- ]within[- ]noise|within noise|hw floor (?:re)?confirmed|"
+    r"slower|faster|regress",
+    re.IGNORECASE,
+)
+_VERDICT_BOILERPLATE = re.compile(
+    r"^\s*v\d+\s*:\s*|\b(?:committed|reverted|dead-end recorded)\b.*$|\([+-]?\d[^)]*\)",
+    re.IGNORECASE,
+)
+_HEXISH = re.compile(r"\b[0-9a-f]{7,40}\b")
+_VERSION_TOKEN = re.compile(r"\bv\d+\b", re.IGNORECASE)
+_SUFFIX = re.compile(r"-([a-z])(\d+)$")
+
+
+@dataclass
+class Segment:
+    seg_id: str
+    record_type: str  # strategy, anti-strategy, reference-kernel
+    seg_kind: str
+    marker: str  # s, t, r
+    row: VersionRow
+    technique: str
+    text: str = ""  # the failed lever / pitfall text for anti-strategies
+    fix: str = ""
+    split_by: str = ""  # mechanical, agent, curated, journal
+    fact_precheck: str = ""
+    improve_pct: float | None = None
+    builds_on: dict = field(default_factory=dict)
+    experiments: list[int] = field(default_factory=list)
+    id: str = ""
+    episode_key: str = ""
+
+
+def fact_precheck(text: str) -> str:
+    """ok, or why the text cannot carry an established fact (flags, never drops)."""
+    if len(text.strip()) < MIN_ITEM_CHARS:
+        return "too short to carry a claim"
+    has_condition, has_cause = bool(_CONDITION.search(text)), bool(_CAUSE.search(text))
+    if has_condition and has_cause:
+        return "ok"
+    if _MEASUREMENT_ONLY.search(text) and not has_cause:
+        return "reports a measurement, names no cause"
+    if not has_cause:
+        return "names no cause"
+    return "no checkable condition"
+
+
+def slugify(text: str, default: str = "unnamed") -> str:
+    text = _HEXISH.sub(" ", _VERSION_TOKEN.sub(" ", text.lower()))
+    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+    if len(slug) > 48:
+        cut = slug[:49].rfind("-")
+        slug = slug[: cut if cut > 12 else 48]
+    return slug.strip("-") or default
+
+
+def _strategy_technique(row: VersionRow) -> str:
+    for candidate in (row.description, _VERDICT_BOILERPLATE.sub("", row.subject)):
+        if len(candidate.strip()) >= MIN_ITEM_CHARS:
+            return slugify(candidate)
+    if row.category and row.category not in ("baseline", "exhaustive_search"):
+        return slugify(row.category)
+    return slugify(row.description or row.subject)
+
+
+def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()) -> list[Segment]:
+    rows = {r.n: r for r in ingest.rows}
+    segments: list[Segment] = []
+    previous = None
+    for step in ladder.milestones:
+        row = rows[step.n]
+        if step.kind != "baseline":
+            segments.append(
+                Segment(
+                    f"strategy-{row.version}",
+                    "strategy",
+                    f"milestone-{step.kind}",
+                    "s",
+                    row,
+                    _strategy_technique(row),
+                    improve_pct=step.improve_pct,
+                    builds_on={
+                        "version": previous.version,
+                        "is_baseline": ladder.kind(previous.n) == "baseline",
+                        "geomean_us": previous.geomean,
+                        "description": previous.description or previous.subject,
+                    },
+                    experiments=[e["index"] for e in row.experiments if not _rejected(e)],
+                )
+            )
+        previous = row
+    deadend_versions = set()
+    for step in ladder.deadends:
+        row = rows[step.n]
+        deadend_versions.add(row.n)
+        if row.long_horizon_status:
+            for experiment in row.experiments:
+                if not _rejected(experiment):
+                    continue
+                text = " ".join(
+                    str(experiment.get(k) or "") for k in ("change", "result", "evidence")
+                ).strip()
+                segments.append(
+                    Segment(
+                        f"anti-{row.version}-{experiment['index']:02d}",
+                        "anti-strategy",
+                        "journal-experiment",
+                        "t",
+                        row,
+                        slugify(str(experiment.get("name") or experiment.get("change") or "")),
+                        text=text,
+                        split_by="journal",
+                        fact_precheck=fact_precheck(text),
+                        experiments=[experiment["index"]],
+                    )
+                )
+            continue
+        items = [i for i in row.deadend_items if len(i) >= MIN_ITEM_CHARS]
+        if items:
+            for k, item in enumerate(items, 1):
+                segments.append(
+                    Segment(
+                        f"anti-{row.version}-{k:02d}",
+                        "anti-strategy",
+                        "deadend-item",
+                        "t",
+                        row,
+                        slugify(item),
+                        text=item,
+                        split_by="mechanical",
+                        fact_precheck=fact_precheck(item),
+                    )
+                )
+        else:
+            text = row.body or row.description or row.gate_failure or row.subject
+            segments.append(
+                Segment(
+                    f"anti-{row.version}-01",
+                    "anti-strategy",
+                    "deadend-prose",
+                    "t",
+                    row,
+                    slugify(_dash_text(row.subject) or row.description or text),
+                    text=text,
+                    split_by="agent",
+                    fact_precheck=fact_precheck(text),
+                )
+            )
+    for row in ingest.rows:
+        if row.n in deadend_versions:
+            continue
+        for position, pitfall in enumerate(row.pitfalls, 1):
+            if not pitfall:
+                continue
+            text = ". ".join(p for p in (pitfall["pitfall"], pitfall["explanation"]) if p)
+            if len(text) < MIN_ITEM_CHARS:
+                continue
+            segments.append(
+                Segment(
+                    f"pitfall-{row.version}-{position:02d}",
+                    "anti-strategy",
+                    "curated-pitfall",
+                    "t",
+                    row,
+                    slugify(pitfall["pitfall"] or text),
+                    text=text,
+                    fix=pitfall["fix"],
+                    split_by="curated",
+                    fact_precheck=fact_precheck(f"{text} {pitfall['fix']}"),
+                )
+            )
+    if ladder.final is not None:
+        row = rows[ladder.final]
+        segments.append(
+            Segment("refk-final", "reference-kernel", "final-kernel", "r", row, "reference-impl")
+        )
+    _allocate_ids(segments, ingest, existing_ids)
+    return segments
+
+
+def _rejected(experiment: dict) -> bool:
+    decision = str(experiment.get("decision") or "").lower()
+    return decision in ("revert", "reject_and_continue", "pivot")
+
+
+def _dash_text(subject: str) -> str:
+    for sep in ("—", "–"):
+        if sep in subject:
+            tail = subject.split(sep, 1)[1].replace("dead-end recorded", "").strip(" :")
+            if len(tail) >= MIN_ITEM_CHARS:
+                return tail
+    return ""
+
+
+def _allocate_ids(segments: list[Segment], ingest: Ingest, existing: tuple[str, ...]) -> None:
+    """Per marker, numbers start above the highest suffix among existing ids of this operator
+    (the id's operator segment equals the slug, or it is a ``<family>.anti`` id): exact
+    segment comparison, so a slug that is a substring of another operator's does not count."""
+    meta = ingest.meta
+    slug, family = meta.operator_slug, meta.workload_family
+    highest: dict[str, int] = {}
+    for record_id in existing:
+        parts = record_id.split(".")
+        ours = (len(parts) > 3 and parts[3] == slug) or f".{family}.anti." in record_id
+        match = _SUFFIX.search(record_id)
+        if ours and match:
+            letter, number = match.group(1), int(match.group(2))
+            highest[letter] = max(highest.get(letter, 0), number)
+    product = meta.product or "any"
+    order = {"strategy": 0, "anti-strategy": 1, "reference-kernel": 2}
+    taken = set(existing)
+    for segment in sorted(segments, key=lambda s: order[s.record_type]):
+        dsl = segment.row.dsl or "any"
+        number = highest.get(segment.marker, 0) + 1
+        highest[segment.marker] = number
+        middle = f"{family}.anti" if segment.record_type == "anti-strategy" else slug
+        segment.id = (
+            f"{meta.vendor}.{product}.{dsl}.{middle}.{segment.technique}-{segment.marker}"
+            f"{number:02d}"
+        )
+        if segment.id in taken:
+            raise ValueError(f"id collision while allocating {segment.id}")
+        taken.add(segment.id)
+        technique_key = re.sub(r"-+", "_", segment.technique)
+        family_key = slug
+        segment.episode_key = f"{meta.arch}|{dsl}|{family_key}|{technique_key}|operator"

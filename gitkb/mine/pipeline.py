@@ -1,0 +1,455 @@
+"""``git kb mine`` / ``git kb recon`` as library calls: trace in, admissions and reports out.
+
+Order of a run: open the trace -> ingest -> ladder -> recon -> partition -> packets ->
+distill -> score -> local gates -> (store) copy the trace's commits under
+``refs/kb/traces/<label>`` -> match -> admit (one commit per record) -> reports commit.
+A dry run stops before the store is touched; ``stage_only`` writes a folder laid out
+like a store instead. Each admission is complete or absent; records the gates refuse
+are skipped with the reason, never half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitkb import record as rec
+from gitkb.errors import GitkbError, NotARepository
+from gitkb.mine import report
+from gitkb.mine.distill import Distilled, distill, run_external
+from gitkb.mine.ingest import Ingest, TraceError, ingest
+from gitkb.mine.ladder import Ladder, build_ladder
+from gitkb.mine.packet import MineOptions, Packet
+from gitkb.mine.packets import OPTIONS_PATH, packets_from
+from gitkb.mine.partition import Segment, partition
+from gitkb.mine.recon import recon
+from gitkb.mine.scrub import denylist_from_env
+from gitkb.vcs import Repository
+
+TRACE_REF = "refs/kb/traces/{label}"
+REPORTS_DIR = "reports/{label}"
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass
+class Outcome:
+    seg_id: str
+    record_type: str
+    action: str  # insert, confirm, conflict, skip, staged, dry-run
+    record_id: str | None
+    note: str = ""
+    commit: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MineResult:
+    label: str
+    head: str
+    ingest: Ingest
+    ladder: Ladder
+    recon: dict
+    segments: list[Segment]
+    outcomes: list[Outcome]
+    reports: dict[str, bytes]
+
+    def summary(self) -> dict:
+        counts: dict[str, int] = {}
+        for outcome in self.outcomes:
+            counts[outcome.action] = counts.get(outcome.action, 0) + 1
+        missing: dict[str, list[str]] = {}
+        for outcome in self.outcomes:
+            fields = missing.setdefault(outcome.record_type, [])
+            fields += [m for m in outcome.missing if m not in fields]
+        kinds = [s.seg_kind for s in self.segments]
+        return {
+            "label": self.label,
+            "head": self.head,
+            "versions": len(self.ingest.rows),
+            "milestones": sum(1 for s in self.ladder.milestones if s.kind != "baseline"),
+            "deadends": len(self.ladder.deadends),
+            "pitfalls": kinds.count("curated-pitfall"),
+            "counts": counts,
+            "outcomes": [o.__dict__ for o in self.outcomes],
+            "missing_by_type": missing,
+            "degraded_versions": [r.version for r in self.ingest.rows if r.problems],
+        }
+
+
+def open_trace(path: str | Path) -> tuple[Repository, str, str]:
+    """(repository, HEAD commit, default label) of a trace; one clear error when unusable."""
+    location = Path(path)
+    try:
+        repo = Repository.open(location)
+    except NotARepository:
+        raise TraceError(f"{location}: not a git repository") from None
+    head = repo.resolve("HEAD")
+    if head is None:
+        raise TraceError(f"{location}: the repository has no commits")
+    if repo.object_type(head) != "commit":
+        raise TraceError(f"{location}: HEAD is not a commit")
+    name = location.resolve().name
+    return repo, head, name.removesuffix(".git") or name
+
+
+def check_label(label: str) -> str:
+    if not _LABEL.fullmatch(label) or ".." in label or label.endswith((".lock", ".")):
+        raise GitkbError(f"--label {label!r} is not usable as a ref name (A-Z a-z 0-9 . _ -)", 2)
+    return label
+
+
+def _store_options(store, ingested: Ingest, options: MineOptions) -> MineOptions:
+    """Options completed from the store: its ids and the traces it holds this operator from."""
+    if store is None:
+        return options
+    slug = ingested.meta.operator_slug
+    ids = tuple(e["id"] for e in store.index().entries())
+    sources = []
+    for entry in store.index().entries():
+        scope = ((entry.get("retrieval") or {}).get("scope")) or {}
+        if scope.get("operator_family") == slug:
+            data = store.read_record(entry["id"]).data or {}
+            raw = ((data.get("evidence") or {}).get("raw")) or {}
+            sources.append(raw.get("source_repo") or "(unrecorded)")
+    options.existing_ids = tuple(sorted(set(options.existing_ids) | set(ids)))
+    options.store_sources = tuple(sorted(set(sources)))
+    return options
+
+
+def run_recon(trace: str | Path, store=None, label: str | None = None, options=None) -> dict:
+    """``git kb recon``: ingest and recon only; nothing is written."""
+    repo, head, default_label = open_trace(trace)
+    label = check_label(label or default_label)
+    options = options or MineOptions()
+    ingested = ingest(repo, head, label, options)
+    ladder = build_ladder(ingested.rows)
+    return recon(ingested, ladder, store)
+
+
+def _local_findings(record: dict) -> list[str]:
+    """The record-level store gates and the opt-trace-1.0 profile, without a store."""
+    from gitkb import schema
+    from gitkb.gates import GateContext, run_gates
+    from gitkb.gates.registry import record_level
+
+    path = rec.path_for(record)
+    ctx = GateContext(records=[rec.RecordFile(path, rec.dumps(record), record)])
+    gates = [g for g in record_level() if g.family == "store"]
+    found = [f.line() for r in run_gates(ctx, gates) for f in r.findings]
+    found += [f"profile: {p}: {m}" for p, m in schema.errors(record, "opt-trace-1.0", limit=4)]
+    return found
+
+
+def mine(
+    trace: str | Path,
+    store=None,
+    label: str | None = None,
+    options: MineOptions | None = None,
+    distiller: str = "builtin",
+    stage_only: str | Path | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> MineResult:
+    repo, head, default_label = open_trace(trace)
+    label = check_label(label or default_label)
+    options = options or MineOptions()
+    if not options.denylist:
+        options.denylist = denylist_from_env()
+    ingested = ingest(repo, head, label, options)
+    ladder = build_ladder(ingested.rows)
+    recon_doc = recon(ingested, ladder, store)
+    options = _store_options(store, ingested, options)
+    segments = partition(ingested, ladder, tuple(options.existing_ids))
+    packets = packets_from(repo, ingested, ladder, segments, options)
+    distilled: list[tuple[Packet, Distilled]] = []
+    for done, packet in enumerate(packets, 1):
+        result = distill(packet) if distiller == "builtin" else run_external(distiller, packet)
+        distilled.append((packet, result))
+        if progress:
+            progress(done, len(packets))
+    outcomes: list[Outcome] = []
+    ready: list[tuple[Packet, Distilled]] = []
+    for packet, result in distilled:
+        if result.record is None:
+            outcomes.append(
+                Outcome(
+                    packet.seg_id,
+                    packet.record_type,
+                    "skip",
+                    None,
+                    result.skipped,
+                    missing=result.missing,
+                )
+            )
+            continue
+        problems = _local_findings(result.record)
+        if problems:
+            outcomes.append(
+                Outcome(
+                    packet.seg_id,
+                    packet.record_type,
+                    "skip",
+                    result.record.get("id"),
+                    "refused by the gates: " + problems[0],
+                    missing=result.missing,
+                )
+            )
+            continue
+        ready.append((packet, result))
+    result = MineResult(label, head, ingested, ladder, recon_doc, segments, outcomes, {})
+    if dry_run:
+        outcomes += [
+            Outcome(p.seg_id, p.record_type, "dry-run", d.record["id"], missing=d.missing)
+            for p, d in ready
+        ]
+    elif stage_only is not None:
+        outcomes += _stage(Path(stage_only), ready)
+    elif store is not None:
+        outcomes += _admit(store, trace, repo, head, label, options, ready)
+    else:
+        raise GitkbError("mining needs a store, --stage-only DIR or --dry-run", 2)
+    result.outcomes = _in_segment_order(outcomes, segments)
+    result.reports = _reports(result)
+    if not dry_run:
+        if stage_only is not None:
+            for name, data in result.reports.items():
+                target = Path(stage_only) / REPORTS_DIR.format(label=label) / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        else:
+            _commit_reports(store, label, result.reports)
+    return result
+
+
+def _in_segment_order(outcomes: list[Outcome], segments: list[Segment]) -> list[Outcome]:
+    order = {s.seg_id: i for i, s in enumerate(segments)}
+    return sorted(outcomes, key=lambda o: order.get(o.seg_id, len(order)))
+
+
+def _reports(result: MineResult) -> dict[str, bytes]:
+    summary = result.summary()
+    segments = [
+        {
+            "seg_id": s.seg_id,
+            "record_type": s.record_type,
+            "seg_kind": s.seg_kind,
+            "id": s.id,
+            "episode_key": s.episode_key,
+            "version": s.row.version,
+            "fact_precheck": s.fact_precheck,
+        }
+        for s in result.segments
+    ]
+    return {
+        "recon.md": report.recon_markdown(result.recon).encode(),
+        "recon.json": report.dumps(result.recon),
+        "partition.md": report.partition_markdown(segments).encode(),
+        "mine.md": report.mine_markdown(summary).encode(),
+        "mine.json": report.dumps(summary),
+    }
+
+
+def _stage(folder: Path, ready: list[tuple[Packet, Distilled]]) -> list[Outcome]:
+    from gitkb.vcs import atomic_write
+
+    index_path = folder / rec.INDEX_PATH
+    index = rec.Index.parse(index_path.read_bytes() if index_path.is_file() else None)
+    outcomes = []
+    for packet, result in ready:
+        record = result.record
+        path = rec.path_for(record)
+        atomic_write(folder / path, rec.dumps(record))
+        index.put(rec.index_entry(record, path))
+        outcomes.append(
+            Outcome(
+                packet.seg_id,
+                packet.record_type,
+                "staged",
+                record["id"],
+                path,
+                missing=result.missing,
+            )
+        )
+    atomic_write(index_path, index.dumps())
+    return outcomes
+
+
+def _direction(summary: dict) -> str:
+    return summary.get("gain_direction") or "unknown"
+
+
+def _admit(store, trace, repo, head, label, options, ready) -> list[Outcome]:
+    from gitkb.store import AdmitRequest
+
+    _copy_trace(store, trace, head, label)
+    _record_options(store, label, head, options)
+    outcomes: list[Outcome] = []
+    requests: list[tuple[Packet, Distilled, AdmitRequest]] = []
+    batch_keys: dict[str, dict] = {}
+    for packet, result in ready:
+        record = result.record
+        matches = store.match(record)
+        incoming = matches["incoming"]
+        key = record.get("episode_key")
+        target = None
+        for candidate in matches["candidates"]:
+            if candidate["id"] in matches["episode_key_matches"]:
+                target = candidate
+                break
+        if target is None and key in batch_keys:
+            target = batch_keys[key]
+        action, target_id, note = "insert", None, ""
+        if target is not None:
+            target_id = target["id"]
+            existing = store.read_record(target_id).data if target_id in store.index() else None
+            raw = ((existing or {}).get("evidence") or {}).get("raw") or {}
+            if (raw.get("source_repo"), raw.get("version")) == (
+                label,
+                packet.provenance["version"],
+            ):
+                outcomes.append(
+                    Outcome(
+                        packet.seg_id,
+                        packet.record_type,
+                        "confirm",
+                        target_id,
+                        "same evidence already in the store; nothing to count",
+                        missing=result.missing,
+                    )
+                )
+                continue
+            same = _direction(incoming) == _direction(target)
+            action = "confirm" if same else "conflict"
+            note = f"episode key matches {target_id}"
+        body = f"Mined from trace {label}, {packet.provenance['version']} ({packet.seg_kind})."
+        requests.append(
+            (
+                packet,
+                result,
+                AdmitRequest(
+                    rec.dumps(record),
+                    action,
+                    target_id,
+                    source=packet.seg_id,
+                    trace=label,
+                    trace_commit=packet.provenance["git_commit"],
+                    body=body,
+                ),
+            )
+        )
+        if action == "insert":
+            batch_keys[key] = {"id": record["id"], "gain_direction": _direction(incoming)}
+        outcomes.append(
+            Outcome(
+                packet.seg_id,
+                packet.record_type,
+                action,
+                record["id"],
+                note,
+                missing=result.missing,
+            )
+        )
+    # The gates that need the store (trace gates) run here, per record, before any write:
+    # a refused record is skipped, so admit_many sees only records it will accept.
+    accepted = []
+    for packet, result, request in requests:
+        _, findings = store.check_record(result.record, rec.path_for(result.record), request.action)
+        if findings:
+            outcome = next(o for o in outcomes if o.seg_id == packet.seg_id)
+            outcome.action, outcome.note = "skip", "refused by the gates: " + findings[0].line()
+            continue
+        accepted.append((packet, request))
+    try:
+        admissions = store.admit_many([r for _, r in accepted])
+    except GitkbError as exc:
+        # Admissions before the refusal landed whole; the refused one and the rest did not.
+        admissions = exc.admitted
+        for position, (packet, _) in enumerate(accepted[len(admissions) :]):
+            outcome = next(o for o in outcomes if o.seg_id == packet.seg_id)
+            outcome.action = "skip"
+            outcome.note = (
+                f"refused at admission: {exc.message}"
+                if position == 0
+                else "not admitted: the run stopped at an earlier refusal"
+            )
+    for (packet, _), admission in zip(accepted, admissions, strict=False):
+        outcome = next(o for o in outcomes if o.seg_id == packet.seg_id)
+        outcome.commit = admission.commit
+        outcome.action = admission.action
+        if admission.note:
+            outcome.note = admission.note
+        if admission.action != "insert":
+            outcome.record_id = admission.record_id
+    return outcomes
+
+
+def _copy_trace(store, trace, head: str, label: str) -> None:
+    ref = TRACE_REF.format(label=label)
+    current = store.repo.resolve(ref)
+    if current is not None and current != head and not _descends(store, trace, current, head):
+        raise GitkbError(
+            f"the store already holds a different history for trace {label} ({ref} at "
+            f"{current[:12]}); mine it under another --label"
+        )
+    store.repo.fetch_into(str(trace), head, ref)
+
+
+def _descends(store, trace, current: str, head: str) -> bool:
+    trace_repo = Repository.open(trace)
+    return trace_repo.has_object(current) and trace_repo.is_ancestor(current, head)
+
+
+def _record_options(store, label: str, head: str, options: MineOptions) -> None:
+    """Keep the run's hardware/dsl overrides on main, so the trace gates rebuild the
+    packets the way this run built them; one commit, only when something changed."""
+    from gitkb.store import _Change
+
+    overrides = {
+        k: getattr(options, k)
+        for k in ("vendor", "arch", "product", "dsl", "harness")
+        if getattr(options, k)
+    }
+    path = OPTIONS_PATH.format(label=label)
+    document = {"label": label, "ref": TRACE_REF.format(label=label), **overrides}
+    data = (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
+
+    def build(tip, index):
+        if store.repo.read(tip, path) == data:
+            return _Change("trace", label, {}, path=path, note="unchanged")
+        return _Change(
+            "trace",
+            label,
+            {path: data},
+            path=path,
+            body=f"Trace {label} copied under {document['ref']}; how its packets are built.",
+            trailers=[("KB-Trace", label), ("KB-Trace-Commit", head)],
+        )
+
+    store._write(build)
+
+
+def _commit_reports(store, label: str, reports: dict[str, bytes]) -> None:
+    from gitkb.store import _Change
+
+    base = REPORTS_DIR.format(label=label)
+
+    def build(tip, index):
+        edits = {
+            f"{base}/{name}": data
+            for name, data in reports.items()
+            if store.repo.read(tip, f"{base}/{name}") != data
+        }
+        return _Change(
+            "report",
+            label,
+            edits,
+            path=base,
+            body=f"Mining reports of trace {label}.",
+            trailers=[("KB-Trace", label)],
+            note="" if edits else "reports unchanged",
+        )
+
+    store._write(build)

@@ -1,0 +1,151 @@
+"""Rendering the mining reports: recon.md, partition.md and mine.md, plus their JSON."""
+
+from __future__ import annotations
+
+import json
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in rows:
+        lines.append("| " + " | ".join("" if v is None else str(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def recon_markdown(recon: dict) -> str:
+    ident, cov = recon["identity"], recon["coverage"]
+    target = ident["target"]
+    out = [
+        f"# Recon: {ident['operator']}",
+        "",
+        _table(
+            ["field", "value"],
+            [
+                [
+                    "operator / slug / family",
+                    f"{ident['operator']} / {ident['slug']} / {ident['workload_family']}",
+                ],
+                ["trace label", ident["label"]],
+                ["HEAD", ident["head"]],
+                ["target", f"{target['vendor']} {target['arch']} {target['product'] or 'any'}"],
+                ["hardware decided by", ident["hardware_basis"]],
+                ["shapes", ident["n_shapes"]],
+                ["constants / variable axes", f"{ident['constants']} / {ident['var_axes']}"],
+            ],
+        ),
+        "",
+        "DSL sequence: " + ", ".join(f"{d} x{n}" for d, n in recon["dsl_sequence"]),
+        "",
+        "## Coverage",
+        "",
+        _table(list(cov), [list(cov.values())]),
+        "",
+    ]
+    cn = recon["citable_numbers"]
+    caps = recon["captures"]
+    out += [
+        "## Evidence density",
+        "",
+        f"- citable-number share: {cn['milestones_with_geomean']} of {cn['milestones']} "
+        f"milestones carry a geomean; {cn['versions_with_geomean']} of {cn['versions']} "
+        "versions have usable numbers",
+        f"- usable-capture share: {caps['usable']} of {caps['total']} profiler captures "
+        "measured the kernel under test" + ("" if caps["total"] else " (no committed profiles)"),
+        f"- REPORT.md files: {caps['reports']}",
+        "",
+        "## Ladder",
+        "",
+        _table(
+            ["version", "kind", "geomean us", "% vs best", "reason"],
+            [
+                [s["version"], s["kind"], s["geomean_us"], s["improve_pct"], s["reason"]]
+                for s in recon["ladder"]
+            ],
+        ),
+        "",
+        f"Terminal reference kernel: {recon['final_reference_kernel'] or 'none'}",
+        "",
+    ]
+    if recon["rejections"]:
+        out += ["Rejections: " + ", ".join(f"{k} x{v}" for k, v in recon["rejections"].items())]
+        out.append("")
+    if caps["unusable"]:
+        out += ["## Unusable captures", ""]
+        out += [f"- {c['dir']}: {c['reason']}" for c in caps["unusable"]]
+        out.append("")
+    if recon["degradations"] or recon["refused_paths"]:
+        out += ["## Degraded versions and refused files", ""]
+        out += [f"- {d['version']}: {'; '.join(d['problems'])}" for d in recon["degradations"]]
+        out += [f"- {p}" for p in recon["refused_paths"]]
+        out.append("")
+    store = recon["store_coverage"]
+    out += ["## Store coverage", ""]
+    if store.get("store") is None:
+        out.append("No store given.")
+    else:
+        sources = store["by_source_repo"]
+        out.append(
+            "Records of this operator by trace: "
+            + (", ".join(f"{k} ({len(v)})" for k, v in sources.items()) or "none")
+        )
+        out.append(f"Highest id numbers: {store['highest_id_number'] or 'none'}")
+    out.append("")
+    lh = recon["long_horizon"]
+    if lh:
+        out += [
+            "## Long-horizon episodes",
+            "",
+            _table(
+                ["version", "episode", "status", "promoted", "experiments", "rejected", "journal"],
+                [
+                    [
+                        a["version"],
+                        a["episode"],
+                        a["status"],
+                        a["promoted"],
+                        a["experiments"],
+                        a["rejected_experiments"],
+                        a["journal"],
+                    ]
+                    for a in lh["attempts"]
+                ],
+            ),
+            "",
+            "Incumbent lineage: " + (" -> ".join(lh["incumbent_lineage"]) or "none"),
+            "",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def partition_markdown(segments: list[dict]) -> str:
+    rows = [
+        [s["seg_id"], s["record_type"], s["seg_kind"], s["id"], s.get("fact_precheck") or ""]
+        for s in segments
+    ]
+    return "# Partition\n\n" + _table(["segment", "type", "kind", "id", "precheck"], rows) + "\n"
+
+
+def mine_markdown(summary: dict) -> str:
+    out = [
+        f"# Mining {summary['label']}",
+        "",
+        f"- versions read: {summary['versions']}",
+        f"- milestones: {summary['milestones']}, dead-ends: {summary['deadends']}, "
+        f"pitfalls: {summary['pitfalls']}",
+        f"- records: {summary['counts']}",
+        "",
+        _table(
+            ["segment", "action", "record", "note"],
+            [[o["seg_id"], o["action"], o["record_id"], o["note"]] for o in summary["outcomes"]],
+        ),
+        "",
+        "## Fields the packets were too thin to fill",
+        "",
+    ]
+    for record_type, fields in summary["missing_by_type"].items():
+        out.append(f"- {record_type}: {', '.join(fields) or 'none'}")
+    return "\n".join(out) + "\n"
+
+
+def dumps(document: dict) -> bytes:
+    return (json.dumps(document, indent=1, ensure_ascii=False, default=str) + "\n").encode()

@@ -1,0 +1,1 @@
+"""`git kb optimize`: bundle, harness worker, scoring, loop, providers, winner commit, trace."""

@@ -1,0 +1,222 @@
+"""The winner commit: only the baseline -> winner change, into the kernel's own repository.
+
+Before the run, ``prepare`` snapshots the target (HEAD, its content there, its
+index entry). After the run, ``commit_winner`` three-way-merges the
+baseline -> winner change onto the HEAD version, re-verifies the merged file
+when it differs from the winner (the target was dirty), commits it through the
+VCS layer (git: compare-and-swap of HEAD, only the target's index entry;
+Mercurial: only the target path), and checks that what was committed is exactly
+what was intended. Every refusal leaves the repository as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitkb.errors import GitkbError
+
+ATTRIBUTION = "TLX agent authored"
+
+
+class MergeConflict(GitkbError):
+    """The winner's change overlaps edits the target already had."""
+
+
+def merge3(base: bytes, ours: bytes, theirs: bytes) -> bytes:
+    """Line-based three-way merge: ``base`` -> ``theirs`` applied onto ``ours``.
+
+    Changes of the two sides that overlap or touch are a conflict unless both
+    sides made the identical change; raises MergeConflict.
+    """
+    base_lines = base.splitlines(keepends=True)
+    sides = (ours.splitlines(keepends=True), theirs.splitlines(keepends=True))
+    hunks = []  # (base start, base end, side, replacement lines)
+    for side, lines in enumerate(sides):
+        matcher = difflib.SequenceMatcher(None, base_lines, lines, autojunk=False)
+        for tag, b0, b1, s0, s1 in matcher.get_opcodes():
+            if tag != "equal":
+                hunks.append((b0, b1, side, lines[s0:s1]))
+    hunks.sort(key=lambda h: (h[0], h[1], h[2]))
+    groups: list[list] = []
+    for hunk in hunks:
+        if groups and hunk[0] <= max(h[1] for h in groups[-1]):
+            groups[-1].append(hunk)
+        else:
+            groups.append([hunk])
+    out: list[bytes] = []
+    position = 0
+    for group in groups:
+        start = min(h[0] for h in group)
+        end = max(h[1] for h in group)
+        versions = []
+        for side in (0, 1):
+            mine = [h for h in group if h[2] == side]
+            if not mine:
+                continue
+            text, cursor = [], start
+            for b0, b1, _, lines in mine:
+                text += base_lines[cursor:b0] + lines
+                cursor = b1
+            versions.append(text + base_lines[cursor:end])
+        if len(versions) == 2 and versions[0] != versions[1]:
+            raise MergeConflict(
+                f"the winner's change overlaps existing edits of the target near line {start + 1}"
+            )
+        out += base_lines[position:start] + versions[0]
+        position = end
+    out += base_lines[position:]
+    return b"".join(out)
+
+
+def performance_table(baseline_cases: list[dict], winner_cases: list[dict]) -> str:
+    winner = {c["case_id"]: c for c in winner_cases}
+    rows = ["case | baseline us | winner us | speedup | baseline cv | winner cv | correct"]
+    for base in baseline_cases:
+        mine = winner.get(base["case_id"], {})
+
+        def fmt(value, digits=3):
+            return "n/a" if value is None else f"{value:.{digits}f}"
+
+        rows.append(
+            f"{base['case_id']} | {fmt(base.get('median_us'))} | {fmt(mine.get('median_us'))} | "
+            f"{fmt(mine.get('speedup'), 4)}x | {fmt(base.get('cv'))} | {fmt(mine.get('cv'))} | "
+            f"{'yes' if mine.get('correct') else 'no'}"
+        )
+    return "\n".join(rows)
+
+
+def build_message(
+    subject: str,
+    summary: str,
+    baseline_cases: list[dict],
+    winner_cases: list[dict],
+    aggregate: float,
+    trace_label: str,
+    trace_commit: str,
+) -> str:
+    from gitkb.vcs import format_message
+
+    body = "\n\n".join(
+        part
+        for part in (
+            summary.strip(),
+            "Performance:\n" + performance_table(baseline_cases, winner_cases),
+            f"Weighted aggregate speedup: {aggregate:.4f}x",
+            ATTRIBUTION,
+        )
+        if part
+    )
+    trailers = [
+        ("TLX-Agent", "authored"),
+        ("KB-Speedup", f"{aggregate:.4f}"),
+        ("KB-Trace", trace_label),
+        ("KB-Trace-Commit", trace_commit),
+    ]
+    return format_message(subject, body, trailers)
+
+
+@dataclass
+class CommitPlan:
+    """What the run must still find when it commits: taken before the run starts."""
+
+    kernel: Path
+    repo: object  # GitKernelRepo | HgKernelRepo
+    snapshot: object  # KernelSnapshot
+    baseline: bytes  # the target's work-tree bytes the run optimized
+
+
+def prepare(kernel: Path, vcs: str = "auto") -> CommitPlan:
+    """Snapshot the kernel's repository; refuses an untracked or conflicted target."""
+    from gitkb.vcs import open_kernel_repo
+
+    repo = open_kernel_repo(kernel, vcs)
+    snapshot = repo.snapshot(kernel)
+    return CommitPlan(kernel, repo, snapshot, kernel.read_bytes())
+
+
+@dataclass
+class CommitResult:
+    attempted: bool
+    success: bool
+    vcs: str | None = None
+    repository: str | None = None
+    path: str | None = None
+    commit: str | None = None
+    parent: str | None = None
+    diagnostic: str | None = None
+    reverified: bool = False
+    merged_differs_from_winner: bool = False
+    message: str | None = None
+    details: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def commit_winner(
+    plan: CommitPlan,
+    winner: bytes,
+    message: str,
+    reverify: Callable[[bytes], tuple[bool, str]],
+) -> CommitResult:
+    """Commit the winner's change; never raises for a refusal, the result says why."""
+    snap = plan.snapshot
+    result = CommitResult(
+        attempted=True,
+        success=False,
+        vcs=snap.vcs,
+        repository=str(snap.root),
+        path=snap.path,
+        parent=snap.head,
+        message=message,
+    )
+    try:
+        _commit(plan, winner, message, reverify, result)
+    except GitkbError as exc:
+        result.diagnostic = exc.message
+    return result
+
+
+def _commit(plan, winner, message, reverify, result) -> None:
+    from gitkb.errors import RefMoved
+
+    repo, snap = plan.repo, plan.snapshot
+    if repo.head() != snap.head:
+        raise RefMoved(f"HEAD moved during the run: was {snap.head}, now {repo.head()}")
+    if repo.work_bytes(snap.path) != plan.baseline:
+        raise GitkbError(f"{snap.path} changed during the run; not committing over it")
+    if repo.index_sha(snap.path) != snap.index_sha:
+        raise GitkbError(f"the staged version of {snap.path} changed during the run")
+    if snap.head_content is None:
+        # Added but never committed: the whole file is new in this commit.
+        head_version, merged = b"", winner
+    else:
+        head_version = snap.head_content
+        merged = merge3(plan.baseline, head_version, winner)
+    if merged == head_version:
+        raise GitkbError(f"the winner makes no net change to {snap.path} at HEAD")
+    if merged != winner:
+        result.merged_differs_from_winner = True
+        ok, why = reverify(merged)
+        result.reverified = True
+        if not ok:
+            raise GitkbError(
+                f"{snap.path} had uncommitted edits and the merged file fails re-validation: {why}"
+            )
+    sha = repo.commit_file(snap, merged, winner, message)
+    result.commit = sha
+    problems = []
+    if repo.parents(sha) != [snap.head]:
+        problems.append(f"parent is {repo.parents(sha)}, expected {snap.head}")
+    if repo.changed_paths(sha) != [snap.path]:
+        problems.append(f"commit changes {repo.changed_paths(sha)}, expected only {snap.path}")
+    if repo.read_at(sha, snap.path) != merged:
+        problems.append("committed bytes differ from the merged winner")
+    if repo.head() != sha:
+        problems.append("HEAD does not name the new commit")
+    if problems:
+        raise GitkbError("the winner commit is not what was intended: " + "; ".join(problems))
+    result.success = True

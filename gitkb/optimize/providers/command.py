@@ -1,0 +1,171 @@
+"""The command provider: any external agent CLI proposes the next candidate.
+
+Per experiment the agent gets a fresh workspace holding ``candidate.py`` (the
+current best) and ``prompt.md``; it edits ``candidate.py`` in place and writes
+``candidate_metadata.json``. The command line (``--agent-command``) may use
+``{prompt_file}``, ``{workspace}``, ``{candidate}``, ``{metadata}`` and
+``{prompt}`` (the prompt text); the same paths are in the environment as
+``GITKB_PROMPT_FILE``, ``GITKB_WORKSPACE``, ``GITKB_CANDIDATE``, ``GITKB_METADATA``.
+The agent's own output goes to ``agent.log`` in the workspace, never to the
+optimizer's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+from pathlib import Path
+
+from gitkb.errors import GitkbError
+from gitkb.optimize import providers
+
+CANDIDATE = "candidate.py"
+METADATA = "candidate_metadata.json"
+PROMPT = "prompt.md"
+_PLACEHOLDER = re.compile(r"\{(prompt_file|workspace|candidate|metadata|prompt)\}")
+
+
+def _number(value, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def build_prompt(context: providers.ProposalContext) -> str:
+    """The brief for an agent: guidance, target, cases, numbers of the current best, exclusions.
+
+    The kernel source is in candidate.py, not in the prompt.
+    """
+    target = context.target
+    lines = [
+        "# Optimize the kernel in candidate.py",
+        "",
+        "Edit candidate.py in place: keep every top-level function and class, keep it a",
+        "complete source file, and make it faster on the cases below while staying correct.",
+        f"Then write {METADATA} with the keys: {', '.join(providers.METADATA_FIELDS)}.",
+        "",
+        "## Target",
+        f"- backend: {target.get('backend', '')}",
+        f"- architecture: {target.get('architecture', '')}",
+        f"- device: {target.get('device', '')}",
+        "",
+        "## Guidance",
+        target.get("optimization_guidance") or "(none given)",
+        "",
+        f"## Current best ({context.best_id})",
+        "| case | weight | protected | median us | p95 us | cv | speedup vs baseline |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    numbers = {c["case_id"]: c for c in context.best_cases}
+    for case in context.cases:
+        row = numbers.get(case["case_id"], {})
+        lines.append(
+            f"| {case['case_id']} | {case['weight']} | {case['protected']} | "
+            f"{_number(row.get('median_us'))} | {_number(row.get('p95_us'))} | "
+            f"{_number(row.get('cv'))} | {_number(row.get('speedup'), 4)} |"
+        )
+    if context.best_profile:
+        compact = json.dumps(context.best_profile, sort_keys=True)[:2000]
+        lines += ["", "## Profile of the current best (compact)", compact]
+    if context.exclusions:
+        lines += ["", "## Already tried and rejected (do not repeat)"]
+        for item in context.exclusions:
+            lines.append(
+                f"- {item['id']}: hypothesis: {item['hypothesis'] or '-'}; "
+                f"change: {item['change'] or '-'}; decision: {item['decision']}; "
+                f"numbers: {item['numbers']}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def read_metadata(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None}
+
+
+class Provider(providers.Provider):
+    name = "command"
+
+    def __init__(self, options, tunables) -> None:
+        super().__init__(options, tunables)
+        self._check_options()
+
+    def _check_options(self) -> None:
+        if not self.options.agent_command:
+            raise GitkbError("the command provider needs --agent-command")
+
+    def argv(self, workspace: Path, prompt_file: Path, prompt: str) -> list[str]:
+        values = {
+            "prompt_file": str(prompt_file),
+            "workspace": str(workspace),
+            "candidate": str(workspace / CANDIDATE),
+            "metadata": str(workspace / METADATA),
+            "prompt": prompt,
+        }
+        return [
+            _PLACEHOLDER.sub(lambda m: values[m.group(1)], part)
+            for part in shlex.split(self.options.agent_command)
+        ]
+
+    def propose(self, context):
+        workspace = context.workspace
+        workspace.mkdir(parents=True, exist_ok=True)
+        candidate = workspace / CANDIDATE
+        candidate.write_text(context.best_source, encoding="utf-8")
+        (workspace / METADATA).unlink(missing_ok=True)
+        prompt = build_prompt(context)
+        prompt_file = workspace / PROMPT
+        prompt_file.write_text(prompt, encoding="utf-8")
+        env = dict(
+            os.environ,
+            GITKB_PROMPT_FILE=str(prompt_file),
+            GITKB_WORKSPACE=str(workspace),
+            GITKB_CANDIDATE=str(candidate),
+            GITKB_METADATA=str(workspace / METADATA),
+        )
+        argv = self.argv(workspace, prompt_file, prompt)
+        error = self._run(argv, workspace, env)
+        if error:
+            return providers.Candidate(source=None, error=error)
+        try:
+            source = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return providers.Candidate(source=None, error=f"candidate.py unreadable: {exc}")
+        return providers.Candidate(source=source, **read_metadata(workspace / METADATA))
+
+    def _run(self, argv: list[str], workspace: Path, env: dict) -> str | None:
+        with open(workspace / "agent.log", "wb") as log:
+            try:
+                process = subprocess.Popen(
+                    argv,
+                    cwd=workspace,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                return f"agent command could not start: {exc.strerror} ({argv[0]})"
+            try:
+                returncode = process.wait(timeout=self.options.agent_timeout_s)
+            except subprocess.TimeoutExpired:
+                returncode = None
+            finally:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                process.wait()
+        if returncode is None:
+            return f"agent timed out after {self.options.agent_timeout_s:.0f} s"
+        if returncode != 0:
+            return f"agent exited with status {returncode} (see agent.log)"
+        return None

@@ -1,0 +1,98 @@
+"""The knobs provider: a deterministic sweep of the tunables declared in target.json.
+
+Each candidate changes one tunable of the current best, rewriting its
+module-level assignment (``NAME = <literal>``) in place, in declared order:
+tunable by tunable, value by value. When a candidate is promoted the sweep
+continues from the new best (coordinate descent); sources already proposed are
+skipped, and when the current best has no untried neighbour the sweep is done.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gitkb.errors import GitkbError
+from gitkb.optimize import providers
+from gitkb.optimize.scoring import source_key
+
+
+def assignment(source: str, name: str) -> ast.Assign | ast.AnnAssign | None:
+    """The last top-level assignment of ``name`` to a literal (the one that wins at import)."""
+    found = None
+    for node in ast.parse(source).body:
+        targets = []
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            targets = [node.targets[0]]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            found = node
+    return found
+
+
+def current_value(source: str, name: str):
+    node = assignment(source, name)
+    if node is None:
+        raise GitkbError(
+            f"tunable {name} has no top-level assignment in the kernel (target.json tunables)"
+        )
+    try:
+        return ast.literal_eval(node.value)
+    except ValueError:
+        raise GitkbError(
+            f"tunable {name} is not assigned a literal in the kernel (target.json tunables)"
+        ) from None
+
+
+def rewrite(source: str, name: str, value) -> str:
+    """``source`` with the value of ``name``'s assignment replaced by ``repr(value)``."""
+    node = assignment(source, name).value
+    lines = source.splitlines(keepends=True)
+    # ast offsets are UTF-8 byte columns on 1-based lines.
+    start = sum(len(line.encode()) for line in lines[: node.lineno - 1]) + node.col_offset
+    end = sum(len(line.encode()) for line in lines[: node.end_lineno - 1]) + node.end_col_offset
+    data = source.encode()
+    return (data[:start] + repr(value).encode() + data[end:]).decode()
+
+
+class Provider(providers.Provider):
+    name = "knobs"
+
+    def __init__(self, options, tunables) -> None:
+        super().__init__(options, tunables)
+        if not tunables:
+            raise GitkbError("the knobs provider needs tunables in target.json (target.json)")
+        self._proposed: set[str] = set()
+
+    def _settings(self, source: str) -> dict:
+        return {name: current_value(source, name) for name in self.tunables}
+
+    def propose(self, context):
+        self._proposed.add(source_key(context.best_source))
+        self._proposed.add(source_key(context.baseline_source))
+        current = self._settings(context.best_source)
+        baseline = self._settings(context.baseline_source)
+        for name, values in self.tunables.items():
+            for value in values:
+                if value == current[name]:
+                    continue
+                source = rewrite(context.best_source, name, value)
+                key = source_key(source)
+                if key in self._proposed:
+                    continue
+                self._proposed.add(key)
+                changed = dict(current, **{name: value})
+                summary = ", ".join(f"{k}={v!r}" for k, v in changed.items() if v != baseline[k])
+                return providers.Candidate(
+                    source=source,
+                    hypothesis=f"{name}={value!r} suits the cases better than {current[name]!r}",
+                    change=f"set {name} from {current[name]!r} to {value!r}",
+                    evidence=f"declared tunable {name} in target.json",
+                    expected_effect="lower median latency",
+                    risk="none beyond the declared range",
+                    commit_title=f"Tune {summary}" if summary else f"Tune {name}",
+                    commit_summary=f"Set the tunables {summary} (knob sweep)."
+                    if summary
+                    else f"Set {name} to {value!r} (knob sweep).",
+                )
+        return None

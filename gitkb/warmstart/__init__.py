@@ -1,0 +1,1 @@
+"""Warm start: resolve the store's best same-hardware code, record outcomes, retract."""

@@ -1,0 +1,188 @@
+"""The attestation ledger: ``ledger/<id>.jsonl``, one JSON line per outcome, append-only.
+
+The store's ``.gitattributes`` merges ledgers with git's union driver, so two
+machines attesting the same record at once never conflict. Counts are derived
+from the lines; an attestation moves no ranking scalar (one failure on one box
+is evidence, not a verdict). Retractions and un-retractions leave a line here
+too, so the reason and what was zeroed stay next to the outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from gitkb.errors import GitkbError
+
+LEDGER_DIR = "ledger"
+OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")
+# outcome -> the count it feeds
+_COUNT_OF = {
+    "validated": "validations",
+    "failed": "failures",
+    "not_reproduced": "not_reproduced",
+    "inapplicable": "inapplicable",
+}
+_EVIDENCE_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def ledger_path(record_id: str) -> str:
+    return f"{LEDGER_DIR}/{record_id}.jsonl"
+
+
+@dataclass
+class Ledger:
+    """A record's ledger as read: its events, and the lines that were not JSON objects."""
+
+    path: str
+    raw: bytes = b""
+    events: list[dict] = field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+
+    def counts(self) -> dict:
+        """recalls (attempts on hardware), validations, failures, not_reproduced,
+        inapplicable, and the last outcome with when and by whom."""
+        counts = {"recalls": 0, **{name: 0 for name in _COUNT_OF.values()}}
+        last: dict = {}
+        for event in self.events:
+            if event.get("event") == "attest" and event.get("outcome") in _COUNT_OF:
+                counts["recalls"] += 1
+                counts[_COUNT_OF[event["outcome"]]] += 1
+                last = event
+            elif event.get("event") == "attest-counts" and isinstance(event.get("counts"), dict):
+                # an imported tally whose individual outcomes are not kept
+                for name in counts:
+                    value = event["counts"].get(name)
+                    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                        counts[name] += value
+        counts["last_outcome"] = last.get("outcome")
+        counts["last_at"] = last.get("at")
+        counts["last_by"] = last.get("by")
+        return counts
+
+    def open_retraction(self) -> dict | None:
+        """The retract event not yet lifted by an unretract, if any."""
+        state = None
+        for event in self.events:
+            if event.get("event") == "retract":
+                state = event
+            elif event.get("event") == "unretract":
+                state = None
+        return state
+
+
+def parse_ledger(path: str, raw: bytes | None) -> Ledger:
+    """Parse ledger bytes without raising; unusable lines are kept on ``bad_lines``."""
+    ledger = Ledger(path, raw or b"")
+    for number, line in enumerate((raw or b"").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            ledger.bad_lines.append((number, f"not JSON ({exc})"))
+            continue
+        if not isinstance(event, dict):
+            ledger.bad_lines.append((number, "not a JSON object"))
+            continue
+        ledger.events.append(event)
+    return ledger
+
+
+def read_ledger(store, record_id: str, commit: str | None = None) -> Ledger:
+    path = ledger_path(record_id)
+    return parse_ledger(path, store.repo.read(commit or store.tip, path))
+
+
+def retire_hint(counts: dict) -> str | None:
+    """Advisory text naming the pattern that fired; nothing filters on it."""
+    if counts.get("validations", 0) > 0:
+        return None
+    if counts.get("not_reproduced", 0) >= 2:
+        return f"not reproduced {counts['not_reproduced']} times and never validated"
+    attempts = counts.get("recalls", 0) - counts.get("inapplicable", 0)
+    if attempts >= 3:
+        return f"{attempts} attempts (inapplicable excluded) and no validation"
+    return None
+
+
+def event_line(event: str, **fields: object) -> dict:
+    """A ledger event: kind, UTC time, then fields; the nonce keeps two otherwise identical
+    lines distinct, so a union merge never folds two attestations into one."""
+    return {
+        "event": event,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **{k: v for k, v in fields.items() if v is not None},
+        "nonce": secrets.token_hex(6),
+    }
+
+
+def appended(ledger: Ledger, strict: bool, *events: dict) -> bytes:
+    """The ledger's bytes with ``events`` appended; ``strict`` refuses a ledger with bad lines."""
+    if strict and ledger.bad_lines:
+        number, why = ledger.bad_lines[0]
+        raise GitkbError(
+            f"{ledger.path} line {number} is {why}; repair the ledger before appending to it"
+        )
+    raw = ledger.raw
+    if raw and not raw.endswith(b"\n"):
+        raw += b"\n"
+    lines = b"".join(
+        json.dumps(e, ensure_ascii=False, sort_keys=False).encode() + b"\n" for e in events
+    )
+    return raw + lines
+
+
+def parse_evidence(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``K=V`` strings -> a dict; a malformed pair is an error naming it."""
+    evidence: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not _EVIDENCE_KEY.fullmatch(key):
+            raise GitkbError(f"evidence {pair!r} is not KEY=VALUE (key: A-Z a-z 0-9 _ . -)", 2)
+        evidence[key] = value
+    return evidence
+
+
+def one_line(text: str) -> str:
+    """Text fit for a trailer value."""
+    return " ".join(str(text).split())
+
+
+def attest(
+    store,
+    record_id: str,
+    outcome: str,
+    by: str | None = None,
+    evidence: dict[str, str] | None = None,
+):
+    """Append one outcome to the record's ledger as an ``attest`` admission (one commit)."""
+    from gitkb.store import _Change
+    from gitkb.vcs import identity
+
+    if outcome not in OUTCOMES:
+        raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
+    who = one_line(by) if by and by.strip() else identity()
+
+    def build(tip, index) -> _Change:
+        if record_id not in index:
+            raise GitkbError(f"no record {record_id} in {store.location}")
+        ledger = read_ledger(store, record_id, tip)
+        line = event_line("attest", outcome=outcome, by=who, evidence=evidence or None)
+        data = appended(ledger, True, line)
+        hint = retire_hint(parse_ledger(ledger.path, data).counts())
+        return _Change(
+            "attest",
+            record_id,
+            {ledger.path: data},
+            path=ledger.path,
+            body=f"Outcome {outcome} on {record_id}, reported by {who}."
+            + (f"\nRetire hint: {hint}." if hint else ""),
+            trailers=[("KB-Outcome", outcome), ("KB-By", who)],
+            note=f"retire hint: {hint}" if hint else "",
+        )
+
+    return store._write(build)

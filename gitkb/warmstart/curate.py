@@ -1,0 +1,254 @@
+"""Curation: which of a kernel's same-arch records to offer, in what order.
+
+Pure functions over records and index entries; ``resolve`` does the reading.
+Order (WARM_START.md): retracted dropped, floor, rank by measured speedup
+(reproductions, then id, break ties), one rank per direction with the
+runners-up as alternates (a record with a retire hint sorts behind clean
+siblings), top N, and bench-key comparability against rank 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+RETIRED_STATUSES = ("deprecated", "superseded")
+CODE_TYPES = ("strategy", "reference-kernel")
+_PREFIXES = ("triton_", "hip_", "ck_", "cuda_", "torch_")
+_SUFFIXES = (".py", ".hip", ".cu", ".cpp", "_task")
+FUZZY_MIN = 6
+
+# ----------------------------------------------------------------- kernel identity
+
+
+def canonical_kernel(name: str) -> str:
+    """Basename, lowercase, language prefixes and file suffixes stripped."""
+    base = name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].strip().lower()
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SUFFIXES:
+            if base.endswith(suffix) and len(base) > len(suffix):
+                base, changed = base[: -len(suffix)], True
+        for prefix in _PREFIXES:
+            if base.startswith(prefix) and len(base) > len(prefix):
+                base, changed = base[len(prefix) :], True
+    return base
+
+
+def _folded(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name)
+
+
+@dataclass
+class KernelMatch:
+    tier: str | None  # exact, normalized, fuzzy; None when nothing or ambiguous
+    names: set[str] = field(default_factory=set)  # canonical names that count as the kernel
+    ambiguous: list[str] = field(default_factory=list)
+
+
+def match_kernel(query: str, names: set[str]) -> KernelMatch:
+    """Match the caller's kernel against the store's canonical kernel names; first tier wins.
+
+    A fuzzy tie between two different kernels is reported, never guessed.
+    """
+    wanted = canonical_kernel(query)
+    if wanted in names:
+        return KernelMatch("exact", {wanted})
+    folded = _folded(wanted)
+    same = {n for n in names if _folded(n) == folded}
+    if folded and same:
+        return KernelMatch("normalized", same)
+    if len(folded) < FUZZY_MIN:
+        return KernelMatch(None)
+    by_form: dict[str, set[str]] = {}
+    for name in names:
+        form = _folded(name)
+        if len(form) >= FUZZY_MIN and (form in folded or folded in form):
+            by_form.setdefault(form, set()).add(name)
+    if not by_form:
+        return KernelMatch(None)
+    best = min(abs(len(f) - len(folded)) for f in by_form)
+    closest = sorted(f for f in by_form if abs(len(f) - len(folded)) == best)
+    if len(closest) > 1:
+        return KernelMatch(None, ambiguous=sorted(min(by_form[f]) for f in closest))
+    return KernelMatch("fuzzy", by_form[closest[0]])
+
+
+def entry_kernels(entry: dict) -> list[str]:
+    """The kernel names an index entry files under: its scope's operators, else its family."""
+    scope = ((entry.get("retrieval") or {}).get("scope")) or {}
+    operators = [o for o in scope.get("operators") or [] if isinstance(o, str) and o.strip()]
+    family = scope.get("operator_family")
+    names = operators or ([family] if isinstance(family, str) and family.strip() else [])
+    return [canonical_kernel(n) for n in names]
+
+
+# ----------------------------------------------------------------- record facts
+
+
+def _dig(node: object, *keys: str) -> object:
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def speedup(record: dict) -> float | None:
+    """The record's measured speedup (x): a stated one, else from the headline gain, else
+    from the parent/new geomeans of ``evidence.raw.effect``; None when it states none."""
+    metrics = _mapping(_dig(record, "retrieval", "signals", "metrics"))
+    for key in ("speedup_x", "page_best_speedup_x"):
+        stated = _number(metrics.get(key))
+        if stated and stated > 0:
+            return round(stated, 4)
+    gain = _mapping(_dig(record, "worth", "gain"))
+    primary = gain.get("primary")
+    for metric in _list(gain.get("metrics")):
+        if not isinstance(metric, dict) or (primary and metric.get("metric") != primary):
+            continue
+        delta = _number(metric.get("delta_pct"))
+        if delta is None:
+            continue
+        if metric.get("direction") == "higher-better":
+            return round(1 + delta / 100, 4)
+        return round(100 / (100 - delta), 4) if delta < 100 else None
+    effect = _mapping(_dig(record, "evidence", "raw", "effect"))
+    parent = _number(effect.get("parent_geomean_us"))
+    new = _number(effect.get("new_geomean_us"))
+    if parent and new and new > 0:
+        return round(parent / new, 4)
+    return None
+
+
+def bench_key(record: dict) -> str:
+    """A digest of the metric and the sorted workload case ids the number was measured over.
+
+    A stated ``evidence.raw.bench_key`` is used as is; otherwise the cases are
+    ``evidence.raw.bench_cases``, else the primary metric's ``measured_over``.
+    """
+    raw = _mapping(_dig(record, "evidence", "raw"))
+    stated = raw.get("bench_key")
+    if isinstance(stated, str) and stated.strip():
+        return stated.strip()
+    gain = _mapping(_dig(record, "worth", "gain"))
+    metric = gain.get("primary") or "latency"
+    cases = raw.get("bench_cases")
+    if not isinstance(cases, list):
+        cases = [
+            m.get("measured_over")
+            for m in _list(gain.get("metrics"))
+            if isinstance(m, dict) and m.get("metric") == metric and m.get("measured_over")
+        ][:1]
+    text = json.dumps([metric, sorted(str(c) for c in cases)])
+    return "bk:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def direction(record: dict) -> str:
+    """The optimization direction: a stated one (``evidence.raw.direction``), else the
+    technique part of the episode key; '' when there is none."""
+    stated = _dig(record, "evidence", "raw", "direction")
+    if not isinstance(stated, str) or not stated.strip():
+        parts = str(record.get("episode_key") or "").split("|")
+        stated = parts[3] if len(parts) >= 4 else ""
+    return re.sub(r"[^a-z0-9]+", "-", stated.lower()).strip("-")
+
+
+def code_of(record: dict) -> tuple[str, str] | None:
+    """('source'|'diff', text) when the record carries code a run can use, else None."""
+    impl = _mapping(_dig(record, "payload", "implementation"))
+    fmt, snippet = impl.get("format"), impl.get("snippet")
+    if not isinstance(fmt, str) or not isinstance(snippet, str) or not snippet.strip():
+        return None
+    if record.get("type") == "reference-kernel" and fmt.startswith("source"):
+        return ("source", snippet)
+    if record.get("type") == "strategy" and fmt.startswith("unified-diff"):
+        return ("diff", snippet)
+    return None
+
+
+def reproductions(record: dict) -> int:
+    """Times other admissions confirmed this record (``verified_effective``)."""
+    value = _dig(record, "worth", "track", "counters", "verified_effective")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+# ----------------------------------------------------------------- curation
+
+
+@dataclass
+class Candidate:
+    record_id: str
+    record: dict
+    path: str
+    speedup: float | None
+    bench_key: str
+    direction: str
+    reproductions: int
+    retired: bool
+    counts: dict = field(default_factory=dict)
+    retire_hint: str | None = None
+    alternates: list[Candidate] = field(default_factory=list)
+
+    def order(self) -> tuple:
+        return (-(self.speedup or 0.0), -self.reproductions, self.record_id)
+
+
+@dataclass
+class Curated:
+    ranks: list[Candidate]
+    retired: int = 0
+    below_floor: int = 0
+    collapsed: int = 0
+    beyond_top_n: int = 0
+
+
+def curate(
+    candidates: list[Candidate], min_speedup: float, top_n: int, include_retired: bool
+) -> Curated:
+    result = Curated([])
+    kept = []
+    for candidate in candidates:
+        if candidate.retired and not include_retired:
+            result.retired += 1
+        elif candidate.speedup is None or candidate.speedup < min_speedup:
+            result.below_floor += 1
+        else:
+            kept.append(candidate)
+    groups: dict[str, list[Candidate]] = {}
+    alone = []
+    for candidate in kept:
+        if candidate.direction:
+            groups.setdefault(candidate.direction, []).append(candidate)
+        else:
+            alone.append(candidate)
+    leaders = list(alone)
+    for members in groups.values():
+        # a hinted record sorts behind its clean siblings, so it cannot push them out
+        members.sort(key=lambda c: (c.retire_hint is not None, c.order()))
+        leader, *rest = members
+        leader.alternates = rest
+        result.collapsed += len(rest)
+        leaders.append(leader)
+    leaders.sort(key=Candidate.order)
+    result.ranks = leaders[:top_n]
+    result.beyond_top_n = max(0, len(leaders) - top_n)
+    return result

@@ -1,0 +1,193 @@
+"""The audit folder ``resolve --out`` writes before any verdict is made.
+
+``candidates/NN/`` holds each rank's code (a strategy's diff, plus the patched
+kernel when the caller's kernel file was given and the diff applies),
+alternates under ``candidates/NN/alternates/<id>/``; ``kb_references/`` holds
+each rank rendered for a human and an index, so a rejected warm start is still
+auditable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitkb.errors import GitkbError
+from gitkb.warmstart import curate
+
+_EXTENSIONS = {"triton": ".py", "gluon": ".py", "cutedsl": ".py", "flydsl": ".py", "cuda": ".cu"}
+
+
+def _folded(line: str) -> str:
+    return "".join(line.split())
+
+
+def apply_diff(diff: str, source: str) -> str | None:
+    """``source`` with the diff's hunks applied, or None when a hunk's old side is not found.
+
+    Hunks are matched by content (whitespace folded), not line numbers, in order;
+    a snippet without ``@@`` headers is one hunk.
+    """
+    hunks: list[tuple[list[str], list[str]]] = []
+    old: list[str] = []
+    new: list[str] = []
+    for line in diff.splitlines():
+        if line.startswith(("diff --git", "index ", "+++", "---")):
+            continue
+        if line.startswith("@@"):
+            if old or new:
+                hunks.append((old, new))
+            old, new = [], []
+            continue
+        sign, text = (line[:1], line[1:]) if line[:1] in ("+", "-", " ") else (" ", line)
+        if sign in (" ", "-"):
+            old.append(text)
+        if sign in (" ", "+"):
+            new.append(text)
+    if old or new:
+        hunks.append((old, new))
+    lines = source.splitlines()
+    start = 0
+    for old, new in hunks:
+        wanted = [_folded(x) for x in old]
+        folded = [_folded(x) for x in lines]
+        at = next(
+            (
+                i
+                for i in range(start, len(lines) - len(old) + 1)
+                if folded[i : i + len(old)] == wanted
+            ),
+            None,
+        )
+        if at is None or not old:
+            return None
+        lines[at : at + len(old)] = new
+        start = at + len(new)
+    return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _write_code(folder: Path, record: dict, kernel_file: Path | None) -> tuple[str, bool | None]:
+    """Write a record's code into ``folder``; return the code path and whether it applies."""
+    kind, text = curate.code_of(record)
+    dsl = record["retrieval"]["scope"].get("dsl")
+    ext = kernel_file.suffix if kernel_file else _EXTENSIONS.get(dsl, ".txt")
+    if kind == "source":
+        _write(folder / f"kernel{ext}", text)
+        dispatch = record["payload"]["implementation"].get("dispatch_snippet")
+        if isinstance(dispatch, str) and dispatch.strip():
+            _write(folder / f"dispatch{ext}", dispatch)
+        return str(folder / f"kernel{ext}"), None
+    _write(folder / "change.diff", text)
+    if kernel_file is None:
+        return str(folder / "change.diff"), None
+    patched = apply_diff(text, kernel_file.read_text(encoding="utf-8", errors="replace"))
+    if patched is None:
+        return str(folder / "change.diff"), False
+    _write(folder / f"kernel{ext}", patched)
+    return str(folder / f"kernel{ext}"), True
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list):
+        return "\n".join(f"- {v}" for v in value if isinstance(v, str) and v.strip())
+    return value.strip() if isinstance(value, str) else ""
+
+
+def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
+    """One rank as markdown: speedup, bench, direction, mechanism, what did not work,
+    provenance."""
+    payload = record.get("payload") or {}
+    problem = payload.get("problem") or {}
+    raw = (record.get("evidence") or {}).get("raw") or {}
+    gain = (record.get("worth") or {}).get("gain") or {}
+    lines = [
+        f"# Rank {rank['rank']}: {record.get('id')}",
+        "",
+        f"- type: {record.get('type')}; status: {record.get('status')}",
+        f"- speedup: {rank['speedup']}x (basis {gain.get('basis')})",
+        f"- bench key: {rank['bench_key']} (comparable with rank 1: {rank['comparable']})",
+        f"- direction: {rank['direction'] or '(none)'}; techniques: "
+        + (", ".join(rank["techniques"]) or "(none)"),
+        f"- reproductions: {rank['reproductions']}; attestations: "
+        + json.dumps(rank["attestations"]),
+        f"- retire hint: {rank['retire_hint'] or 'none'}",
+        f"- applies to the given kernel file: {rank.get('applies')}",
+        "",
+        "## Problem",
+        "",
+        _text(problem.get("statement")) or "(not stated)",
+        "",
+        "## Change",
+        "",
+        _text(payload.get("change")) or _text(payload.get("goal")) or "(not stated)",
+        "",
+        "## Mechanism",
+        "",
+        _text(payload.get("mechanism")) or "(not stated)",
+        "",
+        "## What did not work",
+        "",
+    ]
+    dead_ends = _text(raw.get("dead_ends_md")) or _text(raw.get("dead_ends"))
+    for pitfall in pitfalls:
+        p = pitfall.get("payload") or {}
+        dead_ends += (
+            f"\n- {_text(p.get('attempted'))} ({p.get('verdict')}): {_text(p.get('lesson'))}"
+        )
+    lines += [dead_ends.strip() or "(nothing recorded)", "", "## Provenance", ""]
+    for key in ("source_repo", "version", "git_commit", "detail_file"):
+        if raw.get(key):
+            lines.append(f"- {key}: {raw[key]}")
+    lines.append(f"- record: {rank['record_path']}")
+    if rank["alternates"]:
+        lines += ["", "## Alternates (same direction)", ""]
+        lines += [
+            f"- {a['id']}: {a['speedup']}x, bench {a['bench_key']}" for a in rank["alternates"]
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_out(
+    out: Path,
+    answer: dict,
+    ranks: list[curate.Candidate],
+    pitfalls: list[dict],
+    kernel_file: Path | None,
+) -> None:
+    """Write candidates/, kb_references/ and resolve.json under ``out``; fill the answer's
+    code and prose paths."""
+    for name in ("candidates", "kb_references"):
+        if (out / name).exists() and any((out / name).iterdir()):
+            raise GitkbError(f"{out / name} exists and is not empty; resolve into a new folder")
+    answer["out"] = str(out)
+    index_lines = [
+        f"# Warm-start references for {answer['kernel']['query']} on {answer['hardware']['arch']}",
+        "",
+        f"Store commit {answer['commit']}; read_reason {answer['read_reason']}.",
+        "",
+        "| rank | record | speedup | comparable | reproductions | retire hint | prose |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for rank, candidate in zip(answer["ranks"], ranks, strict=True):
+        folder = out / "candidates" / f"{rank['rank']:02d}"
+        rank["code_path"], rank["applies"] = _write_code(folder, candidate.record, kernel_file)
+        for alt_json, alt in zip(rank["alternates"], candidate.alternates, strict=True):
+            alt_json["code_path"], _ = _write_code(
+                folder / "alternates" / alt.record_id, alt.record, kernel_file
+            )
+        prose = out / "kb_references" / f"reference_{rank['rank']:02d}.md"
+        _write(prose, render(rank, candidate.record, pitfalls))
+        rank["prose_path"] = str(prose)
+        index_lines.append(
+            f"| {rank['rank']} | {rank['id']} | {rank['speedup']}x | {rank['comparable']} | "
+            f"{rank['reproductions']} | {rank['retire_hint'] or ''} | {prose.name} |"
+        )
+    if not answer["ranks"]:
+        index_lines.append(f"| - | nothing offered ({answer['read_reason']}) | | | | | |")
+    _write(out / "kb_references" / "index.md", "\n".join(index_lines) + "\n")
+    _write(out / "resolve.json", json.dumps(answer, indent=1, ensure_ascii=False) + "\n")

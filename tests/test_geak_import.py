@@ -1,0 +1,222 @@
+"""git kb import geak: GEAK kb_artifacts trees, written here by a fixture builder."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from conftest import kb
+
+from gitkb.importers import import_tree
+from gitkb.warmstart.attest import read_ledger
+from gitkb.warmstart.resolve import resolve
+from gitkb.warmstart.retract import unretract
+
+DIFF = """diff --git a/kernels/rmsnorm.py b/kernels/rmsnorm.py
+--- a/kernels/rmsnorm.py
++++ b/kernels/rmsnorm.py
+@@ -10,3 +10,3 @@ def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr):
+     cols = tl.arange(0, BLOCK)
+-    x = tl.load(x_ptr + cols, mask=cols < N)
++    x = tl.load(x_ptr + cols, mask=cols < N, eviction_policy="evict_first")
+"""
+REPORT = """Vectorized loads with an evict-first policy for the activations.
+
+## Key optimizations
+The activations are read once, so marking them evict-first keeps the weight
+vector resident in L2 across rows; the kernel is bandwidth-bound, so fewer L2
+misses on the weights cut its time. Profiled under /home/alice/runs/x by
+alice@example.com, notes in notes.md.
+
+## What didn't work
+Persistent rows did not help.
+"""
+GOOD_MECHANISM = (
+    "On gfx942 a block of 4096 fp32 values per program exceeds the 512 VGPR budget of a "
+    "wavefront, so the compiler spills to scratch memory and every spilled value costs a "
+    "round trip through the vector L1 cache."
+)
+
+
+def meta(**overrides) -> dict:
+    base = {
+        "lifecycle": "candidate",
+        "carrier": "patch",
+        "gfx": "gfx942",
+        "kernel_class": "norm",
+        "kernel_name": "rmsnorm",
+        "language": "triton",
+        "metric": {
+            "speedup": 1.25,
+            "wall_ms": 0.08,
+            "baseline_wall_ms": 0.1,
+            "gpu_arch": "gfx942",
+            "metric_kind": "latency",
+            "bench_key": "bk:rmsnorm-suite",
+            "case_names": ["n4096", "n8192"],
+        },
+        "direction": "evict-first loads for activations",
+        "content_signature": "csha:" + "0" * 32,
+        "reproductions": 0,
+        "verified_on": "2025-06-01",
+        "verified_stack": {"triton": "3.3.0", "torch": "2.7.0", "rocm": "6.4"},
+        "source_eval_dir": "/home/alice/scratch/eval_17",
+        "techniques": ["eviction-policy", "vectorized-loads"],
+        "retained": True,
+        "attestations": {
+            "recalls": 3,
+            "validations": 2,
+            "failures": 1,
+            "not_reproduced": 0,
+            "inapplicable": 0,
+            "history": [
+                {"outcome": "validated", "at": "2025-06-02T10:00:00Z", "by": "box-1"},
+                {"outcome": "failed", "at": "2025-06-03T10:00:00Z", "by": "box-2"},
+            ],
+        },
+    }
+    base.update(overrides)
+    return base
+
+
+def write_entry(
+    root,
+    exp_id="20250601_101500_a1b2c3",
+    slug="rmsnorm__triton__gfx942",
+    gfx_dir="gfx942",
+    kernel_class="norm",
+    data=None,
+    diff=DIFF,
+    report=REPORT,
+    as_json=False,
+    raw_meta=None,
+):
+    """One GEAK entry: <root>/<gfx>/<kernel_class>/<slug>/<exp_id>/{meta.yaml|json, ...}."""
+    folder = root / gfx_dir / kernel_class / slug / exp_id
+    folder.mkdir(parents=True)
+    data = meta() if data is None else data
+    if raw_meta is not None:
+        (folder / "meta.yaml").write_text(raw_meta)
+    elif as_json:
+        (folder / "meta.json").write_text(json.dumps(data))
+    else:
+        (folder / "meta.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    if diff:
+        (folder / "patch.diff").write_text(diff)
+    (folder / "report.md").write_text(report)
+    return folder
+
+
+def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
+    root = tmp_path / "kb_artifacts"
+    write_entry(root)
+    other = DIFF.replace('"evict_first"', '"evict_last"')
+    write_entry(root, exp_id="20250602_090000_0f0f0f", diff=other, as_json=True)
+    report = import_tree("geak", store, tmp_path)
+    assert report.imported == 2 and report.skipped == [] and report.commit == store.tip
+    info = store.repo.commit(report.commit)
+    assert info.subject == "kb import geak:kb_artifacts"
+    assert dict(info.trailers)["KB-Source"] == "geak"
+    record = json.loads(
+        store.read_record(
+            "amd.any.triton.rmsnorm.evict-first-loads-for-activations-20250601-a1b2c3"
+        ).raw
+    )
+    assert record["retrieval"]["scope"]["arch"] == "cdna3"
+    assert record["payload"]["implementation"]["snippet"] == DIFF
+    assert record["worth"]["gain"]["basis"] == "measured" and record["worth"]["gain"]["pct"] == 20.0
+    assert record["evidence"]["raw"]["bench_key"] == "bk:rmsnorm-suite"
+    assert record["evidence"]["raw"]["geak"]["verified_stack"]["rocm"] == "6.4"
+    text = json.dumps(record)
+    assert "alice" not in text and "/home/" not in text and "source_eval_dir" not in text
+    assert "evict-first keeps" not in text or "bandwidth-bound" in record["payload"]["mechanism"]
+    validated = kb("validate", str(store.location))
+    assert validated.returncode == 0, validated.stdout.decode()
+    answer = resolve(store.location, "triton_rmsnorm.py", product="gfx942")
+    assert answer["read_reason"] == "read" and len(answer["ranks"]) == 1  # one direction
+    assert len(answer["ranks"][0]["alternates"]) == 1
+    assert answer["ranks"][0]["bench_key"] == "bk:rmsnorm-suite"
+
+
+def test_attestations_become_ledger_lines(store, tmp_path):
+    write_entry(tmp_path)
+    import_tree("geak", store, tmp_path)
+    record_id = store.list(type="strategy")[0]["id"]
+    counts = read_ledger(store, record_id).counts()
+    assert (counts["recalls"], counts["validations"], counts["failures"]) == (3, 2, 1)
+    assert counts["last_by"] == "box-2"
+
+
+def test_same_code_on_the_page_is_a_reproduction(store, tmp_path):
+    write_entry(tmp_path)
+    spaced = DIFF.replace("mask=cols < N", "mask = cols<N")
+    write_entry(tmp_path, exp_id="20250605_120000_abcdef", diff=spaced)
+    report = import_tree("geak", store, tmp_path)
+    assert report.imported == 1 and len(report.reproductions) == 1
+    record = json.loads(store.read_record(report.reproductions[0]["record"]).raw)
+    assert record["worth"]["track"]["counters"]["verified_effective"] == 1
+    again = import_tree("geak", store, tmp_path)
+    assert again.commit is None and again.imported == 0 and again.reproductions == []
+
+
+def test_entries_that_cannot_be_records_are_listed_with_the_reason(store, tmp_path):
+    write_entry(tmp_path)
+    bad = {
+        "20250601_000001_000001": dict(gfx_dir="unknown", data=meta(gfx=None)),
+        "20250601_000002_000002": dict(data=meta(metric={"speedup": float("nan")})),
+        "20250601_000003_000003": dict(data=meta(metric={"speedup": 0.97})),
+        "20250601_000004_000004": dict(data=meta(carrier="ptx_blob")),
+        "20250601_000005_000005": dict(data=meta(carrier="tuned_artifact")),
+        "20250601_000006_000006": dict(diff=""),
+        "20250601_000007_000007": dict(raw_meta="metric: [unclosed\n"),
+        "2025-06-01-oops": dict(),
+    }
+    for exp_id, options in bad.items():
+        write_entry(tmp_path, exp_id=exp_id, **options)
+    report = import_tree("geak", store, tmp_path)
+    reasons = {s["entry"].rsplit("/", 1)[-1]: s["reason"] for s in report.skipped}
+    assert report.imported == 1
+    assert "missing arch" in reasons["20250601_000001_000001"]
+    assert "not a finite number" in reasons["20250601_000002_000002"]
+    assert "not above 1.0" in reasons["20250601_000003_000003"]
+    assert "unknown carrier" in reasons["20250601_000004_000004"]
+    assert "tuned_artifact" in reasons["20250601_000005_000005"]
+    assert "empty diff" in reasons["20250601_000006_000006"]
+    assert "unreadable" in reasons["20250601_000007_000007"]
+    assert "exp id" in reasons["2025-06-01-oops"]
+    result = kb("import", "geak", str(tmp_path), "--store", str(store.location))
+    assert result.returncode == 0 and b"skipped" in result.stdout
+
+
+def test_retired_entries_are_deprecated_and_never_offered(store, tmp_path):
+    write_entry(tmp_path, data=meta(retained=False, retired_reason="wrong on odd N"))
+    report = import_tree("geak", store, tmp_path)
+    record_id = store.list(type="strategy")[0]["id"]
+    entry = store.index().entry(record_id)
+    assert report.imported == 1 and entry["status"] == "deprecated" and entry["worth_score"] == 0
+    assert read_ledger(store, record_id).open_retraction()["reason"] == "wrong on odd N"
+    answer = resolve(store.location, "rmsnorm", arch="cdna3")
+    assert answer["read_reason"] == "all_retired"
+    unretract(store, record_id, "fixed and revalidated")
+    assert store.index().entry(record_id)["status"] == "active"
+    assert kb("validate", str(store.location)).returncode == 0
+
+
+def test_dead_ends_must_pass_the_established_fact_gate(store, tmp_path):
+    dead_ends = [
+        {"what": "one program per 4096-wide row", "why": GOOD_MECHANISM},
+        {"what": "persistent rows", "why": "flat within noise"},
+    ]
+    write_entry(tmp_path, data=meta(dead_ends=dead_ends))
+    report = import_tree("geak", store, tmp_path)
+    antis = store.list(type="anti-strategy")
+    assert len(antis) == 1 and "one-program-per-4096-wide-row" in antis[0]["id"]
+    assert len(report.skipped) == 1 and "(anti-strategy)" in report.skipped[0]["entry"]
+    assert "mechanism" in report.skipped[0]["reason"]
+    assert kb("validate", str(store.location)).returncode == 0
+
+
+def test_not_a_geak_tree(store, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = kb("import", "geak", str(tmp_path / "empty"), "--store", str(store.location))
+    assert result.returncode == 1 and b"no GEAK entries" in result.stderr

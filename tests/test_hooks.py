@@ -1,0 +1,192 @@
+"""Local hooks through the pre-commit framework itself, the commit-msg check, and
+`git kb hooks install` (local and server layouts)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, git, kb
+
+from gitkb import record as rec
+from gitkb import synthetic
+from gitkb.hooks import commit_msg
+from gitkb.resources import data_dir
+from gitkb.store import Store
+
+
+def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
+    """A `git-kb` executable on PATH that runs this checkout's gitkb, as hooks call it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "git-kb"
+    wrapper.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" -m gitkb "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+def write_record(work: Path, record: dict) -> str:
+    path = rec.path_for(record)
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    (work / path).write_bytes(rec.dumps(record))
+    return path
+
+
+def head(work: Path) -> str:
+    return git("rev-parse", "HEAD", cwd=work).stdout.strip()
+
+
+@pytest.fixture
+def hooked_store(tmp_path, monkeypatch):
+    """A store made by `git kb init` with its hooks installed by `git kb hooks install`."""
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    Store.init(tmp_path / "kb")
+    done = kb("hooks", "install", str(tmp_path / "kb"))
+    assert done.returncode == 0, done.stderr.decode()
+    hooks = tmp_path / "kb" / ".git" / "hooks"
+    assert (hooks / "pre-commit").is_file() and (hooks / "commit-msg").is_file()
+    return tmp_path / "kb"
+
+
+def test_framework_commits_a_good_record(hooked_store):
+    path = write_record(hooked_store, synthetic.strategy(1))
+    git("add", path, cwd=hooked_store)
+    done = git("commit", "-m", "a good record", cwd=hooked_store, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gitkb record gates" in done.stdout + done.stderr
+    assert git("log", "-1", "--format=%s", cwd=hooked_store).stdout.strip() == "a good record"
+
+
+@pytest.mark.parametrize(
+    ("defect", "gate", "what"),
+    [
+        ("absolute-path", "anonymization", "absolute path '/home/alice'"),
+        ("schema", "schema", "'kernel' is not one of"),
+    ],
+)
+def test_framework_refuses_a_bad_record_with_the_gates_message(hooked_store, defect, gate, what):
+    record = synthetic.strategy(2)
+    if defect == "absolute-path":
+        record["payload"]["mechanism"] += " The code is in /home/alice/kernels/softmax.py."
+    else:
+        record["level"] = "kernel"
+    before = head(hooked_store)
+    path = write_record(hooked_store, record)
+    git("add", path, cwd=hooked_store)
+    done = git("commit", "-m", "a bad record", cwd=hooked_store, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert f"gitkb: {record['id']}: {gate}: " in output and what in output, output
+    assert head(hooked_store) == before
+
+
+def test_framework_checks_admission_messages(hooked_store):
+    record = synthetic.strategy(3)
+    path = write_record(hooked_store, record)
+    git("add", path, cwd=hooked_store)
+    forged = f"kb insert {record['id']}\n\nKB-Action: insert\nKB-Record: someone.else.a.b.c\n"
+    done = git("commit", "-F", "-", cwd=hooked_store, check=False, input=forged)
+    assert done.returncode != 0
+    assert "commit-msg: KB-Record is someone.else.a.b.c" in done.stdout + done.stderr
+    honest = f"kb insert {record['id']}\n\nKB-Action: insert\nKB-Record: {record['id']}\n"
+    done = git("commit", "-F", "-", cwd=hooked_store, check=False, input=honest)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("message", "problems"),
+    [
+        ("fix a typo in the README\n", []),
+        ("kb insert a.b.c.d.e\n\nKB-Action: insert\nKB-Record: a.b.c.d.e\n", []),
+        ("kb init mystore\n\nA new store.\n\nKB-Action: init\nKB-Store-Format: gitkb-1\n", []),
+        (
+            "kb insert a.b.c.d.e\n\nKB-Action: insert\nKB-Record: a.b.c.d.e\n"
+            "# Please enter the commit message\n"
+            "# ------------------------ >8 ------------------------\n"
+            "diff --git a/x b/x\n",
+            [],
+        ),
+        ("kb insert a.b.c.d.e\n", ["needs a final trailer block"]),
+        ("kb insert a.b.c.d.e\n\nKB-Action: insert\nnot a trailer\n", ["needs a final trailer"]),
+        (
+            "kb confirm a.b.c.d.e\n\nKB-Action: insert\nKB-Record: a.b.c.d.e\n",
+            ["KB-Action is insert"],
+        ),
+        ("kb insert a.b.c.d.e\n\nKB-Action: insert\n", ["KB-Record is nothing"]),
+    ],
+)
+def test_commit_msg(tmp_path, message, problems):
+    path = tmp_path / "COMMIT_EDITMSG"
+    path.write_text(message)
+    found = commit_msg(str(path))
+    assert len(found) == len(problems), found
+    for line, expected in zip(found, problems, strict=True):
+        assert line.startswith("a.b.c.d.e: commit-msg: ") and expected in line
+
+
+def test_shipped_hook_manifest_and_store_config_are_valid():
+    def validate(kind: str, path: Path):
+        done = subprocess.run(
+            [sys.executable, "-m", "pre_commit", kind, str(path)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    validate("validate-manifest", ROOT / ".pre-commit-hooks.yaml")
+    validate("validate-config", data_dir("templates") / "store" / "pre-commit-config.yaml")
+
+
+# --------------------------------------------------------------------------- install
+
+
+def test_install_server_hook_into_a_bare_repository(bare_store):
+    done = kb("hooks", "install", "--server", str(bare_store.location))
+    assert done.returncode == 0, done.stderr.decode()
+    hook = bare_store.location / "hooks" / "pre-receive"
+    assert hook.read_bytes() == (data_dir("hooks") / "pre-receive").read_bytes()
+    assert hook.stat().st_mode & stat.S_IXUSR
+    again = kb("hooks", "install", "--server", str(bare_store.location))
+    assert again.returncode == 0, "reinstalling the same hook is fine"
+
+
+@pytest.mark.parametrize(
+    ("flag", "where"),
+    [("--gitea", "hooks/pre-receive.d/gitkb"), ("--gitlab", "custom_hooks/pre-receive")],
+)
+def test_install_server_hook_in_forge_layouts(bare_store, flag, where):
+    done = kb("hooks", "install", "--server", flag, str(bare_store.location))
+    assert done.returncode == 0, done.stderr.decode()
+    hook = bare_store.location / where
+    assert hook.stat().st_mode & stat.S_IXUSR
+    assert b"git-kb hook pre-receive" in hook.read_bytes()
+
+
+def test_install_server_refuses_a_non_bare_repository(store):
+    done = kb("hooks", "install", "--server", str(store.location))
+    assert done.returncode != 0
+    err = done.stderr.decode().strip()
+    assert err.startswith("gitkb: error: ") and "not a bare repository" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_install_server_keeps_a_different_hook_unless_forced(bare_store):
+    hook = bare_store.location / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    done = kb("hooks", "install", "--server", str(bare_store.location))
+    assert done.returncode != 0 and b"--force" in done.stderr
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    done = kb("hooks", "install", "--server", "--force", str(bare_store.location))
+    assert done.returncode == 0
+    assert b"git-kb hook pre-receive" in hook.read_bytes()
+
+
+def test_install_local_refuses_a_bare_repository(bare_store):
+    done = kb("hooks", "install", str(bare_store.location))
+    assert done.returncode != 0 and b"--server" in done.stderr

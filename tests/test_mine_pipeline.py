@@ -1,0 +1,254 @@
+"""`git kb mine` / `git kb recon` end to end: real traces, a real store, the real CLI,
+the seventeen gates, re-mining, staging, external distillers, bad input, and a push
+through the server hook."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, kb
+from trace_factory import (
+    SPILL_DEADEND,
+    Symlink,
+    Trace,
+    kernel_only_trace,
+    kernel_source,
+    legacy_trace,
+    long_horizon_trace,
+)
+
+from gitkb.errors import GitkbError
+from gitkb.mine.pipeline import mine
+from gitkb.store import Store
+
+
+def outcomes(result):
+    return {o.seg_id: o.action for o in result.outcomes}
+
+
+def test_mined_records_pass_all_seventeen_gates(tmp_path, store):
+    legacy = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    longh = long_horizon_trace(tmp_path / "kernel_opt_002_softmax", bare=True)
+    done = kb("mine", str(legacy), "--store", str(store.location), "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    summary = json.loads(done.stdout)
+    assert summary["counts"] == {"insert": 8, "skip": 1}
+    assert "payload.mechanism" in summary["missing_by_type"]["strategy"]
+    result = mine(longh, store=store)
+    assert outcomes(result) == {
+        "strategy-v1": "insert",
+        "strategy-v2": "insert",
+        "strategy-v4": "insert",
+        "anti-v3-01": "insert",
+        "refk-final": "insert",
+    }
+    check = kb("validate", str(store.location))
+    out = check.stdout.decode()
+    assert check.returncode == 0, out + check.stderr.decode()
+    assert "0 of 17 gates failed" in out
+    assert store.repo.resolve("refs/kb/traces/kernel_opt_002_softmax") == result.head
+    log = store.log()
+    insert = next(e for e in log if e["action"] == "insert")
+    assert insert["trailers"]["KB-Trace"] == "kernel_opt_002_softmax"
+    assert store.repo.has_object(insert["trailers"]["KB-Trace-Commit"])
+    assert store.repo.read(store.tip, "reports/kernel_opt_001_softmax/recon.md")
+
+
+def test_remining_admits_nothing_new(tmp_path, store):
+    trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    mine(trace, store=store)
+    tip = store.tip
+    again = mine(trace, store=store)
+    assert set(outcomes(again).values()) == {"confirm", "skip"}
+    new = [c.trailers for c in store.repo.walk(store.tip, exclude=(tip,))]
+    assert new == [
+        [
+            ("KB-Action", "report"),
+            ("KB-Record", "kernel_opt_001_softmax"),
+            ("KB-Trace", "kernel_opt_001_softmax"),
+        ]
+    ]  # the run's report only
+    tip = store.tip
+    mine(trace, store=store)
+    assert store.tip == tip
+
+
+def test_another_trace_confirms_and_a_contradiction_is_queued(tmp_path, store):
+    a = Trace(tmp_path / "kernel_opt_001_softmax")
+    a.setup()
+    a.legacy_keep(0, 100.0, "baseline kernel with three passes")
+    a.legacy_keep(1, 80.0, SPILL_DEADEND, pct="+20%")
+    a.write()
+    mine(a.path, store=store)
+    mine(a.path, store=store, label="kernel_opt_001_softmax_rerun")
+    counted = store.read_record(
+        next(e["id"] for e in store.index().entries() if e["type"] == "strategy")
+    ).data["worth"]["track"]["counters"]["verified_effective"]
+    assert counted == 1
+    b = Trace(tmp_path / "kernel_opt_009_softmax")
+    b.setup()
+    b.legacy_keep(0, 100.0, "baseline kernel with three passes")
+    b.legacy_revert(1, 120.0, "slower", [SPILL_DEADEND])
+    b.write()
+    result = mine(b.path, store=store)
+    assert outcomes(result)["anti-v1-01"] == "conflict"
+    assert any(p.startswith("conflicts/") for p, _ in store.repo.list_tree(store.tip, "conflicts"))
+
+
+def test_dry_run_and_stage_only(tmp_path, store):
+    trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    tip = store.tip
+    result = mine(trace, store=store, dry_run=True)
+    assert set(outcomes(result).values()) == {"dry-run", "skip"}
+    assert store.tip == tip and not store.repo.refs("refs/kb/traces")
+    stage = tmp_path / "stage"
+    done = kb("mine", str(trace), "--stage-only", str(stage), "--store", str(tmp_path / "none"))
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(list((stage / "records").rglob("*-s0*.json"))) == 3
+    assert (stage / "reports" / "kernel_opt_001_softmax" / "mine.json").is_file()
+    check = kb("validate", str(stage))
+    assert check.returncode == 0, check.stdout.decode()
+
+
+def test_recon_cli(tmp_path):
+    trace = long_horizon_trace(tmp_path / "kernel_opt_002_softmax")
+    done = kb("recon", str(trace), "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    document = json.loads(done.stdout)
+    assert document["citable_numbers"]["milestones"] == 4
+    assert document["long_horizon"]["incumbent_lineage"] == ["v2", "v4"]
+    assert document["store_coverage"] == {"store": None}
+    text = kb("recon", str(trace)).stdout.decode()
+    assert "usable-capture share: 0 of 0" in text
+
+
+def test_kernel_only_trace_needs_hardware_flags(tmp_path, store):
+    trace = kernel_only_trace(tmp_path / "kernel_opt_003_gemm")
+    done = kb("mine", str(trace), "--store", str(store.location))
+    assert done.returncode != 0
+    assert b"--vendor/--arch/--product" in done.stderr and b"Traceback" not in done.stderr
+    result = mine(trace, store=store, options=_options(vendor="nvidia", arch="hopper"))
+    assert result.outcomes == [] and len(result.ingest.rows) == 0
+
+
+def _options(**kw):
+    from gitkb.mine.packet import MineOptions
+
+    return MineOptions(**kw)
+
+
+def test_hardware_flags_are_kept_for_the_gates(tmp_path, store):
+    t = Trace(tmp_path / "kernel_opt_004_softmax")
+    t.setup(hardware="LOCAL")
+    t.legacy_keep(0, 100.0, "baseline kernel with three passes")
+    t.legacy_keep(1, 80.0, "merge the max and sum loops", pct="+20%")
+    t.write()
+    result = mine(t.path, store=store, options=_options(product="h100"))
+    assert outcomes(result)["strategy-v1"] == "insert"
+    assert kb("validate", str(store.location)).returncode == 0
+
+
+def _bad_traces(tmp_path: Path) -> dict[str, Path]:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    empty = tmp_path / "empty"
+    git("init", "-q", str(empty))
+    no_kernel = Trace(tmp_path / "no_kernel")
+    no_kernel.setup()
+    escape = Trace(tmp_path / "escape")
+    escape.setup()
+    escape.commit("v0: link", {"kernel.py": Symlink("/etc/passwd")})
+    return {
+        "not a git repository": plain,
+        "has no commits": empty,
+        "has no kernel.py": no_kernel.write(),
+        "leaves the trace": escape.write(),
+    }
+
+
+@pytest.mark.parametrize(
+    "expected", ["not a git repository", "has no commits", "has no kernel.py", "leaves the trace"]
+)
+def test_bad_input_one_clear_line(tmp_path, store, expected):
+    trace = _bad_traces(tmp_path)[expected]
+    tip = store.tip
+    done = kb("mine", str(trace), "--store", str(store.location))
+    err = done.stderr.decode()
+    if expected == "leaves the trace":
+        # The link is refused before it is read: the version degrades, nothing is admitted.
+        assert done.returncode == 0, err
+        recon = kb("recon", str(trace), "--json")
+        assert "leaves the trace" in recon.stdout.decode()
+        assert "root:" not in recon.stdout.decode()
+        return
+    assert done.returncode != 0 and "Traceback" not in err
+    assert err.count("\n") == 1 and expected in err
+    assert store.tip == tip
+
+
+def test_degraded_versions_are_reported_not_fatal(tmp_path, store):
+    t = Trace(tmp_path / "kernel_opt_005_softmax")
+    t.setup()
+    t.legacy_keep(0, 100.0, "baseline kernel with three passes")
+    t.commit("v1: broken", {"kernel.py": kernel_source(1), "memory/v1.json": b"\xff{not json"})
+    t.commit("v2: profile", {"profiles/v2/summary.txt": b"Kernel: k\n" + b"x" * 9437184})
+    result = mine(t.write(), store=store)
+    assert result.summary()["degraded_versions"] == ["v1"]
+    recon = store.repo.read(store.tip, "reports/kernel_opt_005_softmax/recon.md").decode()
+    assert "not UTF-8" in recon and "8 MiB" in recon
+
+
+DISTILLER = """
+import json, os, sys
+packet = json.load(open(os.environ["GITKB_PACKET"]))
+assert "Copy, do not invent" in open(os.environ["GITKB_BRIEF"]).read()
+out = os.environ["GITKB_OUT"]
+mode = sys.argv[1]
+if mode == "thin":
+    json.dump({"skipped": "packet too thin", "missing": ["payload.mechanism"]},
+              open(os.path.join(out, "report.json"), "w"))
+else:
+    json.dump({"id": packet["target"]["id"], "schema": "clean-1.3"},
+              open(os.path.join(out, "record.json"), "w"))
+"""
+
+
+def test_external_distiller(tmp_path, store):
+    trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    script = tmp_path / "distiller.py"
+    script.write_text(DISTILLER)
+    thin = mine(trace, store=store, distiller=f"{sys.executable} {script} thin")
+    assert {o.note for o in thin.outcomes} == {"packet too thin"}
+    bad = mine(trace, store=store, distiller=f"{sys.executable} {script} bad")
+    assert all(o.action == "skip" and "refused by the gates" in o.note for o in bad.outcomes)
+    assert not store.index().entries()
+    with pytest.raises(GitkbError, match="command not found"):
+        mine(trace, store=store, distiller="no-such-distiller-command")
+
+
+def test_mined_store_push_is_gated_by_the_server_hook(tmp_path, monkeypatch):
+    from test_hooks import put_git_kb_on_path
+
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    server = tmp_path / "server.git"
+    Store.init(server, bare=True)
+    done = kb("hooks", "install", "--server", str(server))
+    if done.returncode != 0:
+        pytest.skip("server hook installation is not available: " + done.stderr.decode())
+    git("clone", "-q", f"file://{server}", str(tmp_path / "work"))
+    work = Store.open(tmp_path / "work")
+    mine(legacy_trace(tmp_path / "kernel_opt_001_softmax"), store=work)
+    refspecs = ["main", "refs/kb/traces/*:refs/kb/traces/*"]
+    pushed = git("push", "--porcelain", "origin", *refspecs, cwd=work.location, check=False)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    strategy = next(e for e in work.index().entries() if e["type"] == "strategy")
+    path = work.location / strategy["path"]
+    data = json.loads(path.read_text())
+    data["worth"]["gain"]["pct"] = data["worth"]["gain"]["metrics"][0]["delta_pct"] = 87.6543
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    git("-c", "core.hooksPath=/dev/null", "commit", "-q", "-am", "tamper", cwd=work.location)
+    refused = git("push", "--porcelain", "origin", "main", cwd=work.location, check=False)
+    assert refused.returncode != 0

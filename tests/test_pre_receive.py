@@ -1,0 +1,424 @@
+"""The server hook: real `git push` with C git into a bare store whose pre-receive hook
+was installed by `git kb hooks install --server`, over file:// and over git daemon."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import example_files, git, kb
+from test_hooks import put_git_kb_on_path
+
+from gitkb import hooks, synthetic
+from gitkb import record as rec
+from gitkb.gates.registry import record_level
+from gitkb.store import BRANCH, Store
+from gitkb.validate import example_context
+from gitkb.vcs import ZERO_SHA, Repository, format_message
+
+STORE_GATES = [g for g in record_level() if g.family == "store"]
+DAEMON_START_S = 10
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    """A bare store with the hook installed, and `git-kb` on the PATH its hook sees."""
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    Store.init(tmp_path / "server.git", bare=True)
+    done = kb("hooks", "install", "--server", str(tmp_path / "server.git"))
+    assert done.returncode == 0, done.stderr.decode()
+    return tmp_path / "server.git"
+
+
+@pytest.fixture
+def clone(server, tmp_path):
+    git("clone", "-q", f"file://{server}", str(tmp_path / "work"))
+    return Store.open(tmp_path / "work")
+
+
+def push(store: Store, *refspecs: str, url: str = "origin"):
+    return git(
+        "push", "--porcelain", url, *(refspecs or ("main",)), cwd=store.location, check=False
+    )
+
+
+def has_object(repo: Path, sha: str) -> bool:
+    return git("cat-file", "-e", sha, cwd=repo, check=False).returncode == 0
+
+
+def admit_examples(store: Store) -> None:
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
+
+
+def forge(store: Store, edits: dict, subject: str, trailers: list, body: str = "") -> str:
+    """Commit ``edits`` onto main with no gate in the way (as a hand-made commit would be)."""
+    tip = store.tip
+    commit = store.repo.write_commit(tip, edits, format_message(subject, body, trailers))
+    store.repo.update_ref(BRANCH, tip, commit)
+    return commit
+
+
+def with_index(store: Store, records: dict[str, dict]) -> dict:
+    """Edits writing ``records`` (path -> record) with index entries that agree."""
+    index = store.index()
+    for path, record in records.items():
+        index.put(rec.index_entry(record, path))
+    edits: dict = {path: rec.dumps(record) for path, record in records.items()}
+    edits[rec.INDEX_PATH] = index.dumps()
+    return edits
+
+
+def refused(done, server: Path, commit: str, gate: str) -> str:
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "pre-receive hook declined" in output, output
+    assert f"gitkb: refs/heads/main {commit}: " in output and f": {gate}: " in output, output
+    assert not has_object(server, commit), "a refused push leaves no objects on the server"
+    return output
+
+
+# --------------------------------------------------------------------------- good pushes
+
+
+@contextlib.contextmanager
+def git_daemon(base: Path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+         "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1", str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + DAEMON_START_S
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"git daemon did not start: {daemon.stderr.read().decode()}")
+            time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(5)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait(5)
+
+
+def test_good_pushes_land_over_file_url_and_git_daemon(server, clone, tmp_path):
+    admit_examples(clone)
+    done = push(clone)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git("rev-parse", "main", cwd=server).stdout.strip() == clone.tip
+
+    clone.admit(rec.dumps(synthetic.strategy(7)), "insert")
+    with git_daemon(tmp_path) as base_url:
+        done = push(clone, url=f"{base_url}/server.git")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert git("rev-parse", "main", cwd=server).stdout.strip() == clone.tip
+
+        bad = synthetic.strategy(8)
+        bad["level"] = "kernel"
+        commit = forge(
+            clone,
+            with_index(clone, {rec.path_for(bad): bad}),
+            f"kb insert {bad['id']}",
+            [("KB-Action", "insert"), ("KB-Record", bad["id"])],
+        )
+        refused(push(clone, url=f"{base_url}/server.git"), server, commit, "schema")
+
+
+def test_first_push_into_an_empty_bare_repository(tmp_path, monkeypatch):
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    git("init", "-q", "--bare", str(tmp_path / "empty.git"))
+    assert kb("hooks", "install", "--server", str(tmp_path / "empty.git")).returncode == 0
+    local = Store.init(tmp_path / "local")
+    admit_examples(local)
+    git("remote", "add", "origin", str(tmp_path / "empty.git"), cwd=local.location)
+    done = push(local)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    other = Store.init(tmp_path / "other")
+    bad = copy.deepcopy(json.loads(example_files()[0].read_bytes()))
+    bad["payload"]["mechanism"] = "see /home/alice/kernels/x.py"
+    commit = forge(
+        other,
+        with_index(other, {rec.path_for(bad): bad}),
+        f"kb insert {bad['id']}",
+        [("KB-Action", "insert"), ("KB-Record", bad["id"])],
+    )
+    git("init", "-q", "--bare", str(tmp_path / "empty2.git"))
+    assert kb("hooks", "install", "--server", str(tmp_path / "empty2.git")).returncode == 0
+    done = push(other, "main", url=str(tmp_path / "empty2.git"))
+    refused(done, tmp_path / "empty2.git", commit, "anonymization")
+
+
+# --------------------------------------------------------------------------- store gates
+
+
+def injected_records(gate) -> dict[str, rec.RecordFile]:
+    """Record files a gate's first applicable injection case changes or adds in the shipped
+    sample, as path -> file; the gate is confirmed to fire on the mutated sample."""
+    for case in gate.injections:
+        ctx = example_context()
+        before = {r.path: copy.deepcopy(r.data) for r in ctx.records}
+        if not case.mutate(ctx) or not gate.run(ctx).findings:
+            continue
+        changed = {
+            r.path: r
+            for r in ctx.records
+            if r.path not in before or r.data is None or r.data != before[r.path]
+        }
+        if changed:
+            return changed
+    pytest.skip(f"no injection case of {gate.name} changes a record file")
+
+
+@pytest.mark.parametrize("gate", STORE_GATES, ids=[g.name for g in STORE_GATES])
+def test_each_store_gate_defect_is_refused(server, clone, gate):
+    admit_examples(clone)
+    assert push(clone).returncode == 0
+    changed = injected_records(gate)
+    index = clone.index()
+    edits: dict = {}
+    for path, record_file in changed.items():
+        edits[path] = record_file.raw if record_file.data is None else rec.dumps(record_file.data)
+        if record_file.data is not None and isinstance(record_file.data.get("id"), str):
+            index.put(rec.index_entry(record_file.data, path))
+    edits[rec.INDEX_PATH] = index.dumps()
+    # A bulk action, so that only the gate (not the trailer rule) can object.
+    commit = forge(clone, edits, "kb import injected", [("KB-Action", "import")])
+    refused(push(clone), server, commit, gate.name)
+
+
+# --------------------------------------------------------------------------- trailers, index
+
+
+def test_forged_trailer_is_refused(server, clone):
+    record = synthetic.strategy(11)
+    other = synthetic.strategy(12)["id"]
+    commit = forge(
+        clone,
+        with_index(clone, {rec.path_for(record): record}),
+        f"kb insert {other}",
+        [("KB-Action", "insert"), ("KB-Record", other)],
+    )
+    output = refused(push(clone), server, commit, "trailers")
+    assert f"{record['id']}: trailers: changed by a commit whose KB-Record names {other}" in output
+
+
+def test_subject_and_trailers_must_agree(server, clone):
+    record = synthetic.strategy(13)
+    commit = forge(
+        clone,
+        with_index(clone, {rec.path_for(record): record}),
+        f"kb confirm {record['id']}",
+        [("KB-Action", "insert"), ("KB-Record", record["id"])],
+    )
+    refused(push(clone), server, commit, "commit-msg")
+
+
+def test_record_change_without_kb_action_is_refused(server, clone):
+    record = synthetic.strategy(14)
+    commit = forge(clone, with_index(clone, {rec.path_for(record): record}), "add a record", [])
+    output = refused(push(clone), server, commit, "trailers")
+    assert "carries no KB-Action trailer" in output
+
+
+def test_conflict_and_ledger_files_need_trailers_too(server, clone):
+    commit = forge(clone, {"ledger/a.b.c.d.e.jsonl": b"{}\n"}, "note", [])
+    output = refused(push(clone), server, commit, "trailers")
+    assert "a.b.c.d.e: trailers: changes ledger/a.b.c.d.e.jsonl" in output
+
+
+def test_index_that_disagrees_is_refused(server, clone):
+    record = synthetic.strategy(15)
+    path = rec.path_for(record)
+    index = clone.index()
+    entry = rec.index_entry(record, path)
+    entry["worth_score"] = 99.5
+    index.put(entry)
+    commit = forge(
+        clone,
+        {path: rec.dumps(record), rec.INDEX_PATH: index.dumps()},
+        f"kb insert {record['id']}",
+        [("KB-Action", "insert"), ("KB-Record", record["id"])],
+    )
+    refused(push(clone), server, commit, "index")
+
+
+def test_index_only_change_is_checked_against_the_records(server, clone):
+    clone.admit(rec.dumps(synthetic.strategy(16)), "insert")
+    assert push(clone).returncode == 0
+    index = clone.index()
+    entry = index.entry(synthetic.strategy(16)["id"])
+    entry["tier"] = "legendary"
+    index.put(entry)
+    commit = forge(
+        clone, {rec.INDEX_PATH: index.dumps()}, "kb reindex index", [("KB-Action", "reindex")]
+    )
+    output = refused(push(clone), server, commit, "index")
+    assert "index tier is 'legendary'" in output
+
+
+def test_id_taken_at_another_path_is_refused(server, clone):
+    record = synthetic.strategy(17)
+    clone.admit(rec.dumps(record), "insert")
+    assert push(clone).returncode == 0
+    elsewhere = "records/strategy/moved/" + rec.path_for(record).rsplit("/", 1)[1]
+    commit = forge(
+        clone,
+        {elsewhere: rec.dumps(record)},
+        f"kb insert {record['id']}",
+        [("KB-Action", "insert"), ("KB-Record", record["id"])],
+    )
+    refused(push(clone), server, commit, "ids")
+
+
+def test_main_is_append_only(server, clone):
+    admit_examples(clone)
+    assert push(clone).returncode == 0
+    first = clone.repo.commit(clone.tip).parents[0]
+    git("update-ref", "refs/heads/main", first, cwd=clone.location)
+    output = push(clone, "+main")
+    assert output.returncode != 0 and ": -: history: not a fast-forward" in output.stderr
+    deleted = push(clone, ":main")
+    assert deleted.returncode != 0 and "the records branch cannot be deleted" in deleted.stderr
+
+
+# --------------------------------------------------------------------------- trace refs
+
+
+def test_trace_refs_are_only_created_or_fast_forwarded_while_cited(tmp_path, monkeypatch):
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    server = tmp_path / "server.git"
+    Store.init(server, bare=True)
+    git("clone", "-q", str(server), str(tmp_path / "work"))
+    work = Store.open(tmp_path / "work")
+    v0 = work.repo.write_commit(None, {"kernel.py": b"v0\n"}, "v0\n")
+    v1 = work.repo.write_commit(v0, {"kernel.py": b"v1\n"}, "v1\n")
+    work.repo.update_ref("refs/kb/traces/x", None, v1)
+    record = synthetic.strategy(20)
+    record["evidence"]["raw"]["source_repo"] = "x"
+    forge(
+        work,
+        with_index(work, {rec.path_for(record): record}),
+        f"kb insert {record['id']}",
+        [("KB-Action", "insert"), ("KB-Record", record["id"])],
+    )
+    # The cited trace lands before the hook exists: the trace gates are not under test here.
+    assert push(work, "main", "refs/kb/traces/x").returncode == 0
+    assert kb("hooks", "install", "--server", str(server)).returncode == 0
+
+    deleted = push(work, ":refs/kb/traces/x")
+    assert deleted.returncode != 0
+    line = f"gitkb: refs/kb/traces/x {ZERO_SHA}: {record['id']}: trace-refs: cites trace x"
+    assert line in deleted.stderr, deleted.stderr
+    assert git("rev-parse", "refs/kb/traces/x", cwd=server).stdout.strip() == v1
+
+    rewritten = work.repo.write_commit(v0, {"kernel.py": b"v1, rewritten\n"}, "v1 again\n")
+    git("update-ref", "refs/kb/traces/x", rewritten, cwd=work.location)
+    done = push(work, "+refs/kb/traces/x")
+    assert done.returncode != 0 and "cannot be rewritten" in done.stderr
+    assert not has_object(server, rewritten)
+
+    v2 = work.repo.write_commit(v1, {"kernel.py": b"v2\n"}, "v2\n")
+    git("update-ref", "refs/kb/traces/x", v2, cwd=work.location)
+    assert push(work, "refs/kb/traces/x").returncode == 0
+
+    y = work.repo.write_commit(None, {"kernel.py": b"y\n"}, "y\n")
+    work.repo.update_ref("refs/kb/traces/y", None, y)
+    assert push(work, "refs/kb/traces/y").returncode == 0
+    assert push(work, ":refs/kb/traces/y").returncode == 0, "an uncited trace may go"
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+def test_a_crashing_hook_refuses_the_push_in_one_line(server, clone, tmp_path, monkeypatch):
+    crash = tmp_path / "crash"
+    crash.mkdir()
+    (crash / "sitecustomize.py").write_text(
+        "import gitkb.hooks\n"
+        "def broken(lines, repo=None):\n"
+        "    raise RuntimeError('simulated failure')\n"
+        "gitkb.hooks.pre_receive = broken\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(crash))
+    admit_examples(clone)
+    done = push(clone)
+    assert done.returncode != 0
+    remote = [line for line in done.stderr.splitlines() if line.startswith("remote: ")]
+    assert len(remote) == 1 and "simulated failure" in remote[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert not has_object(server, clone.tip)
+
+
+def test_cost_follows_the_push_not_the_store(server, clone, monkeypatch):
+    """The main check never lists the store's records: only changed blobs and the index."""
+    admit_examples(clone)
+    old = clone.tip
+    clone.admit(rec.dumps(synthetic.strategy(30)), "insert")
+
+    def no_listing(*args, **kwargs):
+        raise AssertionError("pre-receive listed a tree")
+
+    monkeypatch.setattr(Repository, "list_tree", no_listing)
+    repo = Repository.open(clone.location)
+    assert hooks.pre_receive([f"{old} {clone.tip} refs/heads/main"], repo) == []
+
+
+def test_shim_falls_back_to_python_when_git_kb_is_missing(server, clone, monkeypatch):
+    """Without `git-kb` on PATH the shim runs `python3 -m gitkb`; if that cannot import
+    gitkb either, the push is refused rather than let through unchecked."""
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "git-kb").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    monkeypatch.setenv("GITKB_PYTHON", "/nonexistent/python3")
+    admit_examples(clone)
+    done = push(clone)
+    assert done.returncode != 0 and not has_object(server, clone.tip)
+
+
+def test_record_citing_a_commit_not_in_the_store_is_refused(server, clone):
+    trace = clone.repo.write_commit(None, {"kernel.py": b"v0\n"}, "v0\n")
+    clone.repo.update_ref("refs/kb/traces/t", None, trace)
+    assert push(clone, "refs/kb/traces/t").returncode == 0, "creating a trace ref is allowed"
+    record = synthetic.strategy(40)
+    record["evidence"]["raw"].update(source_repo="t", git_commit="0" * 40)
+    commit = forge(
+        clone,
+        with_index(clone, {rec.path_for(record): record}),
+        f"kb insert {record['id']}",
+        [("KB-Action", "insert"), ("KB-Record", record["id"])],
+    )
+    output = refused(push(clone), server, commit, "provenance")
+    assert f"{record['id']}: provenance: evidence.raw.git_commit: {'0' * 40}" in output
+
+
+def test_gates_see_trace_refs_pushed_together_with_the_records(server, clone):
+    """A trace ref created in the same push resolves for the gates (the push's view of refs)."""
+    trace = clone.repo.write_commit(None, {"kernel.py": b"v0\n"}, "v0\n")
+    clone.repo.update_ref("refs/kb/traces/u", None, trace)
+    record = synthetic.strategy(41)
+    record["evidence"]["raw"].update(source_repo="u", git_commit=trace)
+    forge(
+        clone,
+        with_index(clone, {rec.path_for(record): record}),
+        f"kb insert {record['id']}",
+        [("KB-Action", "insert"), ("KB-Record", record["id"])],
+    )
+    alone = push(clone, "main")
+    assert f"{record['id']}: provenance: " in alone.stderr, alone.stderr
+    together = push(clone, "main", "refs/kb/traces/u")
+    assert f"{record['id']}: provenance: " not in together.stderr, together.stderr

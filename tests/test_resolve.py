@@ -1,0 +1,278 @@
+"""git kb resolve: matching, curation, the answer, the audit folder, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import git, kb
+
+from gitkb import synthetic, targets
+from gitkb.errors import GitkbError
+from gitkb.record import dumps
+from gitkb.warmstart.attest import attest
+from gitkb.warmstart.resolve import resolve
+from gitkb.warmstart.retract import retract
+
+
+def strategy(
+    n: int,
+    kernel: str = "softmax",
+    product: str = "h100",
+    pct: float = 20.0,
+    direction: str | None = None,
+    cases: list[str] | None = None,
+    code: str | None = None,
+) -> dict:
+    """A gate-valid strategy for ``kernel`` on ``product`` with its own code and gain."""
+    hw = targets.require(product)
+    record = synthetic.strategy(0)
+    record["id"] = f"{hw.vendor}.{product}.triton.{kernel}.step-{n}-s{n:02d}"
+    technique = f"dir{n}" if direction is None else direction
+    record["episode_key"] = f"{hw.arch}|triton|{kernel}|{technique}|operator"
+    scope = record["retrieval"]["scope"]
+    scope.update(vendor=hw.vendor, arch=hw.arch, product=product, operator_family=kernel)
+    scope.update(operators=[kernel], architectures=[hw.arch])
+    record["retrieval"]["generality"]["arch"] = hw.arch
+    record["payload"]["problem"]["operator"] = kernel
+    snippet = code or f"-    y = tl.exp(x - m)\n+    y = tl.exp2((x - m) * {n + 2})\n"
+    record["payload"]["implementation"]["snippet"] = snippet
+    record["worth"]["gain"]["pct"] = pct
+    record["worth"]["gain"]["metrics"][0]["delta_pct"] = pct
+    if cases is not None:
+        record["evidence"]["raw"]["bench_cases"] = cases
+    return record
+
+
+def admit(store, *records):
+    for record in records:
+        store.admit(dumps(record), "insert")
+
+
+def ids(answer):
+    return [r["id"] for r in answer["ranks"]]
+
+
+def test_best_same_arch_code_first_and_other_arches_named(bare_store):
+    a, b = strategy(1, pct=30.0), strategy(2, pct=10.0)
+    elsewhere = strategy(3, product="mi300x", pct=50.0)
+    admit(bare_store, a, b, elsewhere, strategy(4, kernel="layernorm"))
+    answer = resolve(bare_store.location, "triton_softmax.py", product="h100")
+    assert answer["read_reason"] == "read"
+    assert answer["kernel"]["tier"] == "exact" and answer["kernel"]["matched"] == ["softmax"]
+    assert ids(answer) == [a["id"], b["id"]]
+    assert answer["ranks"][0]["speedup"] == pytest.approx(100 / 70, abs=1e-4)
+    assert answer["counts"]["total"] == 3 and answer["counts"]["other_arch"] == 1
+    assert answer["other_arch_pages"] == [
+        {"vendor": "amd", "arch": "cdna3", "dsl": "triton", "records": 1}
+    ]
+    assert (
+        resolve(bare_store.location, "softmax", arch="cdna3")["ranks"][0]["id"] == (elsewhere["id"])
+    )
+    assert resolve(bare_store.location, "softmax", arch="blackwell")["read_reason"] == (
+        "no_same_arch"
+    )
+
+
+def test_retired_never_offered_unless_asked(bare_store):
+    a, b = strategy(1, pct=30.0), strategy(2, pct=10.0)
+    admit(bare_store, a, b)
+    retract(bare_store, a["id"], "wrong results on odd widths")
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert ids(answer) == [b["id"]] and answer["counts"]["retired"] == 1
+    everything = resolve(bare_store.location, "softmax", arch="hopper", include_retired=True)
+    assert ids(everything) == [a["id"], b["id"]] and everything["ranks"][0]["retired"]
+
+
+def test_fully_retired_page_offers_nothing(bare_store):
+    a, b = strategy(1), strategy(2)
+    admit(bare_store, a, b)
+    for record in (a, b):
+        retract(bare_store, record["id"], "superseded by a correct kernel")
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert answer["read_reason"] == "all_retired" and answer["ranks"] == []
+    assert answer["counts"]["retired"] == 2
+
+
+def test_one_rank_per_direction_with_alternates(bare_store):
+    best = strategy(1, pct=30.0, direction="online_rescale")
+    runner_up = strategy(2, pct=25.0, direction="online-rescale")
+    other = strategy(3, pct=10.0, direction="vectorize")
+    admit(bare_store, best, runner_up, other)
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert ids(answer) == [best["id"], other["id"]]
+    assert [a["id"] for a in answer["ranks"][0]["alternates"]] == [runner_up["id"]]
+    assert answer["counts"]["collapsed"] == 1
+
+
+def test_retire_hint_sorts_behind_clean_sibling(bare_store):
+    suspect = strategy(1, pct=30.0, direction="same")
+    clean = strategy(2, pct=20.0, direction="same")
+    admit(bare_store, suspect, clean)
+    for _ in range(2):
+        attest(bare_store, suspect["id"], "not_reproduced", by="box-a")
+    rank = resolve(bare_store.location, "softmax", arch="hopper")["ranks"][0]
+    assert rank["id"] == clean["id"]
+    assert rank["alternates"][0]["id"] == suspect["id"]
+    assert "not reproduced 2 times" in rank["alternates"][0]["retire_hint"]
+
+
+def test_empty_direction_stands_alone(bare_store):
+    a, b = strategy(1, pct=30.0, direction=""), strategy(2, pct=20.0, direction="")
+    admit(bare_store, a, b)
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert ids(answer) == [a["id"], b["id"]] and answer["counts"]["collapsed"] == 0
+    assert all(r["direction"] == "" and r["alternates"] == [] for r in answer["ranks"])
+
+
+def test_near_ties_stay_under_the_floor(bare_store):
+    near_tie = strategy(1, pct=4.0)  # 1.042x
+    admit(bare_store, near_tie)
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert answer["read_reason"] == "below_min_speedup" and answer["counts"]["below_floor"] == 1
+    lower = resolve(bare_store.location, "softmax", arch="hopper", min_speedup=1.01)
+    assert ids(lower) == [near_tie["id"]]
+
+
+def test_top_n_limits_ranks(bare_store):
+    admit(bare_store, *(strategy(n, pct=10.0 + n) for n in range(1, 6)))
+    answer = resolve(bare_store.location, "softmax", arch="hopper", top_n=2)
+    assert len(answer["ranks"]) == 2 and answer["counts"]["beyond_top_n"] == 3
+
+
+def test_comparability_flags_mixed_bench_keys(bare_store):
+    a = strategy(1, pct=30.0, cases=["b1-n4096", "b8-n8192"])
+    b = strategy(2, pct=20.0, cases=["b8-n8192", "b1-n4096"])  # same cases, other order
+    c = strategy(3, pct=10.0, cases=["b1-n4096"])
+    admit(bare_store, a, b, c)
+    ranks = resolve(bare_store.location, "softmax", arch="hopper")["ranks"]
+    assert [r["comparable"] for r in ranks] == [True, True, False]
+    assert ranks[0]["bench_key"] == ranks[1]["bench_key"] != ranks[2]["bench_key"]
+
+
+def test_reproduced_beats_one_off_on_a_tie(bare_store):
+    one_off, reproduced = strategy(1, pct=20.0), strategy(2, pct=20.0)
+    admit(bare_store, one_off, reproduced)
+    assert ids(resolve(bare_store.location, "softmax", arch="hopper"))[0] == one_off["id"]
+    again = dict(reproduced, id="nvidia.h100.triton.softmax.rerun-s09")
+    admission = bare_store.admit(dumps(again), "insert")
+    assert admission.action == "confirm" and admission.record_id == reproduced["id"]
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert ids(answer) == [reproduced["id"], one_off["id"]]
+    assert answer["ranks"][0]["reproductions"] == 1
+
+
+def test_corrupt_entry_is_skipped_and_counted(store):
+    good, bad = strategy(1, pct=10.0), strategy(2, pct=30.0)
+    admit(store, good, bad)
+    path = store.index().entry(bad["id"])["path"]
+    (store.location / path).write_text("{ not json")
+    git("commit", "-qam", "break a record", cwd=store.location)
+    answer = resolve(store.location, "softmax", arch="hopper")
+    assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
+
+
+def test_reads_only_the_candidates_blobs(bare_store, monkeypatch):
+    from gitkb import vcs
+
+    mine = [strategy(1), strategy(2, product="mi300x")]
+    admit(bare_store, *mine, *(strategy(n, kernel=f"kernel{n}") for n in range(3, 9)))
+    read = []
+    original = vcs.read_many
+
+    def spy(repo, commit, paths):
+        read.extend(paths)
+        return original(repo, commit, paths)
+
+    monkeypatch.setattr(vcs, "read_many", spy)
+    for _ in range(2):  # the first run builds the index table, the second reads its cache
+        read.clear()
+        resolve(bare_store.location, "softmax", arch="hopper")
+        records = [p for p in read if p.startswith("records/")]
+        assert records == [bare_store.index().entry(mine[0]["id"])["path"]]
+    assert list((bare_store.location / "gitkb-cache").glob("resolve-*.marshal"))
+
+
+def test_bare_clone_without_checkout(store, tmp_path):
+    admit(store, strategy(1))
+    git("clone", "-q", "--bare", str(store.location), str(tmp_path / "clone.git"))
+    assert ids(resolve(tmp_path / "clone.git", "softmax", product="sm_90")) == [strategy(1)["id"]]
+
+
+def test_kernel_matching_tiers_and_ambiguity(bare_store):
+    admit(
+        bare_store,
+        strategy(1, kernel="rms_norm"),
+        strategy(2, kernel="fused_moe_gate"),
+        strategy(3, kernel="fused_moe_topk"),
+    )
+    assert resolve(bare_store.location, "RMSNorm", arch="hopper")["kernel"]["tier"] == (
+        "normalized"
+    )
+    fuzzy = resolve(bare_store.location, "hip_rms_norm_fwd_task.hip", arch="hopper")
+    assert fuzzy["kernel"]["tier"] == "fuzzy" and fuzzy["read_reason"] == "read"
+    ambiguous = resolve(bare_store.location, "fused_moe", arch="hopper")
+    assert ambiguous["read_reason"] == "ambiguous" and ambiguous["ranks"] == []
+    assert ambiguous["kernel"]["ambiguous"] == ["fused_moe_gate", "fused_moe_topk"]
+    missing = resolve(bare_store.location, "conv2d", arch="hopper")
+    assert missing["read_reason"] == "kernel_not_found"
+    assert resolve(bare_store.location, "rms_norm")["read_reason"] == "missing_arch"
+
+
+def test_prose_and_code_mirrored_before_verdict(bare_store, tmp_path):
+    example = strategy(1, code=None)
+    original = json.loads(json.dumps(example))
+    admit(bare_store, example, strategy(2, pct=10.0, direction="dir1"))
+    kernel = tmp_path / "softmax.py"
+    kernel.write_text("def k(x, m):\n    y = tl.exp(x - m)\n    return y\n")
+    out = tmp_path / "out"
+    answer = resolve(bare_store.location, str(kernel), arch="hopper", out=str(out))
+    rank = answer["ranks"][0]
+    assert rank["applies"] is True
+    assert "tl.exp2((x - m) * 3)" in (out / "candidates" / "01" / "kernel.py").read_text()
+    assert (out / "candidates" / "01" / "change.diff").read_text() == (
+        original["payload"]["implementation"]["snippet"]
+    )
+    alternate = rank["alternates"][0]
+    assert alternate["code_path"].endswith("change.diff") or alternate["code_path"].endswith(".py")
+    prose = (out / "kb_references" / "reference_01.md").read_text()
+    assert original["payload"]["mechanism"] in prose and "## What did not work" in prose
+    assert rank["prose_path"] == str(out / "kb_references" / "reference_01.md")
+    assert example["id"] in (out / "kb_references" / "index.md").read_text()
+    assert json.loads((out / "resolve.json").read_text())["ranks"][0]["id"] == example["id"]
+    with pytest.raises(GitkbError, match="not empty"):
+        resolve(bare_store.location, "softmax", arch="hopper", out=str(out))
+
+
+def test_cli_prints_one_json_document(bare_store):
+    admit(bare_store, strategy(1))
+    result = kb(
+        "resolve", "--kernel", "softmax", "--product", "h100", "--store", str(bare_store.location)
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ranks"][0]["id"] == strategy(1)["id"]
+    nothing = kb(
+        "resolve", "--kernel", "conv", "--arch", "hopper", "--store", str(bare_store.location)
+    )
+    assert nothing.returncode == 0 and json.loads(nothing.stdout)["read_reason"] == (
+        "kernel_not_found"
+    )
+
+
+def test_missing_store_root_is_a_miss(tmp_path):
+    for where in (tmp_path / "no-such-store", tmp_path):
+        result = kb("resolve", "--kernel", "softmax", "--arch", "hopper", "--store", str(where))
+        assert result.returncode != 0 and result.stdout == b""
+        err = result.stderr.decode()
+        assert err.startswith("gitkb: error: resolve:") and "not a gitkb store" in err
+        assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_unknown_arch_token_names_the_known_ones(bare_store):
+    result = kb(
+        "resolve", "--kernel", "softmax", "--product", "h1000", "--store", str(bare_store.location)
+    )
+    assert result.returncode == 2
+    assert b"unknown hardware token 'h1000'" in result.stderr and b"mi300x" in result.stderr
+    with pytest.raises(GitkbError, match="known arches"):
+        resolve(bare_store.location, "softmax", arch="volta")
