@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_", "Import another tool's records (gpu-wiki)."),
     "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
+    "report": ("report", "Write the reviewer's summary of the store as a static HTML site."),
     "examples": ("examples", "Print the paths of the example records shipped with gitkb."),
     "hook": ("hook", "Entry points the git hooks call (pre-commit, commit-msg, pre-receive)."),
     "hooks": ("hooks", "Install the gate hooks: local ones in a store, pre-receive on a server."),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,34 @@ class LadderPoint:
     n: int
     geomean_us: float | None
     kind: str  # reverted, kept, baseline or milestone
+
+
+def trace_ladder(store: Store, label: str) -> list[LadderPoint]:
+    """The version ladder of a trace the store holds, rebuilt from its copied commits
+    by the mining stages (ingest, ladder) exactly as mining saw it."""
+    from gitkb.mine.ingest import ingest
+    from gitkb.mine.ladder import build_ladder
+    from gitkb.mine.packets import stored_options
+
+    tip = store.repo.resolve(TRACE_REFS + label)
+    if tip is None:
+        return []
+    rows = ingest(store.repo, tip, label, stored_options(store, label)).rows
+    ladder = build_ladder(rows)
+    points = []
+    for row, step in zip(rows, ladder.steps, strict=True):
+        if step.kind == "baseline":
+            kind = "baseline"
+        elif step.kind in ("milestone", "mega"):
+            kind = "milestone"
+        elif step.kind == "rejected" and step.improve_pct is not None and not row.reverted:
+            kind = "kept"  # measured and kept, but no new best
+        else:
+            kind = "reverted"
+        # Carried-forward numbers describe the incumbent, not this version: not plotted.
+        latency = None if row.carry_forward else row.geomean
+        points.append(LadderPoint(row.version, row.n, latency, kind))
+    return points
 
 
 def ladder_svg(points: list[LadderPoint], width: int = 760, height: int = 300) -> str:
@@ -136,17 +164,23 @@ def _legend() -> str:
     return f'<p class="legend">{items}</p>'
 
 
-def _attestations(store: Store, tip: str) -> dict[str, Counter]:
-    counts: dict[str, Counter] = defaultdict(Counter)
+def _attestations(store: Store, tip: str) -> list[list[object]]:
+    """One row per attested record: outcome counts and the retire hint, from the ledger."""
+    from gitkb.warmstart.attest import parse_ledger, retire_hint
+
+    rows = []
     for path, sha in store.repo.list_tree(tip, "ledger"):
+        counts = parse_ledger(path, store.repo.blob(sha)).counts()
+        if not counts["recalls"]:
+            continue
+        outcomes = ", ".join(
+            f"{name} {counts[name]}"
+            for name in ("validations", "failures", "not_reproduced", "inapplicable")
+            if counts.get(name)
+        )
         record_id = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
-        for line in store.repo.blob(sha).decode("utf-8", "replace").splitlines():
-            try:
-                outcome = json.loads(line).get("outcome", "unknown")
-            except (json.JSONDecodeError, AttributeError):
-                outcome = "unreadable"
-            counts[record_id][outcome] += 1
-    return counts
+        rows.append([record_id, outcomes, retire_hint(counts) or ""])
+    return rows
 
 
 def _conflicts(store: Store, tip: str) -> list[list[object]]:
@@ -201,9 +235,7 @@ def build_site(store: Store, out: Path, ladders: dict[str, list[LadderPoint]]) -
         "<h2>Open conflicts</h2>",
         _table(["incoming", "existing", "reason", "queued"], _conflicts(store, tip)),
         "<h2>Attestations</h2>",
-        _table(["record", "outcomes"],
-               [[rid, ", ".join(f"{k} {v}" for k, v in sorted(c.items()))]
-                for rid, c in sorted(attest.items())]),
+        _table(["record", "outcomes", "retire hint"], attest),
         "<h2>Admission history</h2>",
         _table(["commit", "time", "action", "record", "trace", "gates"],
                [[h["commit"][:12], h["time"], h["action"], h["trailers"].get("KB-Record", ""),

@@ -83,3 +83,30 @@ def test_site_renders_in_headless_chromium(store, tmp_path):
     assert (width, height) == (900, 700)
     # A blank page decodes to a few byte values; text, axes and coloured points give many.
     assert len(set(pixels)) > 40
+
+
+def test_report_cli_plots_a_mined_trace(tmp_path, store):
+    from conftest import kb
+    from trace_factory import legacy_trace
+
+    trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    assert kb("mine", str(trace), "--store", str(store.location)).returncode == 0
+    out = tmp_path / "site"
+    done = kb("report", "--out", str(out), "--store", str(store.location))
+    assert done.returncode == 0, done.stderr.decode()
+    page = (out / "trace-kernel_opt_001_softmax.html").read_text()
+    assert page.count('fill="#1a7f37"') >= 2  # milestones of the fixture's ladder
+    assert 'fill="#c8ccd1"' in page or "reverted" in page
+    assert "kernel_opt_001_softmax" in (out / "index.html").read_text()
+
+
+def test_attestations_show_counts_and_retire_hints(store, tmp_path):
+    from gitkb.warmstart.attest import attest
+
+    record = synthetic.strategy(2)
+    store.admit(dumps(record), "insert")
+    for _ in range(2):
+        attest(store, record["id"], "not_reproduced", by="ci")
+    index = build_site(store, tmp_path / "site", {})[0].read_text()
+    assert "not_reproduced 2" in index
+    assert "not reproduced 2 times and never validated" in index

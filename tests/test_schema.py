@@ -692,3 +692,11 @@ def test_example_record(path):
     commit = record["evidence"]["raw"].get("git_commit")
     if commit:
         assert json.dumps(record).count(commit) == 1
+
+
+@pytest.mark.parametrize("name", [schema.BASE, schema.PROFILE])
+def test_shipped_schemas_are_valid_draft_2020_12(name):
+    """The validator trusts the shipped schemas at run time; this is where they are checked."""
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(schema.load(name))

@@ -1,0 +1,31 @@
+import click
+
+from gitkb.commands import open_store, store_option
+
+
+@click.command("report")
+@click.option(
+    "--out",
+    "out_dir",
+    default="kb-report",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder to write the site into.",
+)
+@store_option
+def command(out_dir: str, store_path: str) -> None:
+    """Write the reviewer's summary of the store as a static site (HTML, inline SVG).
+
+    One page for the store (records by type/arch/operator, admission history,
+    open conflicts, attestations) and one per mined trace (its version ladder).
+    """
+    from pathlib import Path
+
+    from gitkb.report import build_site, trace_ladder
+    from gitkb.store import TRACE_REFS
+
+    store = open_store(store_path)
+    labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]
+    ladders = {label: trace_ladder(store, label) for label in labels}
+    pages = build_site(store, Path(out_dir), ladders)
+    click.echo(f"wrote {len(pages)} pages; open {pages[0]}")
