@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from figures import figure  # noqa: E402
 from trace_factory import Trace  # noqa: E402
 
 from gitkb.mine.ingest import ingest  # noqa: E402
@@ -133,8 +134,8 @@ def main() -> None:
             f"{r['partition_packets_s']:7.2f}s {r['dry_run_s']:7.2f}s {r['git_log_p_s']:9.2f}s "
             f"{r['versions_per_s']:10.0f}"
         )
-    verdict = "OK" if rows[0]["dry_run_s"] <= TARGET_DRY_RUN_S else "OVER TARGET"
-    print(f"target: dry run on {args.versions} versions <= {TARGET_DRY_RUN_S:.0f} s: {verdict}")
+    figure(f"mine --dry-run, {args.versions} versions", rows[0]["dry_run_s"], "s",
+           TARGET_DRY_RUN_S, "lower")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from figures import figure  # noqa: E402
+
 from gitkb import record as rec  # noqa: E402
 from gitkb import synthetic  # noqa: E402
 from gitkb.store import BRANCH, AdmitRequest, Store  # noqa: E402
@@ -142,8 +144,12 @@ def main() -> None:
             f"hook share of the push at {size}: {figures['hooked'] / figures['plain']:.2f}x the "
             "no-hook push"
         )
-    met = max(small["hooked"], large["hooked"]) <= TARGET_PUSH_S and ratio <= TARGET_RATIO
-    print("targets " + ("met" if met else "MISSED"))
+    for size, measured in zip(args.sizes, (small, large), strict=True):
+        figure(f"push of {args.push} onto {size} records", measured["hooked"], "s",
+               TARGET_PUSH_S, "lower")  # fmt: skip
+    figure(f"push time ratio {args.sizes[1]}/{args.sizes[0]}", ratio, "x", TARGET_RATIO, "lower")
+    figure(f"hook-only time ratio {args.sizes[1]}/{args.sizes[0]}", hook_ratio, "x",
+           TARGET_RATIO, "lower")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from figures import figure  # noqa: E402
+
 from gitkb import record as rec  # noqa: E402
 from gitkb import synthetic  # noqa: E402
 from gitkb.store import Store  # noqa: E402
@@ -106,9 +108,7 @@ def main() -> None:
     print(f"python -c pass             {python:8.1f} ms  (interpreter start-up)")
     print(f"resolve over start-up      {over:8.1f} ms  (median of per-round differences)")
     print(f"ratio resolve / rev-parse  {ours / floor:8.1f}x")
-    print(
-        f"target                     <= {TARGET_MS} ms: {'met' if ours <= TARGET_MS else 'MISSED'}"
-    )
+    figure(f"resolve, {args.records}-record store", ours, "ms", TARGET_MS, "lower")
 
 
 if __name__ == "__main__":
