@@ -55,14 +55,14 @@ def main() -> None:
         print(f"   ({time.perf_counter() - start:.0f} s)", flush=True)
     print()
     print(f"{'figure':48} {'measured':>14} {'target':>14}  verdict")
-    for script, f in rows:
+    for f in rows:
         sign = "<=" if f["better"] == "lower" else ">="
         measured = f"{f['value']:.4g} {f['unit']}"
         target = f"{sign} {f['target']:g} {f['unit']}"
         print(f"{f['name'][:48]:48} {measured:>14} {target:>14}  {'met' if f['met'] else 'MISSED'}")
     for failure in failures:
         print(f"failed: {failure}")
-    missed = sum(not f["met"] for _, f in rows)
+    missed = sum(not f["met"] for f in rows)
     print(f"{len(rows) - missed} of {len(rows)} targets met")
 
 
