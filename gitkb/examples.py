@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitkb.record import new_track
+
 LABEL = "kernel_opt_001_example_softmax"
 AUTHOR = "Example Agent <agent@example.invalid>"
 START = 1_767_225_600  # 2026-01-01, so the example's commits never depend on the clock
@@ -73,14 +75,6 @@ RECIPROCAL_SNIPPET = (
     "+    inv_sum = 1.0 / row_sum\n"
     "-        y = tl.exp(x.to(tl.float32) - row_max) / row_sum\n"
     "+        y = tl.exp(x.to(tl.float32) - row_max) * inv_sum\n"
-)
-COUNTERS = (
-    "query_count",
-    "served_count",
-    "applied_count",
-    "verified_effective",
-    "verified_ineffective",
-    "fallback_served",
 )
 EXPERIMENT = {
     "name": "reciprocal of the row sum",
@@ -329,7 +323,7 @@ def _strategy(trace: ExampleTrace, n: int, slug: str, change: str, snippet: str)
                 "regressions": [],
                 "comparable": True,
             },
-            "track": {"counters": dict.fromkeys(COUNTERS, 0), "prior": {}},
+            "track": new_track(),
         },
     }
 

@@ -70,6 +70,26 @@ def dumps(record: dict) -> bytes:
     return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+# worth.track.counters: the six usage counters every record's track block holds.
+COUNTERS = (
+    "query_count",
+    "served_count",
+    "applied_count",
+    "verified_effective",
+    "verified_ineffective",
+    "fallback_served",
+)
+
+
+def new_track(prior: dict | None = None, verified_effective: int = 0) -> dict:
+    """A ``worth.track`` block for a new record: zero counters (but ``verified_effective``)
+    and the known prior fields (nulls left out: the schema's prior never holds null)."""
+    counters = dict.fromkeys(COUNTERS, 0)
+    counters["verified_effective"] = verified_effective
+    known = {k: v for k, v in (prior or {}).items() if v is not None}
+    return {"counters": counters, "prior": known}
+
+
 def _slug(value: object, default: str) -> str:
     text = value if isinstance(value, str) and value.strip() else default
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._") or default

@@ -667,16 +667,6 @@ class Store:
         return self._write(build)
 
 
-_COUNTERS = (
-    "query_count",
-    "served_count",
-    "applied_count",
-    "verified_effective",
-    "verified_ineffective",
-    "fallback_served",
-)
-
-
 _SIGNATURE_FIELD = re.compile(rb'"content_signature": "([^"]+)"')
 
 
@@ -695,7 +685,7 @@ def count_confirmation(existing: dict, incoming_id: str) -> int | None:
     if key in keys:
         return None
     counters = track.setdefault("counters", {})
-    for name in _COUNTERS:
+    for name in rec.COUNTERS:
         counters.setdefault(name, 0)
     track.setdefault("prior", {})
     counters["verified_effective"] += 1

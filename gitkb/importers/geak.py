@@ -165,22 +165,6 @@ def _rank(score: float, tier: str) -> dict:
     return {"score": score, "tier": tier, "formula": _FORMULA, "builder_version": "1.1"}
 
 
-def _track(verified_effective: int = 0) -> dict:
-    counters = dict.fromkeys(
-        (
-            "query_count",
-            "served_count",
-            "applied_count",
-            "verified_effective",
-            "verified_ineffective",
-            "fallback_served",
-        ),
-        0,
-    )
-    counters["verified_effective"] = verified_effective
-    return {"counters": counters, "prior": {}}
-
-
 def strategy(ident: dict, meta: dict, speedup: float, diff: str, report: str) -> dict:
     hw = ident["hardware"]
     metric = meta.get("metric") if isinstance(meta.get("metric"), dict) else {}
@@ -329,7 +313,7 @@ def strategy(ident: dict, meta: dict, speedup: float, diff: str, report: str) ->
                 "regressions": [],
                 "comparable": measured,
             },
-            "track": _track(reproductions),
+            "track": rec.new_track(verified_effective=reproductions),
         },
     }
 
@@ -389,7 +373,7 @@ def anti_strategies(ident: dict, meta: dict, parent: dict) -> list[dict]:
                 "worth": {
                     "rank": _rank(_ANTI_PRIOR, "cautionary"),
                     "gain": {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []},
-                    "track": _track(),
+                    "track": rec.new_track(),
                 },
             }
         )

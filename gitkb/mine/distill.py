@@ -25,6 +25,7 @@ from gitkb.errors import GitkbError
 from gitkb.gates.established_fact import NON_MECHANISM
 from gitkb.mine.packet import Packet
 from gitkb.mine.score import rank
+from gitkb.record import new_track
 from gitkb.resources import data_dir
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
@@ -140,21 +141,6 @@ def _raw(packet: Packet, effect: dict | None) -> dict:
     if packet.evidence_extra:
         raw["evidence_extra"] = packet.evidence_extra
     return raw
-
-
-def _track(prior: dict) -> dict:
-    counters = dict.fromkeys(
-        (
-            "query_count",
-            "served_count",
-            "applied_count",
-            "verified_effective",
-            "verified_ineffective",
-            "fallback_served",
-        ),
-        0,
-    )
-    return {"counters": counters, "prior": {k: v for k, v in prior.items() if v is not None}}
 
 
 def _problem(packet: Packet) -> dict:
@@ -285,7 +271,7 @@ def _strategy(packet: Packet) -> Distilled:
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
         "gain": _measured_gain(packet, pct, "the best earlier version"),
-        "track": _track({"step_gain_pct": pct}),
+        "track": new_track({"step_gain_pct": pct}),
     }
     return Distilled(packet.seg_id, record, missing)
 
@@ -383,7 +369,7 @@ def _anti(packet: Packet) -> Distilled:
             "metrics": [],
             "regressions": [],
         },
-        "track": _track({}),
+        "track": new_track(),
     }
     return Distilled(packet.seg_id, record, missing)
 
@@ -433,7 +419,7 @@ def _reference(packet: Packet) -> Distilled:
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
         "gain": gain,
-        "track": _track({"best_speedup_x": speedup}),
+        "track": new_track({"best_speedup_x": speedup}),
     }
     return Distilled(packet.seg_id, record, missing)
 
