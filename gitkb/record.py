@@ -70,6 +70,15 @@ def dumps(record: dict) -> bytes:
     return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def dig(node: object, *keys: str) -> object:
+    """``node[k1][k2]...``, or None where a key is missing or a level is not an object."""
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
 # worth.track.counters: the six usage counters every record's track block holds.
 COUNTERS = (
     "query_count",
@@ -151,15 +160,7 @@ def index_entry(record: dict, path: str) -> dict:
     """The index entry of a record: the reindexer's sixteen keys, plus gitkb's
     ``content_signature`` so an admission finds a reproduction without loading records."""
 
-    def dig(*keys: str) -> object:
-        node: object = record
-        for key in keys:
-            if not isinstance(node, dict):
-                return None
-            node = node.get(key)
-        return node
-
-    track = dig("evidence", "summary", "measured_on", "track")
+    track = dig(record, "evidence", "summary", "measured_on", "track")
     tracks = sorted({t for t in track.split("/") if t}) if isinstance(track, str) else []
     return {
         "id": record.get("id"),
@@ -170,14 +171,14 @@ def index_entry(record: dict, path: str) -> dict:
         "path": path,
         "title": _title(record.get("payload") if isinstance(record.get("payload"), dict) else {}),
         "retrieval": record.get("retrieval"),
-        "worth_score": dig("worth", "rank", "score"),
-        "tier": dig("worth", "rank", "tier"),
-        "gain_pct": dig("worth", "gain", "pct"),
-        "page_path": dig("evidence", "raw", "page_path"),
+        "worth_score": dig(record, "worth", "rank", "score"),
+        "tier": dig(record, "worth", "rank", "tier"),
+        "gain_pct": dig(record, "worth", "gain", "pct"),
+        "page_path": dig(record, "evidence", "raw", "page_path"),
         "search_text": _search_text(record),
         "tracks": tracks or None,
-        "speedup_x": dig("retrieval", "signals", "metrics", "page_best_speedup_x"),
-        "refk_status": dig("evidence", "raw", "evidence_extra", "manifest_status"),
+        "speedup_x": dig(record, "retrieval", "signals", "metrics", "page_best_speedup_x"),
+        "refk_status": dig(record, "evidence", "raw", "evidence_extra", "manifest_status"),
         "content_signature": content_signature(record),
     }
 

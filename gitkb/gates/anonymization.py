@@ -19,6 +19,7 @@ import os
 import re
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.record import dig
 
 NAME = "anonymization"
 
@@ -98,15 +99,6 @@ def _paths(node: object, path: str, in_code: bool, prose: list[str], code: list[
             _paths(value, child_path(path, position), in_code, prose, code)
 
 
-def _subtree(record: dict, keys: tuple[str, ...]) -> object:
-    node: object = record
-    for key in keys:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
-
-
 class Haystack:
     """A record's scanned text: the prose strings, a newline, the comment text, one string.
 
@@ -119,7 +111,7 @@ class Haystack:
         prose: list[str] = []
         code: list[str] = []
         for keys in SCANNED_SUBTREES:
-            _strings(_subtree(record, keys), False, prose, code)
+            _strings(dig(record, *keys), False, prose, code)
         self.segments = prose + [comment_text(text) for text in code]
         self.text = "\n".join(self.segments)
         self._paths: list[str] | None = None
@@ -131,7 +123,7 @@ class Haystack:
             prose: list[str] = []
             code: list[str] = []
             for keys in SCANNED_SUBTREES:
-                _paths(_subtree(self.record, keys), ".".join(keys), False, prose, code)
+                _paths(dig(self.record, *keys), ".".join(keys), False, prose, code)
             self._paths = prose + code
             offset = 0
             for segment in self.segments:

@@ -12,18 +12,9 @@ import copy
 import json
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
-from gitkb.record import INDEX_PATH
+from gitkb.record import INDEX_PATH, dig
 
 NAME = "index"
-
-
-def _dig(record: dict, *keys: str):
-    node = record
-    for key in keys:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
 
 
 def _same(a, b) -> bool:
@@ -76,11 +67,11 @@ def disagreements(record_id: str, record: dict, entry: dict | None):
         ("tier", ("worth", "rank", "tier")),
         ("gain_pct", ("worth", "gain", "pct")),
     ):
-        if not _same(entry.get(key), _dig(record, *path)):
+        if not _same(entry.get(key), dig(record, *path)):
             yield Finding(
                 record_id,
                 NAME,
-                f"index {key} is {entry.get(key)!r}, the record says {_dig(record, *path)!r}",
+                f"index {key} is {entry.get(key)!r}, the record says {dig(record, *path)!r}",
                 ".".join(path),
             )
 

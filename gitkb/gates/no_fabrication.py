@@ -20,6 +20,7 @@ from gitkb.gates.trace_evidence import (
     packet_of,
     require_store,
 )
+from gitkb.record import dig
 
 NAME = "no-fabrication"
 AUDITED = (
@@ -64,9 +65,7 @@ def pool(packet) -> set[str]:
 def audited_leaves(data: dict):
     """(field path, text) for every audited leaf, numbers in their usual decimal form."""
     for keys in AUDITED:
-        node = data
-        for key in keys:
-            node = node.get(key) if isinstance(node, dict) else None
+        node = dig(data, *keys)
         if node is not None:
             yield from _leaves(node, ".".join(keys))
 

@@ -15,6 +15,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from gitkb.record import dig
+
 RETIRED_STATUSES = ("deprecated", "superseded")
 CODE_TYPES = ("strategy", "reference-kernel")
 _PREFIXES = ("triton_", "hip_", "ck_", "cuda_", "torch_")
@@ -90,14 +92,6 @@ def entry_kernels(entry: dict) -> list[str]:
 # ----------------------------------------------------------------- record facts
 
 
-def _dig(node: object, *keys: str) -> object:
-    for key in keys:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
-
-
 def _mapping(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -115,12 +109,12 @@ def _number(value: object) -> float | None:
 def speedup(record: dict) -> float | None:
     """The record's measured speedup (x): a stated one, else from the headline gain, else
     from the parent/new geomeans of ``evidence.raw.effect``; None when it states none."""
-    metrics = _mapping(_dig(record, "retrieval", "signals", "metrics"))
+    metrics = _mapping(dig(record, "retrieval", "signals", "metrics"))
     for key in ("speedup_x", "page_best_speedup_x"):
         stated = _number(metrics.get(key))
         if stated and stated > 0:
             return round(stated, 4)
-    gain = _mapping(_dig(record, "worth", "gain"))
+    gain = _mapping(dig(record, "worth", "gain"))
     primary = gain.get("primary")
     for metric in _list(gain.get("metrics")):
         if not isinstance(metric, dict) or (primary and metric.get("metric") != primary):
@@ -131,7 +125,7 @@ def speedup(record: dict) -> float | None:
         if metric.get("direction") == "higher-better":
             return round(1 + delta / 100, 4)
         return round(100 / (100 - delta), 4) if delta < 100 else None
-    effect = _mapping(_dig(record, "evidence", "raw", "effect"))
+    effect = _mapping(dig(record, "evidence", "raw", "effect"))
     parent = _number(effect.get("parent_geomean_us"))
     new = _number(effect.get("new_geomean_us"))
     if parent and new and new > 0:
@@ -145,11 +139,11 @@ def bench_key(record: dict) -> str:
     A stated ``evidence.raw.bench_key`` is used as is; otherwise the cases are
     ``evidence.raw.bench_cases``, else the primary metric's ``measured_over``.
     """
-    raw = _mapping(_dig(record, "evidence", "raw"))
+    raw = _mapping(dig(record, "evidence", "raw"))
     stated = raw.get("bench_key")
     if isinstance(stated, str) and stated.strip():
         return stated.strip()
-    gain = _mapping(_dig(record, "worth", "gain"))
+    gain = _mapping(dig(record, "worth", "gain"))
     metric = gain.get("primary") or "latency"
     cases = raw.get("bench_cases")
     if not isinstance(cases, list):
@@ -165,7 +159,7 @@ def bench_key(record: dict) -> str:
 def direction(record: dict) -> str:
     """The optimization direction: a stated one (``evidence.raw.direction``), else the
     technique part of the episode key; '' when there is none."""
-    stated = _dig(record, "evidence", "raw", "direction")
+    stated = dig(record, "evidence", "raw", "direction")
     if not isinstance(stated, str) or not stated.strip():
         parts = str(record.get("episode_key") or "").split("|")
         stated = parts[3] if len(parts) >= 4 else ""
@@ -174,7 +168,7 @@ def direction(record: dict) -> str:
 
 def code_of(record: dict) -> tuple[str, str] | None:
     """('source'|'diff', text) when the record carries code a run can use, else None."""
-    impl = _mapping(_dig(record, "payload", "implementation"))
+    impl = _mapping(dig(record, "payload", "implementation"))
     fmt, snippet = impl.get("format"), impl.get("snippet")
     if not isinstance(fmt, str) or not isinstance(snippet, str) or not snippet.strip():
         return None
@@ -187,7 +181,7 @@ def code_of(record: dict) -> tuple[str, str] | None:
 
 def reproductions(record: dict) -> int:
     """Times other admissions confirmed this record (``verified_effective``)."""
-    value = _dig(record, "worth", "track", "counters", "verified_effective")
+    value = dig(record, "worth", "track", "counters", "verified_effective")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
