@@ -57,6 +57,13 @@ def _validator(name: str) -> Any:
     return Draft202012Validator(load(name))
 
 
+@cache
+def _fast_check(name: str) -> Any:
+    from gitkb.schema_check import compile_schema
+
+    return compile_schema(load(name))
+
+
 def _format_path(parts: Any) -> str:
     text = ""
     for part in parts:
@@ -68,8 +75,11 @@ def errors(document: dict, name: str = BASE, limit: int | None = None) -> list[t
     """Every way ``document`` breaks schema ``name``, as (JSON path, message) pairs.
 
     Sorted by path then message so output never depends on the validator's walk order;
-    ``limit`` keeps the first ``limit`` of that sorted list.
+    ``limit`` keeps the first ``limit`` of that sorted list. A compiled yes/no check
+    answers first; jsonschema walks only the documents that fail it, for the messages.
     """
+    if _fast_check(name)(document):
+        return []
     found = sorted(
         (_format_path(error.absolute_path), error.message)
         for error in _validator(name).iter_errors(document)

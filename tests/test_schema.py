@@ -700,3 +700,54 @@ def test_shipped_schemas_are_valid_draft_2020_12(name):
     from jsonschema import Draft202012Validator
 
     Draft202012Validator.check_schema(schema.load(name))
+
+
+def _mutations(record: dict, rng):
+    """Small random edits of a valid record: drop, retype or add a key somewhere."""
+    import copy
+
+    values = [None, True, 0, 3.0, -1, 1.5, "", "x" * 45, [], {}, ["a"], {"k": 1}, "generic"]
+    for _ in range(40):
+        doc = copy.deepcopy(record)
+        node, path = doc, []
+        while isinstance(node, (dict, list)) and node and rng.random() < 0.75:
+            key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+            if not isinstance(node[key], (dict, list)):
+                break
+            node, path = node[key], [*path, key]
+        if isinstance(node, dict) and node:
+            action, key = rng.randrange(3), rng.choice(list(node))
+            if action == 0:
+                del node[key]
+            elif action == 1:
+                node[key] = rng.choice(values)
+            else:
+                node["unexpected_key"] = rng.choice(values)
+        elif isinstance(node, list) and node:
+            node[rng.randrange(len(node))] = rng.choice(values)
+        yield doc
+
+
+@pytest.mark.parametrize("name", [schema.BASE, schema.PROFILE])
+def test_fast_check_agrees_with_jsonschema(name):
+    """The compiled check and jsonschema give the same verdict on thousands of near-valid
+    documents, so errors() may trust the fast yes."""
+    import random
+
+    from jsonschema import Draft202012Validator
+
+    from gitkb.schema_check import compile_schema
+
+    fast = compile_schema(schema.load(name))
+    slow = Draft202012Validator(schema.load(name))
+    seeds = [json.loads(p.read_text(encoding="utf-8")) for p in EXAMPLE_FILES]
+    if SAMPLE.is_dir():
+        seeds += [json.loads(p.read_bytes()) for p in sorted(SAMPLE.rglob("*.json"))[:60]
+                  if p.name != "index.json"]  # fmt: skip
+    rng = random.Random(1729)
+    checked = disagreements = 0
+    for seed in seeds:
+        for doc in [seed, *_mutations(seed, rng)]:
+            checked += 1
+            disagreements += fast(doc) != slow.is_valid(doc)
+    assert checked > 150 and disagreements == 0
