@@ -121,6 +121,7 @@ class Store:
         # Each admission rewrites records/index.json; fast compression keeps that
         # cheap, and `git gc` deltas the many index versions later anyway.
         repo.set_config("core", "compression", "1")
+        repo = Repository.open(location)  # an object store that has read that setting
         store_name = name or location.resolve().name
         config = {"store": {"name": store_name, "format": "gitkb-1", "schema": rec.SCHEMA_NAME}}
         skeleton = data_dir("templates") / "store"

@@ -41,4 +41,7 @@ def strategy(n: int, families: int = 40) -> dict:
     pct = round(1 + (n * 7919) % 400 / 10, 1)
     record["worth"]["gain"]["pct"] = pct
     record["worth"]["gain"]["metrics"][0]["delta_pct"] = pct
+    # Distinct code per record, as real records have: reproductions match on the code.
+    implementation = record["payload"]["implementation"]
+    implementation["snippet"] += f"+    unroll = tl.constexpr({n % 97 + 1})  # variant {n}\n"
     return record

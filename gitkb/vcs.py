@@ -40,6 +40,7 @@ _STALE_REF_LOCK_WAIT_S = 1.0
 # Work-tree files are written here first and renamed into place, so a crash
 # leaves no partial file among the user's files.
 _WORK_TREE_TMP = "gitkb-tmp"
+_PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 
 
 def _b(text: str) -> bytes:
@@ -390,9 +391,29 @@ class Repository:
         try:
             yield
             if self._pending:
-                self._objects.add_objects([(obj, None) for obj in self._pending.values()])
+                self._write_pack(list(self._pending.values()))
         finally:
             self._pending = None
+
+    def _write_pack(self, objects: list) -> None:
+        """Store objects as one pack with its index, written from what we hold in memory
+        (dulwich's add_objects would read the pack back to index it). The index is
+        renamed into place last: until then git and dulwich ignore the pack."""
+        from dulwich.pack import write_pack
+
+        pack_dir = Path(self._objects.path) / "pack"
+        pack_dir.mkdir(exist_ok=True)
+        tmp = pack_dir / f"{_PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+        checksum, _ = write_pack(
+            str(tmp),
+            objects,
+            object_format=self._objects.object_format,
+            compression_level=self._objects.pack_compression_level,
+        )
+        final = pack_dir / f"pack-{checksum.hex()}"
+        os.replace(f"{tmp}.pack", f"{final}.pack")
+        os.replace(f"{tmp}.idx", f"{final}.idx")
+        self._objects._update_pack_cache()
 
     def write_blob(self, data: bytes) -> str:
         blob = Blob.from_string(data)
@@ -1032,3 +1053,39 @@ def read_many(repo: Repository, commit: str, paths: list[str]) -> dict[str, byte
         found = sha is not None and not stat.S_ISDIR(mode)
         out[path] = repo._get(sha).as_raw_string() if found else None
     return out
+
+
+@dataclass
+class PushResult:
+    """What ``git push`` said: ``accepted`` when every ref landed; ``output`` is git's own
+    report (the server hook's lines come back prefixed ``remote:``)."""
+
+    accepted: bool
+    returncode: int
+    output: str
+
+
+def push(
+    repo_path: str | os.PathLike,
+    remote: str,
+    refspecs: list[str],
+    env: Mapping[str, str] | None = None,
+) -> PushResult:
+    """Push ``refspecs`` from the repository at ``repo_path`` to ``remote`` (a URL or path)
+    with C git: the server side (receive-pack and its pre-receive hook) is the component
+    being driven, so the client is git's own. ``env`` is the environment git and the
+    server's hook run in (None: this process's). A refusal is a result, not an error."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        raise GitkbError("pushing needs C git on PATH (git push)")
+    done = subprocess.run(
+        ["git", "push", "--porcelain", remote, *refspecs],
+        cwd=repo_path,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=dict(env) if env is not None else None,
+    )
+    return PushResult(done.returncode == 0, done.returncode, done.stdout + done.stderr)
