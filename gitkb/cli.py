@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "optimize": ("optimize", "Optimize a kernel with a harness bundle; commit the winner (JSON)."),
     "mine": ("mine", "Mine a trace repository into records: one admission commit each."),
     "recon": ("recon", "Print a trace's evidence-density report (ingest and recon only)."),
+    "demo": ("demo", "Run the whole loop on the bundled CPU example, narrated."),
     "help": ("help", "Show help for a verb: git kb help VERB."),
 }
 

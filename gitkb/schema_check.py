@@ -119,10 +119,20 @@ def compile_schema(root: dict) -> Check:
             return lambda v: not isinstance(v, list) or all(item(x) for x in v)
         if keyword == "minLength":
             return lambda v: not isinstance(v, str) or len(v) >= value
+        if keyword == "maxLength":
+            return lambda v: not isinstance(v, str) or len(v) <= value
+        if keyword == "minItems":
+            return lambda v: not isinstance(v, list) or len(v) >= value
+        if keyword == "maxItems":
+            return lambda v: not isinstance(v, list) or len(v) <= value
         if keyword == "minimum":
             return lambda v: not _is_number(v) or v >= value
         if keyword == "maximum":
             return lambda v: not _is_number(v) or v <= value
+        if keyword == "exclusiveMinimum":
+            return lambda v: not _is_number(v) or v > value
+        if keyword == "exclusiveMaximum":
+            return lambda v: not _is_number(v) or v < value
         if keyword == "pattern":
             search = re.compile(value).search
             return lambda v: not isinstance(v, str) or search(v) is not None
@@ -141,3 +151,12 @@ def compile_schema(root: dict) -> Check:
         raise UnsupportedSchema(f"keyword {keyword!r}")
 
     return build(root)
+
+
+def compile_or_none(root: dict) -> Check | None:
+    """The compiled check, or None when the schema uses a keyword not implemented here
+    (the caller then asks jsonschema every time: slower, never wrong)."""
+    try:
+        return compile_schema(root)
+    except UnsupportedSchema:
+        return None

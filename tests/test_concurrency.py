@@ -75,10 +75,10 @@ def test_sigkill_at_random_moments_leaves_complete_or_absent_admissions(tmp_path
     rng = random.Random(20261129)
     store_dir = tmp_path / "kb"
     Store.init(store_dir)
-    files = write_records(tmp_path / "in", range(400))
+    files = write_records(tmp_path / "in", range(700))  # 20 runs x 30 never exhaust it
     recovered_messages = 0
     admitted: set[str] = set()
-    ids = [synthetic.strategy(n)["id"] for n in range(400)]
+    ids = [synthetic.strategy(n)["id"] for n in range(700)]
 
     def remaining():
         return [f for f, record_id in zip(files, ids, strict=True) if record_id not in admitted]

@@ -75,7 +75,15 @@ def _budget_option(name: str, kind, help_text: str):
     type=click.Choice(["on", "reference", "off"]),
     default="off",
     show_default=True,
-    help="Seed the run from a knowledge base (needs --kb).",
+    help="Seed the run from a knowledge base (needs --kb): on adopts the best verified "
+    "candidate, reference only mirrors its prose, off is a cold start.",
+)
+@click.option(
+    "--kb",
+    "kb",
+    type=click.Path(file_okay=False),
+    help="The knowledge base (a gitkb store): warm start reads it and attests outcomes; "
+    "after a win the run's trace is mined into it (write-back).",
 )
 @click.pass_context
 def command(
@@ -92,6 +100,7 @@ def command(
     vcs,
     commit_message,
     warm_start,
+    kb,
     **budget,
 ) -> None:
     """Optimize a kernel with the harness and cases of BUNDLE; print the result as JSON.
@@ -126,6 +135,7 @@ def command(
         vcs=vcs,
         commit_message=commit_message,
         warm_start=warm_start,
+        kb=kb,
     )
     result = loop.run(config)
     click.echo(loop.result_json(result.document))

@@ -80,7 +80,12 @@ class MineResult:
 
 
 def open_trace(path: str | Path) -> tuple[Repository, str, str]:
-    """(repository, HEAD commit, default label) of a trace; one clear error when unusable."""
+    """(repository, HEAD commit, default label) of a trace; one clear error when unusable.
+
+    The default label is the one the trace states (``solution.json`` ``trace_label`` at
+    HEAD, written by ``git kb optimize`` and named in its KB-Trace trailer), else the
+    trace folder's name.
+    """
     location = Path(path)
     try:
         repo = Repository.open(location)
@@ -91,8 +96,22 @@ def open_trace(path: str | Path) -> tuple[Repository, str, str]:
         raise TraceError(f"{location}: the repository has no commits")
     if repo.object_type(head) != "commit":
         raise TraceError(f"{location}: HEAD is not a commit")
+    stated = _stated_label(repo, head)
+    if stated is not None:
+        return repo, head, stated
     name = location.resolve().name
     return repo, head, name.removesuffix(".git") or name
+
+
+def _stated_label(repo: Repository, head: str) -> str | None:
+    raw = repo.read(head, "solution.json")
+    try:
+        label = json.loads(raw).get("trace_label") if raw else None
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(label, str) and _LABEL.fullmatch(label) and ".." not in label:
+        return label
+    return None
 
 
 def check_label(label: str) -> str:

@@ -9,8 +9,11 @@ GitkbError (exit 1) before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
+import re
 import sys
 import time
 import tomllib
@@ -21,6 +24,7 @@ from pathlib import Path
 from gitkb.errors import GitkbError
 from gitkb.optimize import bundle as bundle_mod
 from gitkb.optimize import providers, scoring, worker
+from gitkb.optimize.providers import warmstart
 from gitkb.optimize.trace import TraceWriter, dumps, memory_record
 
 EXCLUSIONS_KEPT = 5
@@ -42,7 +46,8 @@ class RunConfig:
     commit_winner: bool = True
     vcs: str = "auto"
     commit_message: str | None = None
-    warm_start: str = "off"
+    warm_start: str = "off"  # on | reference | off (WARM_START.md, "The adopting run")
+    kb: str | None = None  # the knowledge base: warm start reads it, write-back mines into it
     progress: Callable[[str], None] = _stderr
 
 
@@ -113,11 +118,24 @@ class _Run:
         self.budget = (
             bundle_mod.Budget().merged(config.budget_flags).merged(self.bundle.budget_overrides)
         )
-        if config.warm_start != "off":
+        self.warm = None  # the warm-start provider, when --warm-start is on or reference
+        self.warm_report: dict | None = None
+        self.kb = None  # the store write-back mines into
+        if config.warm_start not in warmstart.MODES:
+            raise GitkbError(f"--warm-start must be one of {', '.join(warmstart.MODES)}", 2)
+        if config.provider == "warm-start":
             raise GitkbError(
-                "--warm-start on|reference is not wired into this build of the optimizer yet; "
-                "run with --warm-start off"
+                "warm-start is not a round provider: use --warm-start on --kb STORE (--provider)"
             )
+        if config.warm_start != "off":
+            self.warm = providers.load(
+                "warm-start",
+                dataclasses.replace(config.provider_options, kb=config.kb),
+                self.bundle.tunables,
+            )
+            self.kb = self.warm.store
+        elif config.kb:
+            self.kb = warmstart.open_kb(config.kb)
         self.plan = None
         self.commit_skipped = None
         if config.commit_winner:
@@ -141,6 +159,12 @@ class _Run:
         self.started = time.monotonic()
         self.experiments: list[dict] = []
         self.trace = TraceWriter(self.output / "trace")
+        self.trace_label = trace_label(self.bundle.name, self.baseline_source)
+        self.operator = self.bundle.target.get("operator") or self.bundle.name
+        self.references = None
+        self.adopted_source: str | None = None
+        if self.warm is not None:
+            self._offer()
 
     # ------------------------------------------------------------------ evaluation
 
@@ -205,7 +229,9 @@ class _Run:
             "parent": parent,
             "status": status,
             "version": version,
-            "category": f"{self.config.provider}_provider" if candidate else "baseline",
+            "category": f"{candidate.provider or self.config.provider}_provider"
+            if candidate
+            else "baseline",
             **meta,
             "diagnostics": diagnostics,
             "metrics": metrics,
@@ -273,9 +299,10 @@ class _Run:
                 None,
                 self._profiler_evidence(base_profiles),
             ),
-            operator=self.bundle.target.get("operator") or self.bundle.name,
+            operator=self.operator,
             description=(self.bundle.target.get("optimization_guidance") or "")[:500],
             hardware=hardware_tokens(self.bundle.target),
+            label=self.trace_label,
         )
         best = {
             "id": "baseline",
@@ -290,25 +317,15 @@ class _Run:
         exclusions: list[dict] = []
         version = 0
         stopping = "round_budget_exhausted"
+        if self.config.warm_start == "on":
+            best, version = self._warm_start(best, base_score, seen, version, exclusions)
         for round_no in range(1, budget.max_rounds + 1):
             for index in range(1, budget.candidates_per_round + 1):
                 if time.monotonic() - self.started > budget.max_total_seconds:
                     stopping = "time_budget_exhausted"
                     break
                 exp_id = f"r{round_no:03d}-c{index:03d}"
-                context = providers.ProposalContext(
-                    experiment_id=exp_id,
-                    best_source=best["source"],
-                    baseline_source=self.baseline_source,
-                    best_id=best["id"],
-                    target=self.bundle.target,
-                    cases=[dict(c.raw) for c in self.bundle.cases],
-                    best_cases=[c.as_json() for c in best["score"].cases],
-                    best_profile=best["profiles"],
-                    exclusions=exclusions[-EXCLUSIONS_KEPT:],
-                    workspace=self.output / "workspaces" / exp_id,
-                )
-                candidate = self.provider.propose(context)
+                candidate = self.provider.propose(self._context(exp_id, best, exclusions))
                 if candidate is None:
                     stopping = "no_candidates"
                     break
@@ -318,16 +335,7 @@ class _Run:
                 if outcome["status"] == "promoted":
                     best = outcome["best"]
                 else:
-                    exp = outcome["experiment"]
-                    exclusions.append(
-                        {
-                            "id": exp_id,
-                            "hypothesis": exp.get("hypothesis", ""),
-                            "change": exp.get("change", ""),
-                            "decision": f"{exp['status']}: {'; '.join(exp['diagnostics'])[:300]}",
-                            "numbers": exp["numbers"],
-                        }
-                    )
+                    exclusions.append(exclusion(outcome["experiment"]))
             else:
                 continue
             break
@@ -368,9 +376,22 @@ class _Run:
         commit_result = None
         if winner is not None and self.plan is not None:
             commit_result = self._commit(winner, base_score, final_score)
+        write_back = None
+        if self.kb is not None:
+            write_back = (
+                self._write_back()
+                if winner is not None
+                else {"attempted": False, "reason": "no winner"}
+            )
         document = self._write_outputs(
             winner, final_score, stopping, commit_result, base_score, base_profiles, final_profiles
         )
+        if self.warm_report is not None:
+            document.update(self._speedups(winner, document["aggregate_speedup"]))
+            document["warm_start"] = self.warm_report
+        if write_back is not None:
+            document["write_back"] = write_back
+        (self.output / "result.json").write_bytes(dumps(document))
         if winner is None:
             return RunResult(document, EXIT_NO_WINNER)
         if commit_result is not None and not commit_result["success"]:
@@ -509,9 +530,144 @@ class _Run:
         self.config.progress(f"[gitkb] winner {winner['id']} {state}")
         return document
 
-    @property
-    def trace_label(self) -> str:
-        return f"gitkb-optimize-{self.bundle.name}-{(self.trace.root_commit or '')[:12]}"
+    # ------------------------------------------------------------------ knowledge base
+
+    def _context(self, exp_id: str, best: dict, exclusions: list[dict]):
+        return providers.ProposalContext(
+            experiment_id=exp_id,
+            best_source=best["source"],
+            baseline_source=self.baseline_source,
+            best_id=best["id"],
+            target=self.bundle.target,
+            cases=[dict(c.raw) for c in self.bundle.cases],
+            best_cases=[c.as_json() for c in best["score"].cases],
+            best_profile=best["profiles"],
+            exclusions=exclusions[-EXCLUSIONS_KEPT:],
+            workspace=self.output / "workspaces" / exp_id,
+            references=self.references,
+        )
+
+    def _offer(self) -> None:
+        """Resolve the kernel against the store before anything runs: a bad store or
+        hardware is a setup error, and the audit folder exists before any verdict."""
+        folder = self.output / "warm_start"
+        answer = self.warm.offer(
+            self.operator, hardware_tokens(self.bundle.target)[0], self.baseline_source, folder
+        )
+        self.references = folder / "kb_references"
+        self.warm_report = {
+            "mode": self.config.warm_start,
+            "store": str(self.config.kb),
+            "store_commit": answer["commit"],
+            "read_reason": answer["read_reason"],
+            "kernel": answer["kernel"],
+            "offered": [
+                {k: r[k] for k in ("rank", "id", "type", "speedup", "comparable", "applies")}
+                for r in answer["ranks"]
+            ],
+            "references": str(self.references),
+            "candidates": [],
+            "adopted": None,
+        }
+        self.config.progress(
+            f"[gitkb] warm start mode={self.config.warm_start} "
+            f"read_reason={answer['read_reason']} offered={len(answer['ranks'])}"
+        )
+
+    def _warm_start(self, best, base_score, seen, version, exclusions):
+        """Judge the offered ranks in order through the round candidates' gate; adopt the
+        first that is correct and faster; attest every one judged. Returns (best, version)."""
+        index = 0
+        judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
+        while True:
+            index += 1
+            exp_id = f"ws-{index:02d}"
+            offered = self.warm.propose(self._context(exp_id, best, exclusions))
+            if offered is None:
+                return best, version
+            key = scoring.source_key(offered.source) if offered.source is not None else None
+            outcome = self._try(offered, exp_id, 0, best, base_score, seen, version)
+            version = outcome["version"] or version
+            experiment = outcome["experiment"]
+            # A rank whose code an earlier rank already was (a strategy whose diff yields the
+            # reference kernel) shares that rank's verdict: the same code ran on this box.
+            verdict, same_as = judged.get(key) or (warmstart.outcome_of(experiment, offered), None)
+            judged.setdefault(key, (verdict, exp_id))
+            entry = {
+                "experiment": exp_id,
+                "record": offered.record_id,
+                "rank": offered.rank,
+                "record_speedup": offered.record_speedup,
+                "aggregate_speedup": experiment["aggregate_speedup"],
+                "outcome": verdict,
+                "diagnostics": experiment["diagnostics"][:3],
+                "same_code_as": same_as,
+                "attest_commit": None,
+            }
+            evidence = {"trace": self.trace_label, "experiment": same_as or exp_id}
+            if experiment["aggregate_speedup"] is not None:
+                evidence["aggregate_speedup"] = f"{experiment['aggregate_speedup']:.4f}"
+            if experiment["diagnostics"] and verdict != "validated" and same_as is None:
+                evidence["reason"] = " ".join(experiment["diagnostics"][0].split())[:200]
+            try:
+                entry["attest_commit"] = self.warm.attest(offered, verdict, evidence)
+            except GitkbError as exc:  # the run's verdict stands; the ledger says why not
+                entry["attest_error"] = exc.message
+            self.warm_report["candidates"].append(entry)
+            self.config.progress(
+                f"[gitkb] warm start {exp_id} record={offered.record_id} outcome={verdict}"
+            )
+            if outcome["status"] == "promoted":
+                self.adopted_source = offered.source
+                self.warm_report["adopted"] = {
+                    "experiment": exp_id,
+                    "record": offered.record_id,
+                    "aggregate_speedup": experiment["aggregate_speedup"],
+                }
+                return outcome["best"], version
+            exclusions.append(exclusion(experiment))
+
+    def _speedups(self, winner, aggregate) -> dict:
+        """total_speedup: the final kernel vs the untouched baseline; incremental_speedup:
+        vs the adopted warm start (the baseline when nothing was adopted), so a gain that
+        came from the store is never reported as the run's own work."""
+        total = aggregate if aggregate is not None else 1.0
+        adopted = self.warm_report["adopted"]
+        if adopted is None:
+            incremental = total
+        elif winner is not None and winner["source"] == self.adopted_source:
+            incremental = 1.0  # the final kernel is the adopted start
+        else:
+            incremental = total / adopted["aggregate_speedup"]
+        return {"total_speedup": total, "incremental_speedup": incremental}
+
+    def _write_back(self) -> dict:
+        """Mine the run's own trace into the knowledge base under the run's label."""
+        from gitkb.mine.pipeline import mine
+
+        try:
+            result = mine(self.output / "trace", store=self.kb, label=self.trace_label)
+        except GitkbError as exc:  # the win and its commit stand; say why nothing was kept
+            self.config.progress(f"[gitkb] write-back failed: {exc.message[:200]}")
+            return {"attempted": True, "success": False, "error": exc.message}
+        summary = result.summary()
+        kept = [
+            {"action": o.action, "record": o.record_id, "commit": o.commit}
+            for o in result.outcomes
+            if o.action in ("insert", "confirm", "conflict")
+        ]
+        self.config.progress(
+            f"[gitkb] write-back into {self.kb.location}: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())) or "nothing")
+        )
+        return {
+            "attempted": True,
+            "success": True,
+            "store": str(self.kb.location),
+            "label": result.label,
+            "counts": summary["counts"],
+            "records": kept,
+        }
 
     def _write_outputs(
         self,
@@ -578,6 +734,28 @@ class _Run:
         }
         (out / "result.json").write_bytes(dumps(document))
         return document
+
+
+def exclusion(experiment: dict) -> dict:
+    """A rejected experiment as the next prompts see it."""
+    return {
+        "id": experiment["id"],
+        "hypothesis": experiment.get("hypothesis", ""),
+        "change": experiment.get("change", ""),
+        "decision": f"{experiment['status']}: {'; '.join(experiment['diagnostics'])[:300]}",
+        "numbers": experiment["numbers"],
+    }
+
+
+def trace_label(bundle_name: str, baseline_source: str) -> str:
+    """The run's trace label: written into the trace (``solution.json``), named in the winner
+    commit's ``KB-Trace`` trailer, and the label mining files the trace under. Unique per
+    run: a digest of the bundle, the baseline and the run's start time."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", bundle_name).strip(".-") or "bundle"
+    digest = hashlib.sha256(
+        f"{bundle_name}\0{time.time_ns()}\0{baseline_source}".encode()
+    ).hexdigest()
+    return f"gitkb-optimize-{name}-{digest[:12]}"
 
 
 def run(config: RunConfig) -> RunResult:

@@ -149,24 +149,31 @@ class TraceWriter:
         self.path = Path(path)
         self.repo = Repository.init(self.path)
         self.head: str | None = None
-        self.root_commit: str | None = None  # v0: names the trace in KB-Trace
 
     def _commit(self, edits: dict[str, bytes], message: str) -> str:
         sha = self.repo.write_commit(self.head, edits, message)
         self.repo.update_ref(BRANCH, self.head, sha, reason="gitkb optimize")
         self.repo.sync_work_tree(BRANCH, sha, sorted(edits))
         self.head = sha
-        self.root_commit = self.root_commit or sha
         return sha
 
     def baseline(
-        self, source: str, memory: dict, operator: str, description: str, hardware: list[str]
+        self,
+        source: str,
+        memory: dict,
+        operator: str,
+        description: str,
+        hardware: list[str],
+        label: str,
     ) -> str:
         from gitkb.vcs import format_message
 
+        # trace_label: what the run calls this trace (its KB-Trace trailer); mining files
+        # the trace under it, so the label is one name everywhere.
         solution = {
             "name": operator,
             "spec": {"target_hardware": hardware, "languages": ["python"]},
+            "trace_label": label,
         }
         definition = {"name": operator, "description": description, "axes": {}}
         return self._commit(

@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "codex": "gitkb.optimize.providers.codex",
     "claude": "gitkb.optimize.providers.claude",
     "replay": "gitkb.optimize.providers.replay",
+    "warm-start": "gitkb.optimize.providers.warmstart",  # --warm-start, not --provider
 }
 
 METADATA_FIELDS = (
@@ -46,6 +47,7 @@ class Candidate:
     commit_title: str = ""
     commit_summary: str = ""
     error: str | None = None
+    provider: str | None = None  # set when not the run's --provider (the warm start)
 
     def metadata(self) -> dict:
         return {name: getattr(self, name) for name in METADATA_FIELDS}
@@ -65,6 +67,7 @@ class ProposalContext:
     best_profile: dict
     exclusions: list[dict] = field(default_factory=list)  # the last rejections
     workspace: Path | None = None  # a fresh folder the provider may use
+    references: Path | None = None  # the knowledge base's prose for this kernel (warm start)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class ProviderOptions:
     agent_bin: str | None = None
     replay_dir: str | None = None
     agent_timeout_s: float = 1800.0
+    kb: str | None = None  # the knowledge base a warm start reads (--kb)
 
 
 class Provider:

@@ -69,6 +69,12 @@ def build_prompt(context: providers.ProposalContext) -> str:
     if context.best_profile:
         compact = json.dumps(context.best_profile, sort_keys=True)[:2000]
         lines += ["", "## Profile of the current best (compact)", compact]
+    if context.references is not None:
+        lines += [
+            "",
+            "## What the knowledge base knows about this kernel",
+            f"Measured prior work on this hardware, one page per record: {context.references}",
+        ]
     if context.exclusions:
         lines += ["", "## Already tried and rejected (do not repeat)"]
         for item in context.exclusions:

@@ -1,0 +1,122 @@
+"""The warm-start provider: candidates from a knowledge base (``--warm-start``, ``--kb STORE``).
+
+``offer`` resolves the kernel against the store once, through
+``gitkb.warmstart.resolve`` (same arch only, curated, top N), writing the
+audit folder (``candidates/NN/``, ``kb_references/``) before any verdict.
+``propose`` then hands out the offered ranks in order: a reference kernel as
+it is, a strategy's diff applied to the run's baseline (one that does not
+apply comes back as a candidate without source, ``inapplicable``). The loop
+judges each through the same gate as a round candidate and calls ``attest``
+with the outcome, which lands in the record's ledger as an ``attest`` commit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitkb.errors import GitkbError
+from gitkb.optimize import providers
+
+MODES = ("on", "reference", "off")
+
+
+@dataclass
+class Offered(providers.Candidate):
+    """A candidate that came from a store record."""
+
+    record_id: str = ""
+    rank: int = 0
+    record_speedup: float | None = None
+
+
+class Provider(providers.Provider):
+    name = "warm-start"
+
+    def __init__(self, options, tunables) -> None:
+        super().__init__(options, tunables)
+        if not options.kb:
+            raise GitkbError("--warm-start on|reference needs --kb STORE (the knowledge base)")
+        self.store = open_kb(options.kb)
+        self.answer: dict | None = None
+        self._queue: list[dict] = []
+
+    def offer(self, kernel_name: str, hardware: str, baseline_source: str, out: Path) -> dict:
+        """Resolve the kernel on ``hardware`` into ``out``; return the resolve answer."""
+        from gitkb.warmstart.resolve import resolve
+
+        # resolve names the kernel by a file's stem and applies strategy diffs to that file.
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", kernel_name).strip(".-") or "kernel"
+        kernel_file = out / "baseline" / f"{stem}.py"
+        kernel_file.parent.mkdir(parents=True, exist_ok=True)
+        kernel_file.write_text(baseline_source, encoding="utf-8")
+        try:
+            self.answer = resolve(
+                str(self.store.location), str(kernel_file), arch=hardware, out=str(out)
+            )
+        except GitkbError as exc:
+            raise GitkbError(f"warm start: {exc.message} (--kb {self.options.kb})") from None
+        self._queue = list(self.answer["ranks"])
+        return self.answer
+
+    def propose(self, context):
+        if not self._queue:
+            return None
+        rank = self._queue.pop(0)
+        kind = "reference kernel" if rank["type"] == "reference-kernel" else "strategy"
+        offered = Offered(
+            source=None,
+            provider="warm_start",
+            record_id=rank["id"],
+            rank=rank["rank"],
+            record_speedup=rank["speedup"],
+            hypothesis=(
+                f"the knowledge base's rank-{rank['rank']} {kind} measured "
+                f"{rank['speedup']}x on this hardware and should hold here"
+            ),
+            change=f"warm start from a {kind} in the knowledge base",
+            evidence=f"store record {rank['id']} (bench key {rank['bench_key']})",
+            expected_effect=f"about {rank['speedup']}x over the baseline",
+            risk="measured on other inputs or another box; verified before it is adopted",
+            commit_title=f"Warm start from the knowledge base's {kind}",
+            commit_summary=f"Adopt the {kind} of store record {rank['id']}, verified here.",
+        )
+        if rank.get("applies") is False:
+            offered.error = "inapplicable: the strategy's diff does not apply to this kernel"
+            return offered
+        try:
+            offered.source = Path(rank["code_path"]).read_text(encoding="utf-8")
+        except (OSError, TypeError, UnicodeDecodeError) as exc:
+            offered.error = f"inapplicable: the offered code is unreadable ({exc})"
+        return offered
+
+    def attest(self, offered: Offered, outcome: str, evidence: dict[str, str]) -> str | None:
+        """Record ``outcome`` in the record's ledger; return the attest commit's sha."""
+        from gitkb.warmstart.attest import attest
+
+        return attest(self.store, offered.record_id, outcome, evidence=evidence).commit
+
+
+def open_kb(path: str):
+    """The ``--kb`` store; a path that is not a store is a setup error, never a cold start."""
+    from gitkb.store import Store
+
+    try:
+        return Store.open(path)
+    except GitkbError as exc:
+        raise GitkbError(f"--kb: {exc.message} ({path})") from None
+
+
+def outcome_of(experiment: dict, offered: Offered) -> str:
+    """The attestation outcome of a judged warm-start experiment (WARM_START.md)."""
+    status = experiment["status"]
+    if status == "promoted":
+        return "validated"  # adopted: correct and faster here
+    if offered.source is None or any(
+        d.startswith("pre-evaluation:") for d in experiment["diagnostics"]
+    ):
+        return "inapplicable"  # did not fit the workspace
+    if experiment.get("aggregate_speedup") is None and not experiment.get("cases"):
+        return "not_reproduced"  # would not build or run here
+    return "failed"  # incorrect, or correct and not faster
