@@ -34,8 +34,10 @@ _TYPES: dict[str, Check] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
     "number": _is_number,
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
 }
 
 
@@ -103,17 +105,15 @@ def compile_schema(root: dict) -> Check:
             return lambda v: not isinstance(v, dict) or all(k in v for k in keys)
         if keyword == "properties":
             props = {k: build(s) for k, s in value.items()}
-            return lambda v: not isinstance(v, dict) or all(
-                props[k](v[k]) for k in v.keys() & props.keys()
+            return lambda v: (
+                not isinstance(v, dict) or all(props[k](v[k]) for k in v.keys() & props.keys())
             )
         if keyword == "additionalProperties":
             known = set(schema.get("properties", {}))
             if "patternProperties" in schema:
                 raise UnsupportedSchema("patternProperties")
             extra = build(value)
-            return lambda v: not isinstance(v, dict) or all(
-                extra(v[k]) for k in v.keys() - known
-            )
+            return lambda v: not isinstance(v, dict) or all(extra(v[k]) for k in v.keys() - known)
         if keyword == "items":
             item = build(value)
             return lambda v: not isinstance(v, list) or all(item(x) for x in v)
