@@ -3,7 +3,10 @@
 The pool of allowed magnitudes is every number in the packet's agent-facing
 evidence (its JSON, non-ASCII kept), its code and its target (JSON). Audited:
 every string and number leaf under ``worth.gain``, ``evidence.summary``,
-``payload`` and ``retrieval.signals.metrics``, except under the code-quoting keys.
+``payload`` and ``retrieval.signals.metrics`` (the reference's four), and, going
+further, ``evidence.raw.effect``: its geomeans rank warm-start candidates, so a
+tampered latency there would promote code, though agents are never served it.
+Code-quoting keys are not audited.
 Numbers are compared by absolute value in ``%g`` form (six significant digits),
 integral values also in plain integer form; there is no other tolerance."""
 
@@ -28,6 +31,7 @@ AUDITED = (
     ("evidence", "summary"),
     ("payload",),
     ("retrieval", "signals", "metrics"),
+    ("evidence", "raw", "effect"),
 )
 UNAUDITED_KEYS = frozenset({"snippet", "dispatch_snippet", "attempted_code"})
 # A number glued to an ASCII letter, digit or dot is part of a name (B200, v1.2, f16).
@@ -140,6 +144,17 @@ def _invented_signal(ctx: GateContext) -> bool:
     return True
 
 
+def _invented_effect(ctx: GateContext) -> bool:
+    """A better absolute latency than the trace measured: warm start ranks by it."""
+    record_file = first_mined(ctx)
+    if record_file is None:
+        return False
+    raw = record_file.data.setdefault("evidence", {}).setdefault("raw", {})
+    effect = raw.get("effect") if isinstance(raw.get("effect"), dict) else {"basis": "measured"}
+    raw["effect"] = {**effect, "new_geomean_us": 12.3457}
+    return True
+
+
 def _unmatched_record(ctx: GateContext) -> bool:
     record_file = first_mined(ctx)
     if record_file is None:
@@ -168,6 +183,7 @@ GATE = Gate(
     injections=(
         Injection("no-fabrication/invented-number", _invented_number),
         Injection("no-fabrication/invented-signal-metric", _invented_signal),
+        Injection("no-fabrication/invented-effect-geomean", _invented_effect),
         Injection("no-fabrication/no-packet", _unmatched_record),
         Injection("no-fabrication/evidence-lost", _evidence_lost),
     ),
