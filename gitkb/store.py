@@ -117,6 +117,11 @@ class Store:
     @classmethod
     def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
         location = Path(path)
+        if location.is_dir() and any(location.iterdir()):
+            what = "a git repository" if (location / ".git").exists() else "files"
+            raise GitkbError(f"{location} already holds {what}; a store starts in a new folder")
+        if location.exists() and not location.is_dir():
+            raise GitkbError(f"{location} is a file; a store starts in a new folder")
         repo = Repository.init(location, bare=bare)
         # Each admission rewrites records/index.json; fast compression keeps that
         # cheap, and `git gc` deltas the many index versions later anyway.

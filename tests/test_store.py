@@ -39,8 +39,20 @@ def test_init_writes_the_skeleton_in_one_commit(tmp_path):
     assert "ledger/*.jsonl merge=union" in (tmp_path / "kb" / ".gitattributes").read_text()
     assert "git-kb hook pre-commit" in (tmp_path / "kb" / ".pre-commit-config.yaml").read_text()
     assert git("status", "--porcelain", cwd=tmp_path / "kb").stdout == ""
-    with pytest.raises(GitkbError, match="already exists"):
+    with pytest.raises(GitkbError, match="already holds a git repository"):
         Store.init(tmp_path / "kb")
+
+
+def test_init_never_overwrites_a_users_files(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("mine\n")
+    with pytest.raises(GitkbError, match="already holds files"):
+        Store.init(tmp_path / "notes")
+    assert (tmp_path / "notes" / "README.md").read_text() == "mine\n"
+    assert not (tmp_path / "notes" / ".git").exists()
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(GitkbError, match="is a file"):
+        Store.init(tmp_path / "plain")
 
 
 def test_insert_keeps_bytes_updates_index_and_work_tree(store):
