@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gitkb
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, writing
 
 EXAMPLE = ("cpu", "examples", "blocked_matmul")
 BRANCH = "refs/heads/main"
@@ -365,5 +365,6 @@ def run_demo(folder: str | os.PathLike, say: Callable[[str], None] = print) -> d
         import numpy  # noqa: F401  (the example kernel is numpy)
     except ImportError:
         raise GitkbError("the demo's example kernel needs numpy: pip install numpy") from None
-    path.mkdir(parents=True, exist_ok=True)
+    with writing(path):
+        path.mkdir(parents=True, exist_ok=True)
     return _Demo(path, say).run()

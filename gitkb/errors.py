@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+
 
 class GitkbError(Exception):
     """A failure the user can act on: the message says what is wrong and where."""
@@ -40,3 +44,19 @@ class AdmissionRefused(GitkbError):
     def __init__(self, message: str, findings: list | None = None) -> None:
         super().__init__(message)
         self.findings = findings or []
+
+
+def os_reason(exc: OSError) -> str:
+    """``strerror: filename`` of an OSError, as a message shows it."""
+    name = exc.filename
+    where = f": {os.fsdecode(name)}" if name is not None else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+@contextlib.contextmanager
+def writing(where: object) -> Iterator[None]:
+    """Turn a failure to write into ``where`` (a folder the user named) into one clear line."""
+    try:
+        yield
+    except OSError as exc:
+        raise GitkbError(f"{where}: cannot write there ({os_reason(exc)})") from None

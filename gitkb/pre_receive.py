@@ -14,6 +14,7 @@ is refused while a record on main cites that trace. Other refs pass.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from gitkb.vcs import ZERO_SHA, CommitInfo, Repository
 LEDGER_DIR = "ledger"
 # Admissions that change many records at once and name a source, not a record.
 BULK_ACTIONS = ("import", "reindex", "init")
+_SHA = re.compile(r"[0-9a-f]{40}")
 _LINE_HEAD = b'{"id": "'
 
 
@@ -47,6 +49,8 @@ def parse_updates(lines: Iterable[str]) -> list[RefUpdate]:
         if len(parts) != 3:
             raise GitkbError(f"pre-receive: expected 'old new ref', got {line.strip()!r}")
         old, new, ref = parts
+        if not (_SHA.fullmatch(old) and _SHA.fullmatch(new)):
+            raise GitkbError(f"pre-receive: expected two 40-hex commit ids, got {line.strip()!r}")
         updates.append(
             RefUpdate(None if old == ZERO_SHA else old, None if new == ZERO_SHA else new, ref)
         )
@@ -55,6 +59,12 @@ def parse_updates(lines: Iterable[str]) -> list[RefUpdate]:
 
 def check_push(updates: list[RefUpdate], repo: Repository) -> list[str]:
     """Problem lines ``<ref> <commit>: <record-id>: <gate>: <what>``; empty accepts the push."""
+    for update in updates:
+        for sha in (update.old, update.new):
+            if sha is not None and not repo.has_object(sha):
+                raise GitkbError(
+                    f"pre-receive: {update.ref}: commit {sha} is not in the repository"
+                )
     pushed = _PushedRefs(repo, {u.ref: u.new for u in updates})
     main_after = pushed.resolve(BRANCH)
     problems: list[str] = []

@@ -38,15 +38,27 @@ class RecordFile:
 
 def load(path: str, raw: bytes) -> RecordFile:
     """Parse record bytes without raising; a parse failure is kept on the result."""
+    if not raw.strip():
+        return RecordFile(path, raw, None, "empty (a record is one JSON object)")
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return RecordFile(path, raw, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     except json.JSONDecodeError as exc:
         return RecordFile(path, raw, None, f"malformed JSON: {exc.msg} (line {exc.lineno})")
+    except RecursionError:
+        return RecordFile(path, raw, None, "malformed JSON: nested too deeply")
     if not isinstance(data, dict):
-        return RecordFile(path, raw, None, f"a record is a JSON object, got {type(data).__name__}")
+        return RecordFile(path, raw, None, f"a record is a JSON object, got {json_type(data)}")
     return RecordFile(path, raw, data)
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type (``object``, ``array``, ``null``, ...)."""
+    if isinstance(value, bool):
+        return "boolean"
+    names = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def parse(raw: bytes, source: str) -> dict:
@@ -79,6 +91,28 @@ def dig(node: object, *keys: str) -> object:
     return node
 
 
+def scope_of(node: object) -> dict:
+    """``node.retrieval.scope`` of a record or index entry; {} where it is not an object."""
+    scope = dig(node, "retrieval", "scope")
+    return scope if isinstance(scope, dict) else {}
+
+
+def object_at(record: dict, source: str, *keys: str) -> dict:
+    """``record[k1][k2]...`` for editing in place, made where missing; a RecordError naming
+    ``source`` and the field when a level holds something other than an object."""
+    node = record
+    for depth, key in enumerate(keys):
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            field_name = ".".join(keys[: depth + 1])
+            raise RecordError(
+                f"{source}: {field_name} is {json_type(child)}, not an object; "
+                "nothing written (git kb validate lists what else is wrong)"
+            )
+        node = child
+    return node
+
+
 # worth.track.counters: the six usage counters every record's track block holds.
 COUNTERS = (
     "query_count",
@@ -106,7 +140,7 @@ def _slug(value: object, default: str) -> str:
 
 def path_for(record: dict) -> str:
     """``records/<type>/<vendor>/<arch>/<dsl>/<operator_family>/<id>.json`` for a record."""
-    scope = ((record.get("retrieval") or {}).get("scope")) or {}
+    scope = scope_of(record)
     parts = [
         _slug(record.get("type"), "unknown"),
         _slug(scope.get("vendor"), "generic"),
@@ -199,8 +233,8 @@ class Index:
         if raw is None:
             return cls()
         try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise RecordError(
                 f"{source}: the index is not valid JSON ({exc}); run git kb reindex"
             ) from None

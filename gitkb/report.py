@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitkb.errors import writing
+from gitkb.record import scope_of
 from gitkb.store import TRACE_REFS, Store
 from gitkb.vcs import atomic_write
 
@@ -202,16 +204,9 @@ def build_site(store: Store, out: Path, ladders: dict[str, list[LadderPoint]]) -
     """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder."""
     tip = store.tip
     entries = store.index().entries()
-    by_type = Counter(e.get("type") for e in entries)
-    by_arch = Counter(
-        f"{(e.get('retrieval') or {}).get('scope', {}).get('vendor')}/"
-        f"{(e.get('retrieval') or {}).get('scope', {}).get('arch')}"
-        for e in entries
-    )
-    by_operator = Counter(
-        (e.get("retrieval") or {}).get("scope", {}).get("operator_family") or "(none)"
-        for e in entries
-    )
+    by_type = Counter(str(e.get("type")) for e in entries)
+    by_arch = Counter(f"{scope_of(e).get('vendor')}/{scope_of(e).get('arch')}" for e in entries)
+    by_operator = Counter(str(scope_of(e).get("operator_family") or "(none)") for e in entries)
     history = store.log()
     attest = _attestations(store, tip)
     labels = sorted(
@@ -242,30 +237,33 @@ def build_site(store: Store, out: Path, ladders: dict[str, list[LadderPoint]]) -
                  h["trailers"].get("KB-Trace", ""), h["trailers"].get("KB-Gates", "")]
                 for h in history]),
     ]  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "index.html"]
-    atomic_write(written[0], _page(f"gitkb store {store.location.name}", "".join(body)).encode())
-    for label in labels:
-        cited = [
-            [
-                h["trailers"].get("KB-Record", ""),
-                h["action"],
-                h["trailers"].get("KB-Trace-Commit", "")[:12],
-            ]
-            for h in history
-            if h["trailers"].get("KB-Trace") == label
-        ]
-        page = "".join(
-            [
-                '<p><a href="index.html">back to the store</a></p>',
-                "<h2>Version ladder</h2>",
-                _legend(),
-                ladder_svg(ladders.get(label, [])),
-                "<h2>Admissions from this trace</h2>",
-                _table(["record", "action", "trace commit"], cited),
-            ]
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
+        written = [out / "index.html"]
+        atomic_write(
+            written[0], _page(f"gitkb store {store.location.name}", "".join(body)).encode()
         )
-        path = out / f"trace-{label}.html"
-        atomic_write(path, _page(f"trace {label}", page).encode())
-        written.append(path)
+        for label in labels:
+            cited = [
+                [
+                    h["trailers"].get("KB-Record", ""),
+                    h["action"],
+                    h["trailers"].get("KB-Trace-Commit", "")[:12],
+                ]
+                for h in history
+                if h["trailers"].get("KB-Trace") == label
+            ]
+            page = "".join(
+                [
+                    '<p><a href="index.html">back to the store</a></p>',
+                    "<h2>Version ladder</h2>",
+                    _legend(),
+                    ladder_svg(ladders.get(label, [])),
+                    "<h2>Admissions from this trace</h2>",
+                    _table(["record", "action", "trace commit"], cited),
+                ]
+            )
+            path = out / f"trace-{label}.html"
+            atomic_write(path, _page(f"trace {label}", page).encode())
+            written.append(path)
     return written

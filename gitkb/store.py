@@ -26,6 +26,8 @@ from gitkb.errors import (
     NotAStore,
     RecordError,
     RefMoved,
+    os_reason,
+    writing,
 )
 from gitkb.gates import GateContext, GateResult, run_gates
 from gitkb.record import INDEX_PATH, Index, RecordFile
@@ -122,12 +124,19 @@ class Store:
             raise GitkbError(f"{location} already holds {what}; a store starts in a new folder")
         if location.exists() and not location.is_dir():
             raise GitkbError(f"{location} is a file; a store starts in a new folder")
+        store_name = name or location.resolve().name
+        if "\n" in store_name or not store_name.strip():
+            raise GitkbError(f"store name {store_name!r} must be one non-empty line", 2)
+        with writing(location):
+            return cls._create(location, bare, store_name)
+
+    @classmethod
+    def _create(cls, location: Path, bare: bool, store_name: str) -> Store:
         repo = Repository.init(location, bare=bare)
         # Each admission rewrites records/index.json; fast compression keeps that
         # cheap, and `git gc` deltas the many index versions later anyway.
         repo.set_config("core", "compression", "1")
         repo = Repository.open(location)  # an object store that has read that setting
-        store_name = name or location.resolve().name
         config = {"store": {"name": store_name, "format": "gitkb-1", "schema": rec.SCHEMA_NAME}}
         skeleton = data_dir("templates") / "store"
         files: dict[str, bytes | None] = {
@@ -203,7 +212,7 @@ class Store:
         wanted = {k: v for k, v in filters.items() if v}
         out = []
         for entry in self.index().entries():
-            scope = ((entry.get("retrieval") or {}).get("scope")) or {}
+            scope = rec.scope_of(entry)
             values = {
                 "type": entry.get("type"),
                 "vendor": scope.get("vendor"),
@@ -246,10 +255,10 @@ class Store:
 
     def match(self, record: dict) -> dict:
         """Every same-scope candidate and every exact episode_key match; decides nothing."""
-        scope = ((record.get("retrieval") or {}).get("scope")) or {}
+        scope = rec.scope_of(record)
         candidates = []
         for entry in self.index().entries():
-            other = ((entry.get("retrieval") or {}).get("scope")) or {}
+            other = rec.scope_of(entry)
             if scope.get("vendor") and other.get("vendor") != scope["vendor"]:
                 continue
             if scope.get("arch") and other.get("arch") != scope["arch"]:
@@ -508,16 +517,22 @@ class Store:
         admissions: list[Admission] = []
         if not builds:
             return admissions
-        with self.repo.writer_lock() as recovered:
-            if recovered:
-                self.repo.repair_work_tree(BRANCH)
-            for start in range(0, len(builds), _BATCH):
-                chunk = builds[start : start + _BATCH]
-                try:
-                    admissions += self._write_chunk(chunk)
-                except GitkbError as exc:
-                    exc.admitted = admissions + getattr(exc, "admitted", [])
-                    raise
+        try:
+            with self.repo.writer_lock() as recovered:
+                if recovered:
+                    self.repo.repair_work_tree(BRANCH)
+                for start in range(0, len(builds), _BATCH):
+                    chunk = builds[start : start + _BATCH]
+                    try:
+                        admissions += self._write_chunk(chunk)
+                    except GitkbError as exc:
+                        exc.admitted = admissions + getattr(exc, "admitted", [])
+                        raise
+        except OSError as exc:
+            # A read-only store, a full disk: main has not moved past ``admissions``.
+            error = GitkbError(f"{self.location}: cannot write to the store ({os_reason(exc)})")
+            error.admitted = admissions
+            raise error from None
         return admissions
 
     def _write_chunk(self, chunk: list[Callable[[str, Index], _Change]]) -> list[Admission]:
@@ -577,7 +592,16 @@ class Store:
                     if attempt + 1 == _CAS_ATTEMPTS:
                         raise
                     continue
-                self.repo.sync_work_tree(BRANCH, tip, sorted(touched))
+                try:
+                    self.repo.sync_work_tree(BRANCH, tip, sorted(touched))
+                except OSError as exc:
+                    error = GitkbError(
+                        f"{self.location}: main is at {tip[:12]}, but the work tree could not "
+                        f"follow ({os_reason(exc)}); once writable, `git checkout HEAD -- .` "
+                        "brings it up to date"
+                    )
+                    error.admitted = done
+                    raise error from None
             self._index_cache = (tip, index)
             if refusal is not None:
                 refusal.admitted = done
@@ -641,10 +665,11 @@ class Store:
             )
         tip = self.tip
         count = 0
-        for record_file in self.record_files(tip):
-            atomic_write(out / record_file.path, record_file.raw)
-            count += 1
-        atomic_write(out / INDEX_PATH, self.repo.read(tip, INDEX_PATH) or Index().dumps())
+        with writing(out):
+            for record_file in self.record_files(tip):
+                atomic_write(out / record_file.path, record_file.raw)
+                count += 1
+            atomic_write(out / INDEX_PATH, self.repo.read(tip, INDEX_PATH) or Index().dumps())
         return count
 
     def reindex(self) -> Admission:
@@ -653,7 +678,9 @@ class Store:
         def build(tip: str, index: Index) -> _Change:
             fresh = Index()
             for record_file in self.record_files(tip):
-                if record_file.data is not None:
+                # As with unreadable files, a record without a string id cannot be indexed;
+                # git kb validate names both.
+                if record_file.data is not None and isinstance(record_file.data.get("id"), str):
                     fresh.put(rec.index_entry(record_file.data, record_file.path))
             data = fresh.dumps()
             if self.repo.read(tip, INDEX_PATH) == data:
@@ -686,13 +713,20 @@ def count_confirmation(existing: dict, incoming_id: str) -> int | None:
     """Count one confirmation of ``existing`` by ``incoming_id`` in place, once per pair
     (the ``confirm_keys``); return the new ``verified_effective``, None if already counted."""
     key = f"{existing['id']}:{incoming_id}"
-    track = existing.setdefault("worth", {}).setdefault("track", {})
+    source = f"confirm target {existing['id']}"
+    track = rec.object_at(existing, source, "worth", "track")
     keys = track.setdefault("confirm_keys", [])
+    if not isinstance(keys, list):
+        raise RecordError(
+            f"{source}: worth.track.confirm_keys is {rec.json_type(keys)}, not an array"
+        )
     if key in keys:
         return None
-    counters = track.setdefault("counters", {})
+    counters = rec.object_at(existing, source, "worth", "track", "counters")
     for name in rec.COUNTERS:
         counters.setdefault(name, 0)
+    if not isinstance(counters["verified_effective"], int):
+        raise RecordError(f"{source}: worth.track.counters.verified_effective is not a number")
     track.setdefault("prior", {})
     counters["verified_effective"] += 1
     keys.append(key)
@@ -729,14 +763,14 @@ def _gates_figure(results: list[GateResult]) -> str:
 
 
 def _pct(record: dict) -> str:
-    pct = ((record.get("worth") or {}).get("gain") or {}).get("pct")
+    pct = rec.dig(record, "worth", "gain", "pct")
     return "?" if pct is None else str(pct)
 
 
 def _match_confidence(existing: dict, incoming: dict) -> float:
     """Share of the merge handle the two records agree on: scope fields and episode key."""
-    a = ((existing.get("retrieval") or {}).get("scope")) or {}
-    b = ((incoming.get("retrieval") or {}).get("scope")) or {}
+    a = rec.scope_of(existing)
+    b = rec.scope_of(incoming)
     pairs = [(a.get(k), b.get(k)) for k in ("vendor", "arch", "dsl", "operator_family")]
     pairs.append((existing.get("episode_key"), incoming.get("episode_key")))
     return round(sum(x == y for x, y in pairs) / len(pairs), 2)
@@ -745,7 +779,8 @@ def _match_confidence(existing: dict, incoming: dict) -> float:
 def _summary(record: dict) -> dict:
     payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
     problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
-    gain = ((record.get("worth") or {}).get("gain")) or {}
+    gain = rec.dig(record, "worth", "gain")
+    gain = gain if isinstance(gain, dict) else {}
     pct = gain.get("pct")
     if record.get("type") == "anti-strategy":
         direction = "negative"

@@ -71,6 +71,6 @@ def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
 
 def census(ctx: GateContext) -> str:
     """``N records (type=count, ...)`` for the report header."""
-    counts = Counter(r.data.get("type") if r.data else "unreadable" for r in ctx.records)
+    counts = Counter(str(r.data.get("type")) if r.data else "unreadable" for r in ctx.records)
     parts = ", ".join(f"{k}={v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])))
     return f"records: {len(ctx.records)}  ({parts})"

@@ -25,7 +25,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved
+from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved, os_reason
 
 ZERO_SHA = "0" * 40
 FILE_MODE = 0o100644
@@ -500,6 +500,8 @@ class Repository:
                 ok = refs.add_if_new(name, _b(new), message=_b(reason))
             else:
                 ok = refs.set_if_equals(name, _b(old), _b(new), message=_b(reason))
+        except PermissionError as exc:
+            raise GitkbError(f"{ref}: cannot write the ref ({os_reason(exc)})") from None
         except (FileExistsError, OSError) as exc:
             raise RefMoved(
                 f"{ref}: could not lock the ref ({exc}); another writer holds it"

@@ -27,6 +27,11 @@ def echo_json(document: object) -> None:
     click.echo(json.dumps(document, indent=1, ensure_ascii=False))
 
 
+def input_name(path: str) -> str:
+    """How messages name a record file given on the command line."""
+    return "<stdin>" if path == "-" else path
+
+
 def read_input(path: str) -> bytes:
     """Bytes of a record file named on the command line ('-' is stdin)."""
     from gitkb.errors import RecordError

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, read_input, store_option
+from gitkb.commands import echo_json, input_name, open_store, read_input, store_option
 
 
 def _report(admission, as_json: bool) -> None:
@@ -41,7 +41,8 @@ def command(files, action, target, trace, trace_commit, as_json, store_path) -> 
 
     store = open_store(store_path)
     requests = [
-        AdmitRequest(read_input(path), action, target, path, trace, trace_commit) for path in files
+        AdmitRequest(read_input(path), action, target, input_name(path), trace, trace_commit)
+        for path in files
     ]
     try:
         admissions = store.admit_many(requests)

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, read_input, store_option
+from gitkb.commands import echo_json, input_name, open_store, read_input, store_option
 
 
 @click.command("match")
@@ -15,7 +15,7 @@ def command(file: str, store_path: str) -> None:
     from gitkb import record
 
     store = open_store(store_path)
-    incoming = record.parse(read_input(file), file)
+    incoming = record.parse(read_input(file), input_name(file))
     _, findings = store.check_record(incoming, record.path_for(incoming))
     if findings:
         echo_json(

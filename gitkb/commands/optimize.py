@@ -31,7 +31,7 @@ def _budget_option(name: str, kind, help_text: str):
 @click.option("--agent-bin", help="codex/claude providers: the executable to run.")
 @click.option(
     "--agent-timeout",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=1800.0,
     show_default=True,
     help="Seconds one agent proposal may take.",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError, NotARepository
+from gitkb.errors import GitkbError, NotARepository, writing
 from gitkb.mine import report
 from gitkb.mine.distill import Distilled, distill, run_external
 from gitkb.mine.ingest import Ingest, TraceError, ingest
@@ -128,10 +128,11 @@ def _store_options(store, ingested: Ingest, options: MineOptions) -> MineOptions
     ids = tuple(e["id"] for e in store.index().entries())
     sources = []
     for entry in store.index().entries():
-        scope = ((entry.get("retrieval") or {}).get("scope")) or {}
+        scope = rec.scope_of(entry)
         if scope.get("operator_family") == slug:
             data = store.read_record(entry["id"]).data or {}
-            raw = ((data.get("evidence") or {}).get("raw")) or {}
+            raw = rec.dig(data, "evidence", "raw")
+            raw = raw if isinstance(raw, dict) else {}
             sources.append(raw.get("source_repo") or "(unrecorded)")
     options.existing_ids = tuple(sorted(set(options.existing_ids) | set(ids)))
     options.store_sources = tuple(sorted(set(sources)))
@@ -225,7 +226,8 @@ def mine(
             for p, d in ready
         ]
     elif stage_only is not None:
-        outcomes += _stage(Path(stage_only), ready)
+        with writing(stage_only):
+            outcomes += _stage(Path(stage_only), ready)
     elif store is not None:
         outcomes += _admit(store, trace, repo, head, label, options, ready)
     else:
@@ -234,10 +236,11 @@ def mine(
     result.reports = _reports(result)
     if not dry_run:
         if stage_only is not None:
-            for name, data in result.reports.items():
-                target = Path(stage_only) / REPORTS_DIR.format(label=label) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            with writing(stage_only):
+                for name, data in result.reports.items():
+                    target = Path(stage_only) / REPORTS_DIR.format(label=label) / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
         else:
             _commit_reports(store, label, result.reports)
     return result

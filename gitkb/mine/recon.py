@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gitkb import record as rec
 from gitkb.mine.ingest import Ingest
 from gitkb.mine.ladder import Ladder
 from gitkb.mine.longhorizon import long_horizon
@@ -14,11 +15,12 @@ def store_coverage(store, slug: str, label: str) -> dict:
     by_source: dict[str, list[str]] = {}
     keys, types, highest = [], {}, {}
     for entry in store.index().entries():
-        scope = ((entry.get("retrieval") or {}).get("scope")) or {}
+        scope = rec.scope_of(entry)
         if scope.get("operator_family") != slug:
             continue
         data = store.read_record(entry["id"]).data or {}
-        raw = ((data.get("evidence") or {}).get("raw")) or {}
+        raw = rec.dig(data, "evidence", "raw")
+        raw = raw if isinstance(raw, dict) else {}
         source = raw.get("source_repo") or "(unrecorded)"
         by_source.setdefault(source, []).append(str(raw.get("version") or "?"))
         if entry.get("episode_key") and len(keys) < 12:

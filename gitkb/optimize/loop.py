@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, writing
 from gitkb.optimize import bundle as bundle_mod
 from gitkb.optimize import providers, scoring, worker
 from gitkb.optimize.providers import warmstart
@@ -154,7 +154,8 @@ class _Run:
         self.output = Path(config.output)
         if self.output.exists() and any(self.output.iterdir()):
             raise GitkbError(f"output folder is not empty ({self.output})")
-        self.output.mkdir(parents=True, exist_ok=True)
+        with writing(self.output):
+            self.output.mkdir(parents=True, exist_ok=True)
         self.profiler = profiler_mapping(self.bundle.backend)
         self.started = time.monotonic()
         self.experiments: list[dict] = []
@@ -282,9 +283,14 @@ class _Run:
         )
         if base_score is None or not base_score.protected_pass:
             failed = base_score.failed_protected() if base_score else []
-            why = "; ".join(diagnostics) or f"protected cases failed: {', '.join(failed)}"
+            # One line: each diagnostic's first line; the harness's traceback stays on file.
+            why = "; ".join(d.strip().splitlines()[0] for d in diagnostics if d.strip())
+            why = why or f"protected cases failed: {', '.join(failed)}"
             self._write_outputs(None, None, "baseline_failed", None, None, base_profiles, {})
-            raise GitkbError(f"the baseline does not pass its protected cases: {why[:500]}")
+            details = self.output / "experiments" / "baseline"  # response.json, harness.log
+            raise GitkbError(
+                f"the baseline does not pass its protected cases: {why[:500]} (details: {details})"
+            )
         base_score.aggregate = 1.0
         baseline_exp = self._experiment(
             "baseline", 0, None, "baseline", None, base_score, [], metrics, 0

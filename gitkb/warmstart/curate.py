@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from gitkb.record import dig
+from gitkb.record import dig, scope_of
 
 RETIRED_STATUSES = ("deprecated", "superseded")
 CODE_TYPES = ("strategy", "reference-kernel")
@@ -82,8 +82,11 @@ def match_kernel(query: str, names: set[str]) -> KernelMatch:
 
 def entry_kernels(entry: dict) -> list[str]:
     """The kernel names an index entry files under: its scope's operators, else its family."""
-    scope = ((entry.get("retrieval") or {}).get("scope")) or {}
-    operators = [o for o in scope.get("operators") or [] if isinstance(o, str) and o.strip()]
+    scope = scope_of(entry)
+    listed = scope.get("operators")
+    operators = (
+        [o for o in listed if isinstance(o, str) and o.strip()] if isinstance(listed, list) else []
+    )
     family = scope.get("operator_family")
     names = operators or ([family] if isinstance(family, str) and family.strip() else [])
     return [canonical_kernel(n) for n in names]

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from gitkb import targets, vcs
-from gitkb.errors import GitkbError, NotAStore
+from gitkb.errors import GitkbError, NotAStore, writing
 from gitkb.warmstart import curate
 from gitkb.warmstart.attest import ledger_path, parse_ledger, retire_hint
 
@@ -86,8 +86,11 @@ def _rows_from_index(raw: bytes) -> tuple[list[tuple], int]:
     else:  # an index not in gitkb's one-entry-a-line form (e.g. written by another tool)
         try:
             items = json.loads(raw).get("records") or []
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-            raise GitkbError("records/index.json is not valid JSON; run git kb reindex") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError, RecursionError):
+            raise GitkbError(
+                "records/index.json is not an index (a JSON object with a records list); "
+                "run git kb reindex"
+            ) from None
     for item in items:
         try:
             if isinstance(item, bytes):
@@ -138,9 +141,7 @@ def _open(store_path) -> object:
     try:
         return Store.open(store_path)
     except NotAStore as exc:
-        raise GitkbError(
-            f"resolve: {exc.message} (a warm start needs an existing store)", 3
-        ) from None
+        raise GitkbError(f"resolve: {exc.message} (a warm start needs an existing store)") from None
 
 
 def resolve(
@@ -279,7 +280,8 @@ def resolve(
 
         texts = vcs.read_many(store.repo, tip, pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items() if raw is not None]
-        write_out(Path(out), answer, curated.ranks, [p for p in pitfalls if p], kernel_file)
+        with writing(out):
+            write_out(Path(out), answer, curated.ranks, [p for p in pitfalls if p], kernel_file)
     return answer
 
 

@@ -68,7 +68,7 @@ def retract(store, record_id: str, reason: str, by: str | None = None):
         ledger = read_ledger(store, record_id, tip)
         if record.get("status") == RETIRED_STATUS:
             raise GitkbError(f"{record_id} is already {RETIRED_STATUS}; nothing to retract")
-        rank = record.setdefault("worth", {}).setdefault("rank", {})
+        rank = rec.object_at(record, f"{record_id} ({path})", "worth", "rank")
         was = {"status": record.get("status"), "score": rank.get("score")}
         record["status"] = RETIRED_STATUS
         rank["score"] = 0
@@ -104,7 +104,7 @@ def unretract(store, record_id: str, reason: str, by: str | None = None):
                 f"{'an' if open_retraction else 'no'} open retraction in {ledger.path})"
             )
         was = open_retraction.get("was") if isinstance(open_retraction.get("was"), dict) else {}
-        rank = record.setdefault("worth", {}).setdefault("rank", {})
+        rank = rec.object_at(record, f"{record_id} ({path})", "worth", "rank")
         record["status"] = was.get("status") or "active"
         score = was.get("score")
         rank["score"] = score if isinstance(score, (int, float)) else 0

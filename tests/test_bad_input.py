@@ -1,0 +1,328 @@
+"""Bad input through the real CLI: one clear `gitkb: error:` line, exit 1 or 2, never an
+internal error or a traceback, and a refused write leaves the store's refs and files as
+they were."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, example_files, git, kb
+
+sys.path.insert(0, str(Path(__file__).parent))
+from trace_factory import legacy_trace  # noqa: E402
+
+STRATEGY = next(p for p in example_files() if "/strategy/" in p.as_posix())
+ANTI = next(p for p in example_files() if "/anti-strategy/" in p.as_posix())
+RECORD_ID = STRATEGY.stem
+BUNDLE = ROOT / "targets" / "cpu" / "examples" / "blocked_matmul"
+
+
+def _state(repo: Path) -> str:
+    refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=repo).stdout
+    return refs + git("status", "--porcelain", cwd=repo).stdout
+
+
+def _refused(done, code: int = 1) -> str:
+    err = done.stderr.decode(errors="replace")
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert done.returncode == code, err
+    return err
+
+
+@pytest.fixture
+def filled(tmp_path):
+    """A store holding the example strategy record, changed by C git as a test says."""
+    path = tmp_path / "store"
+    assert kb("init", str(path)).returncode == 0
+    assert kb("admit", str(STRATEGY), "--store", str(path)).returncode == 0
+    return path
+
+
+def _commit_on_main(store: Path, path: str, data: bytes) -> None:
+    target = store / path
+    target.write_bytes(data)
+    git("add", "-A", cwd=store)
+    git("commit", "-q", "--no-verify", "-m", "hand edit", cwd=store)
+
+
+def _record_path(store: Path) -> str:
+    return next(
+        p for p in git("ls-files", "records", cwd=store).stdout.split() if "/strategy/" in p
+    )
+
+
+def _with(**fields) -> bytes:
+    record = json.loads(STRATEGY.read_bytes())
+    record.update(fields)
+    return json.dumps(record).encode()
+
+
+# A hand-edited index whose entries hold the wrong types where objects belong.
+WEIRD_INDEX = json.dumps(
+    {
+        "records": [
+            1,
+            {"id": 5},
+            {"id": "x", "retrieval": "s"},
+            {"id": "y", "retrieval": {"scope": 1}},
+        ]
+    }
+).encode()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["report", "--out", "{tmp}/site"],
+        ["match", str(STRATEGY)],
+        ["mine", "{tmp}/trace", "--dry-run"],
+        ["recon", "{tmp}/trace"],
+        ["resolve", "--kernel", "softmax", "--arch", "hopper"],
+    ],
+)
+def test_an_index_with_wrong_typed_entries_is_read_around(filled, tmp_path, args):
+    _commit_on_main(filled, "records/index.json", WEIRD_INDEX)
+    if "{tmp}/trace" in args:
+        legacy_trace(tmp_path / "trace")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    done = kb(*argv, "--store", str(filled))
+    _refused(done, 0)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"worth": "w", "evidence": 5, "retrieval": {"scope": "s"}},
+        {"worth": None, "payload": [1]},
+        {"worth": {"rank": "x", "track": "t", "gain": [1]}, "evidence": {"raw": []}},
+    ],
+    ids=["worth-string", "worth-null", "worth-parts-wrong"],
+)
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["retract", RECORD_ID, "--reason", "r"], 1),
+        (["admit", "--action", "confirm", "--target", RECORD_ID, str(ANTI)], 1),
+        (["match", str(STRATEGY)], 0),
+        (["report", "--out", "{tmp}/site"], 0),
+        (["mine", "{tmp}/trace", "--dry-run"], 0),
+    ],
+    ids=["retract", "confirm", "match", "report", "mine"],
+)
+def test_a_stored_record_with_wrong_typed_fields(filled, tmp_path, fields, args, code):
+    _commit_on_main(filled, _record_path(filled), _with(**fields))
+    if "{tmp}/trace" in args:
+        legacy_trace(tmp_path / "trace")
+    before = _state(filled)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    err = _refused(kb(*argv, "--store", str(filled)), code)
+    if code:
+        assert "not an object" in err and RECORD_ID in err
+        assert _state(filled) == before
+
+
+def test_reindex_skips_a_record_whose_id_is_not_a_string(filled):
+    assert kb("admit", str(ANTI), "--store", str(filled)).returncode == 0
+    _commit_on_main(filled, _record_path(filled), _with(id=5))
+    _refused(kb("reindex", "--store", str(filled)), 0)
+    listed = kb("list", "--store", str(filled)).stdout.decode()
+    assert ANTI.stem in listed and RECORD_ID not in listed
+
+
+def test_an_index_that_is_not_utf8_is_named_as_such(filled):
+    _commit_on_main(filled, "records/index.json", b"\xff\xfe{")
+    err = _refused(kb("list", "--store", str(filled)))
+    assert "index.json: the index is not valid JSON ('utf-8'" in err
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (_with(retrieval="r"), "refused by the gates"),
+        (_with(retrieval=[1]), "refused by the gates"),
+        (_with(retrieval={"scope": "s"}), "refused by the gates"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b"", "empty"),
+        (b"null", "a record is a JSON object, got null"),
+    ],
+    ids=["retrieval-string", "retrieval-list", "scope-string", "deep", "empty", "null"],
+)
+@pytest.mark.parametrize("verb", ["admit", "match"])
+def test_a_malformed_record_file_is_refused(filled, tmp_path, data, message, verb):
+    if verb == "match" and message == "refused by the gates":
+        message = '"status": "gate_error"'
+    path = tmp_path / "in.json"
+    path.write_bytes(data)
+    before = _state(filled)
+    done = kb(verb, str(path), "--store", str(filled))
+    err = _refused(done)
+    assert message in err + done.stdout.decode()
+    assert _state(filled) == before
+
+
+def test_empty_stdin_is_named_stdin(filled):
+    err = _refused(kb("admit", "-", "--store", str(filled), input=b""))
+    assert "gitkb: error: <stdin>: empty" in err
+
+
+@pytest.mark.parametrize("data", [_with(type=[1]), b"[" * 100_000])
+def test_validate_reports_a_bad_folder_record(tmp_path, data):
+    folder = tmp_path / "staging" / "records" / "strategy"
+    folder.mkdir(parents=True)
+    (folder / "x.json").write_bytes(data)
+    done = kb("validate", str(tmp_path / "staging"))
+    _refused(done)
+    assert b"FAIL" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["init", "{out}"],
+        ["export", "gpu-wiki", "{out}", "--store", "{store}"],
+        ["report", "--out", "{out}", "--store", "{store}"],
+        [
+            "resolve",
+            "--kernel",
+            "softmax",
+            "--arch",
+            "hopper",
+            "--out",
+            "{out}",
+            "--store",
+            "{store}",
+        ],
+        ["mine", "{trace}", "--stage-only", "{out}"],
+        ["optimize", str(BUNDLE), "-o", "{out}", "--no-commit-winner"],
+        ["demo", "{out}"],
+    ],
+    ids=lambda args: args[0],
+)
+def test_an_output_folder_below_a_file_is_refused(filled, tmp_path, args):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    if "{trace}" in args:
+        legacy_trace(tmp_path / "trace")
+    fill = {
+        "{out}": str(blocker / "out"),
+        "{store}": str(filled),
+        "{trace}": str(tmp_path / "trace"),
+    }
+    argv = [fill.get(a, a) for a in args]
+    before = _state(filled)
+    err = _refused(kb(*argv, cwd=tmp_path))
+    assert f"{blocker / 'out'}: cannot write there (Not a directory" in err
+    assert _state(filled) == before
+
+
+def test_init_refuses_a_multi_line_name_before_creating_anything(tmp_path):
+    err = _refused(kb("init", "--name", "a\nb", str(tmp_path / "s")), 2)
+    assert "store name 'a\\nb' must be one non-empty line" in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_resolve_on_a_path_that_is_no_store_exits_1(tmp_path):
+    err = _refused(kb("resolve", "--kernel", "softmax", "--store", str(tmp_path)))
+    assert "is not a gitkb store" in err
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{zero} {a} refs/heads/main", "commit aaaa"),
+        ("{a} {b} refs/heads/main", "is not in the repository"),
+        ("{zero} {bad} refs/heads/main", "expected two 40-hex commit ids"),
+    ],
+)
+def test_pre_receive_names_unknown_or_malformed_commits(filled, line, message):
+    text = line.format(zero="0" * 40, a="a" * 40, b="b" * 40, bad="z" * 40) + "\n"
+    git_dir = filled / ".git"
+    done = kb(
+        "hook", "pre-receive", cwd=git_dir, env={"GIT_DIR": str(git_dir)}, input=text.encode()
+    )
+    assert message in _refused(done)
+
+
+def test_a_harness_that_fails_the_baseline_is_one_line(tmp_path):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    harness = bundle / "harness.py"
+    harness.write_text(
+        harness.read_text() + "\n\ndef verify(*args, **kwargs):\n    raise ValueError('boom')\n"
+    )
+    out = tmp_path / "out"
+    done = kb("optimize", str(bundle), "-o", str(out), "--no-commit-winner", "--max-rounds", "1")
+    err = _refused(done)
+    lines = [line for line in err.splitlines() if not line.startswith("[gitkb]")]
+    assert len(lines) == 1 and "verify raised ValueError: boom" in lines[0], err
+    assert f"(details: {out / 'experiments' / 'baseline'})" in lines[0]
+
+
+def test_a_negative_agent_timeout_is_a_usage_error(tmp_path):
+    _refused(kb("optimize", str(BUNDLE), "--agent-timeout", "-1", cwd=tmp_path), 2)
+
+
+# ------------------------------------------------------------- read-only stores
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix under which file permissions hold even for root (a user namespace)."""
+    probe = subprocess.run(["unshare", "-U", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("unshare -U is not available here")
+    return ["unshare", "-U"]
+
+
+def _kb_unprivileged(*args: str):
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = [*_unprivileged(), sys.executable, "-m", "gitkb", *args]
+    return subprocess.run(argv, capture_output=True, env=env, check=False)
+
+
+@pytest.mark.parametrize(
+    "locked, message",
+    [
+        (".", "cannot write to the store (Permission denied"),
+        (".git/objects", "cannot write to the store (Permission denied"),
+        (".git/refs", "refs/heads/main: cannot write the ref (Permission denied"),
+    ],
+)
+@pytest.mark.parametrize(
+    "args",
+    [["admit", str(ANTI)], ["retract", RECORD_ID, "--reason", "r"], ["reindex"]],
+    ids=lambda args: args[0],
+)
+def test_a_read_only_store_refuses_writes_and_stays_as_it_was(filled, locked, message, args):
+    if args[0] == "reindex":
+        _commit_on_main(filled, "records/index.json", b'{"records": []}\n')
+    before = _state(filled)
+    subprocess.run(["chmod", "-R", "a-w", str(filled / locked)], check=True)
+    if locked == ".git/refs":
+        subprocess.run(["chmod", "a-w", str(filled / ".git")], check=True)
+    try:
+        done = _kb_unprivileged(*args, "--store", str(filled))
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(filled)], check=True)
+    assert message in _refused(done)
+    assert _state(filled) == before
+
+
+def test_a_read_only_work_tree_says_main_moved_and_how_to_catch_up(filled):
+    subprocess.run(["chmod", "-R", "a-w", str(filled / "records")], check=True)
+    try:
+        done = _kb_unprivileged("admit", str(ANTI), "--store", str(filled))
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(filled)], check=True)
+    err = _refused(done)
+    assert "the work tree could not follow (Permission denied" in err
+    assert b"insert " + ANTI.stem.encode() in done.stdout  # the admission is reported
+    git("checkout", "HEAD", "--", ".", cwd=filled)
+    assert git("status", "--porcelain", cwd=filled).stdout == ""
