@@ -47,7 +47,7 @@ def main() -> None:
             continue
         for line in done.stdout.splitlines():
             if line.startswith(PREFIX):
-                rows.append((script, json.loads(line[len(PREFIX) :])))
+                rows.append(json.loads(line[len(PREFIX) :]))
             else:
                 print(f"   {line}")
         if done.returncode != 0:
