@@ -113,6 +113,10 @@ def object_at(record: dict, source: str, *keys: str) -> dict:
     return node
 
 
+# retrieval.scope.dsl: the languages clean-1.3 knows.
+DSLS = ("cuda", "cutedsl", "flydsl", "gluon", "triton", "aiter", "any")
+
+
 # worth.track.counters: the six usage counters every record's track block holds.
 COUNTERS = (
     "query_count",

@@ -326,3 +326,8 @@ def test_a_read_only_work_tree_says_main_moved_and_how_to_catch_up(filled):
     assert b"insert " + ANTI.stem.encode() in done.stdout  # the admission is reported
     git("checkout", "HEAD", "--", ".", cwd=filled)
     assert git("status", "--porcelain", cwd=filled).stdout == ""
+
+
+def test_mine_refuses_an_unknown_dsl(tmp_path):
+    result = kb("mine", str(tmp_path), "--dsl", "nope", "--dry-run")
+    assert result.returncode == 2 and b"'nope' is not one of" in result.stderr

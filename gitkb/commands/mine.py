@@ -1,12 +1,13 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.record import DSLS
 
 hardware_options = [
     click.option("--vendor", help="Override the trace's hardware: vendor (nvidia, amd, generic)."),
     click.option("--arch", help="Override the trace's hardware: arch (hopper, cdna3, ...)."),
     click.option("--product", help="Override the trace's hardware: product token (h100, ...)."),
-    click.option("--dsl", help="Override the DSL sniffed from kernel.py."),
+    click.option("--dsl", type=click.Choice(DSLS), help="Override the DSL sniffed from kernel.py."),
     click.option("--harness", help="How the trace measured (shown as measured_on.harness)."),
     click.option("--label", help="The trace label (default: the trace folder's name)."),
 ]

@@ -30,7 +30,7 @@ from gitkb.warmstart.curate import canonical_kernel
 
 _GFX = re.compile(r"gfx\d+[a-z]?", re.I)
 _EXP_ID = re.compile(r"(\d{8})_(\d{6})_([0-9a-f]{6})")
-_DSLS = {"triton", "gluon", "flydsl", "aiter", "cuda", "cutedsl"}
+_DSLS = set(rec.DSLS) - {"any"}
 _CARRIERS = ("patch", "tuned_artifact")
 _FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 _FORMULA = (
