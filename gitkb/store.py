@@ -114,7 +114,10 @@ class Store:
             raise NotAStore(f"{location} is not a gitkb store: it has no main branch")
         if repo.blob_sha(tip, CONFIG_PATH) is None:
             raise NotAStore(f"{location} is not a gitkb store: no {CONFIG_PATH} on main")
-        return cls(repo, location)
+        store = cls(repo, location)
+        if not isinstance(store.config(tip).get("store"), dict):
+            raise NotAStore(f"{location} is not a gitkb store: {CONFIG_PATH} has no [store] table")
+        return store
 
     @classmethod
     def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
@@ -170,7 +173,10 @@ class Store:
         try:
             return tomllib.loads((raw or b"").decode())
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise GitkbError(f"{self.location}/{CONFIG_PATH}: {exc}") from None
+            raise GitkbError(
+                f"{self.location}: {CONFIG_PATH} on main is not valid TOML ({exc}); "
+                "fix it with a commit"
+            ) from None
 
     def index(self, commit: str | None = None) -> Index:
         commit = commit or self.tip
@@ -677,15 +683,24 @@ class Store:
 
         def build(tip: str, index: Index) -> _Change:
             fresh = Index()
+            unindexed = []
             for record_file in self.record_files(tip):
-                # As with unreadable files, a record without a string id cannot be indexed;
-                # git kb validate names both.
+                # An unreadable file, or a record without a string id, cannot be indexed;
+                # it is named here and git kb validate reports why.
                 if record_file.data is not None and isinstance(record_file.data.get("id"), str):
                     fresh.put(rec.index_entry(record_file.data, record_file.path))
+                else:
+                    unindexed.append(record_file.path)
             data = fresh.dumps()
+            skipped = (
+                f"; not indexed (run git kb validate): {', '.join(unindexed[:5])}"
+                + (f" and {len(unindexed) - 5} more" if len(unindexed) > 5 else "")
+                if unindexed
+                else ""
+            )
             if self.repo.read(tip, INDEX_PATH) == data:
                 return _Change(
-                    "reindex", "index", {}, path=INDEX_PATH, note="index already current"
+                    "reindex", "index", {}, path=INDEX_PATH, note="index already current" + skipped
                 )
             return _Change(
                 "reindex",
@@ -694,6 +709,7 @@ class Store:
                 path=INDEX_PATH,
                 body=f"Rebuilt the index from {len(fresh)} records.",
                 trailers=[("KB-Records", str(len(fresh)))],
+                note=skipped.removeprefix("; "),
                 index=fresh,
             )
 

@@ -331,3 +331,43 @@ def test_a_read_only_work_tree_says_main_moved_and_how_to_catch_up(filled):
 def test_mine_refuses_an_unknown_dsl(tmp_path):
     result = kb("mine", str(tmp_path), "--dsl", "nope", "--dry-run")
     assert result.returncode == 2 and b"'nope' is not one of" in result.stderr
+
+
+@pytest.mark.parametrize("floor", ["nan", "-1"])
+def test_resolve_refuses_a_meaningless_floor(tmp_path, floor):
+    from gitkb.store import Store
+
+    Store.init(tmp_path / "kb")
+    result = kb("resolve", "--kernel", "softmax", "--arch", "hopper", "--min-speedup", floor,
+                "--store", str(tmp_path / "kb"))  # fmt: skip
+    assert result.returncode == 2 and b"--min-speedup" in result.stderr
+
+
+def test_reindex_names_the_records_it_cannot_index(tmp_path):
+    from gitkb.store import Store
+
+    store = Store.init(tmp_path / "kb")
+    tip = store.tip
+    broken = store.repo.write_commit(tip, {"records/strategy/x/broken.json": b"{oops"}, "raw\n")
+    store.repo.update_ref("refs/heads/main", tip, broken)
+    result = kb("reindex", "--store", str(tmp_path / "kb"))
+    assert result.returncode == 0
+    assert b"not indexed (run git kb validate): records/strategy/x/broken.json" in (
+        result.stdout + result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [(b"[store\nname = 1", b"not valid TOML"), (b"title = 'x'\n", b"has no [store] table")],
+)
+def test_a_broken_gitkb_toml_is_named(tmp_path, config, message):
+    from gitkb.store import Store
+
+    store = Store.init(tmp_path / "kb")
+    tip = store.tip
+    broken = store.repo.write_commit(tip, {"gitkb.toml": config}, "break the config\n")
+    store.repo.update_ref("refs/heads/main", tip, broken)
+    result = kb("list", "--store", str(tmp_path / "kb"))
+    assert result.returncode == 1 and message in result.stderr
+    assert b"Traceback" not in result.stderr and b"internal error" not in result.stderr

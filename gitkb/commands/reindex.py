@@ -10,5 +10,7 @@ def command(store_path: str) -> None:
     admission = open_store(store_path).reindex()
     if admission.commit:
         click.echo(f"reindexed [{admission.commit[:12]}]")
+        if admission.note:
+            click.echo(admission.note, err=True)
     else:
         click.echo(admission.note)

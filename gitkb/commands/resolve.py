@@ -3,6 +3,12 @@ import click
 from gitkb.commands import echo_json, store_option
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if value != value:  # nan compares unequal to itself and passes every range check
+        raise click.BadParameter("must be a number, not nan")
+    return value
+
+
 @click.command("resolve")
 @click.option(
     "--kernel",
@@ -15,7 +21,12 @@ from gitkb.commands import echo_json, store_option
 @store_option
 @click.option("--top-n", default=3, show_default=True, type=int, help="Ranks to offer.")
 @click.option(
-    "--min-speedup", default=1.05, show_default=True, type=float, help="Floor on the speedup."
+    "--min-speedup",
+    default=1.05,
+    show_default=True,
+    type=click.FloatRange(min=0.0, max=1e6),
+    callback=_finite,
+    help="Floor on the speedup.",
 )
 @click.option("--include-retired", is_flag=True, help="Also offer retracted records.")
 @click.option(
