@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("log", "Show the admission history, read from commit trailers."),
     "reindex": ("reindex", "Rebuild records/index.json from the records."),
     "validate": ("validate", "Run the gates on a store or a records folder."),
-    "import": ("import_", "Import another tool's records (gpu-wiki)."),
+    "import": ("import_", "Import another tool's records (gpu-wiki, geak)."),
     "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
     "report": ("report", "Write the reviewer's summary of the store as a static HTML site."),
