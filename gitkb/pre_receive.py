@@ -264,8 +264,10 @@ def _index_agreement(
     repo: _PushedRefs, tip: str, index: Index, final: dict, entry_changes: set[str]
 ) -> list[Finding]:
     """The index at the new tip agrees with every record the push changed and every
-    record whose entry the push changed (the index gate's own comparison)."""
+    record whose entry the push changed (the index gate's own comparison), and the links of
+    the records it changed name records that exist there (the relations gate)."""
     from gitkb.gates.index import NAME, disagreements
+    from gitkb.gates.relations import dangling_links
 
     findings: list[Finding] = []
     seen: set[str] = set()
@@ -281,6 +283,8 @@ def _index_agreement(
             continue  # the schema gate has reported it
         seen.add(record_file.id)
         findings += disagreements(record_file.id, record_file.data, index.entry(record_file.id))
+        # The relations gate, for the records the push changed: their links resolve at the tip.
+        findings += dangling_links(record_file.id, record_file.data, index)
     for record_id in sorted(entry_changes - seen):
         entry = index.entry(record_id)
         if entry is None:

@@ -422,3 +422,25 @@ def test_gates_see_trace_refs_pushed_together_with_the_records(server, clone):
     assert f"{record['id']}: provenance: " in alone.stderr, alone.stderr
     together = push(clone, "main", "refs/kb/traces/u")
     assert f"{record['id']}: provenance: " not in together.stderr, together.stderr
+
+
+def test_links_of_pushed_records_must_resolve(server, clone):
+    """The relations gate needs the whole store, so the hook checks the pushed records'
+    links against the new tip's index; a link to a record that exists passes."""
+    first = synthetic.strategy(21)
+    clone.admit(rec.dumps(first), "insert")
+    assert push(clone).returncode == 0
+    linked = synthetic.strategy(22)
+    linked["retrieval"]["links"] = {"see_also": [first["id"]]}
+    clone.admit(rec.dumps(linked), "insert")
+    assert push(clone).returncode == 0
+    dangling = synthetic.strategy(23)
+    dangling["retrieval"]["links"] = {"see_also": ["nvidia.h100.triton.softmax.gone-s99"]}
+    commit = forge(
+        clone,
+        with_index(clone, {rec.path_for(dangling): dangling}),
+        f"kb insert {dangling['id']}",
+        [("KB-Action", "insert"), ("KB-Record", dangling["id"])],
+    )
+    output = refused(push(clone), server, clone.tip, "relations")
+    assert commit == clone.tip and "nvidia.h100.triton.softmax.gone-s99" in output

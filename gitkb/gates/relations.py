@@ -7,6 +7,8 @@ needs every id, so it never runs on a single record at admission.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
 NAME = "relations"
@@ -23,24 +25,27 @@ def _links(record: dict) -> dict:
     return links if isinstance(links, dict) else {}
 
 
+def dangling_links(record_id: str, record: dict, known_ids: Container[str]):
+    """Findings for the links of one record that name no id in ``known_ids`` (a set of ids,
+    or an index: the pre-receive hook checks a push's records against the new tip's)."""
+    for relation, value in _links(record).items():
+        items = link_items(value)
+        for position, target in enumerate(items):
+            # Only truthy items are links; a non-string item can never name a record.
+            if not target or (isinstance(target, str) and target in known_ids):
+                continue
+            field = f"retrieval.links.{relation}"
+            if isinstance(value, list):
+                field += f"[{position}]"
+            yield Finding(
+                record_id, NAME, f"{relation} names {target!r}, which is no record here", field
+            )
+
+
 def check(ctx: GateContext):
     known_ids = {data.get("id") for _, data in ctx.parsed() if isinstance(data.get("id"), str)}
     for record_file, record in ctx.parsed():
-        for relation, value in _links(record).items():
-            items = link_items(value)
-            for position, target in enumerate(items):
-                # Only truthy items are links; a non-string item can never name a record.
-                if not target or (isinstance(target, str) and target in known_ids):
-                    continue
-                field = f"retrieval.links.{relation}"
-                if isinstance(value, list):
-                    field += f"[{position}]"
-                yield Finding(
-                    record_file.id,
-                    NAME,
-                    f"{relation} names {target!r}, which is no record here",
-                    field,
-                )
+        yield from dangling_links(record_file.id, record, known_ids)
 
 
 # --- injection cases ----------------------------------------------------------------------
