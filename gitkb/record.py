@@ -282,8 +282,12 @@ class Index:
             "count": len(self.order),
         }
         head = "{\n" + "".join(f" {json.dumps(k)}: {json.dumps(v)},\n" for k, v in header.items())
-        entries = b",\n".join(map(self.lines.__getitem__, self.order))
-        # One join: the entries are megabytes in a large store, so copy them once.
-        return b"".join(
-            (head.encode(), b' "records": [\n', entries, b"\n" if entries else b"", b" ]\n}\n")
-        )
+        opening, closing = head.encode() + b' "records": [\n', b" ]\n}\n"
+        lines = list(map(self.lines.__getitem__, self.order))
+        if not lines:
+            return opening + closing
+        # One join, so the megabytes of entries are copied once: the opening rides on the
+        # first entry and the closing on the last.
+        lines[0] = opening + lines[0]
+        lines[-1] = lines[-1] + b"\n" + closing
+        return b",\n".join(lines)

@@ -41,6 +41,10 @@ _STALE_REF_LOCK_WAIT_S = 1.0
 # leaves no partial file among the user's files.
 _WORK_TREE_TMP = "gitkb-tmp"
 _PACK_TMP_PREFIX = "tmp_gitkb_pack-"
+# Files at least this large are delta-packed against their next version within a batch;
+# every _DELTA_DEPTH-th version is stored whole so reading one never walks a long chain.
+_DELTA_MIN = 1 << 16
+_DELTA_DEPTH = 32
 
 
 def _b(text: str) -> bytes:
@@ -140,6 +144,8 @@ class Repository:
         weakref.finalize(self, repo.close)
         # Objects written inside batch(): kept in memory, then stored as one pack.
         self._pending: dict[bytes, object] | None = None
+        # Within a batch: blob id -> the id of the next version of the same file.
+        self._successors: dict[bytes, bytes] = {}
 
     # ----------------------------------------------------------------- opening
 
@@ -388,28 +394,82 @@ class Repository:
         ends without error: many commits cost two files instead of ten each.
         Refs must only be moved after the block."""
         self._pending = {}
+        self._successors = {}
         try:
             yield
             if self._pending:
-                self._write_pack(list(self._pending.values()))
+                self._write_pack()
         finally:
             self._pending = None
+            self._successors = {}
 
-    def _write_pack(self, objects: list) -> None:
-        """Store objects as one pack with its index, written from what we hold in memory
-        (dulwich's add_objects would read the pack back to index it). The index is
-        renamed into place last: until then git and dulwich ignore the pack."""
-        from dulwich.pack import write_pack
+    def _pack_records(self) -> list:
+        """The pending objects as pack records. A file rewritten by one commit after
+        another (records/index.json at every admission) forms a chain of versions: the
+        newest is stored whole and each older one as a delta against its successor, as
+        git itself prefers, so a large file costs its size once per chain, not per commit."""
+        from dulwich.pack import UnpackedObject, full_unpacked_object
 
+        records, written = [], set()
+
+        def emit(record, sha: bytes) -> None:
+            records.append(record)
+            written.add(sha)
+
+        successors = self._successors
+        for start in [sha for sha in successors if sha not in successors.values()]:
+            chain = [start]
+            while chain[-1] in successors and successors[chain[-1]] not in chain:
+                chain.append(successors[chain[-1]])
+            base = None
+            for position, sha in enumerate(reversed(chain)):
+                target = self._pending[sha]
+                delta = None
+                if sha in written:
+                    base = target
+                    continue
+                if base is not None and position % _DELTA_DEPTH:
+                    delta = splice_delta(base.as_raw_string(), target.as_raw_string())
+                if delta is None:
+                    emit(full_unpacked_object(target), sha)
+                else:
+                    emit(
+                        UnpackedObject(
+                            target.type_num,
+                            delta_base=base.sha().digest(),
+                            decomp_chunks=[delta],
+                            sha=target.sha().digest(),
+                        ),
+                        sha,
+                    )
+                base = target
+        # Everything else, and any version a cycle of rewrites kept out of the chains.
+        for sha, obj in self._pending.items():
+            if sha not in written:
+                emit(full_unpacked_object(obj), sha)
+        return records
+
+    def _write_pack(self) -> None:
+        """Store the pending objects as one pack with its index, written from what we hold
+        in memory (dulwich's add_objects would read the pack back to index it). The index
+        is renamed into place last: until then git and dulwich ignore the pack."""
+        from dulwich.file import GitFile
+        from dulwich.pack import write_pack_data, write_pack_index
+
+        records = self._pack_records()
         pack_dir = Path(self._objects.path) / "pack"
         pack_dir.mkdir(exist_ok=True)
         tmp = pack_dir / f"{_PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
-        checksum, _ = write_pack(
-            str(tmp),
-            objects,
-            object_format=self._objects.object_format,
-            compression_level=self._objects.pack_compression_level,
-        )
+        with GitFile(f"{tmp}.pack", "wb") as fh:
+            entries, checksum = write_pack_data(
+                fh.write,
+                iter(records),
+                num_records=len(records),
+                object_format=self._objects.object_format,
+                compression_level=self._objects.pack_compression_level,
+            )
+        with GitFile(f"{tmp}.idx", "wb") as fh:
+            write_pack_index(fh, sorted((k, v[0], v[1]) for k, v in entries.items()), checksum)
         final = pack_dir / f"pack-{checksum.hex()}"
         os.replace(f"{tmp}.pack", f"{final}.pack")
         os.replace(f"{tmp}.idx", f"{final}.idx")
@@ -470,6 +530,12 @@ class Repository:
             if not parts or any(p in (b".", b"..") for p in parts):
                 raise GitkbError(f"refusing to write outside the tree: {path!r}")
             blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+            if self._pending is not None and data is not None and len(data) >= _DELTA_MIN:
+                # A new version of a large file written earlier in this batch: pack it as
+                # a delta (see _pack_records).
+                previous = self._lookup(self._tree_of(parent), path) if parent else None
+                if previous and previous[1] in self._pending and previous[1] != blob_edits[parts]:
+                    self._successors[previous[1]] = blob_edits[parts]
         base_tree = self._tree_of(parent) if parent else None
         tree_id = self._edit_tree(base_tree, blob_edits)
         if tree_id is None:
@@ -1091,3 +1157,113 @@ def push(
         env=dict(env) if env is not None else None,
     )
     return PushResult(done.returncode == 0, done.returncode, done.stdout + done.stderr)
+
+
+# --------------------------------------------------------------------------- deltas
+
+
+def _common_run(x: bytes, y: bytes, i: int, j: int, limit: int, backwards: bool = False) -> int:
+    """How many bytes ``x`` and ``y`` share going forwards from ``x[i]``/``y[j]``, or going
+    backwards from just before ``x[i]``/``y[j]``; at most ``limit``. Compared a block at a
+    time with bytes slices (memcmp), then bisected within the first differing block."""
+
+    def same(start: int, stop: int) -> bool:
+        if backwards:
+            return x[i - stop : i - start] == y[j - stop : j - start]
+        return x[i + start : i + stop] == y[j + start : j + stop]
+
+    done = 0
+    while done < limit:
+        step = min(_RUN_BLOCK, limit - done)
+        if same(done, done + step):
+            done += step
+            continue
+        low, high = done, done + step  # equal up to low; a difference before high
+        while high - low > 1:
+            middle = (low + high) // 2
+            if same(low, middle):
+                low = middle
+            else:
+                high = middle
+        return low
+    return limit
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _copy_op(offset: int, size: int) -> bytes:
+    out = bytearray()
+    while size > 0:
+        chunk = min(size, 0xFFFFFF)
+        op, args = 0x80, bytearray()
+        for k in range(4):
+            if (offset >> (8 * k)) & 0xFF:
+                op |= 1 << k
+                args.append((offset >> (8 * k)) & 0xFF)
+        for k in range(3):
+            if (chunk >> (8 * k)) & 0xFF:
+                op |= 1 << (4 + k)
+                args.append((chunk >> (8 * k)) & 0xFF)
+        out += bytes([op]) + args
+        offset, size = offset + chunk, size - chunk
+    return bytes(out)
+
+
+def _insert_op(data: bytes) -> bytes:
+    return b"".join(
+        bytes([len(data[k : k + 127])]) + data[k : k + 127] for k in range(0, len(data), 127)
+    )
+
+
+def splice_delta(old: bytes, new: bytes) -> bytes | None:
+    """A git delta turning ``old`` into ``new`` when they differ in at most two places
+    close to each other's structure (a count changed near the top and a line inserted
+    further down: one admission's change to the index); None when that does not give a
+    delta much smaller than ``new``. The result is checked by applying it."""
+    from dulwich._pack import apply_delta
+
+    prefix = _common_run(old, new, 0, 0, min(len(old), len(new)))
+    # A small first edit (e.g. "count": 999 -> 1000): resume where a 32-byte run lines up.
+    aligned = next(
+        (
+            (prefix + skip_old, prefix + skip_new)
+            for total in range(1, 17)
+            for skip_old in range(total + 1)
+            for skip_new in [total - skip_old]
+            if old[prefix + skip_old : prefix + skip_old + 32]
+            == new[prefix + skip_new : prefix + skip_new + 32]
+            and prefix + skip_old + 32 <= len(old)
+        ),
+        None,
+    )
+    ops = [_copy_op(0, prefix)] if prefix else []
+    old_at, new_at = prefix, prefix
+    if aligned is not None:
+        old_at, new_at = aligned
+        ops.append(_insert_op(new[prefix:new_at]))
+        run = _common_run(old, new, old_at, new_at, min(len(old) - old_at, len(new) - new_at))
+        ops.append(_copy_op(old_at, run))
+        old_at, new_at = old_at + run, new_at + run
+    tail = _common_run(
+        old, new, len(old), len(new), min(len(old) - old_at, len(new) - new_at), True
+    )
+    ops.append(_insert_op(new[new_at : len(new) - tail]))
+    if tail:
+        ops.append(_copy_op(len(old) - tail, tail))
+    delta = _varint(len(old)) + _varint(len(new)) + b"".join(ops)
+    if len(delta) > len(new) // 4:
+        return None
+    rebuilt = apply_delta(old, delta)
+    if (b"".join(rebuilt) if isinstance(rebuilt, list) else rebuilt) != new:
+        return None
+    return delta
+
+
+_RUN_BLOCK = 1 << 16
