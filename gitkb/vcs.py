@@ -1227,7 +1227,7 @@ def splice_delta(old: bytes, new: bytes) -> bytes | None:
     close to each other's structure (a count changed near the top and a line inserted
     further down: one admission's change to the index); None when that does not give a
     delta much smaller than ``new``. The result is checked by applying it."""
-    from dulwich._pack import apply_delta
+    from dulwich.pack import apply_delta  # the C version where dulwich was built with it
 
     prefix = _common_run(old, new, 0, 0, min(len(old), len(new)))
     # A small first edit (e.g. "count": 999 -> 1000): resume where a 32-byte run lines up.

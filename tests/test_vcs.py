@@ -154,7 +154,7 @@ def test_splice_delta_rebuilds_one_and_two_place_edits():
     """The delta is checked by applying it; here also against C-independent slicing."""
     import random
 
-    from dulwich._pack import apply_delta
+    from dulwich.pack import apply_delta
 
     from gitkb.vcs import splice_delta
 
