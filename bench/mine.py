@@ -29,7 +29,7 @@ from gitkb.mine.ladder import build_ladder  # noqa: E402
 from gitkb.mine.packet import MineOptions  # noqa: E402
 from gitkb.mine.packets import packets_from  # noqa: E402
 from gitkb.mine.partition import partition  # noqa: E402
-from gitkb.vcs import Repository  # noqa: E402
+from gitkb.vcs.repository import Repository  # noqa: E402
 
 TARGET_DRY_RUN_S = 10.0
 

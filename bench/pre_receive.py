@@ -27,7 +27,7 @@ from figures import figure  # noqa: E402
 from gitkb import record as rec  # noqa: E402
 from gitkb import synthetic  # noqa: E402
 from gitkb.store import BRANCH, AdmitRequest, Store  # noqa: E402
-from gitkb.vcs import format_message  # noqa: E402
+from gitkb.vcs.trailers import format_message  # noqa: E402
 
 TARGET_PUSH_S = 1.0
 TARGET_RATIO = 1.5

@@ -78,14 +78,14 @@ class _Demo:
         self.say(f"      {text}")
 
     def push(self, repo: Path, refspecs: list[str]):
-        from gitkb import vcs
+        from gitkb.vcs.push import push
 
-        return vcs.push(repo, str(self.paths["server"]), refspecs, env=self.env)
+        return push(repo, str(self.paths["server"]), refspecs, env=self.env)
 
     def clone(self, dest: Path):
         """A bare clone of the server's main and trace refs, through the VCS layer."""
         from gitkb.store import TRACE_REFS, Store
-        from gitkb.vcs import Repository
+        from gitkb.vcs.repository import Repository
 
         server = Repository.open(self.paths["server"])
         repo = Repository.init(dest, bare=True)
@@ -96,7 +96,8 @@ class _Demo:
 
     def kernel_repo(self, path: Path, source: bytes) -> Path:
         """A scratch git repository holding the example kernel as its only commit."""
-        from gitkb.vcs import Repository, format_message
+        from gitkb.vcs.repository import Repository
+        from gitkb.vcs.trailers import format_message
 
         repo = Repository.init(path)
         commit = repo.write_commit(
@@ -146,7 +147,7 @@ class _Demo:
         from gitkb.hook_install import install_server
         from gitkb.resources import data_dir
         from gitkb.store import Store
-        from gitkb.vcs import Repository
+        from gitkb.vcs.repository import Repository
 
         self.step(1, "A store, and a bare server whose pre-receive hook runs the gates")
         example = data_dir("targets").joinpath(*EXAMPLE)
@@ -209,7 +210,7 @@ class _Demo:
         }
 
     def share(self) -> None:
-        from gitkb.vcs import Repository
+        from gitkb.vcs.repository import Repository
 
         self.step(4, "Push the store to the server")
         done = self.push(self.paths["store"], ["main", TRACE_REFSPEC])
@@ -227,7 +228,8 @@ class _Demo:
 
     def tamper(self) -> None:
         from gitkb import record as rec
-        from gitkb.vcs import Repository, format_message
+        from gitkb.vcs.repository import Repository
+        from gitkb.vcs.trailers import format_message
 
         self.step(5, "A tampered push: one measured number changed in a mined record")
         store = self.clone(self.paths["tamper"])
@@ -316,7 +318,7 @@ class _Demo:
         }
 
     def close_the_loop(self) -> None:
-        from gitkb.vcs import Repository
+        from gitkb.vcs.repository import Repository
 
         self.step(7, "The second run's trace, mined into the clone (write-back), goes upstream")
         write_back = self.summary["steps"]["warm_start"]["write_back"]

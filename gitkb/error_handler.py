@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -12,8 +13,21 @@ from gitkb.errors import GitkbError
 EXIT_INTERNAL = 70
 
 
+def _show_notes() -> None:
+    """The library's notes (``logging.getLogger("gitkb")``: a recovered lock, an upgrade)
+    reach the user as ``gitkb: ...`` lines on stderr."""
+    logger = logging.getLogger("gitkb")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("gitkb: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 @contextlib.contextmanager
 def error_handler() -> Iterator[None]:
+    _show_notes()
     try:
         yield
     except GitkbError as exc:

@@ -120,7 +120,8 @@ def _json(doc: object) -> bytes:
 
 def write_trace(path: str | Path) -> ExampleTrace:
     """Write the example trace as a new repository at ``path``."""
-    from gitkb.vcs import Repository, format_message
+    from gitkb.vcs.repository import Repository
+    from gitkb.vcs.trailers import format_message
 
     repo = Repository.init(path, bare=True)
     steps: list[tuple[str, str, dict]] = [

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from gitkb.errors import GitkbError
+from gitkb.fs import atomic_write
 from gitkb.resources import data_dir
-from gitkb.vcs import Repository, atomic_write
+from gitkb.vcs.repository import Repository
 
 # Where each server expects a repository's pre-receive hook, under its git directory.
 SERVER_LAYOUTS = {

@@ -36,7 +36,7 @@ def pre_receive(lines: list[str], repo=None) -> list[str]:
     ``repo`` defaults to the repository the environment names, quarantine included.
     """
     from gitkb.pre_receive import check_push, parse_updates
-    from gitkb.vcs import Repository
+    from gitkb.vcs.repository import Repository
 
     return check_push(parse_updates(lines), repo or Repository.open())
 

@@ -23,7 +23,7 @@ from gitkb.errors import GitkbError, RecordError
 from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.record import INDEX_PATH, Index
 from gitkb.store import ACTIONS, BRANCH, CONFLICTS_DIR, TRACE_REFS, Store
-from gitkb.vcs import ZERO_SHA, CommitInfo, Repository
+from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
 
 LEDGER_DIR = "ledger"
 # Admissions that change many records at once and name a source, not a record.
@@ -427,7 +427,7 @@ def _records_citing(repo: _PushedRefs, tip: str | None, label: str) -> list[str]
 def admission_problems(message: str) -> list[tuple[str, str]]:
     """(record-id, what) for a message whose subject is an admission (``kb <action> <id>``)
     but whose final trailer block does not say the same action and record."""
-    from gitkb.vcs import parse_trailers
+    from gitkb.vcs.trailers import parse_trailers
 
     words = message.split("\n", 1)[0].split()
     if len(words) != 3 or words[0] != "kb":

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.errors import writing
+from gitkb.fs import atomic_write
 from gitkb.record import scope_of
 from gitkb.store import TRACE_REFS, Store
-from gitkb.vcs import atomic_write
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #1d232a; }

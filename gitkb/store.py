@@ -32,7 +32,8 @@ from gitkb.errors import (
 from gitkb.gates import GateContext, GateResult, run_gates
 from gitkb.record import INDEX_PATH, Index, RecordFile
 from gitkb.resources import data_dir
-from gitkb.vcs import Repository, format_message
+from gitkb.vcs.repository import Repository
+from gitkb.vcs.trailers import format_message
 
 BRANCH = "refs/heads/main"
 CONFIG_PATH = "gitkb.toml"
@@ -662,7 +663,7 @@ class Store:
 
     def export_gpu_wiki(self, folder: str | os.PathLike) -> int:
         """Write every record, byte for byte at its path, and the index under ``folder``."""
-        from gitkb.vcs import atomic_write
+        from gitkb.fs import atomic_write
 
         out = Path(folder)
         if (out / rec.RECORDS_DIR).exists() and any((out / rec.RECORDS_DIR).iterdir()):

@@ -23,7 +23,7 @@ from gitkb.mine.packet import MineOptions
 from gitkb.mine.packets import build_packets, find_packet
 from gitkb.mine.partition import _strategy_technique, partition
 from gitkb.mine.scrub import Scrubber
-from gitkb.vcs import Repository
+from gitkb.vcs.repository import Repository
 
 
 def run(path, label=None, **options):

@@ -21,7 +21,8 @@ from gitkb import record as rec
 from gitkb.gates.registry import record_level
 from gitkb.store import BRANCH, Store
 from gitkb.validate import example_context
-from gitkb.vcs import ZERO_SHA, Repository, format_message
+from gitkb.vcs.repository import ZERO_SHA, Repository
+from gitkb.vcs.trailers import format_message
 
 STORE_GATES = [g for g in record_level() if g.family == "store"]
 DAEMON_START_S = 10

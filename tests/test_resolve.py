@@ -173,18 +173,18 @@ def test_corrupt_entry_is_skipped_and_counted(store):
 
 
 def test_reads_only_the_candidates_blobs(bare_store, monkeypatch):
-    from gitkb import vcs
+    from gitkb.vcs.repository import Repository
 
     mine = [strategy(1), strategy(2, product="mi300x")]
     admit(bare_store, *mine, *(strategy(n, kernel=f"kernel{n}") for n in range(3, 9)))
     read = []
-    original = vcs.read_many
+    original = Repository.read_many
 
     def spy(repo, commit, paths):
         read.extend(paths)
         return original(repo, commit, paths)
 
-    monkeypatch.setattr(vcs, "read_many", spy)
+    monkeypatch.setattr(Repository, "read_many", spy)
     for _ in range(2):  # the first run builds the index table, the second reads its cache
         read.clear()
         resolve(bare_store.location, "softmax", arch="hopper")

@@ -11,7 +11,7 @@ from gitkb import synthetic
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
 from gitkb.record import dumps
 from gitkb.store import Store
-from gitkb.vcs import Repository
+from gitkb.vcs.repository import Repository
 
 
 def snapshot(store_dir):

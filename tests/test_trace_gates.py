@@ -23,7 +23,7 @@ from gitkb.gates import no_fabrication as nf
 from gitkb.gates.registry import GATE_MODULES, all_gates, by_name
 from gitkb.store import Store
 from gitkb.validate import context_for, example_context, injection_outcomes
-from gitkb.vcs import Repository
+from gitkb.vcs.repository import Repository
 
 TRACE_GATES = (
     "profile",

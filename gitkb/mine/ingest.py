@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from gitkb import targets
 from gitkb.errors import GitkbError
 from gitkb.mine.packet import MineOptions
-from gitkb.vcs import Repository, list_symlinks
+from gitkb.vcs.repository import Repository
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_EVIDENCE_BYTES = 32 * 1024 * 1024
@@ -506,7 +506,7 @@ def _read_captures(reader: _Reader, non_target: tuple[str, ...], kernels: dict) 
         if len(parts) < 3:
             continue
         files.setdefault(parts[1], {})["/".join(parts[2:])] = path
-    for link, target in list_symlinks(repo, tip, "profiles"):
+    for link, target in repo.list_symlinks(tip, "profiles"):
         reader.refused.append(f"{link}: symlink to {target!r} in profiles/ is not followed")
     captures = []
     for name in sorted(files):
@@ -625,7 +625,7 @@ def ingest(repo: Repository, tip: str, label: str, options=None) -> Ingest:
             non_version_commits.append(info.subject[:90])
     rows = []
     kernels: dict[int, str] = {}
-    memory_links = {path for path, _ in list_symlinks(repo, tip, "memory")}
+    memory_links = {path for path, _ in repo.list_symlinks(tip, "memory")}
     options = options if options is not None else MineOptions()
     dsl_override = options.dsl
     for n in sorted(set(first_add) | set(prefix_commits)):

@@ -14,7 +14,7 @@ from gitkb.mine.ladder import Ladder, build_ladder
 from gitkb.mine.packet import MineOptions, Packet
 from gitkb.mine.partition import Segment, partition
 from gitkb.mine.scrub import Scrubber
-from gitkb.vcs import Repository
+from gitkb.vcs.repository import Repository
 
 __all__ = ["MineOptions", "Packet", "build_packets", "find_packet", "packets_for_store"]
 

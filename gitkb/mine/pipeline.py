@@ -27,7 +27,7 @@ from gitkb.mine.packets import OPTIONS_PATH, packets_from
 from gitkb.mine.partition import Segment, partition
 from gitkb.mine.recon import recon
 from gitkb.mine.scrub import denylist_from_env
-from gitkb.vcs import Repository
+from gitkb.vcs.repository import Repository
 
 TRACE_REF = "refs/kb/traces/{label}"
 REPORTS_DIR = "reports/{label}"
@@ -275,7 +275,7 @@ def _reports(result: MineResult) -> dict[str, bytes]:
 
 
 def _stage(folder: Path, ready: list[tuple[Packet, Distilled]]) -> list[Outcome]:
-    from gitkb.vcs import atomic_write
+    from gitkb.fs import atomic_write
 
     index_path = folder / rec.INDEX_PATH
     index = rec.Index.parse(index_path.read_bytes() if index_path.is_file() else None)

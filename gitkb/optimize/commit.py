@@ -97,7 +97,7 @@ def build_message(
     trace_label: str,
     trace_commit: str,
 ) -> str:
-    from gitkb.vcs import format_message
+    from gitkb.vcs.trailers import format_message
 
     body = "\n\n".join(
         part
@@ -130,7 +130,7 @@ class CommitPlan:
 
 def prepare(kernel: Path, vcs: str = "auto") -> CommitPlan:
     """Snapshot the kernel's repository; refuses an untracked or conflicted target."""
-    from gitkb.vcs import open_kernel_repo
+    from gitkb.vcs.kernel_repo import open_kernel_repo
 
     repo = open_kernel_repo(kernel, vcs)
     snapshot = repo.snapshot(kernel)

@@ -144,7 +144,7 @@ class TraceWriter:
     """Appends the run's versions to ``OUTPUT/trace`` as commits on ``main``."""
 
     def __init__(self, path: Path) -> None:
-        from gitkb.vcs import Repository
+        from gitkb.vcs.repository import Repository
 
         self.path = Path(path)
         self.repo = Repository.init(self.path)
@@ -166,7 +166,7 @@ class TraceWriter:
         hardware: list[str],
         label: str,
     ) -> str:
-        from gitkb.vcs import format_message
+        from gitkb.vcs.trailers import format_message
 
         # trace_label: what the run calls this trace (its KB-Trace trailer); mining files
         # the trace under it, so the label is one name everywhere.
@@ -187,7 +187,7 @@ class TraceWriter:
         )
 
     def promoted(self, version: int, source: str, memory: dict, title: str, pct: float) -> str:
-        from gitkb.vcs import format_message
+        from gitkb.vcs.trailers import format_message
 
         subject = f"v{version}: {_clip(title, 60)} ({pct:+.1f}%)"
         return self._commit(
@@ -198,7 +198,7 @@ class TraceWriter:
         )
 
     def rejected(self, version: int, memory: dict, reason: str, change: str) -> str:
-        from gitkb.vcs import format_message
+        from gitkb.vcs.trailers import format_message
 
         subject = f"v{version}: reverted ({_clip(reason, 60)})"
         body = f"Verdict: reverted\n\ndead-end recorded: {_clip(change or 'candidate', 200)}"
@@ -207,7 +207,7 @@ class TraceWriter:
         )
 
     def revalidation_failed(self, version: int, baseline_source: str, memory: dict) -> str:
-        from gitkb.vcs import format_message
+        from gitkb.vcs.trailers import format_message
 
         subject = f"v{version}: reverted (finalist revalidation failed)"
         body = (

@@ -161,7 +161,7 @@ def attest(
 ):
     """Append one outcome to the record's ledger as an ``attest`` admission (one commit)."""
     from gitkb.store import _Change
-    from gitkb.vcs import identity
+    from gitkb.vcs.repository import identity
 
     if outcome not in OUTCOMES:
         raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)

@@ -15,7 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from gitkb import targets, vcs
+from gitkb import targets
 from gitkb.errors import GitkbError, NotAStore, writing
 from gitkb.warmstart import curate
 from gitkb.warmstart.attest import ledger_path, parse_ledger, retire_hint
@@ -110,8 +110,8 @@ def _table(store, tip: str) -> tuple[list[tuple], int]:
     blob's sha: derived from content, so never stale; unwritable means uncached."""
     import marshal
 
+    from gitkb.fs import atomic_write
     from gitkb.record import INDEX_PATH
-    from gitkb.vcs import atomic_write
 
     sha = store.repo.blob_sha(tip, INDEX_PATH)
     if sha is None:
@@ -251,7 +251,7 @@ def resolve(
 
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
     paths = [row[7] for row, _ in wanted] + [ledger_path(row[1]) for row, _ in wanted]
-    blobs = vcs.read_many(store.repo, tip, paths)
+    blobs = store.repo.read_many(tip, paths)
     candidates: list[curate.Candidate] = []
     for row, retired in wanted:
         candidate = _candidate(row, retired, blobs)
@@ -278,7 +278,7 @@ def resolve(
     if out is not None:
         from gitkb.warmstart.references import write_out
 
-        texts = vcs.read_many(store.repo, tip, pitfall_paths)
+        texts = store.repo.read_many(tip, pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items() if raw is not None]
         with writing(out):
             write_out(Path(out), answer, curated.ranks, [p for p in pitfalls if p], kernel_file)

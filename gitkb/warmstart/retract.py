@@ -58,7 +58,7 @@ def _require_reason(reason: str | None) -> str:
 
 def retract(store, record_id: str, reason: str, by: str | None = None):
     """Tombstone ``record_id``: one ``retract`` commit (record, index entry, ledger line)."""
-    from gitkb.vcs import identity
+    from gitkb.vcs.repository import identity
 
     reason = _require_reason(reason)
     who = one_line(by) if by and by.strip() else identity()
@@ -89,7 +89,7 @@ def retract(store, record_id: str, reason: str, by: str | None = None):
 
 def unretract(store, record_id: str, reason: str, by: str | None = None):
     """Lift a tombstone: restore the status and score the retraction recorded."""
-    from gitkb.vcs import identity
+    from gitkb.vcs.repository import identity
 
     reason = _require_reason(reason)
     who = one_line(by) if by and by.strip() else identity()

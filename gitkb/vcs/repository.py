@@ -1,0 +1,641 @@
+"""A git repository seen through gitkb's narrow interface, over dulwich.
+
+Open a repository (also from a server hook's quarantine environment), read blobs
+and trees at a commit, diff two commits under a path prefix, write commits without
+a work tree (in batches stored as one pack), move refs by compare-and-swap under
+git's own ``.lock`` protocol, serialize local writers, and copy another
+repository's objects under a ref.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import stat
+import time
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dulwich.errors import NotGitRepository
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
+
+from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved, os_reason
+from gitkb.fs import atomic_write
+from gitkb.vcs import pack
+from gitkb.vcs.trailers import parse_trailers
+
+ZERO_SHA = "0" * 40
+FILE_MODE = 0o100644
+TREE_MODE = 0o040000
+
+# A ref lock that is still there this long after we took the writer lock was
+# left by a killed process: C git holds such locks for milliseconds.
+_STALE_REF_LOCK_WAIT_S = 1.0
+# Work-tree files are written here first and renamed into place, so a crash
+# leaves no partial file among the user's files.
+WORK_TREE_TMP = "gitkb-tmp"
+
+log = logging.getLogger("gitkb")
+
+
+def _b(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between two commits; ``kind`` is add, modify or delete."""
+
+    kind: str
+    path: str
+    old_sha: str | None
+    new_sha: str | None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    committer: str
+    author_time: int
+    commit_time: int
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    @property
+    def trailers(self) -> list[tuple[str, str]]:
+        return parse_trailers(self.message)
+
+
+def identity() -> str:
+    """The committer identity: GITKB_/GIT_ variables, else a fixed gitkb identity."""
+    name = os.environ.get("GIT_COMMITTER_NAME") or os.environ.get("GIT_AUTHOR_NAME") or "gitkb"
+    email = (
+        os.environ.get("GIT_COMMITTER_EMAIL")
+        or os.environ.get("GIT_AUTHOR_EMAIL")
+        or "gitkb@localhost"
+    )
+    return f"{name} <{email}>"
+
+
+class Repository:
+    """A git repository seen through gitkb's narrow interface."""
+
+    def __init__(self, repo: Repo) -> None:
+        self._repo = repo
+        self._objects = repo.object_store
+        # Close pack files before interpreter shutdown, not in __del__ during it.
+        weakref.finalize(self, repo.close)
+        # Objects written inside batch(): kept in memory, then stored as one pack.
+        self._pending: dict[bytes, object] | None = None
+
+    # ----------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None) -> Repository:
+        """Open a repository at ``path`` (bare or not).
+
+        With no path, open the one the environment names, as a server hook
+        sees it: ``GIT_DIR``, with ``GIT_OBJECT_DIRECTORY`` and
+        ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` making quarantined objects visible.
+        """
+        if path is None:
+            git_dir = os.environ.get("GIT_DIR", ".")
+            object_dir = os.environ.get("GIT_OBJECT_DIRECTORY")
+            alternates = [
+                p for p in os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(":") if p
+            ]
+            try:
+                repo = Repo(
+                    controldir=os.path.abspath(git_dir),
+                    object_directory=os.path.abspath(object_dir) if object_dir else None,
+                    alternates=[os.path.abspath(p) for p in alternates] or None,
+                )
+            except (NotGitRepository, FileNotFoundError, NotADirectoryError) as exc:
+                raise NotARepository(f"{git_dir}: not a git repository ({exc})") from None
+            return cls(repo)
+        path = Path(path)
+        if not path.exists():
+            raise NotARepository(f"{path}: no such directory")
+        try:
+            repo = Repo(str(path))
+        except (NotGitRepository, NotADirectoryError):
+            raise NotARepository(f"{path}: not a git repository") from None
+        return cls(repo)
+
+    @classmethod
+    def init(cls, path: str | os.PathLike, bare: bool = False) -> Repository:
+        """Create a new repository whose HEAD names ``refs/heads/main``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if (path / ".git").exists() or (path / "objects").is_dir():
+            raise GitkbError(f"{path}: a git repository already exists there")
+        repo = Repo.init_bare(str(path)) if bare else Repo.init(str(path))
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        return cls(repo)
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self._repo.controldir())
+
+    @property
+    def work_tree(self) -> Path | None:
+        return None if self._repo.bare else Path(self._repo.path)
+
+    def close(self) -> None:
+        self._repo.close()
+
+    def set_config(self, section: str, key: str, value: str) -> None:
+        config = self._repo.get_config()
+        config.set((_b(section),), _b(key), _b(value))
+        config.write_to_path()
+
+    @property
+    def object_store(self):
+        """The dulwich object store (for the VCS layer's own modules)."""
+        return self._objects
+
+    def open_index(self):
+        """The work tree's dulwich index (for the VCS layer's own modules)."""
+        return self._repo.open_index()
+
+    def config_stack(self):
+        return self._repo.get_config_stack()
+
+    # ----------------------------------------------------------------- reading
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit a ref name (or full sha) points at, or None when absent."""
+        if re.fullmatch(r"[0-9a-f]{40}", ref):
+            return ref if self.has_object(ref) else None
+        try:
+            return self._repo.refs[_b(ref)].decode()
+        except KeyError:
+            return None
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        """All refs under ``prefix`` (e.g. ``refs/kb/traces/``), name to sha."""
+        found = self._repo.refs.as_dict(_b(prefix.rstrip("/")))
+        return {prefix.rstrip("/") + "/" + k.decode(): v.decode() for k, v in found.items()}
+
+    def has_object(self, sha: str) -> bool:
+        key = _b(sha)
+        return (self._pending is not None and key in self._pending) or key in self._objects
+
+    def object_type(self, sha: str) -> str | None:
+        try:
+            return self.get_object(_b(sha)).type_name.decode()
+        except KeyError:
+            return None
+
+    def commit(self, sha: str) -> CommitInfo:
+        try:
+            obj = self.get_object(_b(sha))
+        except KeyError:
+            raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
+        if not isinstance(obj, Commit):
+            raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
+        return CommitInfo(
+            sha=sha,
+            parents=tuple(p.decode() for p in obj.parents),
+            author=obj.author.decode("utf-8", "replace"),
+            committer=obj.committer.decode("utf-8", "replace"),
+            author_time=obj.author_time,
+            commit_time=obj.commit_time,
+            message=obj.message.decode("utf-8", "replace"),
+        )
+
+    def tree_of(self, commit: str) -> bytes:
+        return self.get_object(_b(commit)).tree
+
+    def lookup(self, tree_id: bytes, path: str) -> tuple[int, bytes] | None:
+        mode, sha = TREE_MODE, tree_id
+        for part in (p for p in path.split("/") if p):
+            if not stat.S_ISDIR(mode):
+                return None
+            tree = self.get_object(sha)
+            try:
+                mode, sha = tree[_b(part)]
+            except KeyError:
+                return None
+        return mode, sha
+
+    def blob_sha(self, commit: str, path: str) -> str | None:
+        """The sha of the blob at ``path`` in ``commit``, or None when there is no file there."""
+        found = self.lookup(self.tree_of(commit), path)
+        if found is None or stat.S_ISDIR(found[0]):
+            return None
+        return found[1].decode()
+
+    def read(self, commit: str, path: str) -> bytes | None:
+        """The bytes of ``path`` at ``commit``, or None when there is no file there."""
+        sha = self.blob_sha(commit, path)
+        return None if sha is None else self.blob(sha)
+
+    def blob(self, sha: str) -> bytes:
+        return self.get_object(_b(sha)).as_raw_string()
+
+    def is_symlink(self, commit: str, path: str) -> bool:
+        found = self.lookup(self.tree_of(commit), path)
+        return found is not None and stat.S_ISLNK(found[0])
+
+    def blob_size(self, sha: str) -> int:
+        """The size in bytes of object ``sha``, read from its loose-object or pack header
+        without inflating the content, so a caller can refuse a huge file unread."""
+        key = _b(sha)
+        if self._pending is not None and key in self._pending:
+            return len(self._pending[key].as_raw_string())
+        size = pack.object_size(self._objects, sha)
+        if size is None:
+            raise GitkbError(f"object {sha} is not in {self.git_dir}")
+        return size
+
+    def list_tree(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+        """Every file under ``prefix`` at ``commit``, as (path, blob sha), depth first, sorted."""
+        prefix = prefix.strip("/")
+        root = self.tree_of(commit)
+        found = (TREE_MODE, root) if not prefix else self.lookup(root, prefix)
+        if found is None or not stat.S_ISDIR(found[0]):
+            return
+        stack = [(prefix, found[1])]
+        while stack:
+            base, tree_id = stack.pop()
+            entries = sorted(self.get_object(tree_id).items(), key=lambda e: e.path, reverse=True)
+            for entry in entries:
+                name = entry.path.decode("utf-8", "surrogateescape")
+                full = f"{base}/{name}" if base else name
+                if stat.S_ISDIR(entry.mode):
+                    stack.append((full, entry.sha))
+                elif stat.S_ISREG(entry.mode):
+                    yield full, entry.sha.decode()
+
+    def changes(self, old: str | None, new: str, prefix: str = "") -> list[Change]:
+        """Files under ``prefix`` that differ from commit ``old`` to commit ``new``.
+
+        Identical subtrees are skipped by sha, so the cost follows the change,
+        not the size of the tree.
+        """
+        from dulwich.diff_tree import tree_changes
+
+        prefix = prefix.strip("/")
+
+        def subtree(commit: str | None) -> bytes | None:
+            if commit is None:
+                return None
+            root = self.tree_of(commit)
+            if not prefix:
+                return root
+            found = self.lookup(root, prefix)
+            return found[1] if found and stat.S_ISDIR(found[0]) else None
+
+        out = []
+        for change in tree_changes(self._objects, subtree(old), subtree(new)):
+            kind = {"add": "add", "delete": "delete"}.get(change.type, "modify")
+            entry = change.new if kind != "delete" else change.old
+            name = entry.path.decode("utf-8", "surrogateescape")
+            out.append(
+                Change(
+                    kind=kind,
+                    path=f"{prefix}/{name}" if prefix else name,
+                    old_sha=change.old.sha.decode() if change.old and change.old.sha else None,
+                    new_sha=change.new.sha.decode() if change.new and change.new.sha else None,
+                )
+            )
+        return out
+
+    def walk(self, tip: str, exclude: tuple[str, ...] = ()) -> Iterator[CommitInfo]:
+        """Commits reachable from ``tip`` and not from ``exclude``, newest first."""
+        walker = self._repo.get_walker(
+            include=[_b(tip)], exclude=[_b(e) for e in exclude if e and e != ZERO_SHA]
+        )
+        for entry in walker:
+            yield self.commit(entry.commit.id.decode())
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        if ancestor == descendant:
+            return True
+        return any(c.sha == ancestor for c in self.walk(descendant))
+
+    def list_symlinks(self, commit: str, prefix: str = "") -> list[tuple[str, str]]:
+        """Every symlink (mode 120000) under ``prefix`` at ``commit``, as (path, link target).
+
+        ``list_tree`` yields regular files only; mining needs the links too, to
+        refuse those that leave the trace and to say so in its report.
+        """
+        prefix = prefix.strip("/")
+        root = self.tree_of(commit)
+        found = (TREE_MODE, root) if not prefix else self.lookup(root, prefix)
+        if found is None or not stat.S_ISDIR(found[0]):
+            return []
+        out = []
+        stack = [(prefix, found[1])]
+        while stack:
+            base, tree_id = stack.pop()
+            for entry in self.get_object(tree_id).items():
+                name = entry.path.decode("utf-8", "surrogateescape")
+                full = f"{base}/{name}" if base else name
+                if stat.S_ISDIR(entry.mode):
+                    stack.append((full, entry.sha))
+                elif stat.S_ISLNK(entry.mode):
+                    target = (
+                        self.get_object(entry.sha)
+                        .as_raw_string()
+                        .decode("utf-8", "surrogateescape")
+                    )
+                    out.append((full, target))
+        return sorted(out)
+
+    def read_many(self, commit: str, paths: list[str]) -> dict[str, bytes | None]:
+        """The bytes of each of ``paths`` at ``commit`` (None where there is no file), reading
+        every tree on the way once: many files under a few folders cost a few tree reads."""
+        trees: dict[bytes, object] = {}
+        out: dict[str, bytes | None] = {}
+        root = self.tree_of(commit)
+        for path in paths:
+            mode, sha = TREE_MODE, root
+            for part in (p for p in path.split("/") if p):
+                if not stat.S_ISDIR(mode):
+                    sha = None
+                    break
+                tree = trees.get(sha)
+                if tree is None:
+                    tree = trees[sha] = self.get_object(sha)
+                try:
+                    mode, sha = tree[_b(part)]
+                except KeyError:
+                    sha = None
+                    break
+            found = sha is not None and not stat.S_ISDIR(mode)
+            out[path] = self.get_object(sha).as_raw_string() if found else None
+        return out
+
+    # ----------------------------------------------------------------- writing
+
+    def get_object(self, sha: bytes):
+        if self._pending is not None:
+            pending = self._pending.get(sha)
+            if pending is not None:
+                return pending
+        return self._objects[sha]
+
+    def add_object(self, obj) -> None:
+        if self._pending is not None:
+            self._pending[obj.id] = obj
+        else:
+            self._objects.add_object(obj)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Objects written inside reach the disk together, as one pack, when the block
+        ends without error: many commits cost two files instead of ten each.
+        Refs must only be moved after the block."""
+        self._pending = {}
+        try:
+            yield
+            if self._pending:
+                pack.write_pack(self._objects, self._pending.values())
+        finally:
+            self._pending = None
+
+    def write_blob(self, data: bytes) -> str:
+        blob = Blob.from_string(data)
+        self.add_object(blob)
+        return blob.id.decode()
+
+    def _edit_tree(
+        self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]
+    ) -> bytes | None:
+        """Apply edits (path parts -> blob id, or None to delete) to one tree; None when empty."""
+        tree = Tree()
+        if tree_id is not None:
+            for entry in self.get_object(tree_id).items():
+                tree.add(entry.path, entry.mode, entry.sha)
+        nested: dict[bytes, dict[tuple[bytes, ...], bytes | None]] = {}
+        for parts, blob_id in edits.items():
+            if len(parts) == 1:
+                if blob_id is None:
+                    if parts[0] in tree:
+                        del tree[parts[0]]
+                else:
+                    tree.add(parts[0], FILE_MODE, blob_id)
+            else:
+                nested.setdefault(parts[0], {})[parts[1:]] = blob_id
+        for name, sub_edits in nested.items():
+            current = tree[name] if name in tree else None
+            sub_id = current[1] if current and stat.S_ISDIR(current[0]) else None
+            new_sub = self._edit_tree(sub_id, sub_edits)
+            if new_sub is None:
+                if name in tree:
+                    del tree[name]
+            else:
+                tree.add(name, TREE_MODE, new_sub)
+        if not len(tree):
+            return None
+        self.add_object(tree)
+        return tree.id
+
+    def write_commit(
+        self,
+        parent: str | None,
+        edits: Mapping[str, bytes | None],
+        message: str,
+        author: str | None = None,
+        when: int | None = None,
+    ) -> str:
+        """Write the objects of one commit (no ref moves): ``parent``'s tree with ``edits``.
+
+        ``edits`` maps a slash path to new file bytes, or to None to delete it.
+        """
+        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
+        for path, data in edits.items():
+            parts = tuple(_b(p) for p in path.split("/") if p)
+            if not parts or any(p in (b".", b"..") for p in parts):
+                raise GitkbError(f"refusing to write outside the tree: {path!r}")
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+        base_tree = self.tree_of(parent) if parent else None
+        tree_id = self._edit_tree(base_tree, blob_edits)
+        if tree_id is None:
+            empty = Tree()
+            self.add_object(empty)
+            tree_id = empty.id
+        committer = identity()
+        now = int(time.time()) if when is None else when
+        offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
+        commit = Commit()
+        commit.tree = tree_id
+        commit.parents = [_b(parent)] if parent else []
+        commit.author = _b(author or committer)
+        commit.committer = _b(committer)
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = offset
+        commit.encoding = b"UTF-8"
+        commit.message = _b(message)
+        self.add_object(commit)
+        return commit.id.decode()
+
+    def update_ref(self, ref: str, old: str | None, new: str, reason: str = "gitkb") -> None:
+        """Move ``ref`` from ``old`` (None: must not exist) to ``new``, or raise RefMoved."""
+        refs = self._repo.refs
+        name = _b(ref)
+        try:
+            if old is None:
+                ok = refs.add_if_new(name, _b(new), message=_b(reason))
+            else:
+                ok = refs.set_if_equals(name, _b(old), _b(new), message=_b(reason))
+        except PermissionError as exc:
+            raise GitkbError(f"{ref}: cannot write the ref ({os_reason(exc)})") from None
+        except (FileExistsError, OSError) as exc:
+            raise RefMoved(
+                f"{ref}: could not lock the ref ({exc}); another writer holds it"
+            ) from None
+        if not ok:
+            now = self.resolve(ref)
+            raise RefMoved(
+                f"{ref} moved during the update: "
+                f"expected {old or 'no ref'}, found {now or 'no ref'}"
+            )
+
+    def delete_ref(self, ref: str, old: str) -> None:
+        if not self._repo.refs.remove_if_equals(_b(ref), _b(old)):
+            raise RefMoved(f"{ref} moved; not deleted")
+
+    def fetch_into(self, source: str | os.PathLike, source_sha: str, ref: str) -> str:
+        """Copy the objects reachable from ``source_sha`` in another local repository
+        into this one and point ``ref`` at it (create or fast-forward only)."""
+        from dulwich.client import LocalGitClient
+
+        current = self.resolve(ref)
+        if current == source_sha:
+            return source_sha
+        LocalGitClient().fetch(
+            str(source), self._repo, determine_wants=lambda refs, depth=None: [_b(source_sha)]
+        )
+        if current is not None and not self.is_ancestor(current, source_sha):
+            raise RefMoved(f"{ref} is at {current}, which {source_sha} does not descend from")
+        self.update_ref(ref, current, source_sha, reason="gitkb: copy trace")
+        return source_sha
+
+    # ----------------------------------------------------------------- work tree
+
+    def head_branch(self) -> str | None:
+        """The branch HEAD names, when HEAD is symbolic."""
+        try:
+            target = self._repo.refs.read_ref(b"HEAD")
+        except KeyError:
+            return None
+        if target and target.startswith(b"ref: "):
+            return target[5:].strip().decode()
+        return None
+
+    def sync_work_tree(self, branch_ref: str, commit: str, paths: list[str]) -> None:
+        """After a commit written without a work tree, bring the checked-out files and the
+        index entries of ``paths`` up to ``commit`` (only when HEAD is on ``branch_ref``)."""
+        from dulwich.index import index_entry_from_stat
+
+        work_tree = self.work_tree
+        if work_tree is None or self.head_branch() != branch_ref:
+            return
+        index = self._repo.open_index()
+        for path in paths:
+            target = work_tree / path
+            sha = self.blob_sha(commit, path)
+            key = _b(path)
+            if sha is None:
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+                if key in index:
+                    del index[key]
+                continue
+            atomic_write(target, self.blob(sha), tmp_dir=self.git_dir / WORK_TREE_TMP)
+            index[key] = index_entry_from_stat(os.lstat(target), _b(sha), FILE_MODE)
+        index.write()
+
+    # ----------------------------------------------------------------- locking
+
+    @contextlib.contextmanager
+    def writer_lock(self, timeout: float | None = None) -> Iterator[bool]:
+        """Serialize gitkb writers on this repository; yields True when a crashed writer
+        held the lock last (the caller then repairs what that writer may have left).
+
+        An ``flock`` on ``gitkb-writer.lock`` in the git directory: the kernel
+        drops it when a holder dies, and the holder's pid written inside tells
+        the next writer that a crash happened.
+        """
+        if timeout is None:
+            timeout = float(os.environ.get("GITKB_LOCK_TIMEOUT", "120"))
+        path = self.git_dir / "gitkb-writer.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LockTimeout(
+                            f"{path}: another gitkb writer held the lock for over {timeout:.0f} s"
+                        ) from None
+                    time.sleep(0.005)
+            previous = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            if previous:
+                log.warning(
+                    "recovered the writer lock of %s: process %s stopped while holding it",
+                    self.git_dir,
+                    previous,
+                )
+                self._clear_stale_locks()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            try:
+                yield bool(previous)
+            finally:
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _clear_stale_locks(self) -> None:
+        """Remove the ``.lock`` files a killed writer left on refs, the index and loose objects."""
+        candidates = [self.git_dir / "index.lock", self.git_dir / "packed-refs.lock"]
+        candidates += list((self.git_dir / "refs").rglob("*.lock"))
+        deadline = time.monotonic() + _STALE_REF_LOCK_WAIT_S
+        for lock in candidates:
+            while lock.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if lock.exists():
+                lock.unlink()
+                log.warning("removed stale lock %s", lock)
+        partials = [
+            *(self.git_dir / "objects").glob("??/*.lock"),
+            *(self.git_dir / WORK_TREE_TMP).glob("*"),
+        ]
+        for partial in partials:
+            partial.unlink(missing_ok=True)
+
+    def repair_work_tree(self, branch_ref: str) -> None:
+        """Bring every checked-out file whose index entry lags ``branch_ref`` up to it:
+        after a writer died between moving the ref and updating the work tree."""
+        if self.work_tree is None or self.head_branch() != branch_ref:
+            return
+        tip = self.resolve(branch_ref)
+        if tip is None:
+            return
+        index = self._repo.open_index()
+        stale = [
+            (new or old).decode("utf-8", "surrogateescape")
+            for (old, new), _, _ in index.changes_from_tree(self._objects, self.tree_of(tip))
+        ]
+        if stale:
+            self.sync_work_tree(branch_ref, tip, stale)
+            log.warning("repaired %d work-tree files left behind by the crash", len(stale))
