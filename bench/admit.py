@@ -37,7 +37,7 @@ def bench_gitkb(work: Path, payloads: list[bytes]) -> float:
     start = time.perf_counter()
     store.admit_many([AdmitRequest(raw) for raw in payloads])
     elapsed = time.perf_counter() - start
-    assert len(store.index()) == len(payloads)
+    assert len(store.view()) == len(payloads)
     return elapsed
 
 

@@ -37,7 +37,7 @@ def build_store(path: Path, size: int) -> None:
     """A bare store of ``size`` generated records, written as one import commit
     (the gates are not the subject here, so they are not run while building)."""
     store = Store.init(path, bare=True)
-    index = store.index()
+    index = store.view()
     edits: dict[str, bytes | None] = {}
     for n in range(size):
         record = synthetic.strategy(n)

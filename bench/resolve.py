@@ -48,7 +48,7 @@ def build_store(work: Path, records: int) -> Path:
         path.write_bytes(rec.dumps(record))
     store = Store.init(work / "kb.git", bare=True)
     store.import_gpu_wiki(tree)
-    assert len(store.index()) == records
+    assert len(store.view()) == records
     return store.location
 
 

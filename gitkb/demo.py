@@ -20,10 +20,9 @@ from pathlib import Path
 
 import gitkb
 from gitkb.errors import GitkbError, writing
+from gitkb.store.layout import BRANCH, TRACE_REFSPEC
 
 EXAMPLE = ("cpu", "examples", "blocked_matmul")
-BRANCH = "refs/heads/main"
-TRACE_REFSPEC = "refs/kb/traces/*:refs/kb/traces/*"
 # The first run stops early (two knob settings), so the second has room to go further.
 FIRST_RUN = {"max_rounds": 1, "candidates_per_round": 2}
 SECOND_RUN = {"max_rounds": 1, "candidates_per_round": 4}
@@ -84,7 +83,8 @@ class _Demo:
 
     def clone(self, dest: Path):
         """A bare clone of the server's main and trace refs, through the VCS layer."""
-        from gitkb.store import TRACE_REFS, Store
+        from gitkb.store import Store
+        from gitkb.store.layout import TRACE_REFS
         from gitkb.vcs.repository import Repository
 
         server = Repository.open(self.paths["server"])
@@ -144,7 +144,7 @@ class _Demo:
         return self.summary
 
     def setup(self) -> None:
-        from gitkb.hook_install import install_server
+        from gitkb.hooks.install import install_server
         from gitkb.resources import data_dir
         from gitkb.store import Store
         from gitkb.vcs.repository import Repository
@@ -233,17 +233,15 @@ class _Demo:
 
         self.step(5, "A tampered push: one measured number changed in a mined record")
         store = self.clone(self.paths["tamper"])
-        entry = next(e for e in store.index().entries() if e["type"] == "strategy")
+        entry = next(e for e in store.view().entries() if e["type"] == "strategy")
         record = store.read_record(entry["id"]).data
         metric = record["worth"]["gain"]["metrics"][0]
         before = metric["delta_pct"]
         metric["delta_pct"] = round(before * 2, 2)  # claim twice the measured gain
-        index = store.index()
-        index.put(rec.index_entry(record, entry["path"]))
         tip = store.tip
         commit = store.repo.write_commit(
             tip,
-            {entry["path"]: rec.dumps(record), rec.INDEX_PATH: index.dumps()},
+            {entry["path"]: rec.dumps(record)},
             format_message(
                 f"kb confirm {entry['id']}",
                 "Re-measured (not really).",

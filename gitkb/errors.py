@@ -39,11 +39,13 @@ class RecordError(GitkbError):
 
 
 class AdmissionRefused(GitkbError):
-    """An admission that the gates or the store's rules refuse."""
+    """An admission that the gates or the store's rules refuse; nothing of it is written.
+    ``findings`` are the gate findings behind it, when gates refused."""
 
-    def __init__(self, message: str, findings: list | None = None) -> None:
+    def __init__(self, message: str, findings: list | None = None, record_id: str = "-") -> None:
         super().__init__(message)
         self.findings = findings or []
+        self.record_id = record_id
 
 
 def os_reason(exc: OSError) -> str:

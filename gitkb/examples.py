@@ -358,11 +358,12 @@ def sample_store(workdir: str | Path):
     milestone admitted; returns (store, the second milestone's record file, not admitted)."""
     from gitkb import record as rec
     from gitkb.store import Store
+    from gitkb.store.layout import trace_ref
 
     workdir = Path(workdir)
     trace = write_trace(workdir / LABEL)
     store = Store.init(workdir / "store", bare=True)
-    store.repo.fetch_into(trace.path, trace.tip, f"refs/kb/traces/{LABEL}")
+    store.repo.fetch_into(trace.path, trace.tip, trace_ref(LABEL))
     admitted, candidate = mined_records(trace)
     store.admit(rec.dumps(admitted), "insert", source="example", trace=LABEL)
     return store, rec.load(rec.path_for(candidate), rec.dumps(candidate))

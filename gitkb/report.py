@@ -19,7 +19,8 @@ from pathlib import Path
 from gitkb.errors import writing
 from gitkb.fs import atomic_write
 from gitkb.record import scope_of
-from gitkb.store import TRACE_REFS, Store
+from gitkb.store import Store
+from gitkb.store.layout import TRACE_REFS
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #1d232a; }
@@ -58,7 +59,7 @@ def trace_ladder(store: Store, label: str) -> list[LadderPoint]:
     tip = store.repo.resolve(TRACE_REFS + label)
     if tip is None:
         return []
-    rows = ingest(store.repo, tip, label, stored_options(store, label)).rows
+    rows = ingest(store.repo, tip, label, stored_options(store.view(), label)).rows
     ladder = build_ladder(rows)
     points = []
     for row, step in zip(rows, ladder.steps, strict=True):
@@ -203,7 +204,7 @@ def _conflicts(store: Store, tip: str) -> list[list[object]]:
 def build_site(store: Store, out: Path, ladders: dict[str, list[LadderPoint]]) -> list[Path]:
     """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder."""
     tip = store.tip
-    entries = store.index().entries()
+    entries = store.view().entries()
     by_type = Counter(str(e.get("type")) for e in entries)
     by_arch = Counter(f"{scope_of(e).get('vendor')}/{scope_of(e).get('arch')}" for e in entries)
     by_operator = Counter(str(scope_of(e).get("operator_family") or "(none)") for e in entries)

@@ -10,11 +10,22 @@ from pathlib import Path
 
 from gitkb.errors import GitkbError, NotAStore
 from gitkb.gates import Gate, GateContext, InjectionOutcome, run_injections
-from gitkb.record import Index, index_entry
+from gitkb.record import read_folder
+from gitkb.record.index import INDEX_PATH, Index, index_entry
 from gitkb.resources import data_dir
-from gitkb.store import Store, folder_context, read_folder
+from gitkb.store import Store
 
 EXAMPLES = "examples"
+
+
+def folder_context(folder: str | os.PathLike, full: bool = False) -> GateContext:
+    """The gate context of a folder laid out like a store (a staging area, a GPU-wiki tree)."""
+    index_path = Path(folder) / INDEX_PATH
+    return GateContext(
+        records=read_folder(folder),
+        index_raw=index_path.read_bytes() if index_path.is_file() else None,
+        full=full,
+    )
 
 
 def context_for(
@@ -25,7 +36,7 @@ def context_for(
     if staging is not None:
         ctx = folder_context(staging, full=full)
         try:
-            ctx.store = Store.open(path)
+            ctx.store = Store.open(path).view()
         except NotAStore:
             ctx.store = None
         return ctx
@@ -53,7 +64,7 @@ def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     from gitkb import examples
 
     store, candidate = examples.sample_store(workdir)
-    return GateContext(records=[candidate], store=store, extra={"admission": "insert"})
+    return GateContext(records=[candidate], store=store.view(), extra={"admission": "insert"})
 
 
 def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:

@@ -9,9 +9,10 @@ from conftest import git, kb
 from test_resolve import strategy
 
 from gitkb.errors import GitkbError
-from gitkb.record import INDEX_PATH, dumps
+from gitkb.record import dumps
 from gitkb.store import Store
-from gitkb.warmstart.attest import attest, ledger_path, read_ledger
+from gitkb.store.layout import ledger_path
+from gitkb.warmstart.attest import attest, read_ledger
 from gitkb.warmstart.retract import retract, unretract
 
 
@@ -19,8 +20,7 @@ def test_attest_appends_one_line_and_moves_no_ranking_scalar(bare_store):
     record = strategy(1)
     bare_store.admit(dumps(record), "insert")
     before_tip = bare_store.tip
-    before = {p: bare_store.repo.blob_sha(before_tip, p) for p in (INDEX_PATH,)}
-    record_path = bare_store.index().entry(record["id"])["path"]
+    record_path = bare_store.view().entry(record["id"])["path"]
     admission = attest(bare_store, record["id"], "validated", by="box-a", evidence={"gpu": "h100"})
     info = bare_store.repo.commit(admission.commit)
     assert info.subject == f"kb attest {record['id']}" and list(info.parents) == [before_tip]
@@ -28,7 +28,6 @@ def test_attest_appends_one_line_and_moves_no_ranking_scalar(bare_store):
     assert trailers["KB-Action"] == "attest" and trailers["KB-Outcome"] == "validated"
     changed = bare_store.repo.changes(before_tip, admission.commit)
     assert [c.path for c in changed] == [ledger_path(record["id"])]
-    assert bare_store.repo.blob_sha(admission.commit, INDEX_PATH) == before[INDEX_PATH]
     assert bare_store.repo.read(admission.commit, record_path) == dumps(record)
     attest(bare_store, record["id"], "failed", by="box-b")
     ledger = read_ledger(bare_store, record["id"])
@@ -107,7 +106,7 @@ def test_retract_is_a_tombstone_that_keeps_every_gate_green(store):
     assert "worth.rank.score 0.3 -> 0" in info.message
     kept = json.loads(store.read_record(record["id"]).raw)
     assert kept["status"] == "deprecated" and kept["worth"]["rank"]["score"] == 0
-    assert store.index().entry(record["id"])["worth_score"] == 0
+    assert store.view().entry(record["id"])["worth_score"] == 0
     assert read_ledger(store, record["id"]).open_retraction()["was"] == {
         "status": "active",
         "score": 0.3,
@@ -119,7 +118,7 @@ def test_retract_is_a_tombstone_that_keeps_every_gate_green(store):
     with pytest.raises(GitkbError, match="reason is required"):
         retract(store, strategy(2)["id"], "  ")
     attest(store, record["id"], "validated")  # evidence alone does not lift the tombstone
-    assert store.index().entry(record["id"])["status"] == "deprecated"
+    assert store.view().entry(record["id"])["status"] == "deprecated"
     unretract(store, record["id"], "fixed upstream; validated on box-c")
     restored = json.loads(store.read_record(record["id"]).raw)
     assert restored["status"] == "active" and restored["worth"]["rank"]["score"] == 0.3
@@ -144,8 +143,8 @@ def test_readmission_of_retracted_code_does_not_resurrect_it(bare_store):
         admission = bare_store.admit(dumps(incoming), "insert")
         assert admission.action == "confirm" and admission.record_id == record["id"]
         assert "not revived" in admission.note
-        assert incoming["id"] not in bare_store.index()
-    assert bare_store.index().entry(record["id"])["status"] == "deprecated"
+        assert incoming["id"] not in bare_store.view()
+    assert bare_store.view().entry(record["id"])["status"] == "deprecated"
     trailers = dict(bare_store.repo.commit(bare_store.tip).trailers)
     assert trailers["KB-Reproduction"].startswith("csha:")
 

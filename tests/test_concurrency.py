@@ -40,10 +40,11 @@ def admit_process(store_dir, files, env=None):
 
 
 def assert_consistent(store_dir):
-    """The tip validates, C git's fsck is clean, and every record has its index entry
-    and its admission commit (nothing half-admitted)."""
+    """The tip validates (its index cache agreeing with a fresh rebuild), C git's fsck is
+    clean, and every record has its index entry and its admission commit (nothing
+    half-admitted)."""
     store = Store.open(store_dir)
-    results = run_gates(store.gate_context(), by_name(["schema", "ids", "index"]))
+    results = run_gates(store.gate_context(full=True), by_name(["schema", "ids", "index"]))
     assert [r.status for r in results] == ["PASS", "PASS", "PASS"], [
         f.line() for r in results for f in r.findings
     ]
@@ -51,7 +52,7 @@ def assert_consistent(store_dir):
     assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
     on_disk = {f.id for f in store.record_files()}
     admitted = {h["trailers"]["KB-Record"] for h in store.log() if h["action"] == "insert"}
-    assert on_disk == set(store.index().order) == admitted
+    assert on_disk == set(store.view().ids()) == admitted
     return on_disk
 
 
@@ -75,16 +76,17 @@ def test_sigkill_at_random_moments_leaves_complete_or_absent_admissions(tmp_path
     rng = random.Random(20261129)
     store_dir = tmp_path / "kb"
     Store.init(store_dir)
-    files = write_records(tmp_path / "in", range(700))  # 20 runs x 30 never exhaust it
+    batch, runs = 150, 20
+    files = write_records(tmp_path / "in", range(batch * runs + 10))  # never exhausted
     recovered_messages = 0
     admitted: set[str] = set()
-    ids = [synthetic.strategy(n)["id"] for n in range(700)]
+    ids = [synthetic.strategy(n)["id"] for n in range(batch * runs + 10)]
 
     def remaining():
         return [f for f, record_id in zip(files, ids, strict=True) if record_id not in admitted]
 
-    for _ in range(20):
-        proc = admit_process(store_dir, remaining()[:30])
+    for _ in range(runs):
+        proc = admit_process(store_dir, remaining()[:batch])
         time.sleep(rng.uniform(0.2, 0.8))  # past start-up: into gating, packing, the ref move
         proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate()
@@ -100,4 +102,4 @@ def test_sigkill_at_random_moments_leaves_complete_or_absent_admissions(tmp_path
     # the killed writers' leftovers are repaired: the work tree matches main
     assert git("status", "--porcelain", cwd=store_dir).stdout == ""
     assert recovered_messages >= 1 or "recovered the writer lock" in err.decode()
-    assert 30 <= len(admitted) < 600
+    assert 30 <= len(admitted) < batch * runs  # some runs were cut short

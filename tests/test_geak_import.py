@@ -192,13 +192,13 @@ def test_retired_entries_are_deprecated_and_never_offered(store, tmp_path):
     write_entry(tmp_path, data=meta(retained=False, retired_reason="wrong on odd N"))
     report = import_tree("geak", store, tmp_path)
     record_id = store.list(type="strategy")[0]["id"]
-    entry = store.index().entry(record_id)
+    entry = store.view().entry(record_id)
     assert report.imported == 1 and entry["status"] == "deprecated" and entry["worth_score"] == 0
     assert read_ledger(store, record_id).open_retraction()["reason"] == "wrong on odd N"
     answer = resolve(store.location, "rmsnorm", arch="cdna3")
     assert answer["read_reason"] == "all_retired"
     unretract(store, record_id, "fixed and revalidated")
-    assert store.index().entry(record_id)["status"] == "active"
+    assert store.view().entry(record_id)["status"] == "active"
     assert kb("validate", str(store.location)).returncode == 0
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -14,7 +15,8 @@ from conftest import ROOT, git, kb
 
 from gitkb import record as rec
 from gitkb import synthetic
-from gitkb.hooks import commit_msg
+from gitkb.hooks.local import commit_msg
+from gitkb.hooks.install import server_shim
 from gitkb.resources import data_dir
 from gitkb.store import Store
 
@@ -150,10 +152,37 @@ def test_install_server_hook_into_a_bare_repository(bare_store):
     done = kb("hooks", "install", "--server", str(bare_store.location))
     assert done.returncode == 0, done.stderr.decode()
     hook = bare_store.location / "hooks" / "pre-receive"
-    assert hook.read_bytes() == (data_dir("hooks") / "pre-receive").read_bytes()
+    assert hook.read_bytes() == server_shim(sys.executable)
+    assert f"INSTALL_PYTHON={sys.executable}".encode() in hook.read_bytes()
     assert hook.stat().st_mode & stat.S_IXUSR
     again = kb("hooks", "install", "--server", str(bare_store.location))
     assert again.returncode == 0, "reinstalling the same hook is fine"
+
+
+def test_server_hook_finds_gitkb_through_the_interpreter_that_installed_it(
+    bare_store, tmp_path, monkeypatch
+):
+    """Installed from a virtualenv, the hook runs gitkb with that interpreter even when the
+    server's PATH has neither git-kb nor a python3 that can import gitkb."""
+    assert kb("hooks", "install", "--server", str(bare_store.location)).returncode == 0
+    git_dir = str(Path(shutil.which("git")).parent)
+    monkeypatch.setenv("PATH", git_dir)  # no git-kb here; its python3 (if any) lacks gitkb
+    monkeypatch.delenv("GITKB_PYTHON", raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    work = tmp_path / "work"
+    git("clone", "-q", str(bare_store.location), str(work))
+    record = synthetic.strategy(3)
+    Store.open(work).admit(rec.dumps(record))
+    done = git("push", "origin", "main", cwd=work, check=False)
+    assert done.returncode == 0, done.stderr
+    bad = synthetic.strategy(4)
+    bad["level"] = "kernel"
+    path = write_record(work, bad)
+    git("add", path, cwd=work)
+    git("commit", "-qm", f"kb insert {bad['id']}", "-m",
+        f"KB-Action: insert\nKB-Record: {bad['id']}", "--no-verify", cwd=work)  # fmt: skip
+    done = git("push", "origin", "main", cwd=work, check=False)
+    assert done.returncode != 0 and f"{bad['id']}: schema" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,7 @@ def test_another_trace_confirms_and_a_contradiction_is_queued(tmp_path, store):
     mine(a.path, store=store)
     mine(a.path, store=store, label="kernel_opt_001_softmax_rerun")
     counted = store.read_record(
-        next(e["id"] for e in store.index().entries() if e["type"] == "strategy")
+        next(e["id"] for e in store.view().entries() if e["type"] == "strategy")
     ).data["worth"]["track"]["counters"]["verified_effective"]
     assert counted == 1
     b = Trace(tmp_path / "kernel_opt_009_softmax")
@@ -224,7 +224,7 @@ def test_external_distiller(tmp_path, store):
     assert {o.note for o in thin.outcomes} == {"packet too thin"}
     bad = mine(trace, store=store, distiller=f"{sys.executable} {script} bad")
     assert all(o.action == "skip" and "refused by the gates" in o.note for o in bad.outcomes)
-    assert not store.index().entries()
+    assert not store.view().entries()
     with pytest.raises(GitkbError, match="command not found"):
         mine(trace, store=store, distiller="no-such-distiller-command")
 
@@ -244,7 +244,7 @@ def test_mined_store_push_is_gated_by_the_server_hook(tmp_path, monkeypatch):
     refspecs = ["main", "refs/kb/traces/*:refs/kb/traces/*"]
     pushed = git("push", "--porcelain", "origin", *refspecs, cwd=work.location, check=False)
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
-    strategy = next(e for e in work.index().entries() if e["type"] == "strategy")
+    strategy = next(e for e in work.view().entries() if e["type"] == "strategy")
     path = work.location / strategy["path"]
     data = json.loads(path.read_text())
     data["worth"]["gain"]["pct"] = data["worth"]["gain"]["metrics"][0]["delta_pct"] = 87.6543

@@ -35,7 +35,7 @@ def first_run(tmp_path, store: Store, stored_kernel: str, cases=None) -> dict:
 
 
 def reference_kernel_id(store: Store) -> str:
-    [entry] = [e for e in store.index().entries() if e["type"] == "reference-kernel"]
+    [entry] = [e for e in store.view().entries() if e["type"] == "reference-kernel"]
     return entry["id"]
 
 
@@ -83,7 +83,7 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
     assert store.repo.resolve(f"refs/kb/traces/{label}") == document["trace"]["head"]
     sources = {
         (store.read_record(e["id"]).data["evidence"]["raw"] or {}).get("source_repo")
-        for e in store.index().entries()
+        for e in store.view().entries()
     }
     assert label in sources and first["trace"]["label"] in sources
     checked = kb("validate", str(store.location))

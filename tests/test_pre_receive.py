@@ -16,10 +16,13 @@ import pytest
 from conftest import example_files, git, kb
 from test_hooks import put_git_kb_on_path
 
-from gitkb import hooks, synthetic
+from gitkb import synthetic
 from gitkb import record as rec
 from gitkb.gates.registry import record_level
-from gitkb.store import BRANCH, Store
+from gitkb.hooks import local as hooks
+from gitkb.store import Store
+from gitkb.store.layout import BRANCH
+from gitkb.record.index import INDEX_PATH
 from gitkb.validate import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message
@@ -67,14 +70,9 @@ def forge(store: Store, edits: dict, subject: str, trailers: list, body: str = "
     return commit
 
 
-def with_index(store: Store, records: dict[str, dict]) -> dict:
-    """Edits writing ``records`` (path -> record) with index entries that agree."""
-    index = store.index()
-    for path, record in records.items():
-        index.put(rec.index_entry(record, path))
-    edits: dict = {path: rec.dumps(record) for path, record in records.items()}
-    edits[rec.INDEX_PATH] = index.dumps()
-    return edits
+def record_edits(records: dict[str, dict]) -> dict:
+    """Edits writing ``records`` (path -> record)."""
+    return {path: rec.dumps(record) for path, record in records.items()}
 
 
 def refused(done, server: Path, commit: str, gate: str) -> str:
@@ -133,7 +131,7 @@ def test_good_pushes_land_over_file_url_and_git_daemon(server, clone, tmp_path):
         bad["level"] = "kernel"
         commit = forge(
             clone,
-            with_index(clone, {rec.path_for(bad): bad}),
+            record_edits({rec.path_for(bad): bad}),
             f"kb insert {bad['id']}",
             [("KB-Action", "insert"), ("KB-Record", bad["id"])],
         )
@@ -155,7 +153,7 @@ def test_first_push_into_an_empty_bare_repository(tmp_path, monkeypatch):
     bad["payload"]["mechanism"] = "see /home/alice/kernels/x.py"
     commit = forge(
         other,
-        with_index(other, {rec.path_for(bad): bad}),
+        record_edits({rec.path_for(bad): bad}),
         f"kb insert {bad['id']}",
         [("KB-Action", "insert"), ("KB-Record", bad["id"])],
     )
@@ -191,13 +189,9 @@ def test_each_store_gate_defect_is_refused(server, clone, gate):
     admit_examples(clone)
     assert push(clone).returncode == 0
     changed = injected_records(gate)
-    index = clone.index()
     edits: dict = {}
     for path, record_file in changed.items():
         edits[path] = record_file.raw if record_file.data is None else rec.dumps(record_file.data)
-        if record_file.data is not None and isinstance(record_file.data.get("id"), str):
-            index.put(rec.index_entry(record_file.data, path))
-    edits[rec.INDEX_PATH] = index.dumps()
     # A bulk action, so that only the gate (not the trailer rule) can object.
     commit = forge(clone, edits, "kb import injected", [("KB-Action", "import")])
     refused(push(clone), server, commit, gate.name)
@@ -211,7 +205,7 @@ def test_forged_trailer_is_refused(server, clone):
     other = synthetic.strategy(12)["id"]
     commit = forge(
         clone,
-        with_index(clone, {rec.path_for(record): record}),
+        record_edits({rec.path_for(record): record}),
         f"kb insert {other}",
         [("KB-Action", "insert"), ("KB-Record", other)],
     )
@@ -223,7 +217,7 @@ def test_subject_and_trailers_must_agree(server, clone):
     record = synthetic.strategy(13)
     commit = forge(
         clone,
-        with_index(clone, {rec.path_for(record): record}),
+        record_edits({rec.path_for(record): record}),
         f"kb confirm {record['id']}",
         [("KB-Action", "insert"), ("KB-Record", record["id"])],
     )
@@ -232,7 +226,7 @@ def test_subject_and_trailers_must_agree(server, clone):
 
 def test_record_change_without_kb_action_is_refused(server, clone):
     record = synthetic.strategy(14)
-    commit = forge(clone, with_index(clone, {rec.path_for(record): record}), "add a record", [])
+    commit = forge(clone, record_edits({rec.path_for(record): record}), "add a record", [])
     output = refused(push(clone), server, commit, "trailers")
     assert "carries no KB-Action trailer" in output
 
@@ -243,40 +237,25 @@ def test_conflict_and_ledger_files_need_trailers_too(server, clone):
     assert "a.b.c.d.e: trailers: changes ledger/a.b.c.d.e.jsonl" in output
 
 
-def test_index_that_disagrees_is_refused(server, clone):
+def test_a_committed_index_is_refused(server, clone):
+    """Store format 2: records/index.json is derived data and never enters history."""
     record = synthetic.strategy(15)
     path = rec.path_for(record)
-    index = clone.index()
-    entry = rec.index_entry(record, path)
-    entry["worth_score"] = 99.5
-    index.put(entry)
     commit = forge(
         clone,
-        {path: rec.dumps(record), rec.INDEX_PATH: index.dumps()},
+        {path: rec.dumps(record), INDEX_PATH: clone.index_file()},
         f"kb insert {record['id']}",
         [("KB-Action", "insert"), ("KB-Record", record["id"])],
     )
-    refused(push(clone), server, commit, "index")
-
-
-def test_index_only_change_is_checked_against_the_records(server, clone):
-    clone.admit(rec.dumps(synthetic.strategy(16)), "insert")
-    assert push(clone).returncode == 0
-    index = clone.index()
-    entry = index.entry(synthetic.strategy(16)["id"])
-    entry["tier"] = "legendary"
-    index.put(entry)
-    commit = forge(
-        clone, {rec.INDEX_PATH: index.dumps()}, "kb reindex index", [("KB-Action", "reindex")]
-    )
     output = refused(push(clone), server, commit, "index")
-    assert "index tier is 'legendary'" in output
+    assert "derived data and stays out of history" in output
 
 
 def test_id_taken_at_another_path_is_refused(server, clone):
     record = synthetic.strategy(17)
     clone.admit(rec.dumps(record), "insert")
     assert push(clone).returncode == 0
+    first = clone.tip
     elsewhere = "records/strategy/moved/" + rec.path_for(record).rsplit("/", 1)[1]
     commit = forge(
         clone,
@@ -284,7 +263,10 @@ def test_id_taken_at_another_path_is_refused(server, clone):
         f"kb insert {record['id']}",
         [("KB-Action", "insert"), ("KB-Record", record["id"])],
     )
-    refused(push(clone), server, commit, "ids")
+    output = refused(push(clone), server, commit, "ids")
+    # One line naming both commits and the way out.
+    assert f"admitted by {first[:12]}" in output and f"{commit[:12]} admits it again" in output
+    assert f"git kb renumber {record['id']}" in output
 
 
 def test_main_is_append_only(server, clone):
@@ -314,7 +296,7 @@ def test_trace_refs_are_only_created_or_fast_forwarded_while_cited(tmp_path, mon
     record["evidence"]["raw"]["source_repo"] = "x"
     forge(
         work,
-        with_index(work, {rec.path_for(record): record}),
+        record_edits({rec.path_for(record): record}),
         f"kb insert {record['id']}",
         [("KB-Action", "insert"), ("KB-Record", record["id"])],
     )
@@ -351,10 +333,10 @@ def test_a_crashing_hook_refuses_the_push_in_one_line(server, clone, tmp_path, m
     crash = tmp_path / "crash"
     crash.mkdir()
     (crash / "sitecustomize.py").write_text(
-        "import gitkb.hooks\n"
+        "import gitkb.hooks.local\n"
         "def broken(lines, repo=None):\n"
         "    raise RuntimeError('simulated failure')\n"
-        "gitkb.hooks.pre_receive = broken\n"
+        "gitkb.hooks.local.pre_receive = broken\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(crash))
     admit_examples(clone)
@@ -367,17 +349,26 @@ def test_a_crashing_hook_refuses_the_push_in_one_line(server, clone, tmp_path, m
 
 
 def test_cost_follows_the_push_not_the_store(server, clone, monkeypatch):
-    """The main check never lists the store's records: only changed blobs and the index."""
+    """With the server's index cache in place, the main check never lists the store's
+    records and reads only the blobs the push changed."""
     admit_examples(clone)
+    repo = Repository.open(clone.location)
+    assert hooks.pre_receive([f"{ZERO_SHA} {clone.tip} refs/heads/main"], repo) == []
     old = clone.tip
     clone.admit(rec.dumps(synthetic.strategy(30)), "insert")
+    new_record = clone.view().entry(synthetic.strategy(30)["id"])["path"]
 
     def no_listing(*args, **kwargs):
         raise AssertionError("pre-receive listed a tree")
 
+    read = []
+    blob = Repository.blob
     monkeypatch.setattr(Repository, "list_tree", no_listing)
+    monkeypatch.setattr(Repository, "list_tree_id", no_listing)
+    monkeypatch.setattr(Repository, "blob", lambda self, sha: read.append(sha) or blob(self, sha))
     repo = Repository.open(clone.location)
     assert hooks.pre_receive([f"{old} {clone.tip} refs/heads/main"], repo) == []
+    assert read == [clone.repo.blob_sha(clone.tip, new_record)]
 
 
 def test_shim_falls_back_to_python_when_git_kb_is_missing(server, clone, monkeypatch):
@@ -399,7 +390,7 @@ def test_record_citing_a_commit_not_in_the_store_is_refused(server, clone):
     record["evidence"]["raw"].update(source_repo="t", git_commit="0" * 40)
     commit = forge(
         clone,
-        with_index(clone, {rec.path_for(record): record}),
+        record_edits({rec.path_for(record): record}),
         f"kb insert {record['id']}",
         [("KB-Action", "insert"), ("KB-Record", record["id"])],
     )
@@ -415,7 +406,7 @@ def test_gates_see_trace_refs_pushed_together_with_the_records(server, clone):
     record["evidence"]["raw"].update(source_repo="u", git_commit=trace)
     forge(
         clone,
-        with_index(clone, {rec.path_for(record): record}),
+        record_edits({rec.path_for(record): record}),
         f"kb insert {record['id']}",
         [("KB-Action", "insert"), ("KB-Record", record["id"])],
     )
@@ -439,7 +430,7 @@ def test_links_of_pushed_records_must_resolve(server, clone):
     dangling["retrieval"]["links"] = {"see_also": ["nvidia.h100.triton.softmax.gone-s99"]}
     commit = forge(
         clone,
-        with_index(clone, {rec.path_for(dangling): dangling}),
+        record_edits({rec.path_for(dangling): dangling}),
         f"kb insert {dangling['id']}",
         [("KB-Action", "insert"), ("KB-Record", dangling["id"])],
     )

@@ -165,7 +165,7 @@ def test_reproduced_beats_one_off_on_a_tie(bare_store):
 def test_corrupt_entry_is_skipped_and_counted(store):
     good, bad = strategy(1, pct=10.0), strategy(2, pct=30.0)
     admit(store, good, bad)
-    path = store.index().entry(bad["id"])["path"]
+    path = store.view().entry(bad["id"])["path"]
     (store.location / path).write_text("{ not json")
     git("commit", "-qam", "break a record", cwd=store.location)
     answer = resolve(store.location, "softmax", arch="hopper")
@@ -189,8 +189,8 @@ def test_reads_only_the_candidates_blobs(bare_store, monkeypatch):
         read.clear()
         resolve(bare_store.location, "softmax", arch="hopper")
         records = [p for p in read if p.startswith("records/")]
-        assert records == [bare_store.index().entry(mine[0]["id"])["path"]]
-    assert list((bare_store.location / "gitkb-cache").glob("resolve-*.marshal"))
+        assert records == [bare_store.view().entry(mine[0]["id"])["path"]]
+    assert (bare_store.location / "gitkb-cache" / "index.sqlite3").is_file()
 
 
 def test_bare_clone_without_checkout(store, tmp_path):

@@ -10,6 +10,7 @@ from conftest import example_files, git, kb, needs_conformance
 from gitkb import synthetic
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
 from gitkb.record import dumps
+from gitkb.importers.gpu_wiki import export_tree, import_tree
 from gitkb.store import Store
 from gitkb.vcs.repository import Repository
 
@@ -30,12 +31,14 @@ def test_init_writes_the_skeleton_in_one_commit(tmp_path):
     tracked = git("ls-files", cwd=tmp_path / "kb").stdout.split()
     assert tracked == [
         ".gitattributes",
+        ".gitignore",
         ".pre-commit-config.yaml",
         "README.md",
         "gitkb.toml",
-        "records/index.json",
     ]
     assert store.config()["store"]["schema"] == "clean-1.3"
+    assert store.config()["store"]["format"] == "gitkb-2" == store.format
+    assert "/records/index.json" in (tmp_path / "kb" / ".gitignore").read_text()
     assert "ledger/*.jsonl merge=union" in (tmp_path / "kb" / ".gitattributes").read_text()
     assert "git-kb hook pre-commit" in (tmp_path / "kb" / ".pre-commit-config.yaml").read_text()
     assert git("status", "--porcelain", cwd=tmp_path / "kb").stdout == ""
@@ -60,7 +63,7 @@ def test_insert_keeps_bytes_updates_index_and_work_tree(store):
     admission = store.admit(raw, "insert", source="x.json", trace="t1", trace_commit="a" * 40)
     assert admission.commit == store.tip
     assert store.repo.read(store.tip, admission.path) == raw
-    assert admission.record_id in store.index()
+    assert admission.record_id in store.view()
     trailers = dict(store.repo.commit(store.tip).trailers)
     assert trailers["KB-Action"] == "insert" and trailers["KB-Record"] == admission.record_id
     assert trailers["KB-Trace"] == "t1" and trailers["KB-Trace-Commit"] == "a" * 40
@@ -85,7 +88,7 @@ def test_confirm_is_idempotent_per_evidence(store):
         f"{target['id']}:{synthetic.strategy(3)['id']}",
     ]
     assert dict(store.repo.commit(other.commit).trailers)["KB-Record"] == target["id"]
-    assert incoming["id"] not in store.index()  # a confirm does not insert the incoming record
+    assert incoming["id"] not in store.view()  # a confirm does not insert the incoming record
 
 
 def test_conflict_queues_numbered_files_for_a_human(store):
@@ -99,7 +102,7 @@ def test_conflict_queues_numbered_files_for_a_human(store):
     assert queued["existing_record_id"] == target["id"] and queued["resolution"] is None
     assert queued["incoming_record"] == incoming and 0 <= queued["match_confidence"] <= 1
     assert "-5.0" in queued["conflict_reason"]
-    assert store.index().entry(target["id"]) is not None and len(store.index()) == 1
+    assert store.view().entry(target["id"]) is not None and len(store.view()) == 1
 
 
 def test_match_lists_same_scope_candidates(store):
@@ -171,7 +174,7 @@ def test_ref_moving_under_every_attempt_is_reported_and_nothing_lands(store, mon
     with pytest.raises(RefMoved, match="moved"):
         store.admit(dumps(synthetic.strategy(1)), "insert")
     monkeypatch.undo()
-    assert store.tip == before and len(store.index()) == 0
+    assert store.tip == before and len(store.view()) == 0
 
 
 def test_ref_moved_once_is_retried_on_the_new_tip(store):
@@ -193,7 +196,7 @@ def test_ref_moved_once_is_retried_on_the_new_tip(store):
     finally:
         Repository.update_ref = real_update
     assert repo.read(store.tip, "notes.txt") == b"human"
-    assert synthetic.strategy(1)["id"] in store.index()
+    assert synthetic.strategy(1)["id"] in store.view()
 
 
 def test_open_refuses_what_is_not_a_store(tmp_path):
@@ -206,16 +209,19 @@ def test_open_refuses_what_is_not_a_store(tmp_path):
         Store.open(tmp_path / "plain")
 
 
-def test_reindex_commits_only_when_the_index_changed(store):
+def test_reindex_rebuilds_the_cache_and_writes_the_ignored_work_tree_index(store):
     store.admit(dumps(synthetic.strategy(1)), "insert")
-    assert store.reindex().commit is None
     tip = store.tip
-    broken = store.repo.write_commit(
-        tip, {"records/index.json": b'{"schema": "clean-1.3", "records": []}\n'}, "break\n"
-    )
-    store.repo.update_ref("refs/heads/main", tip, broken)
-    assert store.reindex().commit is not None
-    assert synthetic.strategy(1)["id"] in store.index()
+    result = store.reindex()
+    assert store.tip == tip, "reindex commits nothing"
+    assert result["records"] == 1 and result["unindexed"] == []
+    written = store.location / "records" / "index.json"
+    assert result["work_tree_index"] == str(written)
+    assert json.loads(written.read_bytes())["records"][0]["id"] == synthetic.strategy(1)["id"]
+    assert git("status", "--porcelain", cwd=store.location).stdout == "", "it is git-ignored"
+    store.admit(dumps(synthetic.strategy(2)), "insert")
+    ids = [e["id"] for e in json.loads(written.read_bytes())["records"]]
+    assert synthetic.strategy(2)["id"] in ids, "a kept work-tree index follows admissions"
 
 
 def test_bare_store_works_without_checkout(bare_store):
@@ -227,9 +233,9 @@ def test_bare_store_works_without_checkout(bare_store):
 def test_gpu_wiki_import_export_is_byte_identical(tmp_path):
     sample = needs_conformance()
     store = Store.init(tmp_path / "kb.git", bare=True)
-    store.import_gpu_wiki(sample)
+    import_tree(store, sample)
     out = tmp_path / "out"
-    assert store.export_gpu_wiki(out) == 282
+    assert export_tree(store, out) == 282
     originals = sorted(
         p.relative_to(sample)
         for p in (sample / "records").rglob("*.json")
@@ -241,13 +247,13 @@ def test_gpu_wiki_import_export_is_byte_identical(tmp_path):
     assert originals == exported
     assert all((sample / p).read_bytes() == (out / p).read_bytes() for p in originals)
     from gitkb.gates.registry import by_name
-    from gitkb.store import folder_context
+    from gitkb.validate import folder_context
 
     assert by_name(["index"])[0].run(folder_context(out)).status == "PASS"
     # importing again is refused (ids exist), and nothing is written
     tip = store.tip
     with pytest.raises(AdmissionRefused, match="already in the store"):
-        store.import_gpu_wiki(sample)
+        import_tree(store, sample)
     assert store.tip == tip
 
 
@@ -260,7 +266,7 @@ def test_import_refuses_a_tree_with_a_bad_record(tmp_path):
     store = Store.init(tmp_path / "kb")
     tip = store.tip
     with pytest.raises(AdmissionRefused, match="misnamed.json"):
-        store.import_gpu_wiki(tree)
+        import_tree(store, tree)
     assert store.tip == tip
 
 

@@ -46,7 +46,8 @@ def sample(tmp_path_factory):
 def ctx_for(store, *records: dict, admission: str | None = "insert") -> GateContext:
     files = [rec.load(rec.path_for(r), rec.dumps(r)) for r in records]
     extra = {"admission": admission} if admission else {}
-    return GateContext(records=files, store=store, extra=extra, full=True)
+    view = store.view() if store is not None else None
+    return GateContext(records=files, store=view, extra=extra, full=True)
 
 
 def run(name: str, ctx: GateContext):
@@ -123,7 +124,7 @@ def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
     with pytest.raises(Exception) as refused:
         store.admit(rec.dumps(forged), "insert", source="forged.json")
     assert "no-fabrication: worth.gain.pct: 35.5 is not stated" in str(refused.value)
-    assert second.data["id"] not in store.index()
+    assert second.data["id"] not in store.view()
 
 
 def test_packets_are_this_contexts_own_copy(sample):
@@ -134,7 +135,7 @@ def test_packets_are_this_contexts_own_copy(sample):
     ctx = ctx_for(store, candidate(sample))
     mine = trace_evidence.packets(ctx, examples.LABEL)
     mine[1].diff = None
-    assert packets_for_store(store, examples.LABEL)[1].diff
+    assert packets_for_store(store.view(), examples.LABEL)[1].diff
     assert trace_evidence.packets(ctx_for(store, candidate(sample)), examples.LABEL)[1].diff
 
 

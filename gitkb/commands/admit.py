@@ -37,7 +37,7 @@ def command(files, action, target, trace, trace_commit, as_json, store_path) -> 
     stops the run: the files before it are admitted, it and the rest are not.
     """
     from gitkb.errors import GitkbError
-    from gitkb.store import AdmitRequest
+    from gitkb.store.admission import AdmitRequest
 
     store = open_store(store_path)
     requests = [

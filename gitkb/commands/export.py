@@ -9,5 +9,7 @@ from gitkb.commands import open_store, store_option
 @store_option
 def command(kind: str, directory: str, store_path: str) -> None:
     """Write the store's records and index into DIRECTORY in the GPU-wiki layout."""
-    count = open_store(store_path).export_gpu_wiki(directory)
+    from gitkb.importers.gpu_wiki import export_tree
+
+    count = export_tree(open_store(store_path), directory)
     click.echo(f"exported {count} records to {directory}")

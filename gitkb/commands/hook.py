@@ -23,7 +23,7 @@ def _report(problems: list[str]) -> None:
 @click.argument("files", nargs=-1)
 def pre_commit(files: tuple[str, ...]) -> None:
     """Run the record-level gates on FILES (the staged record files)."""
-    from gitkb.hooks import pre_commit as run
+    from gitkb.hooks.local import pre_commit as run
 
     _report(run(list(files)))
 
@@ -32,7 +32,7 @@ def pre_commit(files: tuple[str, ...]) -> None:
 @click.argument("message_file", type=click.Path(dir_okay=False))
 def commit_msg(message_file: str) -> None:
     """Refuse an admission message (`kb <action> <id>`) whose trailers say otherwise."""
-    from gitkb.hooks import commit_msg as run
+    from gitkb.hooks.local import commit_msg as run
 
     _report(run(message_file))
 
@@ -44,6 +44,6 @@ def pre_receive() -> None:
     Exits 1 and prints `gitkb: <ref> <commit>: <record-id>: <gate>: <what>` lines
     when the push must be refused.
     """
-    from gitkb.hooks import pre_receive as run
+    from gitkb.hooks.local import pre_receive as run
 
     _report(run(sys.stdin.read().splitlines()))

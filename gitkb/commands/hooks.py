@@ -20,8 +20,8 @@ def install(repo: str, server: bool, gitea: bool, gitlab: bool, force: bool) -> 
     --gitea or --gitlab: the pre-receive hook that checks every push, into the
     bare repository REPO.
     """
-    from gitkb import hook_install
     from gitkb.errors import GitkbError
+    from gitkb.hooks import install as hook_install
 
     if gitea and gitlab:
         raise GitkbError("choose one of --gitea and --gitlab", 2)

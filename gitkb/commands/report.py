@@ -22,7 +22,7 @@ def command(out_dir: str, store_path: str) -> None:
     from pathlib import Path
 
     from gitkb.report import build_site, trace_ladder
-    from gitkb.store import TRACE_REFS
+    from gitkb.store.layout import TRACE_REFS
 
     store = open_store(store_path)
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]

@@ -47,6 +47,9 @@ class GateContext:
     full: bool = False
     store: object | None = None
     extra: dict = field(default_factory=dict)
+    # A gitkb store keeps its index as a cache, not a file: this compares that cache with
+    # a fresh rebuild (the index gate calls it with --full).
+    index_check: Callable[[], list[Finding]] | None = None
 
     def parsed(self) -> Iterable[tuple[RecordFile, dict]]:
         """The records that parsed as JSON objects (the schema gate reports the rest)."""
@@ -145,12 +148,12 @@ def run_injections(sample: GateContext, gates: Iterable[Gate]) -> list[Injection
 
 
 def _fresh(sample: GateContext) -> GateContext:
-    store = sample.store
-    sample.store = None
+    store, index_check = sample.store, sample.index_check
+    sample.store = sample.index_check = None
     try:
         ctx = copy.deepcopy(sample)
     finally:
-        sample.store = store
-    ctx.store = store
+        sample.store, sample.index_check = store, index_check
+    ctx.store, ctx.index_check = store, index_check
     ctx.full = True
     return ctx

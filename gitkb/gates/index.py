@@ -1,9 +1,11 @@
-"""Store gate `index`: records/index.json agrees with the records (spec 4.6).
+"""Store gate `index`: the index agrees with the records (spec 4.6).
 
-Compared per record: an entry exists, its ``retrieval`` deep-equals the
-record's, and ``worth_score``/``tier``/``gain_pct`` equal the record's rank
-score, tier and gain pct. Count, path, title, search text and order are not
-compared, like the reference.
+In a GPU-wiki tree, ``records/index.json`` is compared per record: an entry
+exists, its ``retrieval`` deep-equals the record's, and
+``worth_score``/``tier``/``gain_pct`` equal the record's rank score, tier and
+gain pct. Count, path, title, search text and order are not compared, like the
+reference. A gitkb store keeps no index file (store format 2): with ``--full``
+its index cache is compared with a fresh rebuild from the records.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import copy
 import json
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
-from gitkb.record import INDEX_PATH, dig
+from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
+from gitkb.record import dig
+from gitkb.record.index import INDEX_PATH
 
 NAME = "index"
 
@@ -29,6 +32,11 @@ def _same(a, b) -> bool:
 
 
 def check(ctx: GateContext):
+    if ctx.index_check is not None:
+        if not ctx.full:
+            raise Skip("a store's index is a cache under its git directory: --full checks it")
+        yield from ctx.index_check()
+        return
     if ctx.index_raw is None:
         yield Finding(INDEX_PATH, NAME, "records/index.json is missing")
         return

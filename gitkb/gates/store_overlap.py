@@ -3,12 +3,14 @@
 What "live store" means depends on the run:
 
 * at admission (``ctx.extra["admission"]`` is the action): an ``insert`` whose id is
-  already in the store's index fails; ``confirm`` and ``conflict`` name an existing
-  record on purpose and are not checked;
-* when validating (a store's own main, a pushed commit, or ``--staging`` against
-  a store): the index at the store's tip must name no *other* file under this id.
-  A store validating itself therefore passes, an edited record (a confirm bumps
-  counters) is still the same record, and a second copy is reported.
+  already in the store fails; ``confirm`` and ``conflict`` name an existing record
+  on purpose and are not checked;
+* on a push (``"push"``): the server hook checks every added record's id against
+  the store before the commit itself, naming both commits, so this gate stays out;
+* when validating (a store's own main, or ``--staging`` against a store): no
+  *other* file of the store may hold this id. A store validating itself therefore
+  passes, an edited record (a confirm bumps counters) is still the same record,
+  and a second copy is reported.
 
 Sharing an ``episode_key`` is not overlap (it makes a confirm, not an insert)."""
 
@@ -28,37 +30,32 @@ def check(ctx: GateContext):
     admission = ctx.extra.get("admission")
     if admission not in (None, "insert"):
         return
-    store = ctx.store
-    tip = store.tip
-    index = store.index(tip)
     for record_file, data in records:
         record_id = data.get("id")
-        entry = index.entry(record_id) if isinstance(record_id, str) else None
-        if entry is None:
+        rows = ctx.store.rows_of(record_id) if isinstance(record_id, str) else []
+        if not rows:
             continue
-        live_path = entry.get("path")
         if admission == "insert":
             yield Finding(
                 record_file.id,
                 NAME,
-                f"the store already has {record_id} ({live_path}): admit a confirm or "
+                f"the store already has {record_id} ({rows[0].path}): admit a confirm or "
                 "conflict, not an insert",
                 "id",
             )
             continue
-        if live_path != record_file.path:
-            yield Finding(
-                record_file.id,
-                NAME,
-                f"{live_path} already holds {record_id} in the store",
-                "id",
-            )
+        for row in rows:
+            if row.path != record_file.path:
+                yield Finding(
+                    record_file.id, NAME, f"{row.path} already holds {record_id} in the store", "id"
+                )
+                break
 
 
 def _smallest_live_id(ctx: GateContext) -> str | None:
     if ctx.store is None:
         return None
-    ids = sorted(e["id"] for e in ctx.store.index().entries())
+    ids = ctx.store.ids()
     return ids[0] if ids else None
 
 
@@ -86,8 +83,8 @@ def _re_mined_insert(ctx: GateContext) -> bool:
     record_file = first_mined(ctx)
     if record_file is None or ctx.store is None:
         return False
-    for entry in ctx.store.index().entries():
-        live = ctx.store.read_record(entry["id"])
+    for record_id in ctx.store.ids():
+        live = ctx.store.read_record(record_id)
         if live.data is not None and is_mined(live.data):
             ctx.extra["admission"] = "insert"
             record_file.data = copy.deepcopy(live.data)

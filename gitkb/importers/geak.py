@@ -25,7 +25,8 @@ from gitkb import record as rec
 from gitkb import targets
 from gitkb.errors import GitkbError
 from gitkb.importers import ImportReport
-from gitkb.warmstart.attest import appended, event_line, ledger_path, parse_ledger
+from gitkb.store.layout import ledger_path
+from gitkb.warmstart.attest import appended, event_line, parse_ledger
 from gitkb.warmstart.curate import canonical_kernel
 
 _GFX = re.compile(r"gfx\d+[a-z]?", re.I)
@@ -421,7 +422,9 @@ def ledger_events(meta: dict, record: dict) -> list[dict]:
 
 
 def import_tree(store, folder) -> ImportReport:
-    from gitkb.store import INDEX_PATH, _Change, count_confirmation
+    from gitkb.record.signature import content_signature
+    from gitkb.store.admission import count_confirmation, reproduction_of
+    from gitkb.store.writer import Change
 
     root = Path(folder)
     if (root / "kb_artifacts").is_dir():
@@ -455,24 +458,26 @@ def import_tree(store, folder) -> ImportReport:
     if not prepared and not report.skipped:
         raise GitkbError(f"{folder}: no GEAK entries (<gfx>/<kernel_class>/<slug>/<exp_id>/meta.*)")
 
-    def build(tip, index):
+    def build(view):
         report.imported, report.reproductions = 0, []
         edits: dict[str, bytes | None] = {}
         pending: dict[str, tuple[str, dict]] = {}  # id -> (path, record) written by this import
+        signatures: dict[tuple, str] = {}  # (signature, type, episode key) -> id, this import
 
         def holder(record_id):
             if record_id in pending:
                 return pending[record_id]
-            entry = index.entry(record_id)
-            loaded = rec.load(entry["path"], store.repo.read(tip, entry["path"]) or b"")
+            loaded = view.read_record(record_id)
             if loaded.data is None:
                 raise GitkbError(f"{record_id} is unreadable ({loaded.error}); nothing imported")
-            return entry["path"], loaded.data
+            return loaded.path, loaded.data
 
         for where, record, events in prepared:
-            if record["id"] in index:
+            if record["id"] in view or record["id"] in pending:
                 continue  # imported before
-            twin = store.reproduction_of(index, record)
+            page = (content_signature(record), record.get("type"), record.get("episode_key"))
+            twin = signatures.get(page) if page[0] else None
+            twin = twin or reproduction_of(view, record)
             if twin is not None:
                 path, existing = holder(twin)
                 if count_confirmation(existing, record["id"]) is not None:
@@ -481,19 +486,18 @@ def import_tree(store, folder) -> ImportReport:
                     report.reproductions.append({"entry": where, "record": twin})
                 continue
             path = rec.path_for(record)
-            index.put(rec.index_entry(record, path))
-            store._note_signature(index, record)
+            if page[0]:
+                signatures[page] = record["id"]
             pending[record["id"]] = (path, record)
             edits[path] = rec.dumps(record)
             report.imported += 1
             if events:
                 lpath = ledger_path(record["id"])
-                ledger = parse_ledger(lpath, store.repo.read(tip, lpath))
+                ledger = parse_ledger(lpath, view.repo.read(view.tip, lpath))
                 edits[lpath] = appended(ledger, False, *events)
         if not edits:
-            return _Change("import", f"geak:{root.name}", {}, note="nothing new to import")
-        edits[INDEX_PATH] = index.dumps()
-        return _Change(
+            return Change("import", f"geak:{root.name}", {}, note="nothing new to import")
+        return Change(
             "import",
             f"geak:{root.name}",
             edits,
@@ -505,8 +509,7 @@ def import_tree(store, folder) -> ImportReport:
                 ("KB-Reproductions", str(len(report.reproductions))),
                 ("KB-Skipped", str(len(report.skipped))),
             ],
-            index=index,
         )
 
-    report.commit = store._write(build).commit
+    report.commit = store.commit([build])[0].commit
     return report

@@ -1,11 +1,73 @@
-"""GPU-wiki records trees: records keep their paths and bytes (the store does the work)."""
+"""GPU-wiki records trees, both ways: records keep their paths and bytes.
+
+Import admits a tree (``<folder>/records/...``) in one ``import`` commit after the
+record gates pass on every record; export writes every record, byte for byte at its
+path, and the ``records/index.json`` GPU-wiki readers expect (a store keeps its
+index as a cache, store format 2, so export is where the file is made).
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from gitkb import record as rec
+from gitkb.errors import AdmissionRefused, GitkbError, RecordError, writing
+from gitkb.fs import atomic_write
+from gitkb.gates import run_gates
 from gitkb.importers import ImportReport
+from gitkb.record.index import INDEX_PATH
+from gitkb.store.admission import gates_figure, refuse_findings
+from gitkb.store.writer import Change
 
 
 def import_tree(store, folder) -> ImportReport:
-    admission = store.import_gpu_wiki(folder)
-    records = dict(store.repo.commit(admission.commit).trailers).get("KB-Records", "0")
-    return ImportReport("gpu-wiki", admission.commit, imported=int(records))
+    from gitkb.gates import GateContext
+    from gitkb.gates.registry import record_level
+
+    files = rec.read_folder(folder)
+    if not files:
+        raise RecordError(f"{folder}: no record files under records/")
+    name = Path(folder).resolve().name
+
+    def build(view) -> Change:
+        clashes = [f.id for f in files if f.id in view]
+        if clashes:
+            raise AdmissionRefused(
+                f"import refused: {len(clashes)} ids already in the store, e.g. {clashes[0]}"
+            )
+        results = run_gates(GateContext(records=files, store=view), record_level())
+        findings = [f for r in results for f in r.findings]
+        if findings:
+            raise refuse_findings(f"{folder}: import", findings)
+        return Change(
+            "import",
+            f"gpu-wiki:{name}",
+            {f.path: f.raw for f in files},
+            body=f"Imported {len(files)} GPU-wiki records.",
+            trailers=[
+                ("KB-Source", "gpu-wiki"),
+                ("KB-Records", str(len(files))),
+                ("KB-Gates", gates_figure(results)),
+            ],
+        )
+
+    [admission] = store.commit([build])
+    return ImportReport("gpu-wiki", admission.commit, imported=len(files))
+
+
+def export_tree(store, folder: str | os.PathLike) -> int:
+    """Write every record at its path and the index under ``folder``; the record count."""
+    out = Path(folder)
+    if (out / rec.RECORDS_DIR).exists() and any((out / rec.RECORDS_DIR).iterdir()):
+        raise GitkbError(
+            f"{out / rec.RECORDS_DIR} exists and is not empty; export into a new folder"
+        )
+    tip = store.tip
+    count = 0
+    with writing(out):
+        for record_file in store.record_files(tip):
+            atomic_write(out / record_file.path, record_file.raw)
+            count += 1
+        atomic_write(out / INDEX_PATH, store.index_file(tip))
+    return count

@@ -14,6 +14,7 @@ from gitkb.mine.ladder import Ladder, build_ladder
 from gitkb.mine.packet import MineOptions, Packet
 from gitkb.mine.partition import Segment, partition
 from gitkb.mine.scrub import Scrubber
+from gitkb.store import layout
 from gitkb.vcs.repository import Repository
 
 __all__ = ["MineOptions", "Packet", "build_packets", "find_packet", "packets_for_store"]
@@ -274,7 +275,7 @@ def find_packet(packets: list[Packet], record: dict) -> Packet | None:
     return same[0] if same else None
 
 
-_STORE_CACHE: dict[tuple[str, str, str], list[Packet]] = {}
+_STORE_CACHE: dict[tuple[str, str, str, str], list[Packet]] = {}
 
 
 def packets_for_store(store, label: str) -> list[Packet]:
@@ -284,25 +285,24 @@ def packets_for_store(store, label: str) -> list[Packet]:
     trace's own tokens)."""
     from gitkb.errors import GitkbError
 
-    ref = f"refs/kb/traces/{label}"
+    ref = layout.trace_ref(label)
     tip = store.repo.resolve(ref)
     if tip is None:
         raise GitkbError(f"the store has no trace {label} ({ref})")
-    key = (str(store.repo.git_dir), label, tip)
+    options = stored_options(store, label)
+    key = (str(store.repo.git_dir), label, tip, repr(options))
     if key not in _STORE_CACHE:
-        _STORE_CACHE[key] = build_packets(store.repo, tip, label, stored_options(store, label))
+        _STORE_CACHE[key] = build_packets(store.repo, tip, label, options)
     return _STORE_CACHE[key]
-
-
-OPTIONS_PATH = "traces/{label}.json"
 
 
 def stored_options(store, label: str) -> MineOptions:
     """The hardware/dsl overrides a mining run recorded for this trace in the store, if any
-    (``traces/<label>.json`` on main), so a rebuild resolves hardware like the run did."""
+    (``traces/<label>.json`` on main), so a rebuild resolves hardware like the run did.
+    ``store`` is a store view: a pushed commit's view reads the file beside its records."""
     import json
 
-    raw = store.repo.read(store.tip, OPTIONS_PATH.format(label=label))
+    raw = store.read_file(layout.TRACE_OPTIONS_PATH.format(label=label))
     if raw is None:
         return MineOptions()
     try:

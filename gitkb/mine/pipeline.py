@@ -23,14 +23,15 @@ from gitkb.mine.distill import Distilled, distill, run_external
 from gitkb.mine.ingest import Ingest, TraceError, ingest
 from gitkb.mine.ladder import Ladder, build_ladder
 from gitkb.mine.packet import MineOptions, Packet
-from gitkb.mine.packets import OPTIONS_PATH, packets_from
+from gitkb.mine.packets import packets_from
 from gitkb.mine.partition import Segment, partition
 from gitkb.mine.recon import recon
 from gitkb.mine.scrub import denylist_from_env
+from gitkb.record.index import INDEX_PATH, Index, index_entry
+from gitkb.store import layout
+from gitkb.store.writer import Change
 from gitkb.vcs.repository import Repository
 
-TRACE_REF = "refs/kb/traces/{label}"
-REPORTS_DIR = "reports/{label}"
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -124,18 +125,11 @@ def _store_options(store, ingested: Ingest, options: MineOptions) -> MineOptions
     """Options completed from the store: its ids and the traces it holds this operator from."""
     if store is None:
         return options
-    slug = ingested.meta.operator_slug
-    ids = tuple(e["id"] for e in store.index().entries())
-    sources = []
-    for entry in store.index().entries():
-        scope = rec.scope_of(entry)
-        if scope.get("operator_family") == slug:
-            data = store.read_record(entry["id"]).data or {}
-            raw = rec.dig(data, "evidence", "raw")
-            raw = raw if isinstance(raw, dict) else {}
-            sources.append(raw.get("source_repo") or "(unrecorded)")
-    options.existing_ids = tuple(sorted(set(options.existing_ids) | set(ids)))
-    options.store_sources = tuple(sorted(set(sources)))
+    view = store.view()
+    rows = view.scoped_rows(family=ingested.meta.operator_slug)
+    sources = {row.source or "(unrecorded)" for row in rows if row.entry is not None}
+    options.existing_ids = tuple(sorted(set(options.existing_ids) | set(view.ids())))
+    options.store_sources = tuple(sorted(sources))
     return options
 
 
@@ -205,7 +199,8 @@ def mine(
                 )
             )
             continue
-        problems = _local_findings(result.record)
+        # With a store the gates run once, at admission, against the store.
+        problems = _local_findings(result.record) if store is None or dry_run or stage_only else []
         if problems:
             outcomes.append(
                 Outcome(
@@ -229,20 +224,18 @@ def mine(
         with writing(stage_only):
             outcomes += _stage(Path(stage_only), ready)
     elif store is not None:
-        outcomes += _admit(store, trace, repo, head, label, options, ready)
+        _admit(store, trace, result, options, ready)
+        return result
     else:
         raise GitkbError("mining needs a store, --stage-only DIR or --dry-run", 2)
     result.outcomes = _in_segment_order(outcomes, segments)
     result.reports = _reports(result)
-    if not dry_run:
-        if stage_only is not None:
-            with writing(stage_only):
-                for name, data in result.reports.items():
-                    target = Path(stage_only) / REPORTS_DIR.format(label=label) / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(data)
-        else:
-            _commit_reports(store, label, result.reports)
+    if stage_only is not None:
+        with writing(stage_only):
+            for name, data in result.reports.items():
+                target = Path(stage_only) / layout.REPORTS_DIR.format(label=label) / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
     return result
 
 
@@ -277,14 +270,14 @@ def _reports(result: MineResult) -> dict[str, bytes]:
 def _stage(folder: Path, ready: list[tuple[Packet, Distilled]]) -> list[Outcome]:
     from gitkb.fs import atomic_write
 
-    index_path = folder / rec.INDEX_PATH
-    index = rec.Index.parse(index_path.read_bytes() if index_path.is_file() else None)
+    index_path = folder / INDEX_PATH
+    index = Index.parse(index_path.read_bytes() if index_path.is_file() else None)
     outcomes = []
     for packet, result in ready:
         record = result.record
         path = rec.path_for(record)
         atomic_write(folder / path, rec.dumps(record))
-        index.put(rec.index_entry(record, path))
+        index.put(index_entry(record, path))
         outcomes.append(
             Outcome(
                 packet.seg_id,
@@ -299,117 +292,75 @@ def _stage(folder: Path, ready: list[tuple[Packet, Distilled]]) -> list[Outcome]
     return outcomes
 
 
-def _direction(summary: dict) -> str:
-    return summary.get("gain_direction") or "unknown"
+def _admit(store, trace, result: MineResult, options, ready) -> None:
+    """Admit the run in one write: the trace's mining options, one admission per record
+    (the store's policy decides insert, confirm or conflict, and the gates run once, at
+    admission), then the reports, written last so they tell what happened."""
+    from gitkb.store.admission import AUTO, AdmitRequest, builder
 
-
-def _admit(store, trace, repo, head, label, options, ready) -> list[Outcome]:
-    from gitkb.store import AdmitRequest
-
-    _copy_trace(store, trace, head, label)
-    _record_options(store, label, head, options)
-    outcomes: list[Outcome] = []
-    requests: list[tuple[Packet, Distilled, AdmitRequest]] = []
-    batch_keys: dict[str, dict] = {}
-    for packet, result in ready:
-        record = result.record
-        matches = store.match(record)
-        incoming = matches["incoming"]
-        key = record.get("episode_key")
-        target = None
-        for candidate in matches["candidates"]:
-            if candidate["id"] in matches["episode_key_matches"]:
-                target = candidate
-                break
-        if target is None and key in batch_keys:
-            target = batch_keys[key]
-        action, target_id, note = "insert", None, ""
-        if target is not None:
-            target_id = target["id"]
-            existing = store.read_record(target_id).data if target_id in store.index() else None
-            raw = ((existing or {}).get("evidence") or {}).get("raw") or {}
-            if (raw.get("source_repo"), raw.get("version")) == (
-                label,
-                packet.provenance["version"],
-            ):
-                outcomes.append(
-                    Outcome(
-                        packet.seg_id,
-                        packet.record_type,
-                        "confirm",
-                        target_id,
-                        "same evidence already in the store; nothing to count",
-                        missing=result.missing,
-                    )
-                )
-                continue
-            same = _direction(incoming) == _direction(target)
-            action = "confirm" if same else "conflict"
-            note = f"episode key matches {target_id}"
-        body = f"Mined from trace {label}, {packet.provenance['version']} ({packet.seg_kind})."
-        requests.append(
-            (
-                packet,
-                result,
-                AdmitRequest(
-                    rec.dumps(record),
-                    action,
-                    target_id,
-                    source=packet.seg_id,
-                    trace=label,
-                    trace_commit=packet.provenance["git_commit"],
-                    body=body,
-                ),
-            )
+    label = result.label
+    _copy_trace(store, trace, result.head, label)
+    outcomes = list(result.outcomes)
+    by_seg: dict[str, Outcome] = {}
+    builds = [_options_change(store, label, result.head, options)]
+    for packet, distilled in ready:
+        record = distilled.record
+        version = packet.provenance["version"]
+        request = AdmitRequest(
+            rec.dumps(record),
+            AUTO,
+            source=packet.seg_id,
+            trace=label,
+            trace_commit=packet.provenance["git_commit"],
+            body=f"Mined from trace {label}, {version} ({packet.seg_kind}).",
         )
-        if action == "insert":
-            batch_keys[key] = {"id": record["id"], "gain_direction": _direction(incoming)}
-        outcomes.append(
-            Outcome(
-                packet.seg_id,
-                packet.record_type,
-                action,
-                record["id"],
-                note,
-                missing=result.missing,
-            )
+        builds.append(builder(request))
+        outcome = Outcome(
+            packet.seg_id, packet.record_type, "insert", record["id"], missing=distilled.missing
         )
-    # The gates that need the store (trace gates) run here, per record, before any write:
-    # a refused record is skipped, so admit_many sees only records it will accept.
-    accepted = []
-    for packet, result, request in requests:
-        _, findings = store.check_record(result.record, rec.path_for(result.record), request.action)
-        if findings:
-            outcome = next(o for o in outcomes if o.seg_id == packet.seg_id)
-            outcome.action, outcome.note = "skip", "refused by the gates: " + findings[0].line()
-            continue
-        accepted.append((packet, request))
-    try:
-        admissions = store.admit_many([r for _, r in accepted])
-    except GitkbError as exc:
-        # Admissions before the refusal landed whole; the refused one and the rest did not.
-        admissions = exc.admitted
-        for position, (packet, _) in enumerate(accepted[len(admissions) :]):
-            outcome = next(o for o in outcomes if o.seg_id == packet.seg_id)
-            outcome.action = "skip"
-            outcome.note = (
-                f"refused at admission: {exc.message}"
-                if position == 0
-                else "not admitted: the run stopped at an earlier refusal"
-            )
-    for (packet, _), admission in zip(accepted, admissions, strict=False):
-        outcome = next(o for o in outcomes if o.seg_id == packet.seg_id)
-        outcome.commit = admission.commit
-        outcome.action = admission.action
-        if admission.note:
-            outcome.note = admission.note
-        if admission.action != "insert":
-            outcome.record_id = admission.record_id
-    return outcomes
+        outcomes.append(outcome)
+        by_seg[packet.seg_id] = outcome
+    order = [p.seg_id for p, _ in ready]
+
+    def reports(view) -> Change:
+        # The record builders ran just before this one, one admission each.
+        records = view.admitted[len(view.admitted) - len(order) :]
+        for seg_id, admission in zip(order, records, strict=True):
+            _note_admission(by_seg[seg_id], admission)
+        result.outcomes = _in_segment_order(outcomes, result.segments)
+        result.reports = _reports(result)
+        base = layout.REPORTS_DIR.format(label=label)
+        edits = {
+            f"{base}/{name}": data
+            for name, data in result.reports.items()
+            if view.repo.read(view.tip, f"{base}/{name}") != data
+        }
+        return Change(
+            "report",
+            label,
+            edits,
+            path=base,
+            body=f"Mining reports of trace {label}.",
+            trailers=[("KB-Trace", label)],
+            note="" if edits else "reports unchanged",
+        )
+
+    store.commit([*builds, reports], on_refusal="skip")
+
+
+def _note_admission(outcome: Outcome, admission) -> None:
+    if admission.action == "refused":
+        outcome.action, outcome.note = "skip", f"refused at admission: {admission.note}"
+        return
+    outcome.action = admission.action
+    outcome.commit = admission.commit
+    outcome.record_id = admission.record_id
+    if admission.note:
+        outcome.note = admission.note
 
 
 def _copy_trace(store, trace, head: str, label: str) -> None:
-    ref = TRACE_REF.format(label=label)
+    ref = layout.trace_ref(label)
     current = store.repo.resolve(ref)
     if current is not None and current != head and not _descends(store, trace, current, head):
         raise GitkbError(
@@ -424,24 +375,22 @@ def _descends(store, trace, current: str, head: str) -> bool:
     return trace_repo.has_object(current) and trace_repo.is_ancestor(current, head)
 
 
-def _record_options(store, label: str, head: str, options: MineOptions) -> None:
-    """Keep the run's hardware/dsl overrides on main, so the trace gates rebuild the
-    packets the way this run built them; one commit, only when something changed."""
-    from gitkb.store import _Change
-
+def _options_change(store, label: str, head: str, options: MineOptions):
+    """The run's hardware/dsl overrides, kept on main so the trace gates rebuild the
+    packets the way this run built them; a change only when something changed."""
     overrides = {
         k: getattr(options, k)
         for k in ("vendor", "arch", "product", "dsl", "harness")
         if getattr(options, k)
     }
-    path = OPTIONS_PATH.format(label=label)
-    document = {"label": label, "ref": TRACE_REF.format(label=label), **overrides}
+    path = layout.TRACE_OPTIONS_PATH.format(label=label)
+    document = {"label": label, "ref": layout.trace_ref(label), **overrides}
     data = (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
 
-    def build(tip, index):
-        if store.repo.read(tip, path) == data:
-            return _Change("trace", label, {}, path=path, note="unchanged")
-        return _Change(
+    def build(view) -> Change:
+        if view.repo.read(view.tip, path) == data:
+            return Change("trace", label, {}, path=path, note="unchanged")
+        return Change(
             "trace",
             label,
             {path: data},
@@ -450,28 +399,4 @@ def _record_options(store, label: str, head: str, options: MineOptions) -> None:
             trailers=[("KB-Trace", label), ("KB-Trace-Commit", head)],
         )
 
-    store._write(build)
-
-
-def _commit_reports(store, label: str, reports: dict[str, bytes]) -> None:
-    from gitkb.store import _Change
-
-    base = REPORTS_DIR.format(label=label)
-
-    def build(tip, index):
-        edits = {
-            f"{base}/{name}": data
-            for name, data in reports.items()
-            if store.repo.read(tip, f"{base}/{name}") != data
-        }
-        return _Change(
-            "report",
-            label,
-            edits,
-            path=base,
-            body=f"Mining reports of trace {label}.",
-            trailers=[("KB-Trace", label)],
-            note="" if edits else "reports unchanged",
-        )
-
-    store._write(build)
+    return build

@@ -14,11 +14,12 @@ def store_coverage(store, slug: str, label: str) -> dict:
         return {"store": None}
     by_source: dict[str, list[str]] = {}
     keys, types, highest = [], {}, {}
-    for entry in store.index().entries():
-        scope = rec.scope_of(entry)
-        if scope.get("operator_family") != slug:
+    view = store.view()
+    for row in view.scoped_rows(family=slug):
+        entry = row.entry
+        if entry is None:
             continue
-        data = store.read_record(entry["id"]).data or {}
+        data = view.read_row(row).data or {}
         raw = rec.dig(data, "evidence", "raw")
         raw = raw if isinstance(raw, dict) else {}
         source = raw.get("source_repo") or "(unrecorded)"

@@ -10,6 +10,7 @@ repository's objects under a ref.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import logging
 import os
@@ -49,13 +50,20 @@ def _b(text: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class Change:
+class PathChange:
     """One path that differs between two commits; ``kind`` is add, modify or delete."""
 
     kind: str
     path: str
     old_sha: str | None
     new_sha: str | None
+    old_mode: int = 0
+    new_mode: int = 0
+
+    @property
+    def regular(self) -> tuple[bool, bool]:
+        """Whether the old and the new side are regular files."""
+        return stat.S_ISREG(self.old_mode), stat.S_ISREG(self.new_mode)
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,13 @@ class CommitInfo:
     @property
     def trailers(self) -> list[tuple[str, str]]:
         return parse_trailers(self.message)
+
+
+def blob_id(data: bytes) -> str:
+    """The sha git names ``data`` by as a blob."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def identity() -> str:
@@ -98,6 +113,8 @@ class Repository:
         weakref.finalize(self, repo.close)
         # Objects written inside batch(): kept in memory, then stored as one pack.
         self._pending: dict[bytes, object] | None = None
+        # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
+        self._ref_overrides: dict[str, str | None] = {}
 
     # ----------------------------------------------------------------- opening
 
@@ -174,10 +191,19 @@ class Repository:
 
     # ----------------------------------------------------------------- reading
 
+    def with_refs(self, updates: Mapping[str, str | None]) -> Repository:
+        """The same repository, its refs read as if ``updates`` (ref -> sha, None: deleted)
+        had landed: what a pre-receive hook checks a push against."""
+        view = copy.copy(self)  # shares the dulwich repository and its one finalizer
+        view._ref_overrides = {**self._ref_overrides, **updates}
+        return view
+
     def resolve(self, ref: str) -> str | None:
         """The commit a ref name (or full sha) points at, or None when absent."""
         if re.fullmatch(r"[0-9a-f]{40}", ref):
             return ref if self.has_object(ref) else None
+        if ref in self._ref_overrides:
+            return self._ref_overrides[ref]
         try:
             return self._repo.refs[_b(ref)].decode()
         except KeyError:
@@ -185,8 +211,16 @@ class Repository:
 
     def refs(self, prefix: str) -> dict[str, str]:
         """All refs under ``prefix`` (e.g. ``refs/kb/traces/``), name to sha."""
+        base = prefix.rstrip("/") + "/"
         found = self._repo.refs.as_dict(_b(prefix.rstrip("/")))
-        return {prefix.rstrip("/") + "/" + k.decode(): v.decode() for k, v in found.items()}
+        out = {base + k.decode(): v.decode() for k, v in found.items()}
+        for ref, sha in self._ref_overrides.items():
+            if ref.startswith(base):
+                if sha is None:
+                    out.pop(ref, None)
+                else:
+                    out[ref] = sha
+        return out
 
     def has_object(self, sha: str) -> bool:
         key = _b(sha)
@@ -230,6 +264,11 @@ class Repository:
                 return None
         return mode, sha
 
+    def blob_in_tree(self, tree: str, path: str) -> str | None:
+        """The sha of the regular file at ``path`` below the tree ``tree``, or None."""
+        found = self.lookup(_b(tree), path)
+        return None if found is None or not stat.S_ISREG(found[0]) else found[1].decode()
+
     def blob_sha(self, commit: str, path: str) -> str | None:
         """The sha of the blob at ``path`` in ``commit``, or None when there is no file there."""
         found = self.lookup(self.tree_of(commit), path)
@@ -260,14 +299,22 @@ class Repository:
             raise GitkbError(f"object {sha} is not in {self.git_dir}")
         return size
 
+    def subtree(self, commit: str, path: str = "") -> str | None:
+        """The id of the tree at ``path`` in ``commit`` (the root tree for ""), or None
+        when there is no folder there."""
+        root = self.tree_of(commit)
+        found = (TREE_MODE, root) if not path.strip("/") else self.lookup(root, path.strip("/"))
+        return found[1].decode() if found and stat.S_ISDIR(found[0]) else None
+
     def list_tree(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
         """Every file under ``prefix`` at ``commit``, as (path, blob sha), depth first, sorted."""
-        prefix = prefix.strip("/")
-        root = self.tree_of(commit)
-        found = (TREE_MODE, root) if not prefix else self.lookup(root, prefix)
-        if found is None or not stat.S_ISDIR(found[0]):
-            return
-        stack = [(prefix, found[1])]
+        tree = self.subtree(commit, prefix)
+        if tree is not None:
+            yield from self.list_tree_id(tree, prefix)
+
+    def list_tree_id(self, tree: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+        """Every regular file in the tree ``tree``, as (``prefix``/path, blob sha), sorted."""
+        stack = [(prefix.strip("/"), _b(tree))]
         while stack:
             base, tree_id = stack.pop()
             entries = sorted(self.get_object(tree_id).items(), key=lambda e: e.path, reverse=True)
@@ -279,36 +326,36 @@ class Repository:
                 elif stat.S_ISREG(entry.mode):
                     yield full, entry.sha.decode()
 
-    def changes(self, old: str | None, new: str, prefix: str = "") -> list[Change]:
+    def changes(self, old: str | None, new: str, prefix: str = "") -> list[PathChange]:
         """Files under ``prefix`` that differ from commit ``old`` to commit ``new``.
 
         Identical subtrees are skipped by sha, so the cost follows the change,
         not the size of the tree.
         """
+        old_tree = self.subtree(old, prefix) if old is not None else None
+        return self.tree_changes(old_tree, self.subtree(new, prefix), prefix)
+
+    def tree_changes(self, old: str | None, new: str | None, prefix: str = "") -> list[PathChange]:
+        """Entries that differ from tree ``old`` to tree ``new`` (None: no tree), named
+        ``prefix``/path; ``old_mode``/``new_mode`` say whether each side is a regular file,
+        a symlink or a submodule (0 where the side has none)."""
         from dulwich.diff_tree import tree_changes
 
         prefix = prefix.strip("/")
-
-        def subtree(commit: str | None) -> bytes | None:
-            if commit is None:
-                return None
-            root = self.tree_of(commit)
-            if not prefix:
-                return root
-            found = self.lookup(root, prefix)
-            return found[1] if found and stat.S_ISDIR(found[0]) else None
-
         out = []
-        for change in tree_changes(self._objects, subtree(old), subtree(new)):
+        trees = [None if t is None else _b(t) for t in (old, new)]
+        for change in tree_changes(self._objects, *trees):
             kind = {"add": "add", "delete": "delete"}.get(change.type, "modify")
             entry = change.new if kind != "delete" else change.old
             name = entry.path.decode("utf-8", "surrogateescape")
             out.append(
-                Change(
+                PathChange(
                     kind=kind,
                     path=f"{prefix}/{name}" if prefix else name,
                     old_sha=change.old.sha.decode() if change.old and change.old.sha else None,
                     new_sha=change.new.sha.decode() if change.new and change.new.sha else None,
+                    old_mode=(change.old.mode or 0) if change.old else 0,
+                    new_mode=(change.new.mode or 0) if change.new else 0,
                 )
             )
         return out
@@ -355,11 +402,15 @@ class Repository:
                     out.append((full, target))
         return sorted(out)
 
-    def read_many(self, commit: str, paths: list[str]) -> dict[str, bytes | None]:
-        """The bytes of each of ``paths`` at ``commit`` (None where there is no file), reading
-        every tree on the way once: many files under a few folders cost a few tree reads."""
+    def read_many(
+        self, commit: str, paths: list[str]
+    ) -> dict[str, tuple[str | None, bytes | None]]:
+        """For each of ``paths`` at ``commit``: (blob sha, bytes). (None, None) where there
+        is no file, or a tree on the way is missing; (sha, None) where the tree names a
+        blob the object store cannot produce. Every tree on the way is read once, so many
+        files under a few folders cost a few tree reads; nothing raises for one bad path."""
         trees: dict[bytes, object] = {}
-        out: dict[str, bytes | None] = {}
+        out: dict[str, tuple[str | None, bytes | None]] = {}
         root = self.tree_of(commit)
         for path in paths:
             mode, sha = TREE_MODE, root
@@ -368,15 +419,20 @@ class Repository:
                     sha = None
                     break
                 tree = trees.get(sha)
-                if tree is None:
-                    tree = trees[sha] = self.get_object(sha)
                 try:
+                    if tree is None:
+                        tree = trees[sha] = self.get_object(sha)
                     mode, sha = tree[_b(part)]
-                except KeyError:
+                except (KeyError, ValueError, OSError):
                     sha = None
                     break
-            found = sha is not None and not stat.S_ISDIR(mode)
-            out[path] = self.get_object(sha).as_raw_string() if found else None
+            if sha is None or stat.S_ISDIR(mode):
+                out[path] = (None, None)
+                continue
+            try:
+                out[path] = (sha.decode(), self.get_object(sha).as_raw_string())
+            except (KeyError, ValueError, OSError):
+                out[path] = (sha.decode(), None)
         return out
 
     # ----------------------------------------------------------------- writing

@@ -16,8 +16,10 @@ import time
 from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
+from gitkb.store.layout import ledger_path
+from gitkb.store.writer import Change
+from gitkb.vcs.repository import identity
 
-LEDGER_DIR = "ledger"
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")
 # outcome -> the count it feeds
 _COUNT_OF = {
@@ -27,10 +29,6 @@ _COUNT_OF = {
     "inapplicable": "inapplicable",
 }
 _EVIDENCE_KEY = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-def ledger_path(record_id: str) -> str:
-    return f"{LEDGER_DIR}/{record_id}.jsonl"
 
 
 @dataclass
@@ -93,6 +91,7 @@ def parse_ledger(path: str, raw: bytes | None) -> Ledger:
 
 
 def read_ledger(store, record_id: str, commit: str | None = None) -> Ledger:
+    """The ledger of ``record_id`` in a store or a store view, at ``commit`` (its tip)."""
     path = ledger_path(record_id)
     return parse_ledger(path, store.repo.read(commit or store.tip, path))
 
@@ -160,21 +159,18 @@ def attest(
     evidence: dict[str, str] | None = None,
 ):
     """Append one outcome to the record's ledger as an ``attest`` admission (one commit)."""
-    from gitkb.store import _Change
-    from gitkb.vcs.repository import identity
-
     if outcome not in OUTCOMES:
         raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
     who = one_line(by) if by and by.strip() else identity()
 
-    def build(tip, index) -> _Change:
-        if record_id not in index:
+    def build(view) -> Change:
+        if record_id not in view:
             raise GitkbError(f"no record {record_id} in {store.location}")
-        ledger = read_ledger(store, record_id, tip)
+        ledger = read_ledger(view, record_id)
         line = event_line("attest", outcome=outcome, by=who, evidence=evidence or None)
         data = appended(ledger, True, line)
         hint = retire_hint(parse_ledger(ledger.path, data).counts())
-        return _Change(
+        return Change(
             "attest",
             record_id,
             {ledger.path: data},
@@ -185,4 +181,4 @@ def attest(
             note=f"retire hint: {hint}" if hint else "",
         )
 
-    return store._write(build)
+    return store.commit([build])[0]

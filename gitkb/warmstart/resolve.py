@@ -1,30 +1,27 @@
 """``git kb resolve``: the best same-hardware code the store holds for a kernel.
 
 Reads ``main`` through the VCS layer (a bare clone works, no checkout). The
-index decides which records matter: its kernel-type entries are reduced to a
-small table (kernel names, id, type, status, scope, path), cached in the git
-directory under the index blob's sha, and only the same-arch, unretracted,
-code-carrying candidates' record blobs and ledgers are loaded. A bad record is
-skipped and counted, never fatal; a path that is not a store is a hard miss (an
-error), so a typo never cold-starts a run.
+store's index cache decides which records matter (the kernel names records file
+code under, their type, status and scope), and only the same-arch, unretracted,
+code-carrying candidates' record blobs and ledgers are loaded. A bad record (a
+missing or corrupt object, a blob the cache did not expect) is skipped and
+counted, never fatal; a path that is not a store is a hard miss (an error), so a
+typo never cold-starts a run.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
+from gitkb import record as rec
 from gitkb import targets
 from gitkb.errors import GitkbError, NotAStore, writing
+from gitkb.store.layout import ledger_path
 from gitkb.warmstart import curate
-from gitkb.warmstart.attest import ledger_path, parse_ledger, retire_hint
+from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 DEFAULT_TOP_N = 3
 DEFAULT_MIN_SPEEDUP = 1.05
-
-_TYPE = re.compile(rb'"type": "([^"\\]*)"')
-_RECORDS_OPEN = b'\n "records": [\n'
 
 
 def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | None:
@@ -54,85 +51,32 @@ def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | No
 
 
 _KINDS = (*curate.CODE_TYPES, "anti-strategy")
-_CACHE_DIR = "gitkb-cache"
-_CACHE_VERSION = 1
 
 
-def _row(entry: dict) -> tuple:
-    """What resolve needs of an index entry: kernel names, id, type, status, vendor, arch,
-    dsl, path."""
-    scope = entry["retrieval"]["scope"]
-    return (
-        tuple(curate.entry_kernels(entry)),
-        entry["id"],
-        entry["type"],
-        entry.get("status"),
-        scope.get("vendor"),
-        scope.get("arch"),
-        scope.get("dsl"),
-        entry["path"],
-    )
-
-
-def _rows_from_index(raw: bytes) -> tuple[list[tuple], int]:
-    """Rows of the kernel-type entries, and the number of unusable entries. gitkb's index
-    has one entry a line, so other types are skipped without being parsed."""
-    rows: list[tuple] = []
-    bad = 0
-    head, sep, body = raw.partition(_RECORDS_OPEN)
-    if sep and head.startswith(b"{\n"):
-        lines = (line.rstrip(b",") for line in body.split(b"\n"))
-        items = (line for line in lines if line.startswith(b"{"))
-    else:  # an index not in gitkb's one-entry-a-line form (e.g. written by another tool)
-        try:
-            items = json.loads(raw).get("records") or []
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError, RecursionError):
-            raise GitkbError(
-                "records/index.json is not an index (a JSON object with a records list); "
-                "run git kb reindex"
-            ) from None
-    for item in items:
-        try:
-            if isinstance(item, bytes):
-                kind = _TYPE.search(item)
-                if kind is not None and kind.group(1).decode() not in _KINDS:
-                    continue
-                item = json.loads(item)
-            if item.get("type") in _KINDS:
-                rows.append(_row(item))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            bad += 1
-    return rows, bad
-
-
-def _table(store, tip: str) -> tuple[list[tuple], int]:
-    """The index's rows, through a cache file in the git directory named by the index
-    blob's sha: derived from content, so never stale; unwritable means uncached."""
-    import marshal
-
-    from gitkb.fs import atomic_write
-    from gitkb.record import INDEX_PATH
-
-    sha = store.repo.blob_sha(tip, INDEX_PATH)
-    if sha is None:
-        return [], 0
-    folder = store.repo.git_dir / _CACHE_DIR
-    cache = folder / f"resolve-{sha}.marshal"
-    try:
-        version, rows, bad = marshal.loads(cache.read_bytes())
-        if version == _CACHE_VERSION:
-            return rows, bad
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
-    rows, bad = _rows_from_index(store.repo.blob(sha))
-    try:
-        atomic_write(cache, marshal.dumps((_CACHE_VERSION, rows, bad)))
-        for old in folder.glob("resolve-*.marshal"):
-            if old != cache:
-                old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a read-only store (a server's bare repo): answer without caching
-    return rows, bad
+def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]]:
+    """The kernel match over the names the store files code under, and the matched
+    records' rows (id, type, status, vendor, arch, dsl, path, blob): from the index
+    cache, so no record is read to choose."""
+    view = store.view(tip)
+    with store.cache.snapshot(view.records_tree) as cache:
+        by_canonical: dict[str, set[str]] = {}
+        for name in cache.kernel_names():
+            by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
+        match = curate.match_kernel(kernel, set(by_canonical))
+        raw_names = [n for c in match.names for n in by_canonical.get(c, ())]
+        found = cache.rows_for_kernels(raw_names)
+    rows = []
+    for row in found:
+        entry = row.entry or {}
+        scope = rec.scope_of(entry)
+        if row.entry is None:  # unreadable: where its folder files it, as a corrupt code record
+            parts = row.path.split("/")
+            rows.append((None, curate.CODE_TYPES[0], None, parts[2], parts[3], parts[4],
+                         row.path, row.blob))  # fmt: skip
+        elif entry.get("type") in _KINDS and row.id is not None:
+            rows.append((row.id, entry["type"], entry.get("status"), scope.get("vendor"),
+                         scope.get("arch"), scope.get("dsl"), row.path, row.blob))  # fmt: skip
+    return match, rows
 
 
 def _open(store_path) -> object:
@@ -205,9 +149,7 @@ def resolve(
         "product": hardware.product,
         "token": hardware.token,
     }
-    rows, bad = _table(store, tip)
-    counts["corrupt"] += bad
-    match = curate.match_kernel(kernel, {n for row in rows for n in row[0]})
+    match, rows = _rows(store, tip, kernel)
     answer["kernel"].update(tier=match.tier, matched=sorted(match.names))
     if match.ambiguous:
         answer["kernel"]["ambiguous"] = match.ambiguous
@@ -223,9 +165,7 @@ def resolve(
     other_language: dict[tuple, int] = {}
     same_arch_total = 0
     for row in rows:
-        names, _, kind, status, vendor, record_arch, record_dsl, path = row
-        if not match.names.intersection(names):
-            continue
+        _, kind, status, vendor, record_arch, record_dsl, path, _ = row
         is_code = kind in curate.CODE_TYPES
         counts["total"] += is_code
         if record_arch != hardware.arch:
@@ -250,7 +190,7 @@ def resolve(
         wanted.append((row, retired))
 
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
-    paths = [row[7] for row, _ in wanted] + [ledger_path(row[1]) for row, _ in wanted]
+    paths = [row[6] for row, _ in wanted] + [ledger_path(row[0]) for row, _ in wanted]
     blobs = store.repo.read_many(tip, paths)
     candidates: list[curate.Candidate] = []
     for row, retired in wanted:
@@ -279,7 +219,7 @@ def resolve(
         from gitkb.warmstart.references import write_out
 
         texts = store.repo.read_many(tip, pitfall_paths)
-        pitfalls = [load(p, raw).data for p, raw in texts.items() if raw is not None]
+        pitfalls = [load(p, raw).data for p, (_, raw) in texts.items() if raw is not None]
         with writing(out):
             write_out(Path(out), answer, curated.ranks, [p for p in pitfalls if p], kernel_file)
     return answer
@@ -290,16 +230,17 @@ def _candidate(row: tuple, retired: bool, blobs: dict):
     record carries no code a run can use."""
     from gitkb.record import load
 
-    _, record_id, _, _, _, _, _, path = row
-    raw = blobs.get(path)
-    record = None if raw is None else load(path, raw).data
+    record_id, path, blob = row[0], row[6], row[7]
+    sha, raw = blobs.get(path, (None, None))
+    # A row whose blob is not the tree's is a stale cache; a missing object, a damaged store.
+    record = None if raw is None or sha != blob else load(path, raw).data
     if record is None or record.get("id") != record_id:
         return None
     try:
         if curate.code_of(record) is None:
             return "no_code"
         lpath = ledger_path(record_id)
-        ledger = parse_ledger(lpath, blobs.get(lpath))
+        ledger = parse_ledger(lpath, blobs.get(lpath, (None, None))[1])
         counts = ledger.counts()
         if ledger.bad_lines:
             counts["unreadable_lines"] = len(ledger.bad_lines)

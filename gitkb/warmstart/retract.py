@@ -1,52 +1,41 @@
 """Retraction: the store has no delete, a record is taken back by a tombstone commit.
 
 The record stays (history is evidence). Its ``status`` becomes ``deprecated``
-and its ``worth.rank.score`` 0, in the record and its index entry alike, so
-every store gate keeps passing; the reason goes into the commit trailers and a
-ledger line that also keeps what was zeroed, which is what ``unretract``
-restores.
+and its ``worth.rank.score`` 0, so every store gate keeps passing; the reason goes
+into the commit trailers and a ledger line that also keeps what was zeroed, which
+is what ``unretract`` restores.
 """
 
 from __future__ import annotations
 
 from gitkb import record as rec
-from gitkb.errors import AdmissionRefused, GitkbError
+from gitkb.errors import GitkbError
+from gitkb.store.admission import RETIRED_STATUS, check_record, refuse_findings
+from gitkb.store.writer import Change
+from gitkb.vcs.repository import identity
 from gitkb.warmstart.attest import appended, event_line, one_line, read_ledger
 
-RETIRED_STATUS = "deprecated"
 
-
-def _load(store, tip, index, record_id):
-    entry = index.entry(record_id)
-    if entry is None:
-        raise GitkbError(f"no record {record_id} in {store.location}")
-    path = entry.get("path") or ""
-    loaded = rec.load(path, store.repo.read(tip, path) or b"")
+def _load(view, record_id):
+    loaded = view.read_record(record_id)
     if loaded.data is None:
-        raise GitkbError(f"{record_id}: {path} is unreadable ({loaded.error}); nothing written")
-    return path, loaded.data
+        raise GitkbError(
+            f"{record_id}: {loaded.path} is unreadable ({loaded.error}); nothing written"
+        )
+    return loaded.path, loaded.data
 
 
-def _change(store, index, action, record_id, path, record, ledger, event, body, trailers):
-    from gitkb.store import INDEX_PATH, _Change
-
-    _, findings = store.check_record(record, path)
+def _change(view, action, record_id, path, record, ledger, event, body, trailers) -> Change:
+    _, findings = check_record(view, record, path, action)
     if findings:
-        lines = "\n".join(f.line() for f in findings[:10])
-        raise AdmissionRefused(f"{action} {record_id} refused by the gates:\n{lines}", findings)
-    index.put(rec.index_entry(record, path))
-    return _Change(
+        raise refuse_findings(f"{action} {record_id}", findings, record_id)
+    return Change(
         action,
         record_id,
-        {
-            path: rec.dumps(record),
-            INDEX_PATH: index.dumps(),
-            ledger.path: appended(ledger, True, event),
-        },
+        {path: rec.dumps(record), ledger.path: appended(ledger, True, event)},
         path=path,
         body=body,
         trailers=trailers,
-        index=index,
     )
 
 
@@ -57,15 +46,13 @@ def _require_reason(reason: str | None) -> str:
 
 
 def retract(store, record_id: str, reason: str, by: str | None = None):
-    """Tombstone ``record_id``: one ``retract`` commit (record, index entry, ledger line)."""
-    from gitkb.vcs.repository import identity
-
+    """Tombstone ``record_id``: one ``retract`` commit (record and ledger line)."""
     reason = _require_reason(reason)
     who = one_line(by) if by and by.strip() else identity()
 
-    def build(tip, index):
-        path, record = _load(store, tip, index, record_id)
-        ledger = read_ledger(store, record_id, tip)
+    def build(view):
+        path, record = _load(view, record_id)
+        ledger = read_ledger(view, record_id)
         if record.get("status") == RETIRED_STATUS:
             raise GitkbError(f"{record_id} is already {RETIRED_STATUS}; nothing to retract")
         rank = rec.object_at(record, f"{record_id} ({path})", "worth", "rank")
@@ -76,27 +63,23 @@ def retract(store, record_id: str, reason: str, by: str | None = None):
         body = (
             f"Retracted by {who}: {reason}\n\n"
             f"Zeroed: status {was['status']} -> {RETIRED_STATUS}, worth.rank.score "
-            f"{was['score']} -> 0 (record and index entry). The record stays; "
+            f"{was['score']} -> 0 (the record). The record stays; "
             "git kb unretract restores both."
         )
         trailers = [("KB-Reason", reason), ("KB-By", who)]
-        return _change(
-            store, index, "retract", record_id, path, record, ledger, event, body, trailers
-        )
+        return _change(view, "retract", record_id, path, record, ledger, event, body, trailers)
 
-    return store._write(build)
+    return store.commit([build])[0]
 
 
 def unretract(store, record_id: str, reason: str, by: str | None = None):
     """Lift a tombstone: restore the status and score the retraction recorded."""
-    from gitkb.vcs.repository import identity
-
     reason = _require_reason(reason)
     who = one_line(by) if by and by.strip() else identity()
 
-    def build(tip, index):
-        path, record = _load(store, tip, index, record_id)
-        ledger = read_ledger(store, record_id, tip)
+    def build(view):
+        path, record = _load(view, record_id)
+        ledger = read_ledger(view, record_id)
         open_retraction = ledger.open_retraction()
         if record.get("status") != RETIRED_STATUS or open_retraction is None:
             raise GitkbError(
@@ -116,8 +99,6 @@ def unretract(store, record_id: str, reason: str, by: str | None = None):
             f"0 -> {rank['score']}. Validations on the ledger: {counts['validations']}."
         )
         trailers = [("KB-Reason", reason), ("KB-By", who)]
-        return _change(
-            store, index, "unretract", record_id, path, record, ledger, event, body, trailers
-        )
+        return _change(view, "unretract", record_id, path, record, ledger, event, body, trailers)
 
-    return store._write(build)
+    return store.commit([build])[0]

@@ -1,4 +1,4 @@
-"""What the hook shims run: the same gate registry as validate and admission."""
+"""What the hook entry points run: the same gate registry as validate and admission."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def pre_receive(lines: list[str], repo=None) -> list[str]:
 
     ``repo`` defaults to the repository the environment names, quarantine included.
     """
-    from gitkb.pre_receive import check_push, parse_updates
+    from gitkb.hooks.pre_receive import check_push, parse_updates
     from gitkb.vcs.repository import Repository
 
     return check_push(parse_updates(lines), repo or Repository.open())
@@ -44,13 +44,13 @@ def pre_receive(lines: list[str], repo=None) -> list[str]:
 def commit_msg(path: str) -> list[str]:
     """Check the message file of a commit being made: an admission subject
     (``kb <action> <id>``) must end in a trailer block saying the same action and id."""
-    from gitkb.pre_receive import admission_problems
+    from gitkb.store.writer import message_problems
 
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return [f"{path}: {exc.strerror}"]
-    return [f"{rid}: commit-msg: {what}" for rid, what in admission_problems(_as_committed(text))]
+    return [f"{rid}: commit-msg: {what}" for rid, what in message_problems(_as_committed(text))]
 
 
 def _as_committed(text: str) -> str:

@@ -4,6 +4,7 @@ server's pre-receive shim into a bare repository (plain git, Gitea or GitLab lay
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,13 +21,23 @@ SERVER_LAYOUTS = {
     "gitlab": "custom_hooks/pre-receive",
 }
 LOCAL_HOOK_TYPES = ("pre-commit", "commit-msg")
+# The shim's first comment line: a hook that starts with it is gitkb's, any version.
+_SHIM_MARK = b"# gitkb server hook:"
+_INTERPRETER_LINE = b"INSTALL_PYTHON=''"
+
+
+def server_shim(python: str | None = None) -> bytes:
+    """The pre-receive shim with ``python`` (default: this interpreter) recorded, so a
+    hook installed from a virtualenv finds gitkb without it on the server's PATH."""
+    shim = (data_dir("hooks") / "pre-receive").read_bytes()
+    recorded = f"INSTALL_PYTHON={shlex.quote(python or sys.executable)}".encode()
+    return shim.replace(_INTERPRETER_LINE, recorded, 1)
 
 
 def install_server(path: str | os.PathLike, layout: str = "git", force: bool = False) -> Path:
-    """Copy the pre-receive shim into the bare repository at ``path``; return where it went.
-
-    An existing different hook is kept unless ``force``; the same shim is left as is.
-    """
+    """Write the pre-receive shim into the bare repository at ``path``, recording this
+    interpreter; return where it went. Another program already there is kept unless
+    ``force``; an earlier gitkb shim is replaced."""
     if layout not in SERVER_LAYOUTS:
         raise GitkbError(f"unknown server layout {layout!r}; use {', '.join(SERVER_LAYOUTS)}", 2)
     repo = Repository.open(path)
@@ -35,9 +46,9 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
             f"{path} is not a bare repository: the server hook belongs in the bare repository "
             "that receives pushes (in a working store, run `git kb hooks install` alone)"
         )
-    shim = (data_dir("hooks") / "pre-receive").read_bytes()
+    shim = server_shim()
     target = repo.git_dir / SERVER_LAYOUTS[layout]
-    if target.exists() and target.read_bytes() != shim and not force:
+    if target.exists() and not force and _SHIM_MARK not in target.read_bytes()[:200]:
         raise GitkbError(f"{target} exists and is not gitkb's hook; --force replaces it")
     if not target.exists() or target.read_bytes() != shim:
         atomic_write(target, shim)

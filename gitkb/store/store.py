@@ -1,0 +1,355 @@
+"""The store: a git repository whose ``main`` commits are record admissions.
+
+Reads go through the index cache (``cache``) at ``main``'s records tree; every
+write goes through the one write path (``writer``: ``Change`` + ``Store.commit``)
+and every admission through the one policy (``admission``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import tomli_w
+
+from gitkb import record as rec
+from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
+from gitkb.gates import Finding, GateContext
+from gitkb.record.index import INDEX_PATH, Index
+from gitkb.resources import data_dir
+from gitkb.store import admission, layout, writer
+from gitkb.store.cache import IndexCache
+from gitkb.store.view import StoreView
+from gitkb.store.writer import Admission, Builder, Change
+from gitkb.vcs.repository import Repository
+from gitkb.vcs.trailers import format_message
+
+
+class Store:
+    def __init__(self, repo: Repository, location: Path) -> None:
+        self.repo = repo
+        self.location = location
+        self._cache: IndexCache | None = None
+
+    # ----------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, path: str | os.PathLike = ".") -> Store:
+        location = Path(path)
+        try:
+            repo = Repository.open(location)
+        except NotARepository as exc:
+            raise NotAStore(f"{location} is not a gitkb store: {exc.message}") from None
+        tip = repo.resolve(layout.BRANCH)
+        if tip is None:
+            raise NotAStore(f"{location} is not a gitkb store: it has no main branch")
+        if repo.blob_sha(tip, layout.CONFIG_PATH) is None:
+            raise NotAStore(f"{location} is not a gitkb store: no {layout.CONFIG_PATH} on main")
+        store = cls(repo, location)
+        if not isinstance(store.config(tip).get("store"), dict):
+            raise NotAStore(
+                f"{location} is not a gitkb store: {layout.CONFIG_PATH} has no [store] table"
+            )
+        return store
+
+    @classmethod
+    def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
+        location = Path(path)
+        if location.is_dir() and any(location.iterdir()):
+            what = "a git repository" if (location / ".git").exists() else "files"
+            raise GitkbError(f"{location} already holds {what}; a store starts in a new folder")
+        if location.exists() and not location.is_dir():
+            raise GitkbError(f"{location} is a file; a store starts in a new folder")
+        store_name = name or location.resolve().name
+        if "\n" in store_name or not store_name.strip():
+            raise GitkbError(f"store name {store_name!r} must be one non-empty line", 2)
+        with writing(location):
+            return cls._create(location, bare, store_name)
+
+    @classmethod
+    def _create(cls, location: Path, bare: bool, store_name: str) -> Store:
+        repo = Repository.init(location, bare=bare)
+        config = {
+            "store": {"name": store_name, "format": layout.FORMAT_2, "schema": rec.SCHEMA_NAME}
+        }
+        skeleton = data_dir("templates") / "store"
+        files: dict[str, bytes | None] = {
+            layout.CONFIG_PATH: tomli_w.dumps(config).encode(),
+            ".pre-commit-config.yaml": (skeleton / "pre-commit-config.yaml").read_bytes(),
+            ".gitattributes": (skeleton / "gitattributes").read_bytes(),
+            layout.GITIGNORE_PATH: (skeleton / "gitignore").read_bytes(),
+            "README.md": (skeleton / "README.md").read_text().format(name=store_name).encode(),
+        }
+        message = format_message(
+            f"kb init {store_name}",
+            "A new gitkb store.",
+            [("KB-Action", "init"), ("KB-Store-Format", layout.FORMAT_2)],
+        )
+        commit = repo.write_commit(None, files, message)
+        repo.update_ref(layout.BRANCH, None, commit, reason="gitkb: init")
+        repo.sync_work_tree(layout.BRANCH, commit, list(files))
+        return cls(repo, location)
+
+    # ----------------------------------------------------------------- reading
+
+    @property
+    def tip(self) -> str:
+        tip = self.repo.resolve(layout.BRANCH)
+        if tip is None:
+            raise NotAStore(f"{self.location}: the main branch disappeared")
+        return tip
+
+    @property
+    def cache(self) -> IndexCache:
+        if self._cache is None:
+            self._cache = IndexCache.open(self.repo)
+        return self._cache
+
+    @property
+    def format(self) -> str:
+        """``gitkb-1`` while ``main`` still commits records/index.json, else ``gitkb-2``."""
+        if self.repo.blob_sha(self.tip, INDEX_PATH) is not None:
+            return layout.FORMAT_1
+        return layout.FORMAT_2
+
+    def config(self, commit: str | None = None) -> dict:
+        raw = self.repo.read(commit or self.tip, layout.CONFIG_PATH)
+        try:
+            return tomllib.loads((raw or b"").decode())
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise GitkbError(
+                f"{self.location}: {layout.CONFIG_PATH} on main is not valid TOML ({exc}); "
+                "fix it with a commit"
+            ) from None
+
+    def view(self, commit: str | None = None) -> StoreView:
+        """The store at ``commit`` (default: main) as gates and readers see it."""
+        return StoreView(self.repo, self.cache, commit or self.tip, location=self.location)
+
+    def read_record(self, record_id: str, commit: str | None = None) -> rec.RecordFile:
+        return self.view(commit).read_record(record_id)
+
+    def record_files(self, commit: str | None = None) -> Iterator[rec.RecordFile]:
+        """Every record file at ``commit``, read from the tree (not the cache)."""
+        commit = commit or self.tip
+        for path, sha in self.repo.list_tree(commit, rec.RECORDS_DIR):
+            if rec.is_record_path(path):
+                yield rec.load(path, self.repo.blob(sha))
+
+    def gate_context(self, full: bool = False, commit: str | None = None) -> GateContext:
+        commit = commit or self.tip
+        return GateContext(
+            records=list(self.record_files(commit)),
+            full=full,
+            store=self.view(commit),
+            index_check=self.cache_findings,
+        )
+
+    def list(self, **filters: str | None) -> list[dict]:
+        """Index entries whose type/vendor/arch/dsl/operator family equal the given filters."""
+        scope = {
+            "type": filters.get("type"),
+            "vendor": filters.get("vendor"),
+            "arch": filters.get("arch"),
+            "dsl": filters.get("dsl"),
+            "family": filters.get("operator"),
+        }
+        return self.view().scoped(**{k: v for k, v in scope.items() if v})
+
+    def log(self, record_id: str | None = None) -> list[dict]:
+        """The admission history, newest first, read from commit trailers."""
+        out = []
+        for info in self.repo.walk(self.tip):
+            trailers: dict[str, str] = {}
+            for key, value in info.trailers:
+                trailers.setdefault(key, value)
+            if "KB-Action" not in trailers:
+                continue
+            names = {
+                trailers.get("KB-Record"),
+                trailers.get("KB-Target"),
+                trailers.get("KB-Confirmed-By"),
+            }
+            if record_id and record_id not in names:
+                continue
+            out.append(
+                {
+                    "commit": info.sha,
+                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.commit_time)),
+                    "subject": info.subject,
+                    "action": trailers["KB-Action"],
+                    "trailers": trailers,
+                }
+            )
+        return out
+
+    def match(self, record: dict) -> dict:
+        """Every same-scope candidate and every exact episode_key match; decides nothing."""
+        scope = rec.scope_of(record)
+        view = self.view()
+        entries = view.scoped(
+            vendor=scope.get("vendor") or None,
+            arch=scope.get("arch") or None,
+            family=scope.get("operator_family") or None,
+        )
+        dsl = scope.get("dsl")
+        candidates = []
+        for entry in entries:
+            if dsl and dsl != "any" and rec.scope_of(entry).get("dsl") not in (dsl, "any"):
+                continue
+            loaded = view.read_record(entry["id"])
+            if loaded.data is not None:
+                candidates.append(_summary(loaded.data))
+        key = record.get("episode_key")
+        return {
+            "status": "ok",
+            "incoming": _summary(record),
+            "candidates_count": len(candidates),
+            "episode_key_matches": [c["id"] for c in candidates if key and c["episode_key"] == key],
+            "candidates": candidates,
+        }
+
+    # ----------------------------------------------------------------- writing
+
+    def check_record(self, record: dict, path: str, action: str = "insert") -> tuple[str, list]:
+        """The record-level gates on one record about to be admitted as ``action``."""
+        return admission.check_record(self.view(), record, path, action)
+
+    def commit(self, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
+        """The one write path: each builder's ``Change`` becomes one commit (see writer)."""
+        return writer.write(self, builds, on_refusal)
+
+    def admit(self, raw: bytes, action: str = "insert", target: str | None = None,
+              source: str = "<record>", trace: str | None = None,
+              trace_commit: str | None = None, body: str = "") -> Admission:  # fmt: skip
+        """Admit one record file's bytes as ``insert``, ``confirm`` or ``conflict``: one commit."""
+        request = admission.AdmitRequest(raw, action, target, source, trace, trace_commit, body)
+        return self.admit_many([request])[0]
+
+    def admit_many(
+        self, requests: list[admission.AdmitRequest], on_refusal: str = "stop"
+    ) -> list[Admission]:
+        """Admit records in order, one commit each. A file that cannot be read stops the run
+        before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
+        ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
+        builds = []
+        try:
+            for request in requests:
+                builds.append(admission.builder(request))
+        except GitkbError as exc:
+            exc.admitted = self.commit(builds, on_refusal)
+            raise
+        return self.commit(builds, on_refusal)
+
+    # ----------------------------------------------------------------- format
+
+    def upgrade_change(self, view: StoreView) -> Change:
+        """Store format 1 -> 2: records/index.json leaves history, gitkb.toml says so."""
+        config = self.config(view.tip)
+        config.setdefault("store", {})["format"] = layout.FORMAT_2
+        ignore = self.repo.read(view.tip, layout.GITIGNORE_PATH) or b""
+        line = f"/{layout.WORK_TREE_INDEX}\n".encode()
+        edits: dict[str, bytes | None] = {
+            INDEX_PATH: None,
+            layout.CONFIG_PATH: tomli_w.dumps(config).encode(),
+        }
+        if line not in ignore.splitlines(keepends=True):
+            edits[layout.GITIGNORE_PATH] = ignore + (b"\n" if ignore[-1:] not in (b"", b"\n")
+                                                     else b"") + line  # fmt: skip
+        return Change(
+            "upgrade",
+            layout.FORMAT_2,
+            edits,
+            body="Store format 2: the index is a cache under the git directory, not history "
+            "(git kb export writes records/index.json for GPU-wiki readers).",
+            trailers=[("KB-Store-Format", layout.FORMAT_2)],
+        )
+
+    def upgrade(self) -> Admission:
+        """One ``kb upgrade`` commit when the store is format 1; nothing otherwise."""
+        if self.format == layout.FORMAT_2:
+            return Admission("upgrade", layout.FORMAT_2, None, None, "already store format 2")
+        return self.commit([self.upgrade_change])[0]
+
+    # ----------------------------------------------------------------- the index cache
+
+    def reindex(self) -> dict:
+        """Rebuild the index cache from the records; with a work tree, also write its
+        git-ignored ``records/index.json`` for tools that read the folder."""
+        view = self.view()
+        with self.cache.snapshot(view.records_tree):
+            self.cache.rebuild()
+            count = self.cache.count()
+            unindexed = [r.path for r in self.cache.rows("WHERE entry IS NULL OR id IS NULL")]
+        written = self.write_work_tree_index(force=True)
+        return {"records": count, "unindexed": unindexed, "work_tree_index": written}
+
+    def index_file(self, commit: str | None = None) -> bytes:
+        """The GPU-wiki ``records/index.json`` of the records at ``commit``."""
+        index = Index()
+        for entry in self.view(commit).entries():
+            index.put(entry)
+        return index.dumps()
+
+    def write_work_tree_index(self, force: bool = False) -> str | None:
+        """Refresh the work tree's generated ``records/index.json`` (when ``force``, or when
+        the user keeps one); the path written, or None."""
+        from gitkb.fs import atomic_write
+
+        work_tree = self.repo.work_tree
+        if work_tree is None or self.format == layout.FORMAT_1:
+            return None
+        target = work_tree / layout.WORK_TREE_INDEX
+        if not force and not target.is_file():
+            return None
+        atomic_write(target, self.index_file())
+        return str(target)
+
+    def cache_findings(self) -> list[Finding]:
+        """How the index cache at main disagrees with a fresh rebuild from the records
+        (``validate --full``); the cache is rebuilt when it does."""
+        view = self.view()
+        fresh = IndexCache(self.repo, None)
+        with fresh.snapshot(view.records_tree, keep=False):
+            expected = {r.path: r for r in fresh.rows()}
+        with self.cache.snapshot(view.records_tree):
+            held = {r.path: r for r in self.cache.rows()}
+        findings = []
+        for path in sorted(expected.keys() | held.keys()):
+            want, have = expected.get(path), held.get(path)
+            name = layout.id_of(path)
+            if have is None:
+                findings.append(Finding(name, "index", f"the index cache lacks {path}"))
+            elif want is None:
+                findings.append(Finding(name, "index", f"the index cache names {path}, no record"))
+            elif (have.blob, have.id, have.entry) != (want.blob, want.id, want.entry):
+                findings.append(Finding(name, "index", f"the cache's entry for {path} is stale"))
+        if findings:
+            with self.cache.snapshot(view.records_tree):
+                self.cache.rebuild()
+        return findings
+
+
+def _summary(record: dict) -> dict:
+    payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+    problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
+    gain = rec.dig(record, "worth", "gain")
+    gain = gain if isinstance(gain, dict) else {}
+    return {
+        "id": record.get("id"),
+        "type": record.get("type"),
+        "episode_key": record.get("episode_key"),
+        "change": payload.get("change"),
+        "mechanism": payload.get("mechanism"),
+        "goal": payload.get("goal"),
+        "observed_symptom": problem.get("observed_symptom"),
+        "operator": problem.get("operator"),
+        "bottleneck": problem.get("bottleneck"),
+        "shape_contract": problem.get("shape_contract"),
+        "gain_direction": admission.direction(record),
+        "gain_pct": gain.get("pct"),
+        "gain_basis": gain.get("basis"),
+    }

@@ -1,0 +1,217 @@
+"""The one write path of a store: ``Change`` objects become commits on ``main``.
+
+A write takes the store's writer lock, builds each change against the store as it
+stands (a ``StoreView`` that includes the changes before it), writes one commit per
+change without a work tree (a chunk of commits as one pack), then moves ``main``
+by compare-and-swap and keeps the index cache in the same step: every admission
+is wholly there (record, commit, cache) or not there at all. If ``main`` moved
+meanwhile, the chunk is built again on the new tip.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gitkb import record as rec
+from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
+from gitkb.store import layout
+from gitkb.store.view import StoreView
+from gitkb.vcs.repository import blob_id
+from gitkb.vcs.trailers import format_message, parse_trailers
+
+log = logging.getLogger("gitkb")
+
+_CAS_ATTEMPTS = 3
+_CHUNK = 200  # commits per pack and per move of main
+
+
+@dataclass
+class Change:
+    """One commit's worth of store edits: ``edits`` maps a path to new bytes (None
+    deletes it). A change without edits writes nothing; ``note`` says why."""
+
+    action: str
+    record_id: str
+    edits: dict[str, bytes | None]
+    path: str | None = None
+    body: str = ""
+    trailers: list[tuple[str, str]] = field(default_factory=list)
+    note: str = ""
+    gates: str = ""
+
+
+@dataclass
+class Admission:
+    """What one change did; ``commit`` is None when nothing needed writing."""
+
+    action: str
+    record_id: str
+    path: str | None
+    commit: str | None
+    note: str = ""
+    gates: str = ""
+
+    def as_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+Builder = Callable[[StoreView], Change]
+
+
+def message(change: Change) -> str:
+    """``kb <action> <id>``, the body, then one pure trailer block."""
+    return format_message(
+        f"kb {change.action} {change.record_id}",
+        change.body,
+        [("KB-Action", change.action), ("KB-Record", change.record_id), *change.trailers],
+    )
+
+
+def message_problems(text: str) -> list[tuple[str, str]]:
+    """(record-id, what) for a message whose subject is an admission (``kb <action> <id>``)
+    but whose final trailer block does not say the same action and record."""
+    words = text.split("\n", 1)[0].split()
+    if len(words) != 3 or words[0] != "kb":
+        return []
+    _, action, record_id = words
+    trailers = parse_trailers(text)
+    if not trailers:
+        return [
+            (record_id, f"subject 'kb {action} {record_id}' needs a final trailer block "
+             "with KB-Action and KB-Record")
+        ]  # fmt: skip
+    problems = []
+    actions = [v for k, v in trailers if k == "KB-Action"]
+    if actions != [action]:
+        problems.append((record_id, f"KB-Action is {_names(actions)}, the subject says {action}"))
+    records = [v for k, v in trailers if k == "KB-Record"]
+    # An init commit names the store in its subject and carries no KB-Record.
+    if action != "init" and records != [record_id]:
+        problems.append(
+            (record_id, f"KB-Record is {_names(records)}, the subject names {record_id}")
+        )
+    return problems
+
+
+def _names(values) -> str:
+    values = sorted(set(values))
+    return ", ".join(values) if values else "nothing"
+
+
+def write(store, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
+    """Apply ``builds`` in order under the writer lock, one commit each. A builder's view
+    lists the admissions made before it (``view.admitted``), e.g. for a closing report.
+
+    ``on_refusal`` "stop": a refusal lands the changes before it, then raises with
+    ``admitted`` set; "skip": the refused change is reported as a ``refused``
+    admission (its note says why) and the rest go on.
+    """
+    admissions: list[Admission] = []
+    if not builds:
+        return admissions
+    repo = store.repo
+    try:
+        with repo.writer_lock() as recovered:
+            if recovered:
+                repo.repair_work_tree(layout.BRANCH)
+            pending = list(builds)
+            if store.format == layout.FORMAT_1:
+                log.warning("%s uses store format 1 (a committed index): upgrading it first "
+                            "(one kb upgrade commit)", store.location)  # fmt: skip
+                pending.insert(0, store.upgrade_change)
+            try:
+                for start in range(0, len(pending), _CHUNK):
+                    chunk = pending[start : start + _CHUNK]
+                    admissions += _write_chunk(store, chunk, on_refusal, admissions)
+            except GitkbError as exc:
+                exc.admitted = admissions + getattr(exc, "admitted", [])
+                raise
+            finally:
+                if any(a.commit for a in admissions):
+                    store.write_work_tree_index()
+    except OSError as exc:
+        # A read-only store, a full disk: main has not moved past ``admissions``.
+        error = GitkbError(f"{store.location}: cannot write to the store ({os_reason(exc)})")
+        error.admitted = admissions
+        raise error from None
+    return admissions
+
+
+def _write_chunk(
+    store, chunk: list[Builder], on_refusal: str, earlier: list[Admission]
+) -> list[Admission]:
+    repo, cache = store.repo, store.cache
+    for attempt in range(_CAS_ATTEMPTS):
+        start_tip = tip = store.tip
+        done: list[Admission] = []
+        touched: set[str] = set()
+        refusal: GitkbError | None = None
+        try:
+            with cache.snapshot(repo.subtree(start_tip, rec.RECORDS_DIR)):
+                with repo.batch():
+                    for build in chunk:
+                        view = StoreView(repo, cache, tip, location=store.location)
+                        view.admitted = earlier + done
+                        try:
+                            change = build(view)
+                        except AdmissionRefused as exc:
+                            if on_refusal == "stop":
+                                refusal = exc
+                                break
+                            done.append(
+                                Admission("refused", exc.record_id, None, None, exc.message)
+                            )
+                            continue
+                        except GitkbError as exc:
+                            refusal = exc
+                            break
+                        if change.edits:
+                            tip = repo.write_commit(tip, change.edits, message(change))
+                            touched.update(change.edits)
+                            cache.apply_edits(
+                                {
+                                    p: None if data is None else (blob_id(data), data)
+                                    for p, data in change.edits.items()
+                                },
+                                repo.subtree(tip, rec.RECORDS_DIR),
+                            )
+                        done.append(
+                            Admission(
+                                change.action,
+                                change.record_id,
+                                change.path,
+                                tip if change.edits else None,
+                                change.note,
+                                change.gates,
+                            )
+                        )
+                if tip != start_tip:
+                    # Inside the cache's transaction: the cache keeps the new tree only if
+                    # main really moved there.
+                    repo.update_ref(layout.BRANCH, start_tip, tip, reason="gitkb: admit")
+        except RefMoved:
+            if attempt + 1 == _CAS_ATTEMPTS:
+                raise
+            continue
+        if tip != start_tip:
+            _sync_work_tree(store, tip, touched, done)
+        if refusal is not None:
+            refusal.admitted = done
+            raise refusal
+        return done
+    raise AssertionError("unreachable")
+
+
+def _sync_work_tree(store, tip: str, touched: set[str], done: list[Admission]) -> None:
+    try:
+        store.repo.sync_work_tree(layout.BRANCH, tip, sorted(touched))
+    except OSError as exc:
+        error = GitkbError(
+            f"{store.location}: main is at {tip[:12]}, but the work tree could not "
+            f"follow ({os_reason(exc)}); once writable, `git checkout HEAD -- .` "
+            "brings it up to date"
+        )
+        error.admitted = done
+        raise error from None
