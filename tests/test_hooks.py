@@ -15,8 +15,8 @@ from conftest import ROOT, git, kb
 
 from gitkb import record as rec
 from gitkb import synthetic
-from gitkb.hooks.local import commit_msg
 from gitkb.hooks.install import server_shim
+from gitkb.hooks.local import commit_msg
 from gitkb.resources import data_dir
 from gitkb.store import Store
 

@@ -16,13 +16,13 @@ import pytest
 from conftest import example_files, git, kb
 from test_hooks import put_git_kb_on_path
 
-from gitkb import synthetic
 from gitkb import record as rec
+from gitkb import synthetic
 from gitkb.gates.registry import record_level
 from gitkb.hooks import local as hooks
+from gitkb.record.index import INDEX_PATH
 from gitkb.store import Store
 from gitkb.store.layout import BRANCH
-from gitkb.record.index import INDEX_PATH
 from gitkb.validate import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message

@@ -9,8 +9,8 @@ from conftest import example_files, git, kb, needs_conformance
 
 from gitkb import synthetic
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
-from gitkb.record import dumps
 from gitkb.importers.gpu_wiki import export_tree, import_tree
+from gitkb.record import dumps
 from gitkb.store import Store
 from gitkb.vcs.repository import Repository
 
