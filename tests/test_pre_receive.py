@@ -350,7 +350,7 @@ def test_a_crashing_hook_refuses_the_push_in_one_line(server, clone, tmp_path, m
 
 def test_cost_follows_the_push_not_the_store(server, clone, monkeypatch):
     """With the server's index cache in place, the main check never lists the store's
-    records and reads only the blobs the push changed."""
+    records and reads only the blobs the push changed (and the store's gitkb.toml)."""
     admit_examples(clone)
     repo = Repository.open(clone.location)
     assert hooks.pre_receive([f"{ZERO_SHA} {clone.tip} refs/heads/main"], repo) == []
@@ -368,7 +368,8 @@ def test_cost_follows_the_push_not_the_store(server, clone, monkeypatch):
     monkeypatch.setattr(Repository, "blob", lambda self, sha: read.append(sha) or blob(self, sha))
     repo = Repository.open(clone.location)
     assert hooks.pre_receive([f"{old} {clone.tip} refs/heads/main"], repo) == []
-    assert read == [clone.repo.blob_sha(clone.tip, new_record)]
+    config = clone.repo.blob_sha(clone.tip, "gitkb.toml")
+    assert [sha for sha in read if sha != config] == [clone.repo.blob_sha(clone.tip, new_record)]
 
 
 def test_shim_falls_back_to_python_when_git_kb_is_missing(server, clone, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from conftest import git, kb
@@ -10,6 +11,7 @@ from conftest import git, kb
 from gitkb import synthetic, targets
 from gitkb.errors import GitkbError
 from gitkb.record import dumps
+from gitkb.store import Store
 from gitkb.warmstart.attest import attest
 from gitkb.warmstart.resolve import resolve
 from gitkb.warmstart.retract import retract
@@ -172,25 +174,62 @@ def test_corrupt_entry_is_skipped_and_counted(store):
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
-def test_reads_only_the_candidates_blobs(bare_store, monkeypatch):
+def test_reads_only_the_candidates_files_and_no_repository(bare_store, monkeypatch):
+    """The cache chooses; only the same-arch candidates' records (and ledgers) are read,
+    and with the cache current for main the repository is never opened."""
+    from gitkb.store.view import StoreView
     from gitkb.vcs.repository import Repository
 
     mine = [strategy(1), strategy(2, product="mi300x")]
     admit(bare_store, *mine, *(strategy(n, kernel=f"kernel{n}") for n in range(3, 9)))
     read = []
-    original = Repository.read_many
+    original = StoreView.read_files
 
-    def spy(repo, commit, paths):
+    def spy(view, paths):
         read.extend(paths)
-        return original(repo, commit, paths)
+        return original(view, paths)
 
-    monkeypatch.setattr(Repository, "read_many", spy)
-    for _ in range(2):  # the first run builds the index table, the second reads its cache
-        read.clear()
-        resolve(bare_store.location, "softmax", arch="hopper")
-        records = [p for p in read if p.startswith("records/")]
-        assert records == [bare_store.view().entry(mine[0]["id"])["path"]]
+    def no_repository(*args, **kwargs):
+        raise AssertionError("resolve opened the repository")
+
+    monkeypatch.setattr(StoreView, "read_files", spy)
+    resolve(bare_store.location, "softmax", arch="hopper")  # the cache is current after this
+    monkeypatch.setattr(Repository, "open", no_repository)
+    read.clear()
+    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    assert ids(answer) == [mine[0]["id"]]
+    records = [p for p in read if p.startswith("records/")]
+    assert records == [bare_store.view().entry(mine[0]["id"])["path"]]
     assert (bare_store.location / "gitkb-cache" / "index.sqlite3").is_file()
+
+
+def test_a_missing_object_is_skipped_and_counted(tmp_path):
+    """A store whose object store lost one record's blob: resolve skips that record and
+    counts it, once the cache has to be rebuilt from the damaged repository too."""
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    good, lost = strategy(1, pct=10.0), strategy(2, pct=30.0)
+    admit(store, good, lost)
+    git("repack", "-a", "-d", "-q", cwd=store.location)
+    path = store.view().entry(lost["id"])["path"]
+    sha = store.repo.blob_sha(store.tip, path)
+    # Rewrite the pack without the lost blob.
+    keep = [
+        line.split()[0]
+        for line in git("rev-list", "--objects", "--all", cwd=store.location).stdout.splitlines()
+        if line.split()[0] != sha
+    ]
+    (tmp_path / "new").mkdir()
+    git("pack-objects", "-q", str(tmp_path / "new" / "pack"),
+        cwd=store.location, input="\n".join(keep) + "\n")  # fmt: skip
+    packs = store.location / "objects" / "pack"
+    for pack in packs.glob("pack-*"):
+        pack.unlink()
+    for pack in (tmp_path / "new").iterdir():
+        shutil.move(pack, packs / pack.name)
+    assert git("cat-file", "-e", sha, cwd=store.location, check=False).returncode != 0
+    shutil.rmtree(store.location / "gitkb-cache")
+    answer = resolve(store.location, "softmax", arch="hopper")
+    assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
 def test_bare_clone_without_checkout(store, tmp_path):

@@ -72,7 +72,7 @@ def check_push(updates: list[RefUpdate], repo: Repository) -> list[str]:
                     f"pre-receive: {update.ref}: commit {sha} is not in the repository"
                 )
     pushed = repo.with_refs({u.ref: u.new for u in updates})
-    cache = IndexCache.open(repo)
+    cache = IndexCache.of(repo)
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
     problems: list[str] = []
     for update in updates:
@@ -103,12 +103,12 @@ def _check_main(repo: Repository, cache: IndexCache, update: RefUpdate, held: tu
     if update.old:
         # Bring the server's cache up to main as it stands (what the last push changed),
         # so the push's own checks cost the push.
-        with cache.snapshot(repo.subtree(update.old, rec.RECORDS_DIR)):
+        with cache.snapshot(update.old):
             pass
     out: list[tuple[str, Finding]] = []
     changed: dict[str, rec.RecordFile | None] = {}  # record path -> its state at the new tip
     base = commits[0].parents[0] if commits[0].parents else None
-    with cache.snapshot(repo.subtree(base, rec.RECORDS_DIR) if base else None, keep=False):
+    with cache.snapshot(base, keep=False):
         for commit in commits:
             out += [(commit.sha, f) for f in _check_commit(repo, cache, commit, changed)]
         tip = StoreView(repo, cache, update.new)
@@ -290,7 +290,7 @@ def _check_trace_ref(repo: Repository, cache: IndexCache, update: RefUpdate):
     main_tip = repo.resolve(layout.BRANCH)
     citing = []
     if main_tip is not None:
-        with cache.snapshot(repo.subtree(main_tip, rec.RECORDS_DIR), keep=False):
+        with cache.snapshot(main_tip, keep=False):
             citing = sorted({r.id or layout.id_of(r.path) for r in cache.rows_citing(label)})
     return [
         (sha, Finding(rid, "trace-refs", f"cites trace {label}, so {update.ref} cannot be {what}"))

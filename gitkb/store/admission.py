@@ -67,13 +67,15 @@ class Decision:
 # ----------------------------------------------------------------- gates
 
 
-def check_record(view: StoreView | None, record: dict, path: str, action: str = "insert"):
-    """The record-level gates on one record about to be admitted as ``action``: the
-    KB-Gates figure and the findings."""
+def check_record(
+    view: StoreView | None, record: dict, path: str, action: str = "insert", raw: bytes = b""
+):
+    """The record-level gates on one record about to be admitted as ``action`` (``raw``:
+    its bytes, when the caller has them): the KB-Gates figure and the findings."""
     from gitkb.gates.registry import record_level
 
     ctx = GateContext(
-        records=[rec.RecordFile(path, rec.dumps(record), record)],
+        records=[rec.RecordFile(path, raw or rec.dumps(record), record)],
         store=view,
         extra={"admission": action},
     )
@@ -197,7 +199,7 @@ def decide(view: StoreView, record: dict, request: AdmitRequest) -> Decision:
             f"insert refused: {record_id} already exists ({rows[0].path})", [], record_id
         )
     path = rec.path_for(record)
-    if view.tip and view.repo.blob_sha(view.tip, path) is not None:
+    if view.holds_path(path):
         raise AdmissionRefused(f"insert refused: {path} already exists", [], record_id)
     return Decision("insert")
 
@@ -217,7 +219,7 @@ def builder(request: AdmitRequest) -> Builder:
 
     def build(view: StoreView) -> Change:
         # The gates judge the record as asked for; "auto" leaves the id check to decide().
-        gates, findings = check_record(view, record, path, request.action)
+        gates, findings = check_record(view, record, path, request.action, request.raw)
         if findings:
             raise refuse_findings(request.source, findings, record["id"])
         decision = decide(view, record, request)

@@ -1,15 +1,23 @@
-"""The index cache: a store's index entries in SQLite under the git directory.
+"""The index cache: a store's index entries, and the files readers need, in SQLite under
+the git directory.
 
 Like git's own commit-graph, the index is derived data and stays out of history
-(store format 2). The cache says which ``records/`` tree it describes; moving it
-to another tree applies the tree diff between the two, so its cost follows the
-change. It is rebuilt from the records when missing, unreadable, of another
-layout version, or found lying (a row whose blob is not the one the tree holds
-at that path, see ``Store``): never trusted without a check. A git directory
-that cannot be written gets a cache in memory instead.
+(store format 2). The cache holds one commit at a time: the index entries of its
+records, and the bytes of every file under the folders readers use (records,
+ledgers, feedback), compressed, each with its blob id. Moving it to another commit
+applies the tree diff of those folders, so its cost follows the change. It is
+rebuilt from the commit when missing, unreadable, of another layout version, or
+found lying (a random sample of rows checked against the tree whenever the
+repository is at hand; every file served checked against its blob id): never
+trusted without a check. A git directory that cannot be written gets a cache in
+memory instead.
 
-Every use runs inside ``snapshot(tree)``: one SQLite transaction holding the
-cache at that tree, so a reader never sees another process move it midway.
+A reader whose cache already holds the commit ``main`` names needs no repository
+at all (``Store.open``'s quick path): the cache is opened with the git directory
+and a way to open the repository should the cache have to move.
+
+Every use runs inside ``snapshot(commit)``: one SQLite transaction holding the
+cache at that commit, so a reader never sees another process move it midway.
 """
 
 from __future__ import annotations
@@ -18,25 +26,28 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.record.index import index_entry
-from gitkb.record.signature import content_signature
-from gitkb.store.layout import CACHE_DIR
+from gitkb.store.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
+from gitkb.vcs.repository import blob_id
 
 log = logging.getLogger("gitkb")
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "1"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "2"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
-_NO_TREE = ""  # the cache of a commit without a records/ folder
+_NO_COMMIT = ""  # an empty store view: no commit, no files
+_SAMPLE = 3
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, raw BLOB);
 CREATE TABLE IF NOT EXISTS records (
     path TEXT PRIMARY KEY,
     blob TEXT NOT NULL,
@@ -82,13 +93,15 @@ class Row:
     source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
 
 
+class Lie(GitkbError):
+    """The cache held bytes that are not the blob it named: rebuild it and ask again."""
+
+
 def kernel_names(record: dict) -> list[str]:
     """The names a record files code under: its scope's operators, else its family."""
     scope = rec.scope_of(record)
-    listed = scope.get("operators")
-    names = (
-        [o for o in listed if isinstance(o, str) and o.strip()] if isinstance(listed, list) else []
-    )
+    listed = scope.get("operators") if isinstance(scope.get("operators"), list) else []
+    names = [o for o in listed if isinstance(o, str) and o.strip()]
     family = scope.get("operator_family")
     return names or ([family] if isinstance(family, str) and family.strip() else [])
 
@@ -97,9 +110,13 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _row_values(path: str, blob: str, raw: bytes) -> tuple[tuple, list[str]]:
+def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str]]:
     """The ``records`` row of one record file and its kernel names."""
-    loaded = rec.load(path, raw)
+    loaded = (
+        rec.load(path, raw)
+        if raw is not None
+        else rec.RecordFile(path, b"", None, "missing object")
+    )
     data = loaded.data
     if data is None:
         # Filed under its family's folder all the same, so a reader of that kernel sees
@@ -119,7 +136,7 @@ def _row_values(path: str, blob: str, raw: bytes) -> tuple[tuple, list[str]]:
         _text(scope.get("arch")),
         _text(scope.get("dsl")),
         _text(scope.get("operator_family")),
-        content_signature(data),
+        entry["content_signature"],
         _text(rec.dig(data, "evidence", "raw", "source_repo")),
         json.dumps(entry, ensure_ascii=False),
         None,
@@ -127,20 +144,28 @@ def _row_values(path: str, blob: str, raw: bytes) -> tuple[tuple, list[str]]:
     return values, kernel_names(data)
 
 
-class IndexCache:
-    """The index entries of one repository's records, at one tree at a time."""
+def _tracked(path: str) -> bool:
+    return path.split("/", 1)[0] in CACHED_DIRS
 
-    def __init__(self, repo, path: Path | None) -> None:
-        self.repo = repo
-        self.path = path  # None: in memory
+
+class IndexCache:
+    """The cached entries and files of one repository, at one commit at a time."""
+
+    def __init__(self, git_dir: Path | None, open_repo: Callable[[], object]) -> None:
+        self.path = git_dir / CACHE_DIR / FILE_NAME if git_dir is not None else None
+        self._open_repo = open_repo
         self._db: sqlite3.Connection | None = None
         self._depth = 0  # nesting of snapshot()
-        self._tree: str | None = None  # the tree the open transaction holds
+        self._commit: str | None = None  # the commit the open transaction holds
         self._dirty = False  # edits applied in the open transaction from objects in memory
 
     @classmethod
-    def open(cls, repo) -> IndexCache:
-        return cls(repo, repo.git_dir / CACHE_DIR / FILE_NAME)
+    def of(cls, repo) -> IndexCache:
+        return cls(repo.git_dir, lambda: repo)
+
+    @property
+    def repo(self):
+        return self._open_repo()
 
     # ----------------------------------------------------------------- connection
 
@@ -159,26 +184,27 @@ class IndexCache:
                         self._db = self._open_file(self.path)
                         return self._db
                 log.info("the index cache cannot be kept in %s; keeping it in memory", self.path)
-                self.path = None  # an unwritable git directory
+                self.path = None
         self._db = sqlite3.connect(":memory:", isolation_level=None)
         self._db.executescript(_CREATE.format(LAYOUT_VERSION))
         return self._db
 
     @staticmethod
     def _open_file(path: Path) -> sqlite3.Connection:
-        path.parent.mkdir(exist_ok=True)
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
         db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             if not db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
                 db.executescript(_CREATE.format(LAYOUT_VERSION))
             layout = db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
             if layout is None or layout[0] != LAYOUT_VERSION:
-                raise sqlite3.DatabaseError(
-                    f"layout {layout and layout[0]!r}, not {LAYOUT_VERSION}"
-                )
+                found = layout and layout[0]
+                raise sqlite3.DatabaseError(f"layout {found!r}, not {LAYOUT_VERSION}")
         except BaseException:
             db.close()
             raise
@@ -198,24 +224,46 @@ class IndexCache:
             self._db.close()
             self._db = None
 
+    def held_commit(self) -> str | None:
+        """The commit the cache holds now (without moving it); None when unknown."""
+        try:
+            db = self._connect()
+            found = db.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()
+        except sqlite3.Error:
+            return None
+        return found[0] if found and found[0] else None
+
+    def held_file(self, path: str) -> bytes | None:
+        """A file of the held commit that the cache keeps beside the folders it tracks
+        (``gitkb.toml``), read without moving the cache."""
+        try:
+            found = (
+                self._connect()
+                .execute("SELECT blob, raw FROM files WHERE path = ?", (path,))
+                .fetchone()
+            )
+        except sqlite3.Error:
+            return None
+        return _unpack(found[1]) if found else None
+
     # ----------------------------------------------------------------- snapshots
 
     @contextlib.contextmanager
-    def snapshot(self, tree: str | None, keep: bool = True) -> Iterator[IndexCache]:
-        """Hold the cache at records tree ``tree`` (None: no records) for the block. The
-        outermost block owns one transaction: committed at the end when ``keep``, rolled
-        back otherwise (a pre-receive check leaves the cache where it was). Nested blocks
-        move the cache inside that transaction."""
-        tree = tree or _NO_TREE
+    def snapshot(self, commit: str | None, keep: bool = True) -> Iterator[IndexCache]:
+        """Hold the cache at ``commit`` (None: an empty store) for the block. The outermost
+        block owns one transaction: committed at the end when ``keep``, rolled back
+        otherwise (a pre-receive check leaves the cache where it was). Nested blocks move
+        the cache inside that transaction."""
+        commit = commit or _NO_COMMIT
         if self._depth:
             self._depth += 1
             try:
-                self._move(tree)
+                self._move(commit)
                 yield self
             finally:
                 self._depth -= 1
             return
-        self._begin(tree)
+        self._begin(commit)
         self._depth = 1
         ok = False
         try:
@@ -225,18 +273,18 @@ class IndexCache:
             self._depth = 0
             self._end(ok and keep)
 
-    def _begin(self, tree: str) -> None:
+    def _begin(self, commit: str) -> None:
         for attempt in (1, 2):
             db = self._connect()
             try:
                 db.execute("BEGIN IMMEDIATE")
-                self._tree = self._meta("tree")
+                self._commit = self._meta("commit")
                 self._dirty = False
-                self._move(tree)
+                self._move(commit)
                 if not self._sample_agrees():
                     log.info("the index cache %s disagreed with the records; rebuilding it",
                              self.path)  # fmt: skip
-                    self._rebuild(tree)
+                    self._rebuild(commit)
                 return
             except sqlite3.OperationalError as exc:
                 if _read_only(exc) and self.path is not None:
@@ -251,31 +299,6 @@ class IndexCache:
                     raise GitkbError(f"the index cache cannot be rebuilt ({exc})") from None
                 log.info("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
                 self._remove_files()
-
-    def _sample_agrees(self, size: int = 3) -> bool:
-        """A few rows, picked at random, checked against the tree: a cache edited or copied
-        from another store is caught here or when a row is used (``Store``)."""
-        if not self._tree:
-            return True
-        last = self._db.execute("SELECT max(rowid) FROM records").fetchone()[0]
-        if not last:
-            return True
-        picks = self._db.execute(
-            "SELECT path, blob FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
-            (last, size),
-        ).fetchall()
-        prefix = rec.RECORDS_DIR + "/"
-        return all(
-            self.repo.blob_in_tree(self._tree, path.removeprefix(prefix)) == blob
-            for path, blob in picks
-        )
-
-    def rebuild(self) -> None:
-        """Rebuild the open snapshot's tree from the records (the caller found a lie)."""
-        if self._dirty:
-            raise GitkbError("internal: the index cache cannot be rebuilt under unwritten edits")
-        log.info("the index cache %s disagreed with the records; rebuilding it", self.path)
-        self._rebuild(self._tree)
 
     def _remove_connection(self) -> None:
         if self._db is not None:
@@ -293,95 +316,168 @@ class IndexCache:
         except sqlite3.Error:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-        self._tree = None
+        self._commit = None
         self._dirty = False
 
     def _meta(self, key: str) -> str | None:
         found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return found[0] if found else None
 
+    def _sample_agrees(self) -> bool:
+        """A few records, picked at random, derived again from the bytes the cache keeps
+        (which must be the blobs it names) and, where the repository is open already,
+        checked against the tree: a cache edited or copied from another store is caught
+        here or when a file it serves is checked against its blob id."""
+        if not self._commit:
+            return True
+        last = self._db.execute("SELECT max(rowid) FROM records").fetchone()[0]
+        if not last:
+            return True
+        picks = self._db.execute(
+            f"SELECT {_COLUMNS} FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
+            (last, _SAMPLE),
+        ).fetchall()
+        check_tree = self._repo_loaded() is not False
+        for held in picks:
+            path, blob = held[0], held[1]
+            found = self._db.execute("SELECT blob, raw FROM files WHERE path = ?", (path,))
+            stored = found.fetchone()
+            if stored is None or stored[0] != blob:
+                return False
+            raw = _unpack(stored[1])
+            if stored[1] is not None and (raw is None or blob_id(raw) != blob):
+                return False
+            if raw is not None and _row_values(path, blob, raw)[0] != tuple(held):
+                return False
+            if check_tree and self.repo.blob_sha(self._commit, path) != blob:
+                return False
+        return True
+
+    def _repo_loaded(self) -> bool | None:
+        loaded = getattr(self._open_repo, "loaded", None)
+        return loaded() if callable(loaded) else None
+
+    def rebuild(self) -> None:
+        """Rebuild the open snapshot's commit from its tree (the caller found a lie)."""
+        if self._dirty:
+            raise GitkbError("internal: the index cache cannot be rebuilt under unwritten edits")
+        log.info("the index cache %s disagreed with the records; rebuilding it", self.path)
+        self._rebuild(self._commit)
+
     @property
-    def tree(self) -> str | None:
-        """The records tree the open snapshot holds."""
-        return self._tree
+    def commit(self) -> str | None:
+        """The commit the open snapshot holds."""
+        return self._commit or None
 
     # ----------------------------------------------------------------- moving
 
-    def _move(self, tree: str) -> None:
-        if tree == self._tree:
-            return
+    def _move(self, commit: str) -> bool:
+        """Bring the open transaction to ``commit``; whether it had to move."""
+        if commit == self._commit:
+            return False
         if self._dirty:
             raise GitkbError("internal: the index cache cannot move away from unwritten edits")
-        old = self._tree
-        if old is None or (old != _NO_TREE and not self.repo.has_object(old)):
-            self._rebuild(tree)
-            return
-        changes = self.repo.tree_changes(old or None, tree or None, rec.RECORDS_DIR)
+        repo = self.repo
+        old = self._commit
+        if not old or not repo.has_object(old):
+            self._rebuild(commit)
+            return True
+        changes = []
+        for folder in CACHED_DIRS:
+            before = repo.subtree(old, folder)
+            after = repo.subtree(commit, folder) if commit else None
+            if before != after:
+                changes += repo.tree_changes(before, after, folder)
         self._apply_changes(changes)
-        self._set_tree(tree)
+        self._set_commit(commit)
+        return True
 
-    def _rebuild(self, tree: str) -> None:
+    def _rebuild(self, commit: str | None) -> None:
         db = self._db
-        db.execute("DELETE FROM records")
-        db.execute("DELETE FROM kernels")
-        files = [] if not tree else self.repo.list_tree_id(tree, rec.RECORDS_DIR)
-        self._insert((path, sha, self.repo.blob(sha)) for path, sha in files
-                     if rec.is_record_path(path))  # fmt: skip
-        self._set_tree(tree)
+        for table in ("records", "kernels", "files"):
+            db.execute(f"DELETE FROM {table}")
+        if commit:
+            repo = self.repo
+            files = [
+                (path, sha, _blob_or_none(repo, sha))
+                for folder in CACHED_DIRS
+                for path, sha in repo.list_tree(commit, folder)
+            ]
+            self._put(files)
+        self._set_commit(commit or _NO_COMMIT)
 
     def _apply_changes(self, changes: list) -> None:
+        repo = self.repo
         gone, fresh = [], []
         for change in changes:
             old_regular, new_regular = change.regular
-            if old_regular and rec.is_record_path(change.path):
+            if old_regular:
                 gone.append(change.path)
-            if new_regular and rec.is_record_path(change.path):
-                fresh.append((change.path, change.new_sha, self.repo.blob(change.new_sha)))
+            if new_regular:
+                fresh.append((change.path, change.new_sha, _blob_or_none(repo, change.new_sha)))
         self._delete(gone)
-        self._insert(fresh)
+        self._put(fresh)
 
-    def _set_tree(self, tree: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tree', ?)", (tree,))
-        self._tree = tree
+    def _set_commit(self, commit: str) -> None:
+        db = self._db
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+        config = None
+        if commit:
+            repo = self.repo
+            sha = repo.blob_sha(commit, CONFIG_PATH)
+            config = (CONFIG_PATH, sha, zlib.compress(repo.blob(sha), 1)) if sha else None
+        db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
+        if config:
+            db.execute("INSERT INTO files VALUES (?, ?, ?)", config)
+        self._commit = commit
 
     def _delete(self, paths: list[str]) -> None:
-        self._db.executemany("DELETE FROM records WHERE path = ?", ((p,) for p in paths))
-        self._db.executemany("DELETE FROM kernels WHERE path = ?", ((p,) for p in paths))
+        pairs = [(p,) for p in paths]
+        self._db.executemany("DELETE FROM files WHERE path = ?", pairs)
+        records = [pair for pair in pairs if rec.is_record_path(pair[0])]
+        self._db.executemany("DELETE FROM records WHERE path = ?", records)
+        self._db.executemany("DELETE FROM kernels WHERE path = ?", records)
 
-    def _insert(self, files: Iterable[tuple[str, str, bytes]]) -> None:
-        rows, kernels = [], []
+    def _put(self, files: Iterable[tuple[str, str, bytes | None]]) -> None:
+        """Store files (path, blob sha, bytes; None: the object is missing from a damaged
+        repository, kept as a record that does not read)."""
+        rows, kernels, stored = [], [], []
         for path, blob, raw in files:
-            values, names = _row_values(path, blob, raw)
-            rows.append(values)
-            kernels += [(name, path) for name in names]
-        self._db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
-                             f"({', '.join('?' * 14)})", rows)  # fmt: skip
-        self._db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
+            stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
+            if rec.is_record_path(path):
+                values, names = _row_values(path, blob, raw)
+                rows.append(values)
+                kernels += [(name, path) for name in names]
+        db = self._db
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
+        db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
+                       f"({', '.join('?' * 14)})", rows)  # fmt: skip
+        db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
 
-    def apply_edits(self, edits: dict[str, tuple[str, bytes] | None], tree: str | None) -> None:
-        """A commit written from memory: its record edits (path -> (blob sha, bytes), or None
-        for a deletion) applied as they are, then the cache holds ``tree``, that commit's
-        records tree. Used inside a snapshot the writer keeps only once the commit lands."""
-        paths = [p for p in edits if rec.is_record_path(p)]
+    def apply_edits(self, edits: dict[str, bytes | None], commit: str) -> None:
+        """A commit written from memory: its edits to the tracked folders (path -> bytes, or
+        None for a deletion) applied as they are, then the cache holds ``commit``. Used
+        inside a snapshot the writer keeps only once the commit lands."""
+        paths = [p for p in edits if _tracked(p)]
         self._delete(paths)
-        self._insert((p, *edits[p]) for p in paths if edits[p] is not None)
-        self._set_tree(tree or _NO_TREE)
+        self._put((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
+        self._set_commit(commit)
         self._dirty = True
 
     # ----------------------------------------------------------------- queries
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Run one query in the open snapshot; a cache that turns out unreadable midway is
-        rebuilt at the snapshot's tree and the query asked again."""
+        rebuilt at the snapshot's commit and the query asked again."""
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
             if self._dirty or self._depth == 0:
                 raise GitkbError(f"the index cache {self.path} is unreadable ({exc})") from None
-            tree = self._tree
+            commit = self._commit
             log.info("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
             self._remove_files()
-            self._begin(tree)
+            self._begin(commit)
             return self._db.execute(sql, params).fetchall()
 
     def rows(self, where: str = "", params: tuple = ()) -> list[Row]:
@@ -410,13 +506,16 @@ class IndexCache:
     def kernel_names(self) -> list[str]:
         return [r[0] for r in self._query("SELECT DISTINCT name FROM kernels")]
 
-    def rows_for_kernels(self, names: Iterable[str]) -> list[Row]:
+    def kernel_rows(self, names: Iterable[str]) -> list[tuple]:
+        """(id, type, status, vendor, arch, dsl, path, blob) of the records filed under any
+        of ``names``, without decoding their entries."""
         names = sorted(set(names))
         if not names:
             return []
         marks = ", ".join("?" * len(names))
-        return self.rows(
-            f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
+        return self._query(
+            "SELECT id, type, status, vendor, arch, dsl, path, blob FROM records WHERE path IN "
+            f"(SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
             tuple(names),
         )
 
@@ -426,6 +525,36 @@ class IndexCache:
         wanted = {k: v for k, v in scope.items() if v is not None}
         where = "".join(f" AND {column} = ?" for column in wanted)
         return self.rows(f"WHERE id IS NOT NULL{where} ORDER BY id, path", tuple(wanted.values()))
+
+    def files(self, paths: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+        """(blob sha, bytes) of each of ``paths`` the snapshot holds, each checked against
+        its blob id; a file that fails the check raises Lie."""
+        out = {}
+        for path in paths:
+            found = self._query("SELECT blob, raw FROM files WHERE path = ?", (path,))
+            if not found or found[0][1] is None:
+                continue  # no such file, or its object is missing from the repository
+            blob, packed = found[0]
+            raw = _unpack(packed)
+            if raw is None or blob_id(raw) != blob:
+                raise Lie(f"the index cache held a wrong copy of {path}")
+            out[path] = (blob, raw)
+        return out
+
+
+def _blob_or_none(repo, sha: str) -> bytes | None:
+    try:
+        return repo.blob(sha)
+    except (KeyError, ValueError, OSError):
+        log.warning("object %s is missing from %s", sha, repo.git_dir)
+        return None
+
+
+def _unpack(packed: bytes | None) -> bytes | None:
+    try:
+        return zlib.decompress(packed) if packed is not None else None
+    except (zlib.error, TypeError):
+        return None
 
 
 def _read_only(exc: BaseException) -> bool:

@@ -14,6 +14,7 @@ TRACE_REFSPEC = f"{TRACE_REFS}*:{TRACE_REFS}*"  # push and fetch the traces with
 CONFIG_PATH = "gitkb.toml"
 CONFLICTS_DIR = "conflicts"
 LEDGER_DIR = "ledger"
+FEEDBACK_DIR = "feedback"
 TRACE_OPTIONS_PATH = "traces/{label}.json"
 REPORTS_DIR = "reports/{label}"
 # Under the git directory: caches derived from history, rebuilt whenever missing.
@@ -27,7 +28,9 @@ FORMAT_1 = "gitkb-1"
 FORMAT_2 = "gitkb-2"
 
 # Folders whose changes are admissions: a commit touching them must say so in trailers.
-ADMITTED_DIRS = (RECORDS_DIR, CONFLICTS_DIR, LEDGER_DIR)
+ADMITTED_DIRS = (RECORDS_DIR, CONFLICTS_DIR, LEDGER_DIR, FEEDBACK_DIR)
+# Folders the index cache keeps the files of, so readers need not open the repository.
+CACHED_DIRS = (RECORDS_DIR, LEDGER_DIR, FEEDBACK_DIR)
 
 
 def trace_ref(label: str) -> str:

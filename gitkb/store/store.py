@@ -24,21 +24,53 @@ from gitkb.store import admission, layout, writer
 from gitkb.store.cache import IndexCache
 from gitkb.store.view import StoreView
 from gitkb.store.writer import Admission, Builder, Change
+from gitkb.vcs import refs
 from gitkb.vcs.repository import Repository
 from gitkb.vcs.trailers import format_message
 
 
-class Store:
-    def __init__(self, repo: Repository, location: Path) -> None:
-        self.repo = repo
+class _Opener:
+    """The store's repository, opened on first use: a reader the cache answers for the
+    commit main names never loads the VCS layer's dulwich side."""
+
+    def __init__(self, location: Path, repo: Repository | None = None) -> None:
         self.location = location
-        self._cache: IndexCache | None = None
+        self._repo = repo
+
+    def __call__(self) -> Repository:
+        if self._repo is None:
+            self._repo = Repository.open(self.location)
+        return self._repo
+
+    def loaded(self) -> bool:
+        return self._repo is not None
+
+
+class Store:
+    def __init__(self, location: Path, git_dir: Path, repo: Repository | None = None) -> None:
+        self.location = location
+        self.git_dir = git_dir
+        self._opener = _Opener(location, repo)
+        self.cache = IndexCache(git_dir, self._opener)
+
+    @property
+    def repo(self) -> Repository:
+        return self._opener()
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
     def open(cls, path: str | os.PathLike = ".") -> Store:
         location = Path(path)
+        git_dir = refs.git_dir_of(location)
+        if git_dir is not None:
+            # The quick path: the cache already holds the commit main names, and that
+            # commit's gitkb.toml makes it a store.
+            store = cls(location, git_dir)
+            main = refs.read_ref(git_dir, layout.BRANCH)
+            if main is not None and store.cache.held_commit() == main:
+                if _store_table(store.cache.held_file(layout.CONFIG_PATH)):
+                    return store
         try:
             repo = Repository.open(location)
         except NotARepository as exc:
@@ -48,7 +80,7 @@ class Store:
             raise NotAStore(f"{location} is not a gitkb store: it has no main branch")
         if repo.blob_sha(tip, layout.CONFIG_PATH) is None:
             raise NotAStore(f"{location} is not a gitkb store: no {layout.CONFIG_PATH} on main")
-        store = cls(repo, location)
+        store = cls(location, repo.git_dir, repo)
         if not isinstance(store.config(tip).get("store"), dict):
             raise NotAStore(
                 f"{location} is not a gitkb store: {layout.CONFIG_PATH} has no [store] table"
@@ -72,6 +104,10 @@ class Store:
     @classmethod
     def _create(cls, location: Path, bare: bool, store_name: str) -> Store:
         repo = Repository.init(location, bare=bare)
+        # Admissions write packs as they go; fast compression keeps that cheap, and
+        # `git gc` recompresses later.
+        repo.set_config("core", "compression", "1")
+        repo = Repository.open(location)  # an object store that has read that setting
         config = {
             "store": {"name": store_name, "format": layout.FORMAT_2, "schema": rec.SCHEMA_NAME}
         }
@@ -91,22 +127,19 @@ class Store:
         commit = repo.write_commit(None, files, message)
         repo.update_ref(layout.BRANCH, None, commit, reason="gitkb: init")
         repo.sync_work_tree(layout.BRANCH, commit, list(files))
-        return cls(repo, location)
+        return cls(location, repo.git_dir, repo)
 
     # ----------------------------------------------------------------- reading
 
     @property
     def tip(self) -> str:
-        tip = self.repo.resolve(layout.BRANCH)
+        if self._opener.loaded():
+            tip = self.repo.resolve(layout.BRANCH)
+        else:
+            tip = refs.read_ref(self.git_dir, layout.BRANCH) or self.repo.resolve(layout.BRANCH)
         if tip is None:
             raise NotAStore(f"{self.location}: the main branch disappeared")
         return tip
-
-    @property
-    def cache(self) -> IndexCache:
-        if self._cache is None:
-            self._cache = IndexCache.open(self.repo)
-        return self._cache
 
     @property
     def format(self) -> str:
@@ -116,7 +149,11 @@ class Store:
         return layout.FORMAT_2
 
     def config(self, commit: str | None = None) -> dict:
-        raw = self.repo.read(commit or self.tip, layout.CONFIG_PATH)
+        commit = commit or self.tip
+        if not self._opener.loaded() and self.cache.held_commit() == commit:
+            raw = self.cache.held_file(layout.CONFIG_PATH)
+        else:
+            raw = self.repo.read(commit, layout.CONFIG_PATH)
         try:
             return tomllib.loads((raw or b"").decode())
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -127,7 +164,7 @@ class Store:
 
     def view(self, commit: str | None = None) -> StoreView:
         """The store at ``commit`` (default: main) as gates and readers see it."""
-        return StoreView(self.repo, self.cache, commit or self.tip, location=self.location)
+        return StoreView(self._opener, self.cache, commit or self.tip, location=self.location)
 
     def read_record(self, record_id: str, commit: str | None = None) -> rec.RecordFile:
         return self.view(commit).read_record(record_id)
@@ -279,8 +316,7 @@ class Store:
     def reindex(self) -> dict:
         """Rebuild the index cache from the records; with a work tree, also write its
         git-ignored ``records/index.json`` for tools that read the folder."""
-        view = self.view()
-        with self.cache.snapshot(view.records_tree):
+        with self.cache.snapshot(self.tip):
             self.cache.rebuild()
             count = self.cache.count()
             unindexed = [r.path for r in self.cache.rows("WHERE entry IS NULL OR id IS NULL")]
@@ -311,11 +347,11 @@ class Store:
     def cache_findings(self) -> list[Finding]:
         """How the index cache at main disagrees with a fresh rebuild from the records
         (``validate --full``); the cache is rebuilt when it does."""
-        view = self.view()
-        fresh = IndexCache(self.repo, None)
-        with fresh.snapshot(view.records_tree, keep=False):
+        tip = self.tip
+        fresh = IndexCache(None, self._opener)
+        with fresh.snapshot(tip, keep=False):
             expected = {r.path: r for r in fresh.rows()}
-        with self.cache.snapshot(view.records_tree):
+        with self.cache.snapshot(tip):
             held = {r.path: r for r in self.cache.rows()}
         findings = []
         for path in sorted(expected.keys() | held.keys()):
@@ -328,9 +364,17 @@ class Store:
             elif (have.blob, have.id, have.entry) != (want.blob, want.id, want.entry):
                 findings.append(Finding(name, "index", f"the cache's entry for {path} is stale"))
         if findings:
-            with self.cache.snapshot(view.records_tree):
+            with self.cache.snapshot(tip):
                 self.cache.rebuild()
         return findings
+
+
+def _store_table(config: bytes | None) -> bool:
+    """Whether ``gitkb.toml`` bytes hold a ``[store]`` table."""
+    try:
+        return isinstance(tomllib.loads((config or b"").decode()).get("store"), dict)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
 
 
 def _summary(record: dict) -> dict:

@@ -14,11 +14,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
 from gitkb.store import layout
 from gitkb.store.view import StoreView
-from gitkb.vcs.repository import blob_id
 from gitkb.vcs.trailers import format_message, parse_trailers
 
 log = logging.getLogger("gitkb")
@@ -149,10 +147,10 @@ def _write_chunk(
         touched: set[str] = set()
         refusal: GitkbError | None = None
         try:
-            with cache.snapshot(repo.subtree(start_tip, rec.RECORDS_DIR)):
+            with cache.snapshot(start_tip):
                 with repo.batch():
                     for build in chunk:
-                        view = StoreView(repo, cache, tip, location=store.location)
+                        view = store.view(tip)
                         view.admitted = earlier + done
                         try:
                             change = build(view)
@@ -170,13 +168,7 @@ def _write_chunk(
                         if change.edits:
                             tip = repo.write_commit(tip, change.edits, message(change))
                             touched.update(change.edits)
-                            cache.apply_edits(
-                                {
-                                    p: None if data is None else (blob_id(data), data)
-                                    for p, data in change.edits.items()
-                                },
-                                repo.subtree(tip, rec.RECORDS_DIR),
-                            )
+                            cache.apply_edits(change.edits, tip)
                         done.append(
                             Admission(
                                 change.action,

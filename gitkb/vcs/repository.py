@@ -317,7 +317,14 @@ class Repository:
         stack = [(prefix.strip("/"), _b(tree))]
         while stack:
             base, tree_id = stack.pop()
-            entries = sorted(self.get_object(tree_id).items(), key=lambda e: e.path, reverse=True)
+            try:
+                entries = sorted(
+                    self.get_object(tree_id).items(), key=lambda e: e.path, reverse=True
+                )
+            except (KeyError, ValueError, OSError):
+                # A damaged repository: what the missing tree held cannot be listed.
+                log.warning("tree %s (%s) is missing from %s", tree_id.decode(), base, self.git_dir)
+                continue
             for entry in entries:
                 name = entry.path.decode("utf-8", "surrogateescape")
                 full = f"{base}/{name}" if base else name

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitkb import record as rec
 from gitkb import targets
 from gitkb.errors import GitkbError, NotAStore, writing
 from gitkb.store.layout import ledger_path
@@ -57,25 +56,19 @@ def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]
     """The kernel match over the names the store files code under, and the matched
     records' rows (id, type, status, vendor, arch, dsl, path, blob): from the index
     cache, so no record is read to choose."""
-    view = store.view(tip)
-    with store.cache.snapshot(view.records_tree) as cache:
+    with store.cache.snapshot(tip) as cache:
         by_canonical: dict[str, set[str]] = {}
         for name in cache.kernel_names():
             by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
         match = curate.match_kernel(kernel, set(by_canonical))
-        raw_names = [n for c in match.names for n in by_canonical.get(c, ())]
-        found = cache.rows_for_kernels(raw_names)
+        found = cache.kernel_rows(n for c in match.names for n in by_canonical.get(c, ()))
     rows = []
     for row in found:
-        entry = row.entry or {}
-        scope = rec.scope_of(entry)
-        if row.entry is None:  # unreadable: where its folder files it, as a corrupt code record
-            parts = row.path.split("/")
-            rows.append((None, curate.CODE_TYPES[0], None, parts[2], parts[3], parts[4],
-                         row.path, row.blob))  # fmt: skip
-        elif entry.get("type") in _KINDS and row.id is not None:
-            rows.append((row.id, entry["type"], entry.get("status"), scope.get("vendor"),
-                         scope.get("arch"), scope.get("dsl"), row.path, row.blob))  # fmt: skip
+        if row[1] is None:  # unreadable: where its folder files it, as a corrupt code record
+            parts = row[6].split("/")
+            rows.append((None, curate.CODE_TYPES[0], None, *parts[2:5], row[6], row[7]))
+        elif row[1] in _KINDS and row[0] is not None:
+            rows.append(row)
     return match, rows
 
 
@@ -191,7 +184,7 @@ def resolve(
 
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
     paths = [row[6] for row, _ in wanted] + [ledger_path(row[0]) for row, _ in wanted]
-    blobs = store.repo.read_many(tip, paths)
+    blobs = store.view(tip).read_files(paths)
     candidates: list[curate.Candidate] = []
     for row, retired in wanted:
         candidate = _candidate(row, retired, blobs)
@@ -218,8 +211,8 @@ def resolve(
     if out is not None:
         from gitkb.warmstart.references import write_out
 
-        texts = store.repo.read_many(tip, pitfall_paths)
-        pitfalls = [load(p, raw).data for p, (_, raw) in texts.items() if raw is not None]
+        texts = store.view(tip).read_files(pitfall_paths)
+        pitfalls = [load(p, raw).data for p, raw in texts.items()]
         with writing(out):
             write_out(Path(out), answer, curated.ranks, [p for p in pitfalls if p], kernel_file)
     return answer
@@ -230,17 +223,16 @@ def _candidate(row: tuple, retired: bool, blobs: dict):
     record carries no code a run can use."""
     from gitkb.record import load
 
-    record_id, path, blob = row[0], row[6], row[7]
-    sha, raw = blobs.get(path, (None, None))
-    # A row whose blob is not the tree's is a stale cache; a missing object, a damaged store.
-    record = None if raw is None or sha != blob else load(path, raw).data
+    record_id, path = row[0], row[6]
+    raw = blobs.get(path)
+    record = None if raw is None else load(path, raw).data
     if record is None or record.get("id") != record_id:
         return None
     try:
         if curate.code_of(record) is None:
             return "no_code"
         lpath = ledger_path(record_id)
-        ledger = parse_ledger(lpath, blobs.get(lpath, (None, None))[1])
+        ledger = parse_ledger(lpath, blobs.get(lpath))
         counts = ledger.counts()
         if ledger.bad_lines:
             counts["unreadable_lines"] = len(ledger.bad_lines)
