@@ -27,8 +27,9 @@
 #
 # Exit status: 0 all steps passed; 1 a step failed (named on stderr); 2 bad usage;
 # 3 no GPU here (nvidia-smi missing, or torch sees no CUDA device).
-# Environment: GPU_CHECK_TORCH (default "torch") and GPU_CHECK_TRITON (default "triton") are
-# the pip requirements; PIP_INDEX_URL / PIP_EXTRA_INDEX_URL reach another index.
+# Environment: PYTHON (default python3) makes the venv; GPU_CHECK_TORCH (default "torch") and
+# GPU_CHECK_TRITON (default "triton") are the pip requirements; PIP_INDEX_URL and
+# PIP_EXTRA_INDEX_URL reach another index.
 
 set -u -o pipefail
 
@@ -174,6 +175,7 @@ if [ "$DRY_RUN" = 0 ]; then
 fi
 if [ "$INSTALL" = 1 ]; then
   echo "   pip install ${REQUIREMENTS[*]} (into $VENV; log $WORK/pip.log)"
+  [ "$DRY_RUN" = 1 ] || echo "   (torch with its CUDA libraries is a few GB the first time)"
   logged "$WORK/pip.log" "$PY" -m pip install "${REQUIREMENTS[@]}"
 else
   echo "   $VENV as it is (--no-install)"

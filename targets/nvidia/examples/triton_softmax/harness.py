@@ -67,10 +67,15 @@ def environment_problem():
     if interpreting():
         return None
     if not torch.cuda.is_available():
-        build = torch.version.cuda or "none (a CPU-only build)"
+        build = torch.version.cuda
+        why = (
+            f"a CUDA {build} build: is there a GPU, and does its driver support CUDA {build}?"
+            if build
+            else "a CPU-only build"
+        )
         return (
             f"no CUDA device: torch.cuda.is_available() is False (torch {torch.__version__}, "
-            f"CUDA {build}); this bundle needs an NVIDIA GPU "
+            f"{why}); this bundle needs an NVIDIA GPU "
             "(TRITON_INTERPRET=1 runs it in Triton's CPU interpreter, as a rehearsal)"
         )
     return None
