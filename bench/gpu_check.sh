@@ -288,7 +288,7 @@ kb mine "$WORK/run-1/trace" --store "$WORK/store" --json >"$WORK/mine.json" 2>"$
 must expect mine "$WORK/mine.json"
 
 step "validate the store"
-kb validate "$WORK/store" --json >"$WORK/validate.json" 2>"$WORK/validate.log"
+kb validate "$WORK/store" --full --json >"$WORK/validate.json" 2>"$WORK/validate.log"
 status=$?
 [ "$status" -le 1 ] || fail "git kb validate exited $status: $(tail -n 1 "$WORK/validate.log")"
 must expect validate "$WORK/validate.json"

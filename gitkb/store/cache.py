@@ -35,7 +35,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.record.index import index_entry
 from gitkb.store.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.vcs.repository import blob_id
+from gitkb.vcs.plain import blob_id
 
 log = logging.getLogger("gitkb")
 

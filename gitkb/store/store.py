@@ -12,21 +12,23 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-
-import tomli_w
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
-from gitkb.gates import Finding, GateContext
-from gitkb.record.index import INDEX_PATH, Index
-from gitkb.resources import data_dir
-from gitkb.store import admission, layout, writer
+from gitkb.record.index import INDEX_PATH
+from gitkb.store import layout
 from gitkb.store.cache import IndexCache
 from gitkb.store.view import StoreView
-from gitkb.store.writer import Admission, Builder, Change
-from gitkb.vcs import refs
-from gitkb.vcs.repository import Repository
-from gitkb.vcs.trailers import format_message
+from gitkb.vcs import plain
+
+# Writing, gating and the VCS layer's dulwich side load when a method needs them: a
+# reader the cache answers (resolve, query) starts without them.
+if TYPE_CHECKING:
+    from gitkb.gates import Finding, GateContext
+    from gitkb.store.admission import AdmitRequest
+    from gitkb.store.writer import Admission, Builder, Change
+    from gitkb.vcs.repository import Repository
 
 
 class _Opener:
@@ -39,6 +41,8 @@ class _Opener:
 
     def __call__(self) -> Repository:
         if self._repo is None:
+            from gitkb.vcs.repository import Repository
+
             self._repo = Repository.open(self.location)
         return self._repo
 
@@ -62,15 +66,17 @@ class Store:
     @classmethod
     def open(cls, path: str | os.PathLike = ".") -> Store:
         location = Path(path)
-        git_dir = refs.git_dir_of(location)
+        git_dir = plain.git_dir_of(location)
         if git_dir is not None:
             # The quick path: the cache already holds the commit main names, and that
             # commit's gitkb.toml makes it a store.
             store = cls(location, git_dir)
-            main = refs.read_ref(git_dir, layout.BRANCH)
+            main = plain.read_ref(git_dir, layout.BRANCH)
             if main is not None and store.cache.held_commit() == main:
                 if _store_table(store.cache.held_file(layout.CONFIG_PATH)):
                     return store
+        from gitkb.vcs.repository import Repository
+
         try:
             repo = Repository.open(location)
         except NotARepository as exc:
@@ -103,6 +109,12 @@ class Store:
 
     @classmethod
     def _create(cls, location: Path, bare: bool, store_name: str) -> Store:
+        import tomli_w
+
+        from gitkb.resources import data_dir
+        from gitkb.vcs.repository import Repository
+        from gitkb.vcs.trailers import format_message
+
         repo = Repository.init(location, bare=bare)
         # Admissions write packs as they go; fast compression keeps that cheap, and
         # `git gc` recompresses later.
@@ -136,7 +148,7 @@ class Store:
         if self._opener.loaded():
             tip = self.repo.resolve(layout.BRANCH)
         else:
-            tip = refs.read_ref(self.git_dir, layout.BRANCH) or self.repo.resolve(layout.BRANCH)
+            tip = plain.read_ref(self.git_dir, layout.BRANCH) or self.repo.resolve(layout.BRANCH)
         if tip is None:
             raise NotAStore(f"{self.location}: the main branch disappeared")
         return tip
@@ -177,6 +189,8 @@ class Store:
                 yield rec.load(path, self.repo.blob(sha))
 
     def gate_context(self, full: bool = False, commit: str | None = None) -> GateContext:
+        from gitkb.gates import GateContext
+
         commit = commit or self.tip
         return GateContext(
             records=list(self.record_files(commit)),
@@ -253,25 +267,31 @@ class Store:
 
     def check_record(self, record: dict, path: str, action: str = "insert") -> tuple[str, list]:
         """The record-level gates on one record about to be admitted as ``action``."""
+        from gitkb.store import admission
+
         return admission.check_record(self.view(), record, path, action)
 
     def commit(self, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
         """The one write path: each builder's ``Change`` becomes one commit (see writer)."""
+        from gitkb.store import writer
+
         return writer.write(self, builds, on_refusal)
 
     def admit(self, raw: bytes, action: str = "insert", target: str | None = None,
               source: str = "<record>", trace: str | None = None,
               trace_commit: str | None = None, body: str = "") -> Admission:  # fmt: skip
         """Admit one record file's bytes as ``insert``, ``confirm`` or ``conflict``: one commit."""
-        request = admission.AdmitRequest(raw, action, target, source, trace, trace_commit, body)
+        from gitkb.store.admission import AdmitRequest
+
+        request = AdmitRequest(raw, action, target, source, trace, trace_commit, body)
         return self.admit_many([request])[0]
 
-    def admit_many(
-        self, requests: list[admission.AdmitRequest], on_refusal: str = "stop"
-    ) -> list[Admission]:
+    def admit_many(self, requests: list[AdmitRequest], on_refusal: str = "stop") -> list[Admission]:
         """Admit records in order, one commit each. A file that cannot be read stops the run
         before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
+        from gitkb.store import admission
+
         builds = []
         try:
             for request in requests:
@@ -285,6 +305,10 @@ class Store:
 
     def upgrade_change(self, view: StoreView) -> Change:
         """Store format 1 -> 2: records/index.json leaves history, gitkb.toml says so."""
+        import tomli_w
+
+        from gitkb.store.writer import Change
+
         config = self.config(view.tip)
         config.setdefault("store", {})["format"] = layout.FORMAT_2
         ignore = self.repo.read(view.tip, layout.GITIGNORE_PATH) or b""
@@ -307,6 +331,8 @@ class Store:
 
     def upgrade(self) -> Admission:
         """One ``kb upgrade`` commit when the store is format 1; nothing otherwise."""
+        from gitkb.store.writer import Admission
+
         if self.format == layout.FORMAT_2:
             return Admission("upgrade", layout.FORMAT_2, None, None, "already store format 2")
         return self.commit([self.upgrade_change])[0]
@@ -325,6 +351,8 @@ class Store:
 
     def index_file(self, commit: str | None = None) -> bytes:
         """The GPU-wiki ``records/index.json`` of the records at ``commit``."""
+        from gitkb.record.index import Index
+
         index = Index()
         for entry in self.view(commit).entries():
             index.put(entry)
@@ -347,6 +375,8 @@ class Store:
     def cache_findings(self) -> list[Finding]:
         """How the index cache at main disagrees with a fresh rebuild from the records
         (``validate --full``); the cache is rebuilt when it does."""
+        from gitkb.gates import Finding
+
         tip = self.tip
         fresh = IndexCache(None, self._opener)
         with fresh.snapshot(tip, keep=False):
@@ -378,6 +408,8 @@ def _store_table(config: bytes | None) -> bool:
 
 
 def _summary(record: dict) -> dict:
+    from gitkb.store.admission import direction
+
     payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
     problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
     gain = rec.dig(record, "worth", "gain")
@@ -393,7 +425,7 @@ def _summary(record: dict) -> dict:
         "operator": problem.get("operator"),
         "bottleneck": problem.get("bottleneck"),
         "shape_contract": problem.get("shape_contract"),
-        "gain_direction": admission.direction(record),
+        "gain_direction": direction(record),
         "gain_pct": gain.get("pct"),
         "gain_basis": gain.get("basis"),
     }

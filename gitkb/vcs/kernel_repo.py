@@ -15,7 +15,8 @@ from dulwich.objects import Blob, Commit
 
 from gitkb.errors import GitkbError, RefMoved
 from gitkb.fs import atomic_write
-from gitkb.vcs.repository import FILE_MODE, WORK_TREE_TMP, Repository, identity
+from gitkb.vcs.plain import identity
+from gitkb.vcs.repository import FILE_MODE, WORK_TREE_TMP, Repository
 
 
 def _b(text: str) -> bytes:

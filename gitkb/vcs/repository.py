@@ -29,6 +29,7 @@ from dulwich.repo import Repo
 from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved, os_reason
 from gitkb.fs import atomic_write
 from gitkb.vcs import pack
+from gitkb.vcs.plain import identity
 from gitkb.vcs.trailers import parse_trailers
 
 ZERO_SHA = "0" * 40
@@ -83,24 +84,6 @@ class CommitInfo:
     @property
     def trailers(self) -> list[tuple[str, str]]:
         return parse_trailers(self.message)
-
-
-def blob_id(data: bytes) -> str:
-    """The sha git names ``data`` by as a blob."""
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def identity() -> str:
-    """The committer identity: GITKB_/GIT_ variables, else a fixed gitkb identity."""
-    name = os.environ.get("GIT_COMMITTER_NAME") or os.environ.get("GIT_AUTHOR_NAME") or "gitkb"
-    email = (
-        os.environ.get("GIT_COMMITTER_EMAIL")
-        or os.environ.get("GIT_AUTHOR_EMAIL")
-        or "gitkb@localhost"
-    )
-    return f"{name} <{email}>"
 
 
 class Repository:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
 from gitkb.store.layout import ledger_path
-from gitkb.store.writer import Change
-from gitkb.vcs.repository import identity
+from gitkb.vcs.plain import identity
 
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")
 # outcome -> the count it feeds
@@ -111,6 +109,8 @@ def retire_hint(counts: dict) -> str | None:
 def event_line(event: str, **fields: object) -> dict:
     """A ledger event: kind, UTC time, then fields; the nonce keeps two otherwise identical
     lines distinct, so a union merge never folds two attestations into one."""
+    import secrets
+
     return {
         "event": event,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -162,6 +162,8 @@ def attest(
     if outcome not in OUTCOMES:
         raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
     who = one_line(by) if by and by.strip() else identity()
+
+    from gitkb.store.writer import Change
 
     def build(view) -> Change:
         if record_id not in view:

@@ -12,7 +12,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.store.admission import RETIRED_STATUS, check_record, refuse_findings
 from gitkb.store.writer import Change
-from gitkb.vcs.repository import identity
+from gitkb.vcs.plain import identity
 from gitkb.warmstart.attest import appended, event_line, one_line, read_ledger
 
 

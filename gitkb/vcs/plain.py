@@ -1,4 +1,5 @@
-"""Refs read straight from a git directory, without loading dulwich.
+"""Git facts read or computed without loading dulwich: a repository's git directory,
+a ref's sha, a blob's id, the committer identity.
 
 A reader whose answer the store's cache already holds for the commit ``main``
 names (``git kb resolve``, ``git kb query``) needs only that commit's sha: the
@@ -9,6 +10,7 @@ takes the full path through ``repository``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -59,3 +61,19 @@ def read_ref(git_dir: Path, ref: str, depth: int = 5) -> str | None:
         if line.endswith(suffix) and _SHA.fullmatch(line[:40]):
             return line[:40]
     return None
+
+
+def blob_id(data: bytes) -> str:
+    """The sha git names ``data`` by as a blob."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def identity() -> str:
+    """The committer identity: GIT_COMMITTER_/GIT_AUTHOR_ variables, else a fixed one."""
+    name = os.environ.get("GIT_COMMITTER_NAME") or os.environ.get("GIT_AUTHOR_NAME") or "gitkb"
+    email = (
+        os.environ.get("GIT_COMMITTER_EMAIL")
+        or os.environ.get("GIT_AUTHOR_EMAIL")
+        or "gitkb@localhost"
+    )
+    return f"{name} <{email}>"
