@@ -28,8 +28,9 @@ TRACE_REFSPEC = "refs/kb/traces/*:refs/kb/traces/*"
 FIRST_RUN = {"max_rounds": 1, "candidates_per_round": 2}
 SECOND_RUN = {"max_rounds": 1, "candidates_per_round": 4}
 # Timing noise on a small shared machine is not what the demo is about; the example's
-# speedups are far above it.
-DEMO_MAX_CV = 1.0
+# speedups are far above it. (The finalist must pass max_cv again when it is revalidated:
+# one descheduled sample on a busy box gives a CV above 2.)
+DEMO_MAX_CV = 10.0
 
 
 class _Demo:

@@ -233,3 +233,33 @@ def _commit(plan, winner, message, reverify, result) -> None:
         raise GitkbError("the winner commit is not what was intended: " + "; ".join(problems))
     result.success = True
 
+
+def commit_run_winner(run, winner: dict, base_score, final_score, reverify) -> dict:
+    """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
+    from gitkb.optimize.trace import dumps
+
+    exp = winner["experiment"]
+    subject = (
+        run.config.commit_message
+        or exp.get("commit_title")
+        or f"Optimize {run.kernel.name} with gitkb"
+    )
+    summary = exp.get("commit_summary") or exp.get("change") or ""
+    message = build_message(
+        subject,
+        summary,
+        [c.as_json() for c in base_score.cases],
+        [c.as_json() for c in final_score.cases],
+        final_score.aggregate,
+        run.trace_label,
+        run.trace.head,
+    )
+    result = commit_winner(run.plan, winner["source"].encode("utf-8"), message, reverify)
+    document = result.as_json()
+    (run.output / "auto_commit.json").write_bytes(dumps(document))
+    if result.success:
+        state = f"committed {result.commit} into {result.repository} ({result.vcs}): {subject}"
+    else:
+        state = f"commit failed: {result.diagnostic}"
+    run.say(f"[gitkb] winner {winner['id']} {state}")
+    return document
