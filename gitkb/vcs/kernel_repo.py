@@ -15,8 +15,6 @@ from gitkb.errors import GitkbError, RefMoved
 from gitkb.fs import atomic_write
 from gitkb.vcs.repository import FILE_MODE, WORK_TREE_TMP, identity
 
-# How long the user's commit hooks (and signing) may take before the commit is given up.
-COMMIT_TIMEOUT_S = 600.0
 # Variables that would point C git at another repository, index or object store than the
 # kernel's own (a caller running inside a hook, say).
 _REPOSITORY_VARIABLES = (
@@ -106,9 +104,8 @@ class GitKernelRepo:
         self.env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
         self.git_dir = Path(self._git("rev-parse", "--absolute-git-dir").decode().strip())
 
-    def _git(self, *args: str, input: bytes | None = None, env: dict | None = None,
-             check: bool = True) -> bytes:  # fmt: skip
-        done = subprocess.run(
+    def _run_git(self, *args: str, input: bytes | None = None, env: dict | None = None):
+        return subprocess.run(
             ["git", "--literal-pathspecs", *args],
             cwd=self.root,
             env=env or self.env,
@@ -116,6 +113,11 @@ class GitKernelRepo:
             stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
         )
+
+    def _git(
+        self, *args: str, input: bytes | None = None, env: dict | None = None, check: bool = True
+    ) -> bytes:
+        done = self._run_git(*args, input=input, env=env)
         if check and done.returncode != 0:
             detail = _last_lines(done.stderr, 1) or f"status {done.returncode}"
             raise GitkbError(f"git {args[0]} failed: {detail} ({self.root})")
@@ -178,10 +180,7 @@ class GitKernelRepo:
 
     def _identity_env(self, env: dict) -> dict:
         """git's own identity when the user has one; gitkb's otherwise (a fresh CI box)."""
-        known = subprocess.run(
-            ["git", "var", "GIT_COMMITTER_IDENT"], cwd=self.root, env=env, capture_output=True
-        )
-        if known.returncode == 0:
+        if self._run_git("var", "GIT_COMMITTER_IDENT", env=env).returncode == 0:
             return env
         name, email = identity().rsplit(" <", 1)
         email = email.rstrip(">")
@@ -223,20 +222,10 @@ class GitKernelRepo:
             )
             if self.head() != snapshot.head:
                 raise RefMoved(f"HEAD moved during the run: was {snapshot.head}, now {self.head()}")
-            try:
-                done = subprocess.run(
-                    ["git", "commit", "--quiet", "-F", str(message_file)],
-                    cwd=self.root,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=COMMIT_TIMEOUT_S,
-                )
-            except subprocess.TimeoutExpired:
-                raise GitkbError(
-                    f"git commit did not finish within {COMMIT_TIMEOUT_S:.0f} s (a hook or "
-                    f"signing hangs) ({self.root})"
-                ) from None
+            # No timeout, as with `git commit` itself: a passphrase prompt of the user's
+            # signing setup may take its time, and what git starts (gpg-agent, a detached
+            # gc) is the user's, not the run's to kill.
+            done = self._run_git("commit", "--quiet", "-F", str(message_file), env=env)
             if done.returncode != 0:
                 said = _last_lines(done.stdout + b"\n" + done.stderr)
                 raise GitkbError(
