@@ -183,7 +183,7 @@ def _supervise(args: list[str]) -> int:
                 argv[0], argv, dict(os.environ), setpgroup=0, setsigdef=_DEFAULT_SIGNALS
             )
         except OSError as exc:
-            error = f"{exc.strerror or exc}: {argv[0]}"
+            error = f"{exc.strerror or exc}: {argv[0]}".replace("\n", " ")
         if pid:
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
             while True:  # reap orphans as they die, until the command itself ends
@@ -193,18 +193,11 @@ def _supervise(args: list[str]) -> int:
                     break
     except _Stop as stopped:
         why = stopped.why
-    except ChildProcessError:
-        pass
     seconds = time.monotonic() - start
     signal.setitimer(signal.ITIMER_REAL, 0)
     for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGALRM"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)  # cleanup runs to its end
     strays = len([p for p in _terminate_tree(pid, grace_s) if p != pid]) if pid else 0
-    if why == "" and returncode is None and pid:
-        try:  # the command ended while the timer fired: collect its status
-            returncode = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        except ChildProcessError:
-            pass
     _reap()
     tmp = status_path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
