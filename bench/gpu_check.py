@@ -78,7 +78,9 @@ def check_bundle(path: Path) -> list[str]:
     """What gitkb and the harness make of the bundle without a GPU; raises CheckFailed."""
     from gitkb.errors import GitkbError
     from gitkb.optimize import bundle as bundle_mod
-    from gitkb.optimize import loop, providers
+    from gitkb.optimize import providers
+    from gitkb.optimize.profilers import profiler_mapping
+    from gitkb.optimize.setup import hardware_tokens
     from gitkb.optimize.providers import knobs
 
     try:
@@ -120,13 +122,13 @@ def check_bundle(path: Path) -> list[str]:
     lines.append(
         f"knobs: {', '.join(bundle.tunables)}; {width} one-knob moves; first: {first.change}"
     )
-    hardware = loop.hardware_tokens(bundle.target)[0]
+    hardware = hardware_tokens(bundle.target)[0]
     from gitkb import targets
 
     found = targets.lookup(hardware)
     if found is None:
         raise CheckFailed(f"target.json names hardware {hardware!r} that no hardware.toml knows")
-    tool = loop.profiler_mapping(bundle.backend).get("tool", "none")
+    tool = profiler_mapping(bundle.backend).get("tool", "none")
     lines.append(f"hardware {hardware} -> {found.vendor}/{found.arch}; native profiler {tool}")
     lines += check_harness(path, source, bundle.target)
     return lines
