@@ -267,6 +267,8 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         write_back = (
             writeback.write_back(run) if winner else {"attempted": False, "reason": "no winner"}
         )
+    elif run.config.kb:  # a warm start that found the store unreadable ran cold
+        write_back = {"attempted": False, "reason": "the knowledge base could not be read"}
     document = outputs.write(run, ending, loop.base)
     if run.warm_report is not None:
         document.update(warm.speedups(run, winner, document["aggregate_speedup"]))

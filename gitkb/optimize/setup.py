@@ -193,7 +193,9 @@ def prepare(config: RunConfig) -> Run:
         warm = providers.load("warm-start", options, checked.tunables)
         kb = warm.store
     elif config.kb:
-        kb = warmstart.open_kb(config.kb)
+        kb, unreadable = warmstart.open_kb(config.kb)
+        if kb is None:  # without a warm start, --kb is only where the win is written back
+            raise GitkbError(f"--kb: {unreadable}")
     plan, commit_skipped = None, None
     if config.commit_winner:
         if config.kernel is None:

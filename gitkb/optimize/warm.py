@@ -29,6 +29,7 @@ def offer(run: Run) -> None:
         "store": str(run.config.kb),
         "store_commit": answer["commit"],
         "read_reason": answer["read_reason"],
+        "read_error": answer.get("read_error"),
         "kernel": answer["kernel"],
         "offered": [
             {k: r[k] for k in ("rank", "id", "type", "speedup", "comparable", "applies")}
@@ -41,6 +42,7 @@ def offer(run: Run) -> None:
     run.say(
         f"[gitkb] warm start mode={run.config.warm_start} "
         f"read_reason={answer['read_reason']} offered={len(answer['ranks'])}"
+        + (f" (cold start: {answer['read_error']})" if answer.get("read_error") else "")
     )
 
 
