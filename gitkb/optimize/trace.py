@@ -220,9 +220,11 @@ class TraceWriter:
         self.head: str | None = None
 
     def _commit(self, edits: dict[str, bytes], message: str) -> str:
+        from gitkb.vcs.worktree import sync_work_tree
+
         sha = self.repo.write_commit(self.head, edits, message)
         self.repo.update_ref(BRANCH, self.head, sha, reason="gitkb optimize")
-        self.repo.sync_work_tree(BRANCH, sha, sorted(edits))
+        sync_work_tree(self.repo, BRANCH, sha, sorted(edits))
         self.head = sha
         return sha
 
