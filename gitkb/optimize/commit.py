@@ -17,8 +17,12 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
+
+if TYPE_CHECKING:
+    from gitkb.vcs.kernel_repo import KernelRepo, KernelSnapshot
 
 ATTRIBUTION = "TLX agent authored"
 
@@ -125,8 +129,8 @@ class CommitPlan:
     """What the run must still find when it commits: taken before the run starts."""
 
     kernel: Path
-    repo: object  # GitKernelRepo | HgKernelRepo
-    snapshot: object  # KernelSnapshot
+    repo: KernelRepo
+    snapshot: KernelSnapshot
     baseline: bytes  # the target's work-tree bytes the run optimized
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
+from typing import Protocol
 from pathlib import Path
 
 from gitkb.errors import GitkbError, RefMoved
@@ -89,6 +90,41 @@ def _read_work_file(root: Path, path: str) -> bytes | None:
 def _last_lines(text: bytes, lines: int = 12, limit: int = 1500) -> str:
     shown = text.decode("utf-8", "replace").strip().splitlines()[-lines:]
     return " | ".join(line.rstrip() for line in shown if line.strip())[-limit:]
+
+
+class KernelRepo(Protocol):
+    """What `git kb optimize` needs of the user's repository, git or Mercurial alike."""
+
+    vcs: str
+
+    def head(self) -> str | None: ...
+
+    def work_bytes(self, path: str) -> bytes | None: ...
+
+    def snapshot(self, file: Path) -> KernelSnapshot: ...
+
+    def index_sha(self, path: str) -> str | None: ...
+
+    def index_bytes(self, snapshot: KernelSnapshot) -> bytes | None: ...
+
+    def commit_file(
+        self,
+        snapshot: KernelSnapshot,
+        *,
+        committed: bytes,
+        staged: bytes | None,
+        work: bytes,
+        before: bytes,
+        message: str,
+    ) -> str: ...
+
+    def changed_paths(self, sha: str) -> list[str]: ...
+
+    def read_at(self, sha: str, path: str) -> bytes | None: ...
+
+    def parents(self, sha: str) -> list[str]: ...
+
+    def message(self, sha: str) -> str: ...
 
 
 class GitKernelRepo:
@@ -391,6 +427,6 @@ class HgKernelRepo:
         return self._hg("log", "-r", sha, "-T", "{desc}").decode()
 
 
-def open_kernel_repo(file: Path, vcs: str = "auto") -> GitKernelRepo | HgKernelRepo:
+def open_kernel_repo(file: Path, vcs: str = "auto") -> KernelRepo:
     kind, root = find_kernel_repo(file, vcs)
     return GitKernelRepo(root) if kind == "git" else HgKernelRepo(root)
