@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
-from typing import Protocol
 from pathlib import Path
+from typing import Protocol
 
 from gitkb.errors import GitkbError, RefMoved
 from gitkb.fs import atomic_write
