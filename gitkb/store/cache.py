@@ -27,7 +27,7 @@ import json
 import logging
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,10 +148,29 @@ def _tracked(path: str) -> bool:
     return path.split("/", 1)[0] in CACHED_DIRS
 
 
+class RepoOpener:
+    """A repository opened on first use: a reader the cache answers for the commit main
+    names never loads the VCS layer's dulwich side."""
+
+    def __init__(self, location: Path | None, repo=None) -> None:
+        self.location = location
+        self._repo = repo
+
+    def __call__(self):
+        if self._repo is None:
+            from gitkb.vcs.repository import Repository
+
+            self._repo = Repository.open(self.location)
+        return self._repo
+
+    def loaded(self) -> bool:
+        return self._repo is not None
+
+
 class IndexCache:
     """The cached entries and files of one repository, at one commit at a time."""
 
-    def __init__(self, git_dir: Path | None, open_repo: Callable[[], object]) -> None:
+    def __init__(self, git_dir: Path | None, open_repo: RepoOpener) -> None:
         self.path = git_dir / CACHE_DIR / FILE_NAME if git_dir is not None else None
         self._open_repo = open_repo
         self._db: sqlite3.Connection | None = None
@@ -161,7 +180,7 @@ class IndexCache:
 
     @classmethod
     def of(cls, repo) -> IndexCache:
-        return cls(repo.git_dir, lambda: repo)
+        return cls(repo.git_dir, RepoOpener(None, repo))
 
     @property
     def repo(self):
@@ -337,7 +356,7 @@ class IndexCache:
             f"SELECT {_COLUMNS} FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
             (last, _SAMPLE),
         ).fetchall()
-        check_tree = self._repo_loaded() is not False
+        check_tree = self._open_repo.loaded()
         for held in picks:
             path, blob = held[0], held[1]
             found = self._db.execute("SELECT blob, raw FROM files WHERE path = ?", (path,))
@@ -352,10 +371,6 @@ class IndexCache:
             if check_tree and self.repo.blob_sha(self._commit, path) != blob:
                 return False
         return True
-
-    def _repo_loaded(self) -> bool | None:
-        loaded = getattr(self._open_repo, "loaded", None)
-        return loaded() if callable(loaded) else None
 
     def rebuild(self) -> None:
         """Rebuild the open snapshot's commit from its tree (the caller found a lie)."""

@@ -18,7 +18,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
 from gitkb.store import layout
-from gitkb.store.cache import IndexCache
+from gitkb.store.cache import IndexCache, RepoOpener
 from gitkb.store.view import StoreView
 from gitkb.vcs import plain
 
@@ -31,30 +31,11 @@ if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
 
-class _Opener:
-    """The store's repository, opened on first use: a reader the cache answers for the
-    commit main names never loads the VCS layer's dulwich side."""
-
-    def __init__(self, location: Path, repo: Repository | None = None) -> None:
-        self.location = location
-        self._repo = repo
-
-    def __call__(self) -> Repository:
-        if self._repo is None:
-            from gitkb.vcs.repository import Repository
-
-            self._repo = Repository.open(self.location)
-        return self._repo
-
-    def loaded(self) -> bool:
-        return self._repo is not None
-
-
 class Store:
     def __init__(self, location: Path, git_dir: Path, repo: Repository | None = None) -> None:
         self.location = location
         self.git_dir = git_dir
-        self._opener = _Opener(location, repo)
+        self._opener = RepoOpener(location, repo)
         self.cache = IndexCache(git_dir, self._opener)
 
     @property
