@@ -66,7 +66,7 @@ def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]
     for row in found:
         if row[1] is None:  # unreadable: where its folder files it, as a corrupt code record
             parts = row[6].split("/")
-            rows.append((None, curate.CODE_TYPES[0], None, *parts[2:5], row[6], row[7]))
+            rows.append((None, curate.CODE_TYPES[0], None, *parts[2:5], row[6], row[7], *row[8:]))
         elif row[1] in _KINDS and row[0] is not None:
             rows.append(row)
     return match, rows
@@ -158,7 +158,7 @@ def resolve(
     other_language: dict[tuple, int] = {}
     same_arch_total = 0
     for row in rows:
-        _, kind, status, vendor, record_arch, record_dsl, path, _ = row
+        _, kind, status, vendor, record_arch, record_dsl, path, _ = row[:8]
         is_code = kind in curate.CODE_TYPES
         counts["total"] += is_code
         if record_arch != hardware.arch:
