@@ -89,9 +89,11 @@ def parse_ledger(path: str, raw: bytes | None) -> Ledger:
 
 
 def read_ledger(store, record_id: str, commit: str | None = None) -> Ledger:
-    """The ledger of ``record_id`` in a store or a store view, at ``commit`` (its tip)."""
+    """The ledger of ``record_id`` in a store (at ``commit``, default its tip) or a store
+    view, read from the index cache."""
     path = ledger_path(record_id)
-    return parse_ledger(path, store.repo.read(commit or store.tip, path))
+    view = store.view(commit) if hasattr(store, "view") else store
+    return parse_ledger(path, view.read_files([path]).get(path))
 
 
 def retire_hint(counts: dict) -> str | None:
