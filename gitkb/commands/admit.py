@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, input_name, open_store, read_input, store_option
+from gitkb.store.admission import ACTIONS
 
 
 def _report(admission, as_json: bool) -> None:
@@ -20,7 +21,7 @@ def _report(admission, as_json: bool) -> None:
 @click.argument("files", nargs=-1, required=True)
 @click.option(
     "--action",
-    type=click.Choice(["insert", "confirm", "conflict"]),
+    type=click.Choice(ACTIONS),
     default="insert",
     show_default=True,
     help="insert a new record, confirm an existing one, or queue a conflict for a human.",
