@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("log", "Show the admission history, read from commit trailers."),
     "reindex": ("reindex", "Rebuild the index cache (and a work tree's records/index.json)."),
     "upgrade": ("upgrade", "Upgrade a store to format 2 (the index leaves history)."),
+    "renumber": ("renumber", "Give this clone's unpushed admission of an id a fresh id."),
     "validate": ("validate", "Run the gates on a store or a records folder."),
     "import": ("import_", "Import another tool's records (gpu-wiki, geak)."),
     "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),

@@ -196,3 +196,42 @@ def test_mine_files_an_optimizer_trace_under_the_label_it_states(tmp_path, store
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["label"] == label
     assert store.repo.resolve(f"refs/kb/traces/{label}") == result.document["trace"]["head"]
+
+
+def test_an_unreadable_store_is_a_cold_start_with_its_reason(tmp_path, store):
+    """A store that exists but cannot be read (its main's tree lost, the cache gone) does not
+    abort a warm-started run: the run goes on cold and says why."""
+    import shutil
+
+    first_run(tmp_path, store, variant(COST=50.0))
+    git("repack", "-a", "-d", "-q", cwd=store.location)
+    tree = git("rev-parse", "main^{tree}", cwd=store.location).stdout.strip()
+    objects = git("rev-list", "--objects", "--all", cwd=store.location).stdout.splitlines()
+    keep = [line.split()[0] for line in objects if line.split()[0] != tree]
+    (tmp_path / "pack").mkdir()
+    git("pack-objects", "-q", str(tmp_path / "pack" / "pack"), cwd=store.location,
+        input="\n".join(keep) + "\n")  # fmt: skip
+    packs = store.location / ".git" / "objects" / "pack"
+    for pack in packs.glob("pack-*"):
+        pack.unlink()
+    for pack in (tmp_path / "pack").iterdir():
+        shutil.move(pack, packs / pack.name)
+    shutil.rmtree(store.location / ".git" / "gitkb-cache")
+    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
+    result, lines = run(
+        tmp_path,
+        bundle,
+        replay=replay_dir(tmp_path, variant(COST=80.0)),
+        warm_start="on",
+        kb=str(store.location),
+    )
+    document = result.document
+    assert result.exit_code == 0, document
+    assert document["warm_start"]["read_reason"] == "read_failed"
+    assert "damaged" in document["warm_start"]["read_error"]
+    assert document["warm_start"]["offered"] == []
+    assert document["write_back"] == {
+        "attempted": False,
+        "reason": "the knowledge base could not be read",
+    }
+    assert any("cold start" in line for line in lines)

@@ -128,9 +128,18 @@ def _check_commit(repo: Repository, cache: IndexCache, commit: CommitInfo, chang
     if not merge:
         findings += _trailer_findings(commit, changes)
     findings += _index_file_findings(repo, parent, commit)
-    for change in changes:
-        if change.path.startswith(layout.LEDGER_DIR + "/"):
-            findings += _ledger_findings(repo, commit, change)
+    ledgers = {c.path: c for c in changes if c.path.startswith(layout.LEDGER_DIR + "/")}
+    for other in commit.parents[1:]:
+        # What a merge leaves out of another parent: its records, conflicts and ledgers
+        # may not be dropped (a `-s ours` merge would quietly undo a clone's admissions).
+        for change in (c for d in layout.ADMITTED_DIRS for c in repo.changes(other, commit.sha, d)):
+            if change.path.startswith(layout.LEDGER_DIR + "/"):
+                ledgers.setdefault(change.path, change)
+            elif change.kind == "delete" and change.path != INDEX_PATH:
+                what = f"the merge drops {change.path}, which {other[:12]} holds"
+                findings.append(Finding(layout.id_of(change.path), "history", what))
+    for change in ledgers.values():
+        findings += _ledger_findings(repo, commit, change)
     before = StoreView(
         repo,
         cache,
@@ -243,11 +252,11 @@ def _ledger_findings(repo, commit: CommitInfo, change: PathChange) -> list[Findi
     """Ledgers only grow: an ordinary commit appends lines; a merge keeps every line of
     every parent and adds none of its own."""
     record_id = layout.id_of(change.path)
-    if change.kind == "delete":
+    new = repo.read(commit.sha, change.path)
+    if new is None:
         return [Finding(record_id, "ledger", f"{change.path} is deleted; ledgers only grow")]
-    new = repo.blob(change.new_sha)
-    old = repo.blob(change.old_sha) if change.old_sha else b""
     if len(commit.parents) < 2:
+        old = repo.blob(change.old_sha) if change.old_sha else b""
         if not new.startswith(old):
             return [Finding(record_id, "ledger", f"{change.path}: lines were changed or removed")]
         return []

@@ -4,15 +4,18 @@ v0 is the baseline (``kernel.py``, ``solution.json``, ``definition.json``,
 ``memory/v0.json`` in one commit). Every evaluated experiment is the next
 version: a promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under
 the subject ``v<N>: <title> (+X.X%)``; a rejection or failure adds only its
-memory file under ``v<N>: reverted (<reason>) - dead-end recorded: <change>``,
-with the verdict in ``quality_gate``. A finalist that fails revalidation gets a
-commit restoring the baseline and rewriting its memory file as a failure. File
-contents are a deterministic function of the run's measurements.
+memory file under ``v<N>: reverted (<reason>)`` with the lesson in the body
+(``dead-end recorded: <change> <what happened, on which case, and why>``, see
+``lesson``) and the verdict in ``quality_gate``. A finalist that fails
+revalidation gets a commit restoring the baseline and rewriting its memory file
+as a failure. File contents are a deterministic function of the run's
+measurements.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from gitkb.optimize.scoring import Score
@@ -27,6 +30,72 @@ def dumps(document) -> bytes:
 def _clip(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# What a harness says before its own words: gitkb's prefixes, not the reason.
+_REPORTED = re.compile(r"^(?:verify raised |verify returned |build raised |build failed: )+")
+
+
+def _one_clause(text: str, limit: int = 200) -> str:
+    """``text`` as one clause of a dead-end line: its first line, with the commas that would
+    split it into several dead-ends turned into semicolons (mining splits on top-level
+    commas) and no sentence end inside."""
+    first = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+    first = _clip(first, limit).rstrip(".")
+    out, depth = [], 0
+    for ch in first:
+        depth += ch in "([{"
+        depth -= ch in ")]}" and depth > 0
+        out.append(";" if ch == "," and depth == 0 else ch)
+    return re.sub(r"\.\s+(?=[A-Za-z])", "; ", "".join(out))
+
+
+def _case_condition(parameters: dict) -> str:
+    """A case's parameters as a condition a reader can check: ``(rows=1024, cols=512)``."""
+    shown = [
+        f"{k}={v}"
+        for k, v in parameters.items()
+        if isinstance(v, str | int | float | bool) and len(str(v)) <= 40
+    ]
+    return f" ({', '.join(shown[:8])})" if shown else ""
+
+
+def lesson(experiment: dict, score: Score | None, parameters: dict[str, dict]) -> str:
+    """The dead-end line of a rejected or failed experiment: the change, the case it failed
+    verification on with that case's parameters, and the harness's own reason (``because
+    the harness reported ...``) when there is one; else what was measured. Only what the
+    run saw is written."""
+    change = _one_clause(experiment.get("change") or experiment["id"], 160)
+    diagnostics = experiment.get("diagnostics") or []
+    if score is None:
+        reported = [d for d in diagnostics if d.startswith(("build failed", "harness"))]
+        if reported:
+            why = _one_clause(_REPORTED.sub("", reported[0]))
+            return f"{change} does not build and run because the harness reported {why}"
+        return f"{change} was not evaluated: {_one_clause(diagnostics[0] if diagnostics else '-')}"
+    failed = [c for c in score.cases if not c.passed]
+    failed.sort(key=lambda c: not c.protected)
+    if failed:
+        case = failed[0]
+        kind = "protected case" if case.protected else "case"
+        where = f"{kind} {case.case_id}{_case_condition(parameters.get(case.case_id, {}))}"
+        said = [d for d in case.diagnostics if d.strip()]
+        text = f"{change} is incorrect on {where}"
+        if said:
+            text += f" because the harness reported {_one_clause(_REPORTED.sub('', said[0]))}"
+        passed = [c for c in score.cases if c.passed and c.speedup is not None]
+        if passed:
+            text += " while " + " and ".join(
+                f"{c.case_id} passed at {c.speedup:.3f}x" for c in passed[:3]
+            )
+        return text
+    measured = " and ".join(
+        f"{c.case_id}{_case_condition(parameters.get(c.case_id, {}))} at {c.speedup:.3f}x"
+        for c in score.cases
+        if c.speedup is not None
+    )
+    decision = _one_clause((diagnostics or ["rejected"])[0])
+    return f"{change} measured {measured} and was rejected: {decision}"
 
 
 def performance(score: Score, baseline: Score, incumbent_aggregate: float | None) -> dict:
@@ -197,11 +266,11 @@ class TraceWriter:
             ),
         )
 
-    def rejected(self, version: int, memory: dict, reason: str, change: str) -> str:
+    def rejected(self, version: int, memory: dict, reason: str, dead_end: str) -> str:
         from gitkb.vcs.trailers import format_message
 
         subject = f"v{version}: reverted ({_clip(reason, 60)})"
-        body = f"Verdict: reverted\n\ndead-end recorded: {_clip(change or 'candidate', 200)}"
+        body = f"Verdict: reverted\n\ndead-end recorded: {_clip(dead_end, 600)}"
         return self._commit(
             {f"memory/v{version}.json": dumps(memory)}, format_message(subject, body)
         )

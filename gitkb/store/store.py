@@ -84,7 +84,14 @@ class Store:
         tip = repo.resolve(layout.BRANCH)
         if tip is None:
             raise NotAStore(f"{location} is not a gitkb store: it has no main branch")
-        if repo.blob_sha(tip, layout.CONFIG_PATH) is None:
+        try:
+            config = repo.blob_sha(tip, layout.CONFIG_PATH)
+        except (KeyError, ValueError, OSError) as exc:
+            raise GitkbError(
+                f"{location}: main ({tip[:12]}) cannot be read: the repository is damaged "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        if config is None:
             raise NotAStore(f"{location} is not a gitkb store: no {layout.CONFIG_PATH} on main")
         store = cls(location, repo.git_dir, repo)
         if not isinstance(store.config(tip).get("store"), dict):

@@ -490,6 +490,23 @@ class Repository:
         self.add_object(tree)
         return tree.id
 
+    def _blob_edits(
+        self, edits: Mapping[str, bytes | None]
+    ) -> dict[tuple[bytes, ...], bytes | None]:
+        """Slash paths -> new bytes (None: delete) as path parts -> written blob ids."""
+        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
+        for path, data in edits.items():
+            parts = tuple(_b(p) for p in path.split("/") if p)
+            if not parts or any(p in (b".", b"..") for p in parts):
+                raise GitkbError(f"refusing to write outside the tree: {path!r}")
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+        return blob_edits
+
+    def _empty_tree(self) -> bytes:
+        empty = Tree()
+        self.add_object(empty)
+        return empty.id
+
     def write_commit(
         self,
         parent: str | None,
@@ -502,18 +519,9 @@ class Repository:
 
         ``edits`` maps a slash path to new file bytes, or to None to delete it.
         """
-        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
-        for path, data in edits.items():
-            parts = tuple(_b(p) for p in path.split("/") if p)
-            if not parts or any(p in (b".", b"..") for p in parts):
-                raise GitkbError(f"refusing to write outside the tree: {path!r}")
-            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+        blob_edits = self._blob_edits(edits)
         base_tree = self.tree_of(parent) if parent else None
-        tree_id = self._edit_tree(base_tree, blob_edits)
-        if tree_id is None:
-            empty = Tree()
-            self.add_object(empty)
-            tree_id = empty.id
+        tree_id = self._edit_tree(base_tree, blob_edits) or self._empty_tree()
         committer = identity()
         now = int(time.time()) if when is None else when
         offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
@@ -525,6 +533,24 @@ class Repository:
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = offset
         commit.encoding = b"UTF-8"
+        commit.message = _b(message)
+        self.add_object(commit)
+        return commit.id.decode()
+
+    def rewrite_commit(
+        self, sha: str, parents: list[str], edits: Mapping[str, bytes | None], message: str
+    ) -> str:
+        """Write a copy of commit ``sha`` with other ``parents``, ``edits`` applied to its own
+        tree and another ``message``; authors, committers and their dates stay."""
+        original = self.get_object(_b(sha))
+        blob_edits = self._blob_edits(edits)
+        tree_id = self._edit_tree(original.tree, blob_edits) if blob_edits else original.tree
+        commit = Commit()
+        commit.tree = tree_id or self._empty_tree()
+        commit.parents = [_b(p) for p in parents]
+        for name in ("author", "committer", "author_time", "commit_time", "author_timezone",
+                     "commit_timezone", "encoding"):  # fmt: skip
+            setattr(commit, name, getattr(original, name))
         commit.message = _b(message)
         self.add_object(commit)
         return commit.id.decode()

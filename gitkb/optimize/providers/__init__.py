@@ -76,6 +76,7 @@ class ProviderOptions:
     agent_bin: str | None = None
     replay_dir: str | None = None
     agent_timeout_s: float = 1800.0
+    model: str | None = None  # --model: the model an agent CLI uses
     kb: str | None = None  # the knowledge base a warm start reads (--kb)
 
 
