@@ -219,3 +219,27 @@ def write_out(
         )
     _write(out / "kb_references" / "index.md", "\n".join(index_lines) + "\n")
     _write(out / "resolve.json", json.dumps(answer, indent=1, ensure_ascii=False) + "\n")
+
+
+def note_tried(references: Path, tried: list[dict]) -> None:
+    """After a run judged the offered ranks: list those whose code did not hold up on this
+    box (``tried``: record, outcome, experiment, prose path) under a "Reference only"
+    heading of ``index.md``, so the run's agents read them for the idea, not the code."""
+    if not tried:
+        return
+    lines = [
+        "",
+        "## Reference only: tried in this run",
+        "",
+        "Their code did not hold up here (the outcome is on each record's ledger); read them "
+        "for the idea, do not adopt them again.",
+        "",
+        "| record | outcome | experiment | prose |",
+        "|---|---|---|---|",
+    ]
+    for item in tried:
+        prose = Path(item["prose_path"]).name if item.get("prose_path") else ""
+        lines.append(f"| {item['record']} | {item['outcome']} | {item['experiment']} | {prose} |")
+    index = references / "index.md"
+    text = index.read_text(encoding="utf-8") if index.is_file() else ""
+    _write(index, text + "\n".join(lines) + "\n")
