@@ -34,6 +34,18 @@ def first_run(tmp_path, store: Store, stored_kernel: str, cases=None) -> dict:
     return result.document
 
 
+def warm_run(tmp_path, store: Store, kernel: str, warm_start: str = "on"):
+    """A run warm-started (``warm_start``) from ``store``, whose rounds replay ``kernel``."""
+    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
+    return run(
+        tmp_path,
+        bundle,
+        replay=replay_dir(tmp_path, kernel),
+        warm_start=warm_start,
+        kb=str(store.location),
+    )
+
+
 def reference_kernel_id(store: Store) -> str:
     [entry] = [e for e in store.view().entries() if e["type"] == "reference-kernel"]
     return entry["id"]
@@ -158,14 +170,7 @@ def test_warm_start_off_ignores_the_store(tmp_path, store):
 def test_reference_mode_mirrors_prose_and_adopts_nothing(tmp_path, store):
     first_run(tmp_path, store, variant(COST=50.0))
     before = store.tip
-    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
-    result, _ = run(
-        tmp_path,
-        bundle,
-        replay=replay_dir(tmp_path, variant(COST=80.0)),
-        warm_start="reference",
-        kb=str(store.location),
-    )
+    result, _ = warm_run(tmp_path, store, variant(COST=80.0), "reference")
     document = result.document
     assert document["warm_start"]["offered"] and document["warm_start"]["candidates"] == []
     assert document["warm_start"]["adopted"] is None
@@ -253,14 +258,7 @@ def test_write_back_after_adopting_is_the_records_confirmation_and_the_runs_own_
     first_run(tmp_path, store, variant(COST=50.0))
     stored = reference_kernel_id(store)
     before = _records(store)
-    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
-    result, _ = run(
-        tmp_path,
-        bundle,
-        replay=replay_dir(tmp_path, variant(COST=25.0)),
-        warm_start="on",
-        kb=str(store.location),
-    )
+    result, _ = warm_run(tmp_path, store, variant(COST=25.0), "on")
     document = result.document
     assert document["warm_start"]["adopted"]["record"] == stored
     label = document["trace"]["label"]
@@ -312,14 +310,7 @@ def test_a_run_that_adds_nothing_to_the_adopted_code_files_no_record(tmp_path, s
     first_run(tmp_path, store, variant(COST=50.0))
     stored = reference_kernel_id(store)
     before = _records(store)
-    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
-    result, _ = run(
-        tmp_path,
-        bundle,
-        replay=replay_dir(tmp_path, variant(COST=80.0)),  # slower than the adopted code
-        warm_start="on",
-        kb=str(store.location),
-    )
+    result, _ = warm_run(tmp_path, store, variant(COST=80.0), "on")  # slower than adopted
     document = result.document
     assert document["winner"] == "ws-01" and document["incremental_speedup"] == 1.0
     write_back = document["write_back"]
