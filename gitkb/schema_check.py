@@ -93,10 +93,17 @@ def compile_schema(root: dict) -> Check:
         if keyword == "type":
             names = value if isinstance(value, list) else [value]
             tests = [_TYPES[n] for n in names]
+            if len(tests) == 1:
+                return tests[0]
             return lambda v: any(t(v) for t in tests)
         if keyword == "enum":
+            if all(isinstance(option, str) for option in value):
+                strings = frozenset(value)  # the common case, as one set lookup
+                return lambda v: isinstance(v, str) and v in strings
             return lambda v: any(json_equal(v, option) for option in value)
         if keyword == "const":
+            if isinstance(value, str):
+                return lambda v: isinstance(v, str) and v == value
             return lambda v: json_equal(v, value)
         if keyword == "$ref":
             return ref(value)
@@ -105,9 +112,17 @@ def compile_schema(root: dict) -> Check:
             return lambda v: not isinstance(v, dict) or all(k in v for k in keys)
         if keyword == "properties":
             props = {k: build(s) for k, s in value.items()}
-            return lambda v: (
-                not isinstance(v, dict) or all(props[k](v[k]) for k in v.keys() & props.keys())
-            )
+
+            def properties(v: object) -> bool:
+                if not isinstance(v, dict):
+                    return True
+                for key, item in v.items():
+                    check = props.get(key)
+                    if check is not None and not check(item):
+                        return False
+                return True
+
+            return properties
         if keyword == "additionalProperties":
             known = set(schema.get("properties", {}))
             if "patternProperties" in schema:

@@ -427,14 +427,14 @@ class IndexCache:
     def _set_commit(self, commit: str) -> None:
         db = self._db
         db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
-        config = None
-        if commit:
-            repo = self.repo
-            sha = repo.blob_sha(commit, CONFIG_PATH)
-            config = (CONFIG_PATH, sha, zlib.compress(repo.blob(sha), 1)) if sha else None
-        db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
-        if config:
-            db.execute("INSERT INTO files VALUES (?, ?, ?)", config)
+        # gitkb.toml rides along (Store.open's quick path reads it); it seldom changes.
+        sha = self.repo.blob_sha(commit, CONFIG_PATH) if commit else None
+        held = db.execute("SELECT blob FROM files WHERE path = ?", (CONFIG_PATH,)).fetchone()
+        if (held and held[0]) != sha:
+            db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
+            if sha:
+                raw = zlib.compress(self.repo.blob(sha), 1)
+                db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
         self._commit = commit
 
     def _delete(self, paths: list[str]) -> None:
