@@ -98,13 +98,14 @@ class _Demo:
         """A scratch git repository holding the example kernel as its only commit."""
         from gitkb.vcs.repository import Repository
         from gitkb.vcs.trailers import format_message
+        from gitkb.vcs.worktree import sync_work_tree
 
         repo = Repository.init(path)
         commit = repo.write_commit(
             None, {"kernel.py": source}, format_message("Add the blocked matmul kernel")
         )
         repo.update_ref(BRANCH, None, commit)
-        repo.sync_work_tree(BRANCH, commit, ["kernel.py"])
+        sync_work_tree(repo, BRANCH, commit, ["kernel.py"])
         return path / "kernel.py"
 
     def optimize(self, output: Path, kernel: Path, budget: dict, **warm) -> dict:

@@ -231,9 +231,11 @@ class TraceWriter:
         self.reference = 1.0  # the aggregate of v0's code against the kernel as found
 
     def _commit(self, edits: dict[str, bytes], message: str) -> str:
+        from gitkb.vcs.worktree import sync_work_tree
+
         sha = self.repo.write_commit(self.head, edits, message)
         self.repo.update_ref(BRANCH, self.head, sha, reason="gitkb optimize")
-        self.repo.sync_work_tree(BRANCH, sha, sorted(edits))
+        sync_work_tree(self.repo, BRANCH, sha, sorted(edits))
         self.head = sha
         return sha
 

@@ -119,6 +119,7 @@ class Store:
         import tomli_w
 
         from gitkb.resources import data_dir
+        from gitkb.vcs import worktree
         from gitkb.vcs.repository import Repository
         from gitkb.vcs.trailers import format_message
 
@@ -145,7 +146,7 @@ class Store:
         )
         commit = repo.write_commit(None, files, message)
         repo.update_ref(layout.BRANCH, None, commit, reason="gitkb: init")
-        repo.sync_work_tree(layout.BRANCH, commit, list(files))
+        worktree.sync_work_tree(repo, layout.BRANCH, commit, list(files))
         return cls(location, repo.git_dir, repo)
 
     # ----------------------------------------------------------------- reading

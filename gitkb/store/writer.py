@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
 from gitkb.store import layout
 from gitkb.store.view import StoreView
+from gitkb.vcs import worktree
 from gitkb.vcs.trailers import format_message, parse_trailers
 
 log = logging.getLogger("gitkb")
@@ -111,9 +112,9 @@ def write(store, builds: list[Builder], on_refusal: str = "stop") -> list[Admiss
         return admissions
     repo = store.repo
     try:
-        with repo.writer_lock() as recovered:
+        with worktree.writer_lock(repo) as recovered:
             if recovered:
-                repo.repair_work_tree(layout.BRANCH)
+                worktree.repair_work_tree(repo, layout.BRANCH)
             pending = list(builds)
             if store.format == layout.FORMAT_1 and store.upgrade_change not in pending:
                 log.warning("%s uses store format 1 (a committed index): upgrading it first "
@@ -144,9 +145,9 @@ def rewrite(store, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, s
     rewrites history). Returns (old tip, new tip)."""
     repo = store.repo
     try:
-        with repo.writer_lock() as recovered:
+        with worktree.writer_lock(repo) as recovered:
             if recovered:
-                repo.repair_work_tree(layout.BRANCH)
+                worktree.repair_work_tree(repo, layout.BRANCH)
             tip = store.tip
             with repo.batch():
                 new, touched = build(tip)
@@ -221,7 +222,7 @@ def _write_chunk(
 
 def _sync_work_tree(store, tip: str, touched: set[str], done: list[Admission]) -> None:
     try:
-        store.repo.sync_work_tree(layout.BRANCH, tip, sorted(touched))
+        worktree.sync_work_tree(store.repo, layout.BRANCH, tip, sorted(touched))
     except OSError as exc:
         error = GitkbError(
             f"{store.location}: main is at {tip[:12]}, but the work tree could not "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import logging
 import os
 import re
@@ -26,8 +25,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved, os_reason
-from gitkb.fs import atomic_write
+from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
 from gitkb.vcs import pack
 from gitkb.vcs.plain import identity
 from gitkb.vcs.trailers import parse_trailers
@@ -36,9 +34,6 @@ ZERO_SHA = "0" * 40
 FILE_MODE = 0o100644
 TREE_MODE = 0o040000
 
-# A ref lock that is still there this long after we took the writer lock was
-# left by a killed process: C git holds such locks for milliseconds.
-_STALE_REF_LOCK_WAIT_S = 1.0
 # Work-tree files are written here first and renamed into place, so a crash
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
@@ -606,106 +601,3 @@ class Repository:
         if target and target.startswith(b"ref: "):
             return target[5:].strip().decode()
         return None
-
-    def sync_work_tree(self, branch_ref: str, commit: str, paths: list[str]) -> None:
-        """After a commit written without a work tree, bring the checked-out files and the
-        index entries of ``paths`` up to ``commit`` (only when HEAD is on ``branch_ref``)."""
-        from dulwich.index import index_entry_from_stat
-
-        work_tree = self.work_tree
-        if work_tree is None or self.head_branch() != branch_ref:
-            return
-        index = self._repo.open_index()
-        for path in paths:
-            target = work_tree / path
-            sha = self.blob_sha(commit, path)
-            key = _b(path)
-            if sha is None:
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-                if key in index:
-                    del index[key]
-                continue
-            atomic_write(target, self.blob(sha), tmp_dir=self.git_dir / WORK_TREE_TMP)
-            index[key] = index_entry_from_stat(os.lstat(target), _b(sha), FILE_MODE)
-        index.write()
-
-    # ----------------------------------------------------------------- locking
-
-    @contextlib.contextmanager
-    def writer_lock(self, timeout: float | None = None) -> Iterator[bool]:
-        """Serialize gitkb writers on this repository; yields True when a crashed writer
-        held the lock last (the caller then repairs what that writer may have left).
-
-        An ``flock`` on ``gitkb-writer.lock`` in the git directory: the kernel
-        drops it when a holder dies, and the holder's pid written inside tells
-        the next writer that a crash happened.
-        """
-        if timeout is None:
-            timeout = float(os.environ.get("GITKB_LOCK_TIMEOUT", "120"))
-        path = self.git_dir / "gitkb-writer.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise LockTimeout(
-                            f"{path}: another gitkb writer held the lock for over {timeout:.0f} s"
-                        ) from None
-                    time.sleep(0.005)
-            previous = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-            if previous:
-                log.warning(
-                    "recovered the writer lock of %s: process %s stopped while holding it",
-                    self.git_dir,
-                    previous,
-                )
-                self._clear_stale_locks()
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-            try:
-                yield bool(previous)
-            finally:
-                os.ftruncate(fd, 0)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def _clear_stale_locks(self) -> None:
-        """Remove the ``.lock`` files a killed writer left on refs, the index and loose objects."""
-        candidates = [self.git_dir / "index.lock", self.git_dir / "packed-refs.lock"]
-        candidates += list((self.git_dir / "refs").rglob("*.lock"))
-        deadline = time.monotonic() + _STALE_REF_LOCK_WAIT_S
-        for lock in candidates:
-            while lock.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if lock.exists():
-                lock.unlink()
-                log.warning("removed stale lock %s", lock)
-        partials = [
-            *(self.git_dir / "objects").glob("??/*.lock"),
-            *(self.git_dir / WORK_TREE_TMP).glob("*"),
-        ]
-        for partial in partials:
-            partial.unlink(missing_ok=True)
-
-    def repair_work_tree(self, branch_ref: str) -> None:
-        """Bring every checked-out file whose index entry lags ``branch_ref`` up to it:
-        after a writer died between moving the ref and updating the work tree."""
-        if self.work_tree is None or self.head_branch() != branch_ref:
-            return
-        tip = self.resolve(branch_ref)
-        if tip is None:
-            return
-        index = self._repo.open_index()
-        stale = [
-            (new or old).decode("utf-8", "surrogateescape")
-            for (old, new), _, _ in index.changes_from_tree(self._objects, self.tree_of(tip))
-        ]
-        if stale:
-            self.sync_work_tree(branch_ref, tip, stale)
-            log.warning("repaired %d work-tree files left behind by the crash", len(stale))
