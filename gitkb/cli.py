@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "attest": ("attest", "Record a warm-start outcome in the record's ledger."),
     "retract": ("retract", "Take a record back (tombstone; the record stays)."),
     "unretract": ("unretract", "Lift a record's retraction."),
+    "curate": ("curate", "Retire what the ledgers say to retire (--retire; dry run by default)."),
     "optimize": ("optimize", "Optimize a kernel with a harness bundle; commit the winner (JSON)."),
     "mine": ("mine", "Mine a trace repository into records: one admission commit each."),
     "recon": ("recon", "Print a trace's evidence-density report (ingest and recon only)."),

@@ -1,7 +1,9 @@
-"""The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product."""
+"""The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product,
+page (the measurement class warm start matches on)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -11,6 +13,10 @@ from gitkb.resources import data_dir
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
 _NO_HARDWARE = {"local", ""}
+# An AMD compile target (gfx942, gfx90a, gfx1201) in any text, e.g. 'gfx942:sramecc+:xnack-'.
+GFX = re.compile(r"gfx[0-9]+[a-z]?", re.IGNORECASE)
+# Where a gfx id the table does not know is filed: AMD, no family clean-1.3 can name.
+UNKNOWN_GFX_ARCH = "generic"
 
 
 @dataclass(frozen=True)
@@ -19,6 +25,7 @@ class Hardware:
     arch: str
     product: str | None
     token: str  # the table token that decided
+    page: str | None = None  # the measurement class; None: the token names no product
 
 
 @cache
@@ -27,8 +34,10 @@ def table() -> dict[str, Hardware]:
     for path in sorted(data_dir("targets").glob("*/hardware.toml")):
         data = tomllib.loads(path.read_text())
         for token, entry in data.get("tokens", {}).items():
+            product = entry.get("product")
+            page = entry.get("page", product)
             tokens[token.lower()] = Hardware(
-                data["vendor"], entry["arch"], entry.get("product"), token
+                data["vendor"], entry["arch"], product, token, page or None
             )
     return tokens
 
@@ -45,6 +54,30 @@ def lookup(text: str | None) -> Hardware | None:
     return tokens[max(contained, key=len)] if contained else None
 
 
+def gfx_of(text: object) -> str | None:
+    """The first gfx id in ``text``, lowercased; None when there is none."""
+    found = GFX.search(text) if isinstance(text, str) else None
+    return found.group(0).lower() if found else None
+
+
+def identify(text: str | None) -> Hardware | None:
+    """Like ``lookup``, but a gfx id the table does not know is kept as its own product and
+    page (AMD, arch ``generic``) instead of being dropped; a gfx id in the text decides
+    before any other token, as it names exactly what was compiled for."""
+    gfx = gfx_of(text)
+    if gfx is not None:
+        known = table().get(gfx)
+        return known or Hardware("amd", UNKNOWN_GFX_ARCH, gfx, gfx, gfx)
+    return lookup(text)
+
+
+def page_of(text: str | None) -> str | None:
+    """The measurement class a hardware string names; None when it names none (a family,
+    a backend, or nothing known)."""
+    found = identify(text)
+    return found.page if found is not None else None
+
+
 def require(text: str) -> Hardware:
     """Like lookup, but an unknown token is an error naming the known ones."""
     found = lookup(text)
@@ -56,3 +89,8 @@ def require(text: str) -> Hardware:
 
 def arches() -> set[str]:
     return {hw.arch for hw in table().values()}
+
+
+def vendors_of(arch: str) -> set[str]:
+    """The vendors whose tokens name ``arch``."""
+    return {hw.vendor for hw in table().values() if hw.arch == arch}

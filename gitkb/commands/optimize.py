@@ -1,6 +1,7 @@
 import click
 
 from gitkb.optimize.bundle import Budget
+from gitkb.optimize.providers.warmstart import MODES as WARM_START_MODES
 
 
 class _UsageExitsOne(click.Command):
@@ -106,7 +107,7 @@ def _file(flag: str, help_text: str):
 @click.option("--commit-message", help="Subject of the winner commit.")
 @click.option(
     "--warm-start",
-    type=click.Choice(["on", "reference", "off"]),
+    type=click.Choice(WARM_START_MODES),
     default="off",
     show_default=True,
     help="Seed the run from a knowledge base (needs --kb): on adopts the best verified "

@@ -50,24 +50,10 @@ class _Loop:
     # ------------------------------------------------------------------ the baseline
 
     def record_baseline(self) -> None:
+        """The kernel as the run found it, measured: the first best."""
         run, base = self.run, self.base
         base.score.aggregate = 1.0
         experiment = record(run, "baseline", 0, None, "baseline", None, base, [], 0)
-        run.trace.baseline(
-            run.baseline_source,
-            memory_record(
-                0,
-                experiment,
-                base.score,
-                base.score,
-                None,
-                experiments.profiler_evidence(run, base.profiles),
-            ),
-            operator=run.operator,
-            description=(run.bundle.target.get("optimization_guidance") or "")[:500],
-            hardware=hardware_tokens(run.bundle.target),
-            label=run.trace_label,
-        )
         self.best = {
             "id": "baseline",
             "source": run.baseline_source,
@@ -77,6 +63,35 @@ class _Loop:
             "experiment": experiment,
             "profiles": base.profiles,
         }
+
+    def start_trace(self, adopted: str | None) -> None:
+        """The trace's v0: the code the run's own work starts from. After a warm start that
+        is the adopted record's code (``adopted``: its id), so mining files only what the
+        run changed on top of it, measured against it; the adoption itself is the record's
+        attestation and confirmation, never a technique of this run."""
+        run, best = self.run, self.best
+        start = best["experiment"]
+        if adopted is not None:
+            start = dict(start, status="baseline", category="baseline", change="", hypothesis="")
+        run.trace.baseline(
+            best["source"],
+            memory_record(
+                0,
+                start,
+                best["score"],
+                best["score"],
+                None,
+                experiments.profiler_evidence(run, best["profiles"]),
+                reference=best["aggregate"],
+            ),
+            operator=run.operator,
+            description=(run.bundle.target.get("optimization_guidance") or "")[:500],
+            hardware=hardware_tokens(run.bundle.target),
+            label=run.trace_label,
+            adopted=adopted,
+            reference=best["aggregate"],
+        )
+        self.best = dict(best, version=0)
 
     # ------------------------------------------------------------------ rounds
 
@@ -135,8 +150,9 @@ class _Loop:
 
     # ------------------------------------------------------------------ one candidate
 
-    def judge(self, candidate, exp_id: str, round_no: int) -> dict:
-        """Check, evaluate and decide one candidate; record it; commit it to the trace."""
+    def judge(self, candidate, exp_id: str, round_no: int, traced: bool = True) -> dict:
+        """Check, evaluate and decide one candidate; record it; commit it to the trace
+        (``traced``; a warm-start candidate is not: its verdict is an attestation)."""
         run, best, base = self.run, self.best, self.base.score
         parent = best["id"]
         announce(run, exp_id, candidate)
@@ -152,38 +168,41 @@ class _Loop:
             decide_line(run, exp, best["aggregate"])
             return {"status": "rejected", "experiment": exp}
         self.seen.add(scoring.source_key(candidate.source))
-        self.version += 1
+        self.version += traced
+        version = self.version if traced else None
         measurement, verdict = self.measure_and_decide(candidate, exp_id, best["aggregate"])
         status, diagnostics = "failed", measurement.diagnostics
         if verdict is not None:
             status = "promoted" if verdict.promoted else "rejected"
             diagnostics = verdict.reasons + measurement.diagnostics
         exp = record(
-            run, exp_id, round_no, parent, status, candidate, measurement, diagnostics,
-            self.version,
-        )  # fmt: skip
+            run, exp_id, round_no, parent, status, candidate, measurement, diagnostics, version
+        )
         decide_line(run, exp, best["aggregate"])
-        evidence = experiments.profiler_evidence(run, measurement.profiles)
-        memory = memory_record(
-            self.version, exp, measurement.score, base, best["aggregate"], evidence
-        )
-        if status != "promoted":
-            experiments.trace_rejection(run, exp, measurement, self.version, memory)
-            return {"status": status, "experiment": exp}
         score = measurement.score
-        run.trace.promoted(
-            self.version,
-            candidate.source,
-            memory,
-            candidate.commit_title or candidate.change or exp_id,
-            (score.aggregate / best["aggregate"] - 1) * 100,
-        )
+        if traced:
+            evidence = experiments.profiler_evidence(run, measurement.profiles)
+            memory = memory_record(
+                version, exp, score, base, best["aggregate"], evidence, run.trace.reference
+            )
+            if status != "promoted":
+                experiments.trace_rejection(run, exp, measurement, version, memory)
+            else:
+                run.trace.promoted(
+                    version,
+                    candidate.source,
+                    memory,
+                    candidate.commit_title or candidate.change or exp_id,
+                    (score.aggregate / best["aggregate"] - 1) * 100,
+                )
+        if status != "promoted":
+            return {"status": status, "experiment": exp}
         new_best = {
             "id": exp_id,
             "source": candidate.source,
             "score": score,
             "aggregate": score.aggregate,
-            "version": self.version,
+            "version": version,
             "experiment": exp,
             "profiles": measurement.profiles,
         }
@@ -225,8 +244,9 @@ class _Loop:
         )
 
     def judge_offered(self, offered, exp_id: str) -> dict:
-        """A warm-start candidate, judged like a round candidate (round 0)."""
-        outcome = self.judge(offered, exp_id, 0)
+        """A warm-start candidate, judged like a round candidate (round 0), kept out of the
+        trace: what it did goes to the record's ledger."""
+        outcome = self.judge(offered, exp_id, 0, traced=False)
         if outcome["status"] != "promoted":
             self.exclusions.append(exclusion(outcome["experiment"]))
         return outcome
@@ -295,6 +315,7 @@ def run(config: RunConfig) -> RunResult:
         base = validate(state)
         loop = _Loop(state, base)
         loop.record_baseline()
+        adopted = None
         if config.warm_start == "on":
             adopted = warm.adopt(
                 state,
@@ -303,6 +324,7 @@ def run(config: RunConfig) -> RunResult:
             )
             if adopted is not None:
                 loop.best = adopted["best"]
+        loop.start_trace(state.warm_report["adopted"]["record"] if adopted else None)
         return _finish(state, loop, loop.rounds())
     except BundleChanged as exc:
         state.say(f"[gitkb] run stopped: {exc.message}")

@@ -60,17 +60,19 @@ def revalidate(run: Run, best: dict, base: Measurement) -> tuple[Measurement, di
     failed = dict(
         best["experiment"], status="rejected", diagnostics=[f"finalist revalidation failed: {why}"]
     )
-    run.trace.revalidation_failed(
-        best["version"],
-        run.baseline_source,
-        memory_record(
+    if best["version"]:  # v0 (adopted warm-start code) is the trace's start, no step to revert
+        run.trace.revalidation_failed(
             best["version"],
-            failed,
-            final.score,
-            base.score,
-            None,
-            profiler_evidence(run, final.profiles),
-        ),
-    )
+            run.trace.start_source,
+            memory_record(
+                best["version"],
+                failed,
+                final.score,
+                base.score,
+                None,
+                profiler_evidence(run, final.profiles),
+                run.trace.reference,
+            ),
+        )
     run.say(f"[gitkb] final {best['id']} status=revalidation_failed reason={why[:300]!r}")
     return final, block

@@ -1,15 +1,18 @@
 """The run's trace: a git repository in the format mining reads (specs/TRACE_FORMAT.md).
 
 v0 is the baseline (``kernel.py``, ``solution.json``, ``definition.json``,
-``memory/v0.json`` in one commit). Every evaluated experiment is the next
-version: a promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under
-the subject ``v<N>: <title> (+X.X%)``; a rejection or failure adds only its
-memory file under ``v<N>: reverted (<reason>)`` with the lesson in the body
-(``dead-end recorded: <change> <what happened, on which case, and why>``, see
-``lesson``) and the verdict in ``quality_gate``. A finalist that fails
-revalidation gets a commit restoring the baseline and rewriting its memory file
-as a failure. File contents are a deterministic function of the run's
-measurements.
+``memory/v0.json`` in one commit): the code the run's own work starts from, the kernel
+as the run found it or, after a warm start, the knowledge base's code it adopted (the
+adoption is that record's attestation and confirmation, not a step of this run: mining
+files only what the run changed on top of it, with gains and ``speedup_vs_ref_geomean``
+measured against it). Every evaluated experiment of the rounds is the next version: a
+promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under the subject ``v<N>:
+<title> (+X.X%)``; a rejection or failure adds only its memory file under ``v<N>:
+reverted (<reason>)`` with the lesson in the body (``dead-end recorded: <change> <what
+happened, on which case, and why>``, see ``lesson``) and the verdict in
+``quality_gate``. A finalist that fails revalidation gets a commit restoring the
+baseline and rewriting its memory file as a failure. File contents are a deterministic
+function of the run's measurements.
 """
 
 from __future__ import annotations
@@ -98,8 +101,11 @@ def lesson(experiment: dict, score: Score | None, parameters: dict[str, dict]) -
     return f"{change} measured {measured} and was rejected: {decision}"
 
 
-def performance(score: Score, baseline: Score, incumbent_aggregate: float | None) -> dict:
-    """The ``performance`` block of one measured version (numbers of its passing cases)."""
+def performance(
+    score: Score, baseline: Score, incumbent_aggregate: float | None, reference: float = 1.0
+) -> dict:
+    """The ``performance`` block of one measured version (numbers of its passing cases);
+    ``reference``: the aggregate of the trace's v0 (1.0 unless it is adopted code)."""
     from gitkb.optimize.scoring import weighted_geomean
 
     measured = [c for c in score.cases if c.passed]
@@ -110,7 +116,7 @@ def performance(score: Score, baseline: Score, incumbent_aggregate: float | None
         "latency_us_geomean": geomean,
         "latency_us_arith_mean": sum(medians) / len(medians) if medians else None,
         "latency_us_by_shape": {c.case_id: c.median_us for c in measured},
-        "speedup_vs_ref_geomean": score.aggregate,
+        "speedup_vs_ref_geomean": None if score.aggregate is None else score.aggregate / reference,
         "measurement_scope": "real_evaluator_shapes",
         "shape_ids_are_opaque": False,
         "measurement_status": "complete" if len(measured) == len(score.cases) else "incomplete",
@@ -136,8 +142,10 @@ def memory_record(
     baseline: Score | None,
     incumbent_aggregate: float | None,
     profiler: dict,
+    reference: float = 1.0,
 ) -> dict:
-    """``memory/v<N>.json`` for one experiment (or the baseline, version 0)."""
+    """``memory/v<N>.json`` for one experiment (or the baseline, version 0); ``reference``:
+    the aggregate of the trace's v0."""
     promoted = experiment["status"] in ("promoted", "baseline")
     measured = score is not None and any(c.passed for c in score.cases)
     correctness = "UNKNOWN"
@@ -153,7 +161,7 @@ def memory_record(
     rel_errs = [e[1] for e in errors if isinstance(e[1], int | float)]
     record = {
         "version": f"v{version}",
-        "performance": performance(score, baseline or score, incumbent_aggregate)
+        "performance": performance(score, baseline or score, incumbent_aggregate, reference)
         if measured
         else {
             "measurement_status": "not_evaluated_or_incomplete",
@@ -218,6 +226,9 @@ class TraceWriter:
         self.path = Path(path)
         self.repo = Repository.init(self.path)
         self.head: str | None = None
+        self.start: str | None = None  # the v0 commit
+        self.start_source: str | None = None  # v0's kernel.py
+        self.reference = 1.0  # the aggregate of v0's code against the kernel as found
 
     def _commit(self, edits: dict[str, bytes], message: str) -> str:
         from gitkb.vcs.worktree import sync_work_tree
@@ -236,7 +247,11 @@ class TraceWriter:
         description: str,
         hardware: list[str],
         label: str,
+        adopted: str | None = None,
+        reference: float = 1.0,
     ) -> str:
+        """v0. ``adopted``: the store record whose code a warm start adopted (``source``),
+        ``reference`` its aggregate against the kernel as the run found it."""
         from gitkb.vcs.trailers import format_message
 
         # trace_label: what the run calls this trace (its KB-Trace trailer); mining files
@@ -247,15 +262,25 @@ class TraceWriter:
             "trace_label": label,
         }
         definition = {"name": operator, "description": description, "axes": {}}
-        return self._commit(
+        subject, body = "v0: baseline kernel", "The kernel as the run found it, measured."
+        if adopted:
+            subject = "v0: baseline kernel (adopted from the knowledge base)"
+            body = (
+                f"The knowledge base's record {adopted}, adopted by the warm start after it "
+                f"measured {reference:.4g}x over the kernel as the run found it. The run's own "
+                "work starts here; the adoption is that record's attestation and confirmation."
+            )
+        self.reference, self.start_source = reference, source
+        self.start = self._commit(
             {
                 "kernel.py": source.encode(),
                 "solution.json": dumps(solution),
                 "definition.json": dumps(definition),
                 "memory/v0.json": dumps(memory),
             },
-            format_message("v0: baseline kernel", "The kernel as the run found it, measured."),
+            format_message(subject, body),
         )
+        return self.start
 
     def promoted(self, version: int, source: str, memory: dict, title: str, pct: float) -> str:
         from gitkb.vcs.trailers import format_message

@@ -59,6 +59,7 @@ def adopt(run: Run, propose: Callable, judge: Callable) -> dict | None:
         exp_id = f"ws-{index:02d}"
         offered = propose(exp_id)
         if offered is None:
+            _note_tried(run)
             return None
         key = scoring.source_key(offered.source) if offered.source is not None else None
         outcome = judge(offered, exp_id)
@@ -96,7 +97,23 @@ def adopt(run: Run, propose: Callable, judge: Callable) -> dict | None:
                 "record": offered.record_id,
                 "aggregate_speedup": experiment["aggregate_speedup"],
             }
+            _note_tried(run)
             return outcome
+
+
+def _note_tried(run: Run) -> None:
+    """The judged ranks that were not adopted go under "Reference only" in the audit
+    folder's index, with their outcome: the round providers read their prose, not code."""
+    from gitkb.warmstart.references import note_tried
+
+    prose = {r["id"]: r.get("prose_path") for r in (run.warm.answer or {}).get("ranks", [])}
+    tried = [
+        dict(c, prose_path=prose.get(c["record"]))
+        for c in run.warm_report["candidates"]
+        if c["outcome"] != "validated"
+    ]
+    if run.references is not None and run.references.is_dir():
+        note_tried(run.references, tried)
 
 
 def speedups(run: Run, winner: dict | None, aggregate: float | None) -> dict:

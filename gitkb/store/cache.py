@@ -40,7 +40,7 @@ from gitkb.vcs.plain import blob_id
 log = logging.getLogger("gitkb")
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "2"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "3"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS records (
     arch TEXT,
     dsl TEXT,
     family TEXT,
+    product TEXT,
+    measured TEXT,
+    language TEXT,
     signature TEXT,
     source TEXT,
     entry TEXT,
@@ -76,8 +79,8 @@ CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
 # One script, one transaction: two processes creating the cache at once both succeed.
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
 _COLUMNS = (
-    "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, signature, source, "
-    "entry, error"
+    "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
+    "language, signature, source, entry, error"
 )
 
 
@@ -122,7 +125,7 @@ def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[st
         # Filed under its family's folder all the same, so a reader of that kernel sees
         # (and counts) the broken record.
         parts = path.split("/")
-        return (path, blob, *([None] * 11), loaded.error), parts[5:6] if len(parts) == 7 else []
+        return (path, blob, *([None] * 14), loaded.error), parts[5:6] if len(parts) == 7 else []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)
     values = (
@@ -136,6 +139,9 @@ def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[st
         _text(scope.get("arch")),
         _text(scope.get("dsl")),
         _text(scope.get("operator_family")),
+        _text(scope.get("product")),
+        _text(rec.dig(data, "evidence", "summary", "measured_on", "gpu")),
+        rec.language_of(data),
         entry["content_signature"],
         _text(rec.dig(data, "evidence", "raw", "source_repo")),
         json.dumps(entry, ensure_ascii=False),
@@ -466,7 +472,7 @@ class IndexCache:
         db = self._db
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
         db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
-                       f"({', '.join('?' * 14)})", rows)  # fmt: skip
+                       f"({', '.join('?' * 17)})", rows)  # fmt: skip
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
 
     def apply_edits(self, edits: dict[str, bytes | None], commit: str) -> None:
@@ -522,15 +528,18 @@ class IndexCache:
         return [r[0] for r in self._query("SELECT DISTINCT name FROM kernels")]
 
     def kernel_rows(self, names: Iterable[str]) -> list[tuple]:
-        """(id, type, status, vendor, arch, dsl, path, blob) of the records filed under any
-        of ``names``, without decoding their entries."""
+        """(id, type, status, vendor, arch, dsl, path, blob, product, measured, language) of
+        the records filed under any of ``names``, without decoding their entries: ``product``
+        is the scope's, ``measured`` the GPU ``evidence.summary.measured_on`` names, and
+        ``language`` the record's (``gitkb.record.language_of``)."""
         names = sorted(set(names))
         if not names:
             return []
         marks = ", ".join("?" * len(names))
         return self._query(
-            "SELECT id, type, status, vendor, arch, dsl, path, blob FROM records WHERE path IN "
-            f"(SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
+            "SELECT id, type, status, vendor, arch, dsl, path, blob, product, measured, language "
+            f"FROM records WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) "
+            "ORDER BY path",
             tuple(names),
         )
 

@@ -1,11 +1,12 @@
 """The warm-start provider: candidates from a knowledge base (``--warm-start``, ``--kb STORE``).
 
 ``offer`` resolves the kernel against the store once, through
-``gitkb.warmstart.resolve`` (same arch only, curated, top N), writing the
-audit folder (``candidates/NN/``, ``kb_references/``) before any verdict.
-``propose`` then hands out the offered ranks in order: a reference kernel as
-it is, a strategy's diff applied to the run's baseline (one that does not
-apply comes back as a candidate without source, ``inapplicable``). The loop
+``gitkb.warmstart.resolve`` (the kernel's product page and language only,
+curated, top N), writing the audit folder (``candidates/NN/``,
+``kb_references/``) before any verdict. ``propose`` then hands out the offered
+ranks in order: a reference kernel as it is, a strategy's diff applied to the
+run's baseline (a diff that does not apply is reference only, never offered;
+one whose code is unreadable comes back without source, ``inapplicable``). The loop
 judges each through the same gate as a round candidate and calls ``attest``
 with the outcome, which lands in the record's ledger as an ``attest`` commit.
 """
@@ -44,7 +45,9 @@ class Provider(providers.Provider):
         self._queue: list[dict] = []
 
     def offer(self, kernel_name: str, hardware: str, baseline_source: str, out: Path) -> dict:
-        """Resolve the kernel on ``hardware`` into ``out``; return the resolve answer."""
+        """Resolve the kernel on ``hardware`` (a token of the target table: its product's
+        page, or its family) in the kernel's language into ``out``; return the answer."""
+        from gitkb.mine.ingest import sniff_dsl
         from gitkb.warmstart.resolve import resolve
 
         # resolve names the kernel by a file's stem and applies strategy diffs to that file.
@@ -57,7 +60,11 @@ class Provider(providers.Provider):
             return self.answer
         try:
             self.answer = resolve(
-                str(self.store.location), str(kernel_file), arch=hardware, out=str(out)
+                str(self.store.location),
+                str(kernel_file),
+                product=hardware,
+                dsl=sniff_dsl(baseline_source),
+                out=str(out),
             )
         except GitkbError as exc:
             if exc.exit_code == 2:  # a usage error (an unknown hardware token): setup
