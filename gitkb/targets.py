@@ -1,4 +1,9 @@
-"""The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product."""
+"""The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product.
+
+``[tokens]`` name hardware and may be found inside a longer text (a device name);
+``[runtime]`` holds what a runtime reports besides a name (a compute capability
+such as ``9.0``), matched whole only.
+"""
 
 from __future__ import annotations
 
@@ -22,15 +27,20 @@ class Hardware:
 
 
 @cache
-def table() -> dict[str, Hardware]:
-    tokens: dict[str, Hardware] = {}
+def _tables() -> dict[str, dict[str, Hardware]]:
+    tables: dict[str, dict[str, Hardware]] = {"tokens": {}, "runtime": {}}
     for path in sorted(data_dir("targets").glob("*/hardware.toml")):
         data = tomllib.loads(path.read_text())
-        for token, entry in data.get("tokens", {}).items():
-            tokens[token.lower()] = Hardware(
-                data["vendor"], entry["arch"], entry.get("product"), token
-            )
-    return tokens
+        for section, tokens in tables.items():
+            for token, entry in data.get(section, {}).items():
+                tokens[token.lower()] = Hardware(
+                    data["vendor"], entry["arch"], entry.get("product"), token
+                )
+    return tables
+
+
+def table() -> dict[str, Hardware]:
+    return _tables()["tokens"]
 
 
 def lookup(text: str | None) -> Hardware | None:
@@ -56,3 +66,26 @@ def require(text: str) -> Hardware:
 
 def arches() -> set[str]:
     return {hw.arch for hw in table().values()}
+
+
+def vendor_of(arch: str) -> str | None:
+    """The vendor whose tables name ``arch``; None for ``generic`` (no one's in particular)."""
+    if arch == "generic":
+        return None
+    return next((hw.vendor for hw in table().values() if hw.arch == arch), None)
+
+
+def runtime(text: str | None) -> Hardware | None:
+    """What a runtime reports (an arch name, ``sm_90``, ``9.0``, ``gfx942``, ``H20``, a
+    device name) -> the hardware: whole names first (arches, tokens, runtime values,
+    ``sm_NN`` spelled ``smNN``), then a token inside a longer text; None when unknown."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    wanted = text.strip().lower()
+    if wanted in arches():
+        return Hardware(vendor_of(wanted) or "generic", wanted, None, wanted)
+    whole = {**_tables()["runtime"], **table()}
+    for spelling in (wanted, wanted.replace("sm_", "sm"), wanted.replace("sm", "sm_", 1)):
+        if spelling in whole:
+            return whole[spelling]
+    return lookup(wanted)
