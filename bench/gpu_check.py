@@ -80,11 +80,11 @@ def check_bundle(path: Path) -> list[str]:
     from gitkb.optimize import bundle as bundle_mod
     from gitkb.optimize import providers
     from gitkb.optimize.profilers import profiler_mapping
-    from gitkb.optimize.setup import hardware_tokens
     from gitkb.optimize.providers import knobs
+    from gitkb.optimize.setup import hardware_tokens
 
     try:
-        bundle = bundle_mod.load(path)
+        bundle = bundle_mod.load(bundle_mod.sources(path))
     except GitkbError as exc:
         raise CheckFailed(f"gitkb refuses the bundle: {exc.message}") from None
     lines = [f"bundle {bundle.name}: {len(bundle.cases)} cases, backend {bundle.backend}"]
@@ -187,7 +187,7 @@ def check_compile(path: Path) -> list[str]:
     from gitkb.optimize import bundle as bundle_mod
     from gitkb.optimize.providers import knobs
 
-    bundle = bundle_mod.load(path)
+    bundle = bundle_mod.load(bundle_mod.sources(path))
     harness = load_harness(path)
     baseline = bundle.kernel.read_text(encoding="utf-8")
     dtypes = list({c.parameters.get("dtype"): c.raw for c in bundle.cases}.values())

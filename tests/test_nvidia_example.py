@@ -23,8 +23,8 @@ from gitkb import targets
 from gitkb.optimize import bundle as bundle_mod
 from gitkb.optimize import providers, scoring
 from gitkb.optimize.profilers import profiler_mapping
-from gitkb.optimize.setup import hardware_tokens
 from gitkb.optimize.providers import knobs
+from gitkb.optimize.setup import hardware_tokens
 from gitkb.optimize.worker import run_harness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +56,7 @@ def settings(source: str) -> dict:
 
 
 def test_gitkb_accepts_the_bundle_with_one_protected_case():
-    bundle = bundle_mod.load(BUNDLE)
+    bundle = bundle_mod.load(bundle_mod.sources(BUNDLE))
     assert bundle.backend == "nvidia" and bundle.kernel == BUNDLE / "kernel.py"
     assert len(bundle.cases) >= 3
     assert [c.case_id for c in bundle.cases if c.protected] == ["fp32-4096x3000-large"]
@@ -78,7 +78,9 @@ def test_target_is_a_hopper_device_profiled_by_ncu():
 
 
 def test_budget_lets_two_runs_fit_the_ten_minute_check():
-    budget = bundle_mod.Budget.effective({}, bundle_mod.load(BUNDLE).budget_file)[0]
+    budget = bundle_mod.Budget.effective(
+        {}, bundle_mod.load(bundle_mod.sources(BUNDLE)).budget_file
+    )[0]
     # each run: the loop's wall budget, then one finalist evaluation; install time besides
     assert 2 * (budget.max_total_seconds + budget.max_candidate_seconds) <= 660
     moves = sum(len(v) - 1 for v in TARGET["tunables"].values())
