@@ -27,14 +27,7 @@ from gitkb.errors import GitkbError
 from gitkb.store.layout import FEEDBACK_DIR, feedback_path
 
 OUTCOMES = ("helped", "no-effect", "misleading")
-COUNTER_NAMES = (
-    "query_count",
-    "served_count",
-    "applied_count",
-    "verified_effective",
-    "verified_ineffective",
-    "fallback_served",
-)
+COUNTER_NAMES = rec.COUNTERS
 # outcome -> the counters one event adds
 _COUNTS = {
     "helped": {"applied_count": 1, "verified_effective": 1},

@@ -133,25 +133,18 @@ def _narrowing(scope: Scope) -> tuple[list[str], list]:
                 exact = f"({exact} OR ({own_vendor} AND arch = ?))"
                 params += [scope.arch_vendor, NEUTRAL_ARCH]
         where.append(exact)
-    if scope.vendor:
-        where.append("vendor IN (?, 'generic')")
-        params.append(scope.vendor)
-    if scope.dsl:
-        where.append("dsl IN (?, 'any')")
-        params.append(scope.dsl)
-    if scope.family:
-        where.append("family = ?")
-        params.append(scope.family)
-    if scope.operator:
-        where.append("path IN (SELECT path FROM kernels WHERE name = ?)")
-        params.append(scope.operator)
-    if scope.type:
-        where.append("type = ?")
-        params.append(scope.type)
-    if scope.status:
-        where.append("status = ?")
-        params.append(scope.status)
-    elif not request.include_retired:
+    for value, condition in (
+        (scope.vendor, "vendor IN (?, 'generic')"),
+        (scope.dsl, "dsl IN (?, 'any')"),
+        (scope.family, "family = ?"),
+        (scope.operator, "path IN (SELECT path FROM kernels WHERE name = ?)"),
+        (scope.type, "type = ?"),
+        (scope.status, "status = ?"),
+    ):
+        if value:
+            where.append(condition)
+            params.append(value)
+    if not scope.status and not request.include_retired:
         marks = ", ".join("?" * len(RETIRED_STATUSES))
         where.append(f"(status IS NULL OR status NOT IN ({marks}))")
         params += list(RETIRED_STATUSES)
