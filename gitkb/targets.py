@@ -1,5 +1,10 @@
 """The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product,
-page (the measurement class warm start matches on)."""
+page (the measurement class warm start matches on).
+
+``[tokens]`` name hardware and may be found inside a longer text (a device name);
+``[runtime]`` holds what a runtime reports besides a name (a compute capability
+such as ``9.0``), matched whole only.
+"""
 
 from __future__ import annotations
 
@@ -29,17 +34,22 @@ class Hardware:
 
 
 @cache
-def table() -> dict[str, Hardware]:
-    tokens: dict[str, Hardware] = {}
+def _tables() -> dict[str, dict[str, Hardware]]:
+    tables: dict[str, dict[str, Hardware]] = {"tokens": {}, "runtime": {}}
     for path in sorted(data_dir("targets").glob("*/hardware.toml")):
         data = tomllib.loads(path.read_text())
-        for token, entry in data.get("tokens", {}).items():
-            product = entry.get("product")
-            page = entry.get("page", product)
-            tokens[token.lower()] = Hardware(
-                data["vendor"], entry["arch"], product, token, page or None
-            )
-    return tokens
+        for section, tokens in tables.items():
+            for token, entry in data.get(section, {}).items():
+                product = entry.get("product")
+                page = entry.get("page", product)
+                tokens[token.lower()] = Hardware(
+                    data["vendor"], entry["arch"], product, token, page or None
+                )
+    return tables
+
+
+def table() -> dict[str, Hardware]:
+    return _tables()["tokens"]
 
 
 def lookup(text: str | None) -> Hardware | None:
@@ -94,3 +104,26 @@ def arches() -> set[str]:
 def vendors_of(arch: str) -> set[str]:
     """The vendors whose tokens name ``arch``."""
     return {hw.vendor for hw in table().values() if hw.arch == arch}
+
+
+def vendor_of(arch: str) -> str | None:
+    """The one vendor whose tables name ``arch``; None when none or several do (``generic``
+    is no one's in particular)."""
+    vendors = vendors_of(arch) if arch != "generic" else set()
+    return next(iter(vendors)) if len(vendors) == 1 else None
+
+
+def runtime(text: str | None) -> Hardware | None:
+    """What a runtime reports (an arch name, ``sm_90``, ``9.0``, ``gfx942``, ``H20``, a
+    device name) -> the hardware: whole names first (arches, tokens, runtime values,
+    ``sm_NN`` spelled ``smNN``), then a token inside a longer text; None when unknown."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    wanted = text.strip().lower()
+    if wanted in arches():
+        return Hardware(vendor_of(wanted) or "generic", wanted, None, wanted)
+    whole = {**_tables()["runtime"], **table()}
+    for spelling in (wanted, wanted.replace("sm_", "sm"), wanted.replace("sm", "sm_", 1)):
+        if spelling in whole:
+            return whole[spelling]
+    return lookup(wanted)

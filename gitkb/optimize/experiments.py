@@ -113,6 +113,8 @@ def record(
         "version": version,
         "category": f"{provider}_provider" if candidate else "baseline",
         **meta,
+        "kb_cited": list(candidate.cited) if candidate else [],
+        "kb_excluded_by": list(candidate.excluded_by) if candidate else [],
         "diagnostics": diagnostics,
         "metrics": measurement.metrics if measurement else {},
         "profile_level": measurement.level if measurement else None,
@@ -147,7 +149,7 @@ def decide_line(run: Run, experiment: dict, best_aggregate: float | None) -> Non
     run.say(f"[gitkb] {experiment['id']} decision: {experiment['status']}: {why}")
 
 
-def trace_rejection(run: Run, experiment: dict, measurement, version: int, memory: dict) -> None:
+def trace_rejection(run: Run, experiment: dict, measurement, version: int, memory: dict) -> str:
     """Commit a rejected or failed experiment to the trace, with its lesson as the dead-end:
     the change, the case it failed on with that case's parameters, and the harness's reason,
     so mining can state the anti-strategy's condition and cause."""
@@ -155,4 +157,4 @@ def trace_rejection(run: Run, experiment: dict, measurement, version: int, memor
     dead_end = lesson(experiment, measurement.score if measurement else None, parameters)
     memory["pitfalls_and_fixes"][0]["explanation"] = dead_end
     reason = (experiment["diagnostics"] or [experiment["status"]])[0]
-    run.trace.rejected(version, memory, reason, dead_end)
+    return run.trace.rejected(version, memory, reason, dead_end)

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitkb.optimize import commit, experiments, outputs, profiling, scoring, warm, writeback
+from gitkb.optimize import (
+    commit,
+    experiments,
+    knowledge,
+    outputs,
+    profiling,
+    scoring,
+    warm,
+    writeback,
+)
 from gitkb.optimize.evaluate import Measurement, measure
 from gitkb.optimize.experiments import announce, decide_line, exclusion, record
 from gitkb.optimize.freeze import BundleChanged
@@ -109,6 +118,7 @@ class _Loop:
             exclusions=self.exclusions[-EXCLUSIONS_KEPT:],
             workspace=run.output / "workspaces" / exp_id,
             references=run.references,
+            knowledge=run.knowledge.records if run.knowledge is not None else [],
         )
 
     def rounds(self) -> str:
@@ -185,16 +195,19 @@ class _Loop:
             memory = memory_record(
                 version, exp, score, base, best["aggregate"], evidence, run.trace.reference
             )
+            # the trace names the knowledge-base records the proposal drew on, or ruled out
+            memory["kb_cited"], memory["kb_excluded_by"] = exp["kb_cited"], exp["kb_excluded_by"]
             if status != "promoted":
-                experiments.trace_rejection(run, exp, measurement, version, memory)
+                sha = experiments.trace_rejection(run, exp, measurement, version, memory)
             else:
-                run.trace.promoted(
+                sha = run.trace.promoted(
                     version,
                     candidate.source,
                     memory,
                     candidate.commit_title or candidate.change or exp_id,
                     (score.aggregate / best["aggregate"] - 1) * 100,
                 )
+            self.feedback(candidate, exp, status, sha)
         if status != "promoted":
             return {"status": status, "experiment": exp}
         new_best = {
@@ -207,6 +220,18 @@ class _Loop:
             "profiles": measurement.profiles,
         }
         return {"status": status, "experiment": exp, "best": new_best}
+
+    def feedback(self, candidate, experiment: dict, status: str, trace_commit: str) -> None:
+        """A measured version's outcome as feedback on the records it cited (--kb)."""
+        given = knowledge.give_feedback(self.run, candidate, status, trace_commit)
+        if given:
+            experiment["kb_feedback"] = given
+            outputs_path = self.run.output / "experiments" / experiment["id"] / "result.json"
+            outputs_path.write_bytes(experiments.dumps(experiment))
+            self.run.say(
+                f"[gitkb] {experiment['id']} feedback {given.get('outcome')} on "
+                f"{', '.join(given.get('records', [])) or given.get('error', '-')}"
+            )
 
     def measure_and_decide(self, candidate, exp_id: str, best_aggregate: float):
         """Measure (deep for a scheduling hypothesis), decide, and re-measure with a deep
@@ -295,6 +320,8 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         document["warm_start"] = run.warm_report
     if write_back is not None:
         document["write_back"] = write_back
+    if run.knowledge is not None:
+        document["knowledge"] = run.knowledge.report()
     outputs.save(run.output, document)
     if winner is None:
         why = "; ".join(revalidation["reasons"]) if revalidation else stopping
@@ -310,6 +337,15 @@ def run(config: RunConfig) -> RunResult:
     state = prepare(config)
     if state.warm is not None:
         warm.offer(state)
+    if config.kb:
+        state.knowledge = knowledge.gather(
+            config.kb, hardware_tokens(state.bundle.target)[0], state.operator,
+            state.baseline_source,
+        )  # fmt: skip
+        state.say(
+            f"[gitkb] knowledge base: {len(state.knowledge.records)} records in the kernel's "
+            f"scope ({', '.join(state.knowledge.ids) or 'none'})"
+        )
     base = None
     try:
         base = validate(state)

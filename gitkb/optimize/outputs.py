@@ -29,6 +29,9 @@ EXPERIMENT_FIELDS = (
     "risk",
     "diagnostics",
     "numbers",
+    "kb_cited",
+    "kb_excluded_by",
+    "kb_feedback",
     "aggregate_speedup",
     "profile_level",
 )

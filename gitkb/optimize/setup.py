@@ -78,6 +78,7 @@ class Run:
     kb: object | None = None  # the store write-back mines into
     warm_report: dict | None = None
     references: Path | None = None
+    knowledge: object | None = None  # knowledge.Knowledge: the store's answer (--kb)
     adopted_source: str | None = None
     validation: dict | None = None  # what the bundle validation found
     experiments: list[dict] = field(default_factory=list)

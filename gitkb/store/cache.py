@@ -40,7 +40,7 @@ from gitkb.vcs.plain import blob_id
 log = logging.getLogger("gitkb")
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "3"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "4"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -75,6 +75,12 @@ CREATE INDEX IF NOT EXISTS records_source ON records(source);
 CREATE TABLE IF NOT EXISTS kernels (name TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS kernels_name ON kernels(name);
 CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
+CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
+CREATE INDEX IF NOT EXISTS records_type ON records(type);
+CREATE INDEX IF NOT EXISTS records_family ON records(family);
+CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
+CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 """
 # One script, one transaction: two processes creating the cache at once both succeed.
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
@@ -109,12 +115,20 @@ def kernel_names(record: dict) -> list[str]:
     return names or ([family] if isinstance(family, str) and family.strip() else [])
 
 
+def record_arches(record: dict) -> list[str]:
+    """The architectures a record's scope lists besides its ``arch`` (which the records
+    table holds, indexed with the vendor)."""
+    scope = rec.scope_of(record)
+    listed = scope.get("architectures") if isinstance(scope.get("architectures"), list) else []
+    return sorted({a for a in listed if isinstance(a, str) and a and a != scope.get("arch")})
+
+
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str]]:
-    """The ``records`` row of one record file and its kernel names."""
+def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str], list[str]]:
+    """The ``records`` row of one record file, its kernel names and its architectures."""
     loaded = (
         rec.load(path, raw)
         if raw is not None
@@ -125,7 +139,8 @@ def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[st
         # Filed under its family's folder all the same, so a reader of that kernel sees
         # (and counts) the broken record.
         parts = path.split("/")
-        return (path, blob, *([None] * 14), loaded.error), parts[5:6] if len(parts) == 7 else []
+        kernels = parts[5:6] if len(parts) == 7 else []
+        return (path, blob, *([None] * 14), loaded.error), kernels, []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)
     values = (
@@ -147,7 +162,7 @@ def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[st
         json.dumps(entry, ensure_ascii=False),
         None,
     )
-    return values, kernel_names(data)
+    return values, kernel_names(data), record_arches(data)
 
 
 def _tracked(path: str) -> bool:
@@ -415,7 +430,7 @@ class IndexCache:
 
     def _rebuild(self, commit: str | None) -> None:
         db = self._db
-        for table in ("records", "kernels", "files"):
+        for table in ("records", "kernels", "arches", "files"):
             db.execute(f"DELETE FROM {table}")
         if commit:
             repo = self.repo
@@ -458,22 +473,25 @@ class IndexCache:
         records = [pair for pair in pairs if rec.is_record_path(pair[0])]
         self._db.executemany("DELETE FROM records WHERE path = ?", records)
         self._db.executemany("DELETE FROM kernels WHERE path = ?", records)
+        self._db.executemany("DELETE FROM arches WHERE path = ?", records)
 
     def _put(self, files: Iterable[tuple[str, str, bytes | None]]) -> None:
         """Store files (path, blob sha, bytes; None: the object is missing from a damaged
         repository, kept as a record that does not read)."""
-        rows, kernels, stored = [], [], []
+        rows, kernels, arches, stored = [], [], [], []
         for path, blob, raw in files:
             stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
             if rec.is_record_path(path):
-                values, names = _row_values(path, blob, raw)
+                values, names, archs = _row_values(path, blob, raw)
                 rows.append(values)
                 kernels += [(name, path) for name in names]
+                arches += [(arch, path) for arch in archs]
         db = self._db
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
         db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
                        f"({', '.join('?' * 17)})", rows)  # fmt: skip
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
+        db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
     def apply_edits(self, edits: dict[str, bytes | None], commit: str) -> None:
         """A commit written from memory: its edits to the tracked folders (path -> bytes, or
@@ -549,6 +567,14 @@ class IndexCache:
         wanted = {k: v for k, v in scope.items() if v is not None}
         where = "".join(f" AND {column} = ?" for column in wanted)
         return self.rows(f"WHERE id IS NOT NULL{where} ORDER BY id, path", tuple(wanted.values()))
+
+    def select(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """One read-only statement over the snapshot's tables (``records``, ``kernels``,
+        ``arches``, ``files``), for a reader that wants a few columns of many rows (SQLite's
+        JSON functions reach into ``records.entry``) without decoding whole entries."""
+        if sql.lstrip()[:6].upper() != "SELECT":
+            raise GitkbError("internal: IndexCache.select runs one SELECT statement")
+        return self._query(sql, params)
 
     def files(self, paths: Iterable[str]) -> dict[str, tuple[str, bytes]]:
         """(blob sha, bytes) of each of ``paths`` the snapshot holds, each checked against

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gitkb import runner
 from gitkb.errors import GitkbError
-from gitkb.optimize import providers
+from gitkb.optimize import knowledge, providers
 
 CANDIDATE = "candidate.py"
 METADATA = "candidate_metadata.json"
@@ -77,6 +77,7 @@ def build_prompt(context: providers.ProposalContext) -> str:
             "## What the knowledge base knows about this kernel",
             f"Measured prior work on this hardware, one page per record: {context.references}",
         ]
+    lines += knowledge.prompt_section(context.knowledge)
     if context.exclusions:
         lines += ["", "## Already tried and rejected (do not repeat)"]
         for item in context.exclusions:
@@ -95,7 +96,11 @@ def read_metadata(path: Path) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None}
+    out = {k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None}
+    named = data.get("kb_records")
+    if isinstance(named, list):
+        out["kb_records"] = [str(i) for i in named]
+    return out
 
 
 class Provider(providers.Provider):
@@ -155,7 +160,11 @@ class Provider(providers.Provider):
             source = candidate.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return providers.Candidate(source=None, error=f"candidate.py unreadable: {exc}")
-        return providers.Candidate(source=source, **read_metadata(workspace / METADATA))
+        metadata = read_metadata(workspace / METADATA)
+        named = metadata.pop("kb_records", None)
+        candidate = providers.Candidate(source=source, **metadata)
+        candidate.cited = knowledge.cited(context.knowledge, named)
+        return candidate
 
     def _run(self, argv: list[str], workspace: Path, env: dict) -> str | None:
         outcome = runner.run(
