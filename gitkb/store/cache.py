@@ -447,16 +447,19 @@ class IndexCache:
         gone, fresh = [], []
         for change in changes:
             old_regular, new_regular = change.regular
-            if old_regular:
+            if old_regular and not new_regular:
                 gone.append(change.path)
             if new_regular:
                 fresh.append((change.path, change.new_sha, _blob_or_none(repo, change.new_sha)))
         self._delete(gone)
         self._put(fresh)
 
-    def _set_commit(self, commit: str) -> None:
+    def _set_commit(self, commit: str, config_may_change: bool = True) -> None:
         db = self._db
         db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+        self._commit = commit
+        if not config_may_change:
+            return
         # gitkb.toml rides along (Store.open's quick path reads it); it seldom changes.
         sha = self.repo.blob_sha(commit, CONFIG_PATH) if commit else None
         held = db.execute("SELECT blob FROM files WHERE path = ?", (CONFIG_PATH,)).fetchone()
@@ -465,7 +468,6 @@ class IndexCache:
             if sha:
                 raw = zlib.compress(self.repo.blob(sha), 1)
                 db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
-        self._commit = commit
 
     def _delete(self, paths: list[str]) -> None:
         pairs = [(p,) for p in paths]
@@ -487,6 +489,10 @@ class IndexCache:
                 kernels += [(name, path) for name in names]
                 arches += [(arch, path) for arch in archs]
         db = self._db
+        # Files and records replace by path; a replaced record's names and arches go first.
+        replaced = [(values[0],) for values in rows]
+        db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
+        db.executemany("DELETE FROM arches WHERE path = ?", replaced)
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
         db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
                        f"({', '.join('?' * 17)})", rows)  # fmt: skip
@@ -498,9 +504,9 @@ class IndexCache:
         None for a deletion) applied as they are, then the cache holds ``commit``. Used
         inside a snapshot the writer keeps only once the commit lands."""
         paths = [p for p in edits if _tracked(p)]
-        self._delete(paths)
+        self._delete([p for p in paths if edits[p] is None])
         self._put((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
-        self._set_commit(commit)
+        self._set_commit(commit, CONFIG_PATH in edits)
         self._dirty = True
 
     # ----------------------------------------------------------------- queries
