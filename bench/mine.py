@@ -24,11 +24,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from figures import figure  # noqa: E402
 from trace_factory import Trace  # noqa: E402
 
-from gitkb.mine.ingest import ingest  # noqa: E402
-from gitkb.mine.ladder import build_ladder  # noqa: E402
-from gitkb.mine.packet import MineOptions  # noqa: E402
-from gitkb.mine.packets import packets_from  # noqa: E402
-from gitkb.mine.partition import partition  # noqa: E402
+from gitkb.trace.ingest import ingest  # noqa: E402
+from gitkb.trace.ladder import build_ladder  # noqa: E402
+from gitkb.trace.options import TraceOptions  # noqa: E402
+from gitkb.trace.packets import packets_from  # noqa: E402
+from gitkb.trace.partition import partition  # noqa: E402
 from gitkb.vcs.repository import Repository  # noqa: E402
 
 TARGET_DRY_RUN_S = 10.0
@@ -78,7 +78,7 @@ def timed(fn):
 def bench(path: Path, label: str) -> dict:
     repo = Repository.open(path)
     tip = repo.resolve("HEAD")
-    options = MineOptions()
+    options = TraceOptions()
     t_ingest, ingested = timed(lambda: ingest(repo, tip, label, options))
 
     def cut():

@@ -16,13 +16,16 @@ from trace_factory import (
     memory,
 )
 
-from gitkb.mine.distill import distill
-from gitkb.mine.ingest import TraceError, ingest, operator_slug, parse_deadends
-from gitkb.mine.ladder import build_ladder
-from gitkb.mine.packet import MineOptions
-from gitkb.mine.packets import build_packets, find_packet
-from gitkb.mine.partition import _strategy_technique, partition
-from gitkb.mine.scrub import Scrubber
+from gitkb.mine.distill.builtin import distill
+from gitkb.trace import TraceError
+from gitkb.trace.ingest import ingest
+from gitkb.trace.ladder import build_ladder
+from gitkb.trace.messages import parse_deadends
+from gitkb.trace.naming import operator_slug
+from gitkb.trace.options import TraceOptions
+from gitkb.trace.packets import build_packets, find_packet
+from gitkb.trace.partition import _strategy_technique, partition
+from gitkb.trace.scrub import Scrubber
 from gitkb.vcs.repository import Repository
 
 
@@ -30,7 +33,7 @@ def run(path, label=None, **options):
     repo = Repository.open(path)
     tip = repo.resolve("HEAD")
     label = label or path.name
-    ingested = ingest(repo, tip, label, MineOptions(**options))
+    ingested = ingest(repo, tip, label, TraceOptions(**options))
     ladder = build_ladder(ingested.rows)
     return ingested, ladder, partition(ingested, ladder)
 
@@ -396,7 +399,7 @@ def test_edge_27_id_allocation_and_comparability(tmp_path):
         repo,
         repo.resolve("HEAD"),
         path.name,
-        MineOptions(existing_ids=existing, store_sources=("(unrecorded)",)),
+        TraceOptions(existing_ids=existing, store_sources=("(unrecorded)",)),
     )
     assert packets[0].target["id"].endswith("-s08")
     assert next(p for p in packets if p.seg_id == "anti-v2-01").target["id"].endswith("-t04")

@@ -135,9 +135,9 @@ def test_kernel_only_trace_needs_hardware_flags(tmp_path, store):
 
 
 def _options(**kw):
-    from gitkb.mine.packet import MineOptions
+    from gitkb.trace.options import TraceOptions
 
-    return MineOptions(**kw)
+    return TraceOptions(**kw)
 
 
 def test_hardware_flags_are_kept_for_the_gates(tmp_path, store):

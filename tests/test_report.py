@@ -11,7 +11,7 @@ import pytest
 
 from gitkb import synthetic
 from gitkb.record import dumps
-from gitkb.report import LadderPoint, build_site, ladder_svg
+from gitkb.site import LadderPoint, build_site, ladder_svg
 
 LADDER = [
     LadderPoint("v0", 0, 80.0, "baseline"),

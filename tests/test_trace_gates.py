@@ -129,7 +129,7 @@ def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
 
 def test_packets_are_this_contexts_own_copy(sample):
     from gitkb.gates import trace_evidence
-    from gitkb.mine.packets import packets_for_store
+    from gitkb.trace.sources import packets_for_store
 
     store, _ = sample
     ctx = ctx_for(store, candidate(sample))

@@ -20,9 +20,9 @@ def with_trace_options(func):
 
 
 def mine_options(vendor, arch, product, dsl, harness):
-    from gitkb.mine.packet import MineOptions
+    from gitkb.trace.options import TraceOptions
 
-    return MineOptions(vendor=vendor, arch=arch, product=product, dsl=dsl, harness=harness)
+    return TraceOptions(vendor=vendor, arch=arch, product=product, dsl=dsl, harness=harness)
 
 
 @click.command("mine")
@@ -58,14 +58,12 @@ def command(
     store_path,
 ) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
-    from gitkb.mine.pipeline import mine
+    from gitkb.mine.pipeline import mine, store_if_any
     from gitkb.store import Store
 
     # A dry run or a staging run reads a store when there is one (ids, coverage); an
     # admitting run needs one.
-    store = None
-    if not (dry_run or stage_only) or _is_store(store_path):
-        store = Store.open(store_path)
+    store = Store.open(store_path) if not (dry_run or stage_only) else store_if_any(store_path)
     bar = None
 
     def progress(done: int, total: int) -> None:
@@ -106,14 +104,3 @@ def command(
     for outcome in result.outcomes:
         if outcome.action == "skip":
             click.echo(f"  skipped {outcome.seg_id}: {outcome.note}")
-
-
-def _is_store(path: str) -> bool:
-    from gitkb.errors import GitkbError
-    from gitkb.store import Store
-
-    try:
-        Store.open(path)
-    except GitkbError:
-        return False
-    return True

@@ -3,7 +3,7 @@
 A record is *mined* when ``evidence.raw.source_repo`` is a non-empty string: that
 string is the trace label, and the store keeps the trace's commits under
 ``refs/kb/traces/<label>``. From there the packet a record was distilled from is
-rebuilt (``gitkb.mine.packets``), so a gate needs no scratch files, on a laptop or
+rebuilt (``gitkb.trace.sources``), so a gate needs no scratch files, on a laptop or
 in a server hook alike.
 
 Everything is cached on the gate context (``ctx.extra``): one trace's packets are
@@ -19,15 +19,11 @@ from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, Skip
+from gitkb.store.layout import trace_ref
 
-TRACE_REFS = "refs/kb/traces/"
 _CACHE_KEY = "trace_evidence"
 # A label becomes a ref name component: git's rules, narrowed to what traces use.
 _LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
-
-
-def trace_ref(label: str) -> str:
-    return TRACE_REFS + label
 
 
 def is_mined(data: dict) -> bool:
@@ -68,7 +64,7 @@ class TraceEvidence:
 
     label: str
     tip: str | None
-    packet: object | None  # gitkb.mine.packet.Packet
+    packet: object | None  # gitkb.trace.packets.Packet
     problem: str = ""  # why there is no tip or no packet, in words
 
     @property
@@ -124,10 +120,10 @@ def packets(ctx: GateContext, label: str) -> list:
     if trace.packets is None:
         trace.packets = []
         if trace.tip is not None:
-            from gitkb.mine import packets as packet_builder
+            from gitkb.trace.sources import packets_for_store
 
             try:
-                built = packet_builder.packets_for_store(ctx.store, label)
+                built = packets_for_store(ctx.store, label)
             except GitkbError as exc:
                 trace.packet_error = f"the packets of trace {label} cannot be rebuilt: {exc}"
             else:
@@ -141,9 +137,9 @@ def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
     trace = _trace(ctx, label)
     if trace.tip is None:
         return TraceEvidence(label, None, None, trace.problem)
-    from gitkb.mine import packets as packet_builder
+    from gitkb.trace.packets import find_packet
 
-    found = packet_builder.find_packet(packets(ctx, label), data)
+    found = find_packet(packets(ctx, label), data)
     problem = trace.packet_error or (
         "" if found else f"no packet of trace {label} matches this record (id, then version)"
     )

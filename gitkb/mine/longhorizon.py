@@ -3,7 +3,7 @@ journal and commit back each one (TRACE_FORMAT §5, gitkb rule 5)."""
 
 from __future__ import annotations
 
-from gitkb.mine.ingest import Ingest
+from gitkb.trace.ingest import Ingest
 
 
 def long_horizon(ingested: Ingest) -> dict | None:

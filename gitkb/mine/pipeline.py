@@ -18,18 +18,21 @@ from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, writing
-from gitkb.mine import report
-from gitkb.mine.distill import Distilled, distill, run_external
-from gitkb.mine.ingest import Ingest, TraceError, ingest
-from gitkb.mine.ladder import Ladder, build_ladder
-from gitkb.mine.packet import MineOptions, Packet
-from gitkb.mine.packets import packets_from
-from gitkb.mine.partition import Segment, partition
+from gitkb.mine import reports
+from gitkb.mine.distill import Distilled
+from gitkb.mine.distill.builtin import distill
+from gitkb.mine.distill.external import run_external
 from gitkb.mine.recon import recon
-from gitkb.mine.scrub import denylist_from_env
 from gitkb.record.index import INDEX_PATH, Index, index_entry
 from gitkb.store import layout
 from gitkb.store.writer import Change
+from gitkb.trace import TraceError
+from gitkb.trace.ingest import Ingest, ingest
+from gitkb.trace.ladder import Ladder, build_ladder
+from gitkb.trace.options import TraceOptions
+from gitkb.trace.packets import Packet, packets_from
+from gitkb.trace.partition import Segment, partition
+from gitkb.trace.scrub import denylist_from_env
 from gitkb.vcs.repository import Repository
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -115,13 +118,23 @@ def _stated_label(repo: Repository, head: str) -> str | None:
     return None
 
 
+def store_if_any(path) -> object | None:
+    """The store at ``path``, or None when there is none (dry runs and recon only read one)."""
+    from gitkb.store import Store
+
+    try:
+        return Store.open(path)
+    except GitkbError:
+        return None
+
+
 def check_label(label: str) -> str:
     if not _LABEL.fullmatch(label) or ".." in label or label.endswith((".lock", ".")):
         raise GitkbError(f"--label {label!r} is not usable as a ref name (A-Z a-z 0-9 . _ -)", 2)
     return label
 
 
-def _store_options(store, ingested: Ingest, options: MineOptions) -> MineOptions:
+def _store_options(store, ingested: Ingest, options: TraceOptions) -> TraceOptions:
     """Options completed from the store: its ids and the traces it holds this operator from."""
     if store is None:
         return options
@@ -137,7 +150,7 @@ def run_recon(trace: str | Path, store=None, label: str | None = None, options=N
     """``git kb recon``: ingest and recon only; nothing is written."""
     repo, head, default_label = open_trace(trace)
     label = check_label(label or default_label)
-    options = options or MineOptions()
+    options = options or TraceOptions()
     ingested = ingest(repo, head, label, options)
     ladder = build_ladder(ingested.rows)
     return recon(ingested, ladder, store)
@@ -161,7 +174,7 @@ def mine(
     trace: str | Path,
     store=None,
     label: str | None = None,
-    options: MineOptions | None = None,
+    options: TraceOptions | None = None,
     distiller: str = "builtin",
     stage_only: str | Path | None = None,
     dry_run: bool = False,
@@ -169,7 +182,7 @@ def mine(
 ) -> MineResult:
     repo, head, default_label = open_trace(trace)
     label = check_label(label or default_label)
-    options = options or MineOptions()
+    options = options or TraceOptions()
     if not options.denylist:
         options.denylist = denylist_from_env()
     ingested = ingest(repo, head, label, options)
@@ -259,11 +272,11 @@ def _reports(result: MineResult) -> dict[str, bytes]:
         for s in result.segments
     ]
     return {
-        "recon.md": report.recon_markdown(result.recon).encode(),
-        "recon.json": report.dumps(result.recon),
-        "partition.md": report.partition_markdown(segments).encode(),
-        "mine.md": report.mine_markdown(summary).encode(),
-        "mine.json": report.dumps(summary),
+        "recon.md": reports.recon_markdown(result.recon).encode(),
+        "recon.json": reports.dumps(result.recon),
+        "partition.md": reports.partition_markdown(segments).encode(),
+        "mine.md": reports.mine_markdown(summary).encode(),
+        "mine.json": reports.dumps(summary),
     }
 
 
@@ -375,7 +388,7 @@ def _descends(store, trace, current: str, head: str) -> bool:
     return trace_repo.has_object(current) and trace_repo.is_ancestor(current, head)
 
 
-def _options_change(store, label: str, head: str, options: MineOptions):
+def _options_change(store, label: str, head: str, options: TraceOptions):
     """The run's hardware/dsl overrides, kept on main so the trace gates rebuild the
     packets the way this run built them; a change only when something changed."""
     overrides = {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gitkb import record as rec
-from gitkb.mine.ingest import Ingest
-from gitkb.mine.ladder import Ladder
 from gitkb.mine.longhorizon import long_horizon
+from gitkb.trace.ingest import Ingest
+from gitkb.trace.ladder import Ladder
 
 
 def store_coverage(store, slug: str, label: str) -> dict:

@@ -1,23 +1,22 @@
 """Packets: one self-contained, scrubbed evidence bundle per segment (TRACE_FORMAT §6.5).
 
-``build_packets`` is a deterministic function of (the trace's objects at ``tip``, the
-label, the options): mining calls it to distill records, and the trace gates call it
-again on the store's ``refs/kb/traces/<label>`` copy to check a record's code and
-numbers. ``find_packet`` is how a record finds its packet; ``packets_for_store``
-caches the store-side build per (label, tip).
+A packet is a deterministic function of (the trace's objects at ``tip``, the label, the
+options): mining builds packets to distill records, and the trace gates build the same
+packets again (``gitkb.trace.sources``) to check a record's code and numbers, so nothing a
+gate needs lives only in scratch files. ``find_packet`` is how a record finds its packet.
 """
 
 from __future__ import annotations
 
-from gitkb.mine.ingest import Ingest, VersionRow, ingest
-from gitkb.mine.ladder import Ladder, build_ladder
-from gitkb.mine.packet import MineOptions, Packet
-from gitkb.mine.partition import Segment, partition
-from gitkb.mine.scrub import Scrubber
-from gitkb.store import layout
-from gitkb.vcs.repository import Repository
+from dataclasses import dataclass, field
 
-__all__ = ["MineOptions", "Packet", "build_packets", "find_packet", "packets_for_store"]
+from gitkb.trace.ingest import Ingest, ingest
+from gitkb.trace.ladder import Ladder, build_ladder
+from gitkb.trace.memory import VersionRow
+from gitkb.trace.options import TraceOptions
+from gitkb.trace.partition import Segment, partition
+from gitkb.trace.scrub import Scrubber
+from gitkb.vcs.repository import Repository
 
 DIFF_LIMIT = 60_000
 KERNEL_LIMIT = 40_000
@@ -29,6 +28,47 @@ FACT_RULE = (
     "because of a mechanism of at least forty characters taken from the trace's own words."
 )
 VERDICTS = ("accuracy-gate/ceiling", "api-limitation", "not-worth-it-here", "performance-ceiling")
+
+
+@dataclass
+class Packet:
+    """Everything one record may be distilled from, and checked against."""
+
+    seg_id: str  # strategy-v<N>, anti-v<N>-NN, pitfall-v<N>-NN, refk-final, refk-v<N>
+    record_type: str  # strategy, anti-strategy, reference-kernel
+    seg_kind: str
+    # {id, episode_key, output_dir, scope{vendor, arch, product, dsl, operator_family},
+    #  workload_family, level, schema}
+    target: dict
+    agent_facing: dict  # scrubbed evidence the distiller sees (TRACE_FORMAT §6.5)
+    # {source_repo, version, git_commit, ncu_dirs, report_dir, shape_label_note}
+    provenance: dict
+    diff: str | None = None  # the `.diff` sibling: git diff parent..sha -- kernel.py
+    kernel: str | None = None  # the `.py` sibling: kernel.py at the segment's commit
+    usable_captures: list[str] = field(default_factory=list)  # dirs that measured the kernel
+    evidence_extra: dict | None = None  # long-horizon granular evidence (journal, experiments)
+    evidence_chars: int = 0  # size of agent_facing as text
+    code_bytes: int = 0  # size of the diff and kernel siblings
+
+    def as_json(self) -> dict:
+        """The packet file a distiller reads (code siblings inline)."""
+        return {
+            "seg_id": self.seg_id,
+            "record_type": self.record_type,
+            "seg_kind": self.seg_kind,
+            "target": self.target,
+            "agent_facing": self.agent_facing,
+            "provenance": self.provenance,
+            "diff": self.diff,
+            "kernel": self.kernel,
+            "evidence_chars": self.evidence_chars,
+            "code_bytes": self.code_bytes,
+        }
+
+    @property
+    def code(self) -> str:
+        """The packet's code as the verbatim and no-fabrication gates read it."""
+        return (self.diff or "") + (self.kernel or "")
 
 
 def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kernel.py") -> str:
@@ -46,10 +86,10 @@ def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kerne
 
 
 def build_packets(
-    repo: Repository, tip: str, label: str, options: MineOptions | None = None
+    repo: Repository, tip: str, label: str, options: TraceOptions | None = None
 ) -> list[Packet]:
     """Every packet of the trace at ``tip``, in segment order."""
-    options = options or MineOptions()
+    options = options or TraceOptions()
     ingested = ingest(repo, tip, label, options)
     ladder = build_ladder(ingested.rows)
     segments = partition(ingested, ladder, tuple(options.existing_ids))
@@ -61,7 +101,7 @@ def packets_from(
     ingested: Ingest,
     ladder: Ladder,
     segments: list[Segment],
-    options: MineOptions,
+    options: TraceOptions,
 ) -> list[Packet]:
     comparable = not any(s != ingested.meta.label for s in options.store_sources)
     return [_packet(repo, ingested, ladder, segment, options, comparable) for segment in segments]
@@ -81,7 +121,7 @@ def _packet(
     ingested: Ingest,
     ladder: Ladder,
     segment: Segment,
-    options: MineOptions,
+    options: TraceOptions,
     comparable: bool,
 ) -> Packet:
     meta, row = ingested.meta, segment.row
@@ -273,41 +313,3 @@ def find_packet(packets: list[Packet], record: dict) -> Packet | None:
         if packet.target.get("episode_key") == episode_key:
             return packet
     return same[0] if same else None
-
-
-_STORE_CACHE: dict[tuple[str, str, str, str], list[Packet]] = {}
-
-
-def packets_for_store(store, label: str) -> list[Packet]:
-    """The packets of the trace copied into ``store`` under ``refs/kb/traces/<label>``;
-    built once per (store, label, tip) in this process. Hardware comes from the trace, or
-    from the flags mining recorded in the store's ``refs/kb/traces`` commit (none: the
-    trace's own tokens)."""
-    from gitkb.errors import GitkbError
-
-    ref = layout.trace_ref(label)
-    tip = store.repo.resolve(ref)
-    if tip is None:
-        raise GitkbError(f"the store has no trace {label} ({ref})")
-    options = stored_options(store, label)
-    key = (str(store.repo.git_dir), label, tip, repr(options))
-    if key not in _STORE_CACHE:
-        _STORE_CACHE[key] = build_packets(store.repo, tip, label, options)
-    return _STORE_CACHE[key]
-
-
-def stored_options(store, label: str) -> MineOptions:
-    """The hardware/dsl overrides a mining run recorded for this trace in the store, if any
-    (``traces/<label>.json`` on main), so a rebuild resolves hardware like the run did.
-    ``store`` is a store view: a pushed commit's view reads the file beside its records."""
-    import json
-
-    raw = store.read_file(layout.TRACE_OPTIONS_PATH.format(label=label))
-    if raw is None:
-        return MineOptions()
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return MineOptions()
-    fields = ("vendor", "arch", "product", "dsl", "harness")
-    return MineOptions(**{k: data.get(k) for k in fields if isinstance(data.get(k), str)})

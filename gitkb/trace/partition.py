@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gitkb.mine.ingest import Ingest, VersionRow
-from gitkb.mine.ladder import Ladder
+from gitkb.trace.ingest import Ingest
+from gitkb.trace.ladder import Ladder
+from gitkb.trace.memory import VersionRow
+from gitkb.trace.naming import slugify
 
 MIN_ITEM_CHARS = 12
 
@@ -42,8 +44,6 @@ _VERDICT_BOILERPLATE = re.compile(
     r"^\s*v\d+\s*:\s*|\b(?:committed|reverted|dead-end recorded)\b.*$|\([+-]?\d[^)]*\)",
     re.IGNORECASE,
 )
-_HEXISH = re.compile(r"\b[0-9a-f]{7,40}\b")
-_VERSION_TOKEN = re.compile(r"\bv\d+\b", re.IGNORECASE)
 _SUFFIX = re.compile(r"-([a-z])(\d+)$")
 
 
@@ -78,15 +78,6 @@ def fact_precheck(text: str) -> str:
     if not has_cause:
         return "names no cause"
     return "no checkable condition"
-
-
-def slugify(text: str, default: str = "unnamed") -> str:
-    text = _HEXISH.sub(" ", _VERSION_TOKEN.sub(" ", text.lower()))
-    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
-    if len(slug) > 48:
-        cut = slug[:49].rfind("-")
-        slug = slug[: cut if cut > 12 else 48]
-    return slug.strip("-") or default
 
 
 def _strategy_technique(row: VersionRow) -> str:

@@ -1,38 +1,26 @@
-"""Distillation: one packet in, at most one record out (TRACE_FORMAT §7).
+"""The built-in distiller: one packet in, at most one record out (TRACE_FORMAT §7).
 
-The built-in distiller copies; it never composes facts. Every number it writes is a
-number of the packet, every snippet line is a line of the packet's code, every
-mechanism is the trace's own sentence. What the packet cannot support is left out and
-named in the result's ``missing`` list; an anti-strategy without a checkable condition
-and a cause of at least forty characters is not written at all.
-
-``run_external`` hands one packet and the brief to an external command instead and
-takes back its record and its short report.
+It copies; it never composes facts. Every number it writes is a number of the packet,
+every snippet line is a line of the packet's code, every mechanism is the trace's own
+sentence. What the packet cannot support is left out and named in the result's
+``missing`` list; an anti-strategy without a checkable condition and a cause of at least
+forty characters is not written at all.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shlex
-import subprocess
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from gitkb.errors import GitkbError
 from gitkb.gates.established_fact import NON_MECHANISM
-from gitkb.mine.packet import Packet
+from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
 from gitkb.record import new_track
-from gitkb.resources import data_dir
+from gitkb.trace.packets import Packet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 SOURCE_FORMAT = "source (verbatim)"
 SNIPPET_LINES = 40
 MIN_MECHANISM = 40
-EXTERNAL_TIMEOUT_S = 600
 
 _SM = re.compile(r"\bsm_?\d{2,3}[a-z]?\b", re.IGNORECASE)
 _DTYPE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b", re.IGNORECASE)
@@ -50,17 +38,6 @@ _CAUSE = re.compile(
 _API = re.compile(r"unsupported|not supported|cannot express|does not exist|no api", re.I)
 _ACCURACY = re.compile(r"accuracy|tolerance|\bnan\b|mismatch|incorrect|precision", re.I)
 _CEILING = re.compile(r"does not fit|exceeds|limit|capacity|ceiling|saturat", re.I)
-
-
-@dataclass
-class Distilled:
-    """A record (or None) and what the packet was too thin to fill."""
-
-    seg_id: str
-    record: dict | None
-    missing: list[str] = field(default_factory=list)
-    skipped: str = ""  # why no record was written
-    distiller: str = "builtin"
 
 
 def _diff_snippet(diff: str) -> str:
@@ -422,68 +399,3 @@ def _reference(packet: Packet) -> Distilled:
         "track": new_track({"best_speedup_x": speedup}),
     }
     return Distilled(packet.seg_id, record, missing)
-
-
-# --------------------------------------------------------------------------- external
-
-
-def brief_text() -> str:
-    return (data_dir("templates") / "distill-brief.md").read_text(encoding="utf-8")
-
-
-def run_external(command: str, packet: Packet) -> Distilled:
-    """Run ``command`` for one packet: it reads ``$GITKB_PACKET`` (the packet JSON) and
-    ``$GITKB_BRIEF``, writes ``$GITKB_OUT/record.json`` (or nothing, to skip) and
-    ``$GITKB_OUT/report.json`` ({"missing": [...], "skipped": "..."})."""
-    with tempfile.TemporaryDirectory(prefix="gitkb-distill-") as work:
-        folder = Path(work)
-        (folder / "packet.json").write_text(json.dumps(packet.as_json(), indent=1))
-        (folder / "brief.md").write_text(brief_text())
-        out = folder / "out"
-        out.mkdir()
-        env = dict(
-            os.environ,
-            GITKB_PACKET=str(folder / "packet.json"),
-            GITKB_BRIEF=str(folder / "brief.md"),
-            GITKB_OUT=str(out),
-        )
-        try:
-            done = subprocess.run(
-                shlex.split(command),
-                env=env,
-                capture_output=True,
-                timeout=EXTERNAL_TIMEOUT_S,
-                cwd=work,
-            )
-        except FileNotFoundError:
-            raise GitkbError(f"--distiller: command not found: {command}", 2) from None
-        except subprocess.TimeoutExpired:
-            return Distilled(
-                packet.seg_id, None, skipped="the distiller timed out", distiller=command
-            )
-        if done.returncode != 0:
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            return Distilled(
-                packet.seg_id,
-                None,
-                skipped=f"the distiller exited {done.returncode}: {tail[0][:200]}",
-                distiller=command,
-            )
-        report = _read_json(out / "report.json") or {}
-        record = _read_json(out / "record.json")
-        if record is not None and not isinstance(record, dict):
-            return Distilled(packet.seg_id, None, skipped="record.json is not an object")
-        missing = [str(m) for m in report.get("missing", [])] if isinstance(report, dict) else []
-        skipped = str(report.get("skipped") or "") if isinstance(report, dict) else ""
-        if record is None and not skipped:
-            skipped = "the distiller wrote no record"
-        if record is not None:
-            record.setdefault("worth", {})["rank"] = rank(record)
-        return Distilled(packet.seg_id, record, missing, skipped, distiller=command)
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None

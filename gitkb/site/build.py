@@ -52,9 +52,9 @@ class LadderPoint:
 def trace_ladder(store: Store, label: str) -> list[LadderPoint]:
     """The version ladder of a trace the store holds, rebuilt from its copied commits
     by the mining stages (ingest, ladder) exactly as mining saw it."""
-    from gitkb.mine.ingest import ingest
-    from gitkb.mine.ladder import build_ladder
-    from gitkb.mine.packets import stored_options
+    from gitkb.trace.ingest import ingest
+    from gitkb.trace.ladder import build_ladder
+    from gitkb.trace.sources import stored_options
 
     tip = store.repo.resolve(TRACE_REFS + label)
     if tip is None:

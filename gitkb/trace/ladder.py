@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gitkb.mine.ingest import VersionRow
+from gitkb.trace.memory import VersionRow
 
 MILESTONE_PCT = 1.5
 MEGA_PCT = 20.0

@@ -1,0 +1,251 @@
+"""Ingest: a trace's commits and committed files -> one row per version (TRACE_FORMAT rules 1-10).
+
+Everything is read from the commits reachable from ``tip`` through the VCS
+layer, so a bare clone, a checkout and the store's ``refs/kb/traces/<label>``
+copy all ingest the same. Bad input never raises here: a version whose files
+cannot be read degrades (no numbers) and the reason is kept on the row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gitkb.trace import TraceError
+from gitkb.trace.captures import Capture, read_captures
+from gitkb.trace.files import MAX_FILE_BYTES, TraceFiles
+from gitkb.trace.hardware import resolve_hardware
+from gitkb.trace.memory import VersionRow, object_of, read_memory, text_of
+from gitkb.trace.messages import (
+    EPISODE,
+    VERSION_PREFIX,
+    body_of,
+    deadend_streak,
+    episode_of,
+    is_reverted,
+    parse_deadends,
+)
+from gitkb.trace.naming import operator_name, operator_slug, sniff_dsl, workload_family
+from gitkb.trace.options import DEFAULT_HARNESS, DEFAULT_NON_TARGET_KERNELS, TraceOptions
+from gitkb.vcs.repository import Repository
+
+_MEMORY_VERSION = re.compile(r"^memory/v(\d+)\.json$")
+_MEMORY_VARIANT = re.compile(r"^memory/v(\d+)([_-][^/]+)\.json$")
+_LONG_HORIZON = re.compile(r"^memory/long_horizon_e(\d+)\.json$")
+
+
+@dataclass
+class TraceMeta:
+    label: str
+    head: str
+    operator_name: str
+    operator_slug: str
+    workload_family: str
+    description: str
+    constants: dict
+    var_axes: list[str]
+    n_shapes: int
+    vendor: str
+    arch: str
+    product: str | None
+    hardware_basis: str  # which token (or flag) decided
+    harness: str
+
+
+@dataclass
+class Ingest:
+    meta: TraceMeta
+    rows: list[VersionRow]
+    captures: list[Capture]
+    variants: list[dict]
+    non_version_files: list[dict]
+    non_version_commits: list[str]
+    refused: list[str]  # paths refused by the path-safety rules, with the reason
+
+    def row(self, n: int) -> VersionRow | None:
+        return next((r for r in self.rows if r.n == n), None)
+
+
+@dataclass
+class _History:
+    """What the walk over the commits found, oldest first."""
+
+    commits: list  # CommitInfo, oldest first
+    first_add: dict[int, str] = field(default_factory=dict)  # N -> first commit adding memory
+    memory_blob: dict[int, str] = field(default_factory=dict)  # N -> newest memory blob
+    prefix_commits: dict[int, list] = field(default_factory=dict)  # N -> v<N>: commits
+    kernel_changed: set[str] = field(default_factory=set)
+    journals: dict[str, str] = field(default_factory=dict)  # commit -> long_horizon_e*.json
+    variants: list[dict] = field(default_factory=list)
+    non_version_files: list[dict] = field(default_factory=list)
+    non_version_commits: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.order = {c.sha: i for i, c in enumerate(self.commits)}
+        self.by_sha = {c.sha: c for c in self.commits}
+
+
+def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None = None) -> Ingest:
+    """Read the trace at ``tip`` into version rows. Raises TraceError only when nothing can
+    be mined (no kernel.py at the tip, no hardware); everything else degrades per version."""
+    options = options if options is not None else TraceOptions()
+    files = TraceFiles(repo, tip)
+    if repo.read(tip, "kernel.py") is None and not repo.is_symlink(tip, "kernel.py"):
+        raise TraceError(f"{label}: the trace's HEAD has no kernel.py")
+    hardware = resolve_hardware(files, options)
+    history = _walk(repo, tip)
+    memory_links = {path for path, _ in repo.list_symlinks(tip, "memory")}
+    rows, kernels = [], {}
+    for n in sorted(set(history.first_add) | set(history.prefix_commits)):
+        row, source = _row(repo, files, history, n, memory_links)
+        if source is not None:
+            kernels[n] = source
+        if options.dsl:
+            row.dsl = options.dsl
+        rows.append(row)
+    non_target = tuple(options.non_target_kernels or DEFAULT_NON_TARGET_KERNELS)
+    return Ingest(
+        meta=_meta(files, label, tip, hardware, options),
+        rows=rows,
+        captures=read_captures(files, non_target, kernels),
+        variants=history.variants,
+        non_version_files=history.non_version_files,
+        non_version_commits=history.non_version_commits,
+        refused=files.refused,
+    )
+
+
+def _walk(repo: Repository, tip: str) -> _History:
+    commits = list(repo.walk(tip))
+    commits.reverse()
+    history = _History(commits)
+    for info in commits:
+        parent = info.parents[0] if info.parents else None
+        for change in repo.changes(parent, info.sha):
+            path = change.path
+            if path == "kernel.py" and change.kind != "delete":
+                history.kernel_changed.add(info.sha)
+            if not path.startswith("memory/") or change.kind == "delete":
+                continue
+            _memory_change(history, info.sha, path, change.new_sha)
+        prefix = VERSION_PREFIX.match(info.subject)
+        if prefix:
+            history.prefix_commits.setdefault(int(prefix.group(1)), []).append(info)
+        elif not EPISODE.match(info.subject):
+            history.non_version_commits.append(info.subject[:90])
+    return history
+
+
+def _memory_change(history: _History, sha: str, path: str, blob: str) -> None:
+    match = _MEMORY_VERSION.match(path)
+    if match:
+        n = int(match.group(1))
+        history.first_add.setdefault(n, sha)
+        history.memory_blob[n] = blob
+    elif variant := _MEMORY_VARIANT.match(path):
+        history.variants.append(
+            {"file": path, "base": f"v{variant.group(1)}", "suffix": variant.group(2)[1:]}
+        )
+    elif _LONG_HORIZON.match(path):
+        history.journals[sha] = path
+        history.non_version_files.append({"file": path, "reason": "long-horizon evidence"})
+    else:
+        history.non_version_files.append({"file": path, "reason": "not a version name"})
+
+
+def _row(repo, files, history: _History, n: int, memory_links: set) -> tuple[VersionRow, str]:
+    """Version ``n``'s row and its kernel source (None when unreadable)."""
+    row = VersionRow(version=f"v{n}", n=n)
+    event = history.first_add.get(n)
+    same_prefix = history.prefix_commits.get(n, [])
+    row.event_sha = event
+    if event is not None and event in history.kernel_changed:
+        row.code_sha = event
+    else:
+        limit = history.order[event] if event is not None else len(history.commits)
+        code = [
+            c
+            for c in same_prefix
+            if c.sha in history.kernel_changed and history.order[c.sha] <= limit
+        ]
+        row.code_sha = code[-1].sha if code else None
+    row.has_commit = bool(event or same_prefix)
+    row.sha = row.code_sha or event or (same_prefix[-1].sha if same_prefix else None)
+    text_commit = same_prefix[-1] if same_prefix else history.by_sha[event]
+    row.subject = text_commit.subject
+    row.body = body_of(text_commit.message)
+    row.reverted = any(is_reverted(c.subject, "") for c in same_prefix[-1:]) or any(
+        is_reverted("", body_of(c.message)) for c in same_prefix
+    )
+    message = f"{row.subject}\n{row.body}"
+    row.deadend_items, row.deadend_blob, row.next_direction = parse_deadends(message)
+    row.deadend_streak = deadend_streak(message)
+    episode = episode_of(history.by_sha[event].subject) if event else None
+    if episode is not None:
+        row.episode = episode
+        row.journal_path = history.journals.get(event)
+    if row.code_sha:
+        row.parent = (history.by_sha[row.code_sha].parents or (None,))[0]
+    if n in history.memory_blob:
+        row.has_memory = True
+        row.memory_path = f"memory/v{n}.json"
+        raw = repo.blob(history.memory_blob[n])
+        refused = None
+        if len(raw) > MAX_FILE_BYTES:
+            raw, refused = None, "memory file over the 8 MiB limit, refused; no numbers"
+        elif row.memory_path in memory_links:
+            raw, refused = None, "memory file is a symlink, refused; no numbers"
+        read_memory(row, raw, refused)
+    return row, _kernel_source(files, row)
+
+
+def _kernel_source(files: TraceFiles, row: VersionRow) -> str | None:
+    commit = row.code_sha or row.sha
+    if commit is None:
+        return None
+    source = files.at(commit).read("kernel.py")
+    if source is None:
+        return None
+    try:
+        text = source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        row.problems.append(f"kernel.py is not UTF-8 (byte {exc.start}); no code")
+        return None
+    row.dsl = sniff_dsl(text)
+    return text
+
+
+def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMeta:
+    vendor, arch, product, basis = hardware
+    definition = object_of(files.json("definition.json"))
+    name = operator_name(label, text_of(definition.get("name")) or None)
+    slug = operator_slug(name)
+    description = text_of(definition.get("description"))
+    axes = object_of(definition.get("axes"))
+    constants = {
+        k: v["value"]
+        for k, v in axes.items()
+        if isinstance(v, dict) and v.get("type") == "const" and v.get("value") is not None
+    }
+    var_axes = [k for k, v in axes.items() if isinstance(v, dict) and v.get("type") == "var"]
+    workload = files.read("workload.jsonl")
+    n_shapes = 0
+    if workload is not None:
+        lines = workload.decode("utf-8", "replace").splitlines()
+        n_shapes = sum(1 for line in lines if line.strip())
+    return TraceMeta(
+        label=label,
+        head=tip,
+        operator_name=name,
+        operator_slug=slug,
+        workload_family=workload_family(slug, description),
+        description=description,
+        constants=constants,
+        var_axes=var_axes,
+        n_shapes=n_shapes,
+        vendor=vendor,
+        arch=arch,
+        product=product,
+        hardware_basis=basis,
+        harness=options.harness or DEFAULT_HARNESS,
+    )

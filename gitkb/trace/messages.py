@@ -1,0 +1,77 @@
+"""The commit-message grammar of a trace (TRACE_FORMAT §1.3-1.4, gitkb rules 1 and 10)."""
+
+from __future__ import annotations
+
+import re
+
+VERSION_PREFIX = re.compile(r"^\s*v(\d+)\s*:", re.IGNORECASE)
+EPISODE = re.compile(r"^\s*episode\s+(\d+)\s*:", re.IGNORECASE)
+_REVERTED_WORD = re.compile(r"\breverted\b|dead-end recorded", re.IGNORECASE)
+_VERDICT_LINE = re.compile(r"^\s*verdict\s*:(.*)$", re.IGNORECASE | re.MULTILINE)
+_DEADEND = re.compile(r"dead-end recorded:(.*)", re.IGNORECASE | re.DOTALL)
+_NEXT = re.compile(r"\bNext:(.*)", re.DOTALL)
+_SENTENCE_END = re.compile(r"\.\s+(?=[A-Za-z])")
+_STREAK = re.compile(r"(\d+)(?:st|nd|rd|th) consecutive dead-end", re.IGNORECASE)
+
+
+def version_of(subject: str) -> int | None:
+    """N of a ``v<N>:`` subject (legacy and long-horizon outcome commits), else None."""
+    match = VERSION_PREFIX.match(subject)
+    return int(match.group(1)) if match else None
+
+
+def episode_of(subject: str) -> int | None:
+    """E of an ``episode <E>: ...`` subject (a long-horizon promotion), else None."""
+    match = EPISODE.match(subject)
+    return int(match.group(1)) if match else None
+
+
+def body_of(message: str) -> str:
+    return message.split("\n", 1)[1].strip() if "\n" in message else ""
+
+
+def _cut_sentence(text: str) -> str:
+    match = _SENTENCE_END.search(text)
+    return (text[: match.start()] if match else text).strip().rstrip(".").strip()
+
+
+def _split_top_level(text: str) -> list[str]:
+    items, depth, current = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    items.append("".join(current))
+    return items
+
+
+def parse_deadends(message: str) -> tuple[list[str], str, str]:
+    """(items, blob, next direction) from ``dead-end recorded: a, b. Next: c`` (edges 10-11)."""
+    next_match = _NEXT.search(message)
+    next_direction = next_match.group(1).strip() if next_match else ""
+    match = _DEADEND.search(message)
+    if not match:
+        return [], "", next_direction
+    blob = match.group(1)
+    blob = _NEXT.split(blob, maxsplit=1)[0]
+    blob = _cut_sentence(blob)
+    items = [_cut_sentence(item) for item in _split_top_level(blob)]
+    return [i for i in items if len(i) > 3], blob, next_direction
+
+
+def deadend_streak(message: str) -> int | None:
+    streak = _STREAK.search(message)
+    return int(streak.group(1)) if streak else None
+
+
+def is_reverted(subject: str, body: str) -> bool:
+    """Rule 10: ``reverted`` counts in the subject or a ``Verdict:`` line, not in prose."""
+    if _REVERTED_WORD.search(subject):
+        return True
+    return any(_REVERTED_WORD.search(v) for v in _VERDICT_LINE.findall(body))
