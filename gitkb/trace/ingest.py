@@ -9,6 +9,7 @@ cannot be read degrades (no numbers) and the reason is kept on the row.
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, field
 
 from gitkb.trace import TraceError
@@ -72,7 +73,7 @@ class _History:
 
     commits: list  # CommitInfo, oldest first
     first_add: dict[int, str] = field(default_factory=dict)  # N -> first commit adding memory
-    memory_blob: dict[int, str] = field(default_factory=dict)  # N -> newest memory blob
+    memory_blob: dict[int, tuple] = field(default_factory=dict)  # N -> newest (blob, mode)
     prefix_commits: dict[int, list] = field(default_factory=dict)  # N -> v<N>: commits
     kernel_changed: set[str] = field(default_factory=set)
     journals: dict[str, str] = field(default_factory=dict)  # commit -> long_horizon_e*.json
@@ -83,6 +84,21 @@ class _History:
     def __post_init__(self) -> None:
         self.order = {c.sha: i for i, c in enumerate(self.commits)}
         self.by_sha = {c.sha: c for c in self.commits}
+        self.roots: dict[str, dict[str, tuple[int, str]]] = {}
+        self.kernels: dict[str, tuple[str | None, str | None]] = {}  # blob -> (text, problem)
+        self._dsls: dict[str, str] = {}
+
+    def dsl_of(self, text: str) -> str:
+        if text not in self._dsls:
+            self._dsls[text] = sniff_dsl(text)
+        return self._dsls[text]
+
+    def root(self, repo: Repository, sha: str) -> dict[str, tuple[int, str]]:
+        """The top-level entries of a commit, read once."""
+        if sha not in self.roots:
+            info = self.by_sha.get(sha) or repo.commit(sha)
+            self.roots[sha] = repo.tree_entries(info.tree)
+        return self.roots[sha]
 
 
 def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None = None) -> Ingest:
@@ -94,10 +110,9 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
         raise TraceError(f"{label}: the trace's HEAD has no kernel.py")
     hardware = resolve_hardware(files, options)
     history = _walk(repo, tip)
-    memory_links = {path for path, _ in repo.list_symlinks(tip, "memory")}
     rows, kernels = [], {}
     for n in sorted(set(history.first_add) | set(history.prefix_commits)):
-        row, source = _row(repo, files, history, n, memory_links)
+        row, source = _row(repo, files, history, n)
         if source is not None:
             kernels[n] = source
         if options.dsl:
@@ -116,18 +131,23 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
 
 
 def _walk(repo: Repository, tip: str) -> _History:
+    """One pass over the commits, oldest first. Each commit's top-level entries are compared
+    with its first parent's, and memory/ is diffed entry by entry only where its tree
+    changed, so the walk is linear in the commits and the memory files they touch."""
     commits = list(repo.walk(tip))
     commits.reverse()
     history = _History(commits)
     for info in commits:
-        parent = info.parents[0] if info.parents else None
-        for change in repo.changes(parent, info.sha):
-            path = change.path
-            if path == "kernel.py" and change.kind != "delete":
-                history.kernel_changed.add(info.sha)
-            if not path.startswith("memory/") or change.kind == "delete":
-                continue
-            _memory_change(history, info.sha, path, change.new_sha)
+        entries = history.root(repo, info.sha)
+        parent = history.root(repo, info.parents[0]) if info.parents else {}
+        kernel = entries.get("kernel.py")
+        if kernel is not None and kernel != parent.get("kernel.py"):
+            history.kernel_changed.add(info.sha)
+        memory, before = _folder(entries.get("memory")), _folder(parent.get("memory"))
+        if memory != before:
+            for change in repo.entry_changes(before, memory, "memory"):
+                for path, blob, mode in _memory_files(repo, change):
+                    _memory_change(history, info.sha, path, blob, mode)
         prefix = VERSION_PREFIX.match(info.subject)
         if prefix:
             history.prefix_commits.setdefault(int(prefix.group(1)), []).append(info)
@@ -136,12 +156,31 @@ def _walk(repo: Repository, tip: str) -> _History:
     return history
 
 
-def _memory_change(history: _History, sha: str, path: str, blob: str) -> None:
+def _folder(entry: tuple[int, str] | None) -> str | None:
+    return entry[1] if entry is not None and stat.S_ISDIR(entry[0]) else None
+
+
+def _memory_files(repo: Repository, change) -> list[tuple[str, str, int]]:
+    """(path, blob, mode) of what one changed memory/ entry added or modified; a changed
+    subfolder (rare) is diffed in full."""
+    if change.kind == "delete":
+        return []
+    if not stat.S_ISDIR(change.new_mode):
+        return [(change.path, change.new_sha, change.new_mode)]
+    old = change.old_sha if stat.S_ISDIR(change.old_mode) else None
+    return [
+        (c.path, c.new_sha, c.new_mode)
+        for c in repo.tree_changes(old, change.new_sha, change.path)
+        if c.kind != "delete"
+    ]
+
+
+def _memory_change(history: _History, sha: str, path: str, blob: str, mode: int) -> None:
     match = _MEMORY_VERSION.match(path)
     if match:
         n = int(match.group(1))
         history.first_add.setdefault(n, sha)
-        history.memory_blob[n] = blob
+        history.memory_blob[n] = (blob, mode)
     elif variant := _MEMORY_VARIANT.match(path):
         history.variants.append(
             {"file": path, "base": f"v{variant.group(1)}", "suffix": variant.group(2)[1:]}
@@ -153,7 +192,7 @@ def _memory_change(history: _History, sha: str, path: str, blob: str) -> None:
         history.non_version_files.append({"file": path, "reason": "not a version name"})
 
 
-def _row(repo, files, history: _History, n: int, memory_links: set) -> tuple[VersionRow, str]:
+def _row(repo, files, history: _History, n: int) -> tuple[VersionRow, str | None]:
     """Version ``n``'s row and its kernel source (None when unreadable)."""
     row = VersionRow(version=f"v{n}", n=n)
     event = history.first_add.get(n)
@@ -189,29 +228,44 @@ def _row(repo, files, history: _History, n: int, memory_links: set) -> tuple[Ver
     if n in history.memory_blob:
         row.has_memory = True
         row.memory_path = f"memory/v{n}.json"
-        raw = repo.blob(history.memory_blob[n])
-        refused = None
-        if len(raw) > MAX_FILE_BYTES:
-            raw, refused = None, "memory file over the 8 MiB limit, refused; no numbers"
-        elif row.memory_path in memory_links:
-            raw, refused = None, "memory file is a symlink, refused; no numbers"
+        blob, mode = history.memory_blob[n]
+        raw, refused = None, None
+        if stat.S_ISLNK(mode):
+            refused = "memory file is a symlink, refused; no numbers"
+        else:
+            raw = repo.blob(blob)
+            if len(raw) > MAX_FILE_BYTES:
+                raw, refused = None, "memory file over the 8 MiB limit, refused; no numbers"
         read_memory(row, raw, refused)
-    return row, _kernel_source(files, row)
+    return row, _kernel_source(repo, files, history, row)
 
 
-def _kernel_source(files: TraceFiles, row: VersionRow) -> str | None:
+def _kernel_source(repo, files: TraceFiles, history: _History, row: VersionRow) -> str | None:
     commit = row.code_sha or row.sha
     if commit is None:
         return None
-    source = files.at(commit).read("kernel.py")
-    if source is None:
-        return None
-    try:
-        text = source.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        row.problems.append(f"kernel.py is not UTF-8 (byte {exc.start}); no code")
-        return None
-    row.dsl = sniff_dsl(text)
+    entry = history.root(repo, commit).get("kernel.py")
+    key = entry[1] if entry is not None and stat.S_ISREG(entry[0]) else None
+    if key is None or key not in history.kernels:
+        # A regular file is read by its blob id; anything else under rule 6's checks.
+        source = repo.blob(key) if key else files.at(commit).read("kernel.py")
+        if source is not None and len(source) > MAX_FILE_BYTES:
+            files.refused.append(f"kernel.py at {commit[:12]}: over the 8 MiB limit, refused")
+            source = None
+        try:
+            found = (source.decode("utf-8"), None) if source is not None else (None, None)
+        except UnicodeDecodeError as exc:
+            found = (None, f"kernel.py is not UTF-8 (byte {exc.start}); no code")
+        if key is None:
+            text, problem = found
+        else:
+            history.kernels[key] = found
+    if key is not None:
+        text, problem = history.kernels[key]
+    if problem:
+        row.problems.append(problem)
+    if text is not None:
+        row.dsl = history.dsl_of(text)
     return text
 
 
