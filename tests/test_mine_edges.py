@@ -24,7 +24,7 @@ from gitkb.trace.messages import parse_deadends
 from gitkb.trace.naming import operator_slug
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import build_packets, find_packet
-from gitkb.trace.partition import _strategy_technique, partition
+from gitkb.trace.partition import partition, strategy_technique
 from gitkb.trace.scrub import Scrubber
 from gitkb.vcs.repository import Repository
 
@@ -190,7 +190,7 @@ def test_edge_8_technique_slug_never_collapses_to_numbers(tmp_path):
         },
     )
     ingested, _, _ = run(t.write())
-    assert _strategy_technique(ingested.row(12)) == "vectorized-load"
+    assert strategy_technique(ingested.row(12), ingested.scrubber) == "vectorized-load"
 
 
 def test_edge_9_both_pitfall_dialects_strings_and_nulls(tmp_path):

@@ -32,7 +32,6 @@ from gitkb.trace.ladder import Ladder, build_ladder
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import Packet, packets_from
 from gitkb.trace.partition import Segment, partition
-from gitkb.trace.scrub import denylist_from_env
 from gitkb.vcs.repository import Repository
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -134,6 +133,17 @@ def check_label(label: str) -> str:
     return label
 
 
+def check_private_label(label: str, ingested: Ingest) -> None:
+    """The label names a ref and a report folder: a private word may not be in it."""
+    if ingested.scrubber.mentions_private(label):
+        raise GitkbError(
+            f"the trace label {label!r} holds a denylisted term or a user name from the "
+            "trace's paths, and would name the store's trace ref and report folder; "
+            "pass --label NAME",
+            2,
+        )
+
+
 def _store_options(store, ingested: Ingest, options: TraceOptions) -> TraceOptions:
     """Options completed from the store: its ids and the traces it holds this operator from."""
     if store is None:
@@ -183,9 +193,8 @@ def mine(
     repo, head, default_label = open_trace(trace)
     label = check_label(label or default_label)
     options = options or TraceOptions()
-    if not options.denylist:
-        options.denylist = denylist_from_env()
     ingested = ingest(repo, head, label, options)
+    check_private_label(label, ingested)
     ladder = build_ladder(ingested.rows)
     recon_doc = recon(ingested, ladder, store)
     options = _store_options(store, ingested, options)
@@ -258,7 +267,9 @@ def _in_segment_order(outcomes: list[Outcome], segments: list[Segment]) -> list[
 
 
 def _reports(result: MineResult) -> dict[str, bytes]:
-    summary = result.summary()
+    """The committed reports, every string of them scrubbed of private text (rule 11)."""
+    private = result.ingest.scrubber.private_value
+    summary = private(result.summary())
     segments = [
         {
             "seg_id": s.seg_id,
@@ -271,10 +282,11 @@ def _reports(result: MineResult) -> dict[str, bytes]:
         }
         for s in result.segments
     ]
+    recon_doc = private(result.recon)
     return {
-        "recon.md": reports.recon_markdown(result.recon).encode(),
-        "recon.json": reports.dumps(result.recon),
-        "partition.md": reports.partition_markdown(segments).encode(),
+        "recon.md": reports.recon_markdown(recon_doc).encode(),
+        "recon.json": reports.dumps(recon_doc),
+        "partition.md": reports.partition_markdown(private(segments)).encode(),
         "mine.md": reports.mine_markdown(summary).encode(),
         "mine.json": reports.dumps(summary),
     }

@@ -28,6 +28,7 @@ from gitkb.trace.messages import (
 )
 from gitkb.trace.naming import operator_name, operator_slug, sniff_dsl, workload_family
 from gitkb.trace.options import DEFAULT_HARNESS, DEFAULT_NON_TARGET_KERNELS, TraceOptions
+from gitkb.trace.scrub import Scrubber
 from gitkb.vcs.repository import Repository
 
 _MEMORY_VERSION = re.compile(r"^memory/v(\d+)\.json$")
@@ -62,6 +63,7 @@ class Ingest:
     non_version_files: list[dict]
     non_version_commits: list[str]
     refused: list[str]  # paths refused by the path-safety rules, with the reason
+    scrubber: Scrubber  # the trace's scrubber, its user names learned from all its text
 
     def row(self, n: int) -> VersionRow | None:
         return next((r for r in self.rows if r.n == n), None)
@@ -119,15 +121,41 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
             row.dsl = options.dsl
         rows.append(row)
     non_target = tuple(options.non_target_kernels or DEFAULT_NON_TARGET_KERNELS)
+    meta = _meta(files, label, tip, hardware, options)
+    captures = read_captures(files, non_target, kernels)
+    scrubber = Scrubber(options.denylist, label)
+    for text in _all_text(meta, rows, captures, kernels.values()):
+        scrubber.learn(text)
+    # Names are made from scrubbed text only (rule 11).
+    meta.operator_slug = operator_slug(scrubber.name(meta.operator_name))
+    meta.workload_family = workload_family(meta.operator_slug, scrubber.name(meta.description))
+    meta.operator_name = scrubber.private(meta.operator_name)
     return Ingest(
-        meta=_meta(files, label, tip, hardware, options),
+        meta=meta,
         rows=rows,
-        captures=read_captures(files, non_target, kernels),
+        captures=captures,
         variants=history.variants,
         non_version_files=history.non_version_files,
         non_version_commits=history.non_version_commits,
         refused=files.refused,
+        scrubber=scrubber,
     )
+
+
+def _all_text(meta: TraceMeta, rows: list[VersionRow], captures, kernels):
+    """Every text a record or report may be built from (rule 11), for the scrubber to learn
+    the user names in it before anything is scrubbed."""
+    yield meta.description
+    yield meta.operator_name
+    for row in rows:
+        yield row.text
+        yield row.expected_impact
+        for group in (row.pitfalls, row.open_directions, row.experiments):
+            for entry in group:
+                yield from (str(v) for v in (entry or {}).values())
+    for capture in captures:
+        yield capture.conclusion
+    yield from kernels
 
 
 def _walk(repo: Repository, tip: str) -> _History:
@@ -273,7 +301,6 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
     vendor, arch, product, basis = hardware
     definition = object_of(files.json("definition.json"))
     name = operator_name(label, text_of(definition.get("name")) or None)
-    slug = operator_slug(name)
     description = text_of(definition.get("description"))
     axes = object_of(definition.get("axes"))
     constants = {
@@ -291,8 +318,8 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         label=label,
         head=tip,
         operator_name=name,
-        operator_slug=slug,
-        workload_family=workload_family(slug, description),
+        operator_slug="",  # set from the scrubbed name
+        workload_family="",
         description=description,
         constants=constants,
         var_axes=var_axes,

@@ -15,7 +15,8 @@ class TraceOptions:
     ``existing_ids``: ids already in the live store (ids are allocated above them);
     empty means ids start at 01. ``store_sources``: the traces the store already holds
     records of this operator from (another one makes the gain not comparable).
-    ``denylist``: private substrings scrubbed from packets.
+    ``denylist``: private substrings scrubbed from packets (None: the file the
+    GITKB_DENYLIST environment variable names, as the gates read it).
     """
 
     vendor: str | None = None
@@ -26,4 +27,4 @@ class TraceOptions:
     existing_ids: tuple[str, ...] = ()
     store_sources: tuple[str, ...] = ()  # source_repo of the store's records of this operator
     non_target_kernels: tuple[str, ...] = ()
-    denylist: tuple[str, ...] = ()
+    denylist: tuple[str, ...] | None = None

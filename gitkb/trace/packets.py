@@ -15,7 +15,6 @@ from gitkb.trace.ladder import Ladder, build_ladder
 from gitkb.trace.memory import VersionRow
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.partition import Segment, partition
-from gitkb.trace.scrub import Scrubber
 from gitkb.vcs.repository import Repository
 
 DIFF_LIMIT = 60_000
@@ -125,7 +124,7 @@ def _packet(
     comparable: bool,
 ) -> Packet:
     meta, row = ingested.meta, segment.row
-    scrub = Scrubber(tuple(options.denylist), meta.label)
+    scrub = ingested.scrubber.for_packet()
     captures = [c for c in ingested.captures if c.n == row.n]
     usable = [c.dir for c in captures if c.usable]
     report = next((c for c in captures if c.conclusion), None)

@@ -16,6 +16,7 @@ from gitkb.trace.ingest import Ingest
 from gitkb.trace.ladder import Ladder
 from gitkb.trace.memory import VersionRow
 from gitkb.trace.naming import slugify
+from gitkb.trace.scrub import Scrubber
 
 MIN_ITEM_CHARS = 12
 
@@ -80,17 +81,28 @@ def fact_precheck(text: str) -> str:
     return "no checkable condition"
 
 
-def _strategy_technique(row: VersionRow) -> str:
-    for candidate in (row.description, _VERDICT_BOILERPLATE.sub("", row.subject)):
+def strategy_technique(row: VersionRow, scrub: Scrubber) -> str:
+    description = scrub.name(row.description)
+    subject = scrub.name(_VERDICT_BOILERPLATE.sub("", row.subject))
+    for candidate in (description, subject):
         if len(candidate.strip()) >= MIN_ITEM_CHARS:
             return slugify(candidate)
     if row.category and row.category not in ("baseline", "exhaustive_search"):
-        return slugify(row.category)
-    return slugify(row.description or row.subject)
+        return slugify(scrub.name(row.category))
+    return slugify(description or scrub.name(row.subject))
 
 
 def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()) -> list[Segment]:
+    """The segments of the ladder, named from scrubbed text (rule 11)."""
     rows = {r.n: r for r in ingest.rows}
+    scrub = ingest.scrubber
+
+    def name(text: str) -> str:
+        return slugify(scrub.name(text))
+
+    def precheck(text: str) -> str:
+        return fact_precheck(scrub.served(text))
+
     segments: list[Segment] = []
     previous = None
     for step in ladder.milestones:
@@ -103,7 +115,7 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                     f"milestone-{step.kind}",
                     "s",
                     row,
-                    _strategy_technique(row),
+                    strategy_technique(row, scrub),
                     improve_pct=step.improve_pct,
                     builds_on={
                         "version": previous.version,
@@ -133,10 +145,10 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                         "journal-experiment",
                         "t",
                         row,
-                        slugify(str(experiment.get("name") or experiment.get("change") or "")),
+                        name(str(experiment.get("name") or experiment.get("change") or "")),
                         text=text,
                         split_by="journal",
-                        fact_precheck=fact_precheck(text),
+                        fact_precheck=precheck(text),
                         experiments=[experiment["index"]],
                     )
                 )
@@ -151,10 +163,10 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                         "deadend-item",
                         "t",
                         row,
-                        slugify(item),
+                        name(item),
                         text=item,
                         split_by="mechanical",
-                        fact_precheck=fact_precheck(item),
+                        fact_precheck=precheck(item),
                     )
                 )
         else:
@@ -166,10 +178,10 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                     "deadend-prose",
                     "t",
                     row,
-                    slugify(_dash_text(row.subject) or row.description or text),
+                    name(_dash_text(row.subject) or row.description or text),
                     text=text,
                     split_by="agent",
-                    fact_precheck=fact_precheck(text),
+                    fact_precheck=precheck(text),
                 )
             )
     for row in ingest.rows:
@@ -188,11 +200,11 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                     "curated-pitfall",
                     "t",
                     row,
-                    slugify(pitfall["pitfall"] or text),
+                    name(pitfall["pitfall"] or text),
                     text=text,
                     fix=pitfall["fix"],
                     split_by="curated",
-                    fact_precheck=fact_precheck(f"{text} {pitfall['fix']}"),
+                    fact_precheck=precheck(f"{text} {pitfall['fix']}"),
                 )
             )
     if ladder.final is not None:
