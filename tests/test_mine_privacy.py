@@ -63,7 +63,7 @@ def private_trace(tmp_path) -> Trace:
         "v3: committed (+25.0%) acme-tuned epilogue, ask alice@acme.example.com",
         {
             "kernel.py": private_kernel(
-                3, f"final kernel, from {PATH}, mail alice@acme.example.com"
+                3, f"final AcmeTurbo kernel, from {PATH}, mail alice@acme.example.com"
             ),
             "memory/v3.json": memory(
                 "v3", 60.0, description="fused the epilogue into the AcmeTurbo reduction loop"
@@ -96,7 +96,7 @@ def test_private_text_is_scrubbed_everywhere_and_no_record_is_lost(tmp_path, sto
         assert not leaks(json.dumps(served(record.data))), record.path
     reference = next(r.data for r in records if r.data["type"] == "reference-kernel")
     snippet = reference["payload"]["implementation"]["snippet"]
-    assert "# final kernel, from a local path, mail an address" in snippet
+    assert "# final a private identifier kernel, from a local path, mail an address" in snippet
     strategy = next(r.data for r in records if r.data["id"].endswith("-s01"))
     assert "vectorized-loads-copied-from" in strategy["id"]
     reports = list(store.repo.list_tree(store.tip, f"reports/{LABEL}"))
@@ -105,6 +105,18 @@ def test_private_text_is_scrubbed_everywhere_and_no_record_is_lost(tmp_path, sto
         assert not leaks(store.repo.blob(sha).decode()), path
     check = kb("validate", str(store.location))
     assert check.returncode == 0, check.stdout.decode()
+
+
+def test_gates_without_the_denylist_still_accept_what_was_scrubbed(
+    tmp_path, store, denylist, monkeypatch
+):
+    """A server without the private denylist rebuilds packets that still hold the private
+    words; the records quoting scrubbed comments still pass verbatim there."""
+    mine(private_trace(tmp_path).path, store=store)
+    monkeypatch.delenv("GITKB_DENYLIST")
+    check = kb("validate", str(store.location), "--full")
+    assert check.returncode == 0, check.stdout.decode()
+    assert "0 of 17 gates failed" in check.stdout.decode()
 
 
 def test_a_label_holding_a_private_word_is_refused(tmp_path, store, denylist):

@@ -37,6 +37,8 @@ ADDRESS = "an address"
 HOST = "a host"
 USER = "a user"
 DOCUMENT = "a document"
+# The words private text is replaced by (a gate may need to recognise them).
+PLACEHOLDERS = (PRIVATE_TERM, LOCAL_PATH, ADDRESS, HOST, USER, DOCUMENT)
 
 _PATHS = re.compile(
     # a home directory, with or without what follows it
