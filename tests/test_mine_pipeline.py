@@ -252,3 +252,45 @@ def test_mined_store_push_is_gated_by_the_server_hook(tmp_path, monkeypatch):
     git("-c", "core.hooksPath=/dev/null", "commit", "-q", "-am", "tamper", cwd=work.location)
     refused = git("push", "--porcelain", "origin", "main", cwd=work.location, check=False)
     assert refused.returncode != 0
+
+
+def test_a_trace_without_metadata_names_its_operator_from_the_kernel(tmp_path, store):
+    """Only kernel.py history and memory, hardware from flags: the operator comes from the
+    kernel's entry point (or --operator), never the trace label, so the stated dead-ends
+    are not refused by raw-isolation for echoing the label."""
+    t = Trace(tmp_path / "rmsnorm")
+    source = kernel_source(0).replace("softmax_kernel", "fused_rms_norm_kernel")
+    t.legacy_keep(0, 100.0, "baseline: one program per row, three passes", kernel=source)
+    t.legacy_revert(
+        1,
+        110.0,
+        "slower",
+        [
+            "a persistent grid on sm_90 was slower because the grid-stride loop adds index "
+            "math to every row of the rmsnorm",
+            "BLOCK 8192 spills registers on sm_90 because each thread holds 64 fp32 values",
+        ],
+    )
+    t.legacy_keep(2, 80.0, "two rows per program", kernel=source.replace("axis=0)", "axis=0) "))
+    t.write()
+    done = kb("mine", str(t.path), "--store", str(store.location), "--arch", "hopper", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    summary = json.loads(done.stdout)
+    assert {o["seg_id"]: o["action"] for o in summary["outcomes"]} == {
+        "strategy-v2": "insert",
+        "anti-v1-01": "insert",
+        "anti-v1-02": "insert",
+        "refk-final": "insert",
+    }
+    families = {
+        e["id"].split(".")[3] for e in store.view().entries() if e["type"] != "anti-strategy"
+    }
+    assert families == {"fused-rms-norm"}
+    recon = json.loads(store.repo.read(store.tip, "reports/rmsnorm/recon.json"))
+    assert recon["identity"]["operator_basis"] == "the kernel's entry point"
+    # A label inside the operator's name would be echoed by every record: refused up front.
+    other = tmp_path / "clone"
+    git("clone", "-q", str(t.path), str(other))
+    done = kb("mine", str(other), "--store", str(store.location), "--arch", "hopper",
+              "--label", "rms")  # fmt: skip
+    assert done.returncode == 2 and b"--label" in done.stderr

@@ -10,6 +10,18 @@ hardware_options = [
     click.option("--dsl", type=click.Choice(DSLS), help="Override the DSL sniffed from kernel.py."),
     click.option("--harness", help="How the trace measured (shown as measured_on.harness)."),
     click.option("--label", help="The trace label (default: the trace folder's name)."),
+    click.option(
+        "--operator",
+        help="The operator's name when the trace's metadata names none "
+        "(default: the kernel's entry point; never the trace label).",
+    ),
+    click.option(
+        "--non-target-kernel",
+        "non_target_kernels",
+        multiple=True,
+        help="A kernel name profiler captures may not be about (repeatable; default: the "
+        "store's [mine] non_target_kernels, else torch's RNG fill kernel).",
+    ),
 ]
 
 
@@ -19,10 +31,18 @@ def with_trace_options(func):
     return func
 
 
-def mine_options(vendor, arch, product, dsl, harness):
+def mine_options(vendor, arch, product, dsl, harness, operator=None, non_target_kernels=()):
     from gitkb.trace.options import TraceOptions
 
-    return TraceOptions(vendor=vendor, arch=arch, product=product, dsl=dsl, harness=harness)
+    return TraceOptions(
+        vendor=vendor,
+        arch=arch,
+        product=product,
+        dsl=dsl,
+        harness=harness,
+        operator=operator,
+        non_target_kernels=tuple(non_target_kernels),
+    )
 
 
 @click.command("mine")
@@ -51,6 +71,8 @@ def command(
     dsl,
     harness,
     label,
+    operator,
+    non_target_kernels,
     distiller,
     stage_only,
     dry_run,
@@ -82,7 +104,7 @@ def command(
             trace,
             store=store,
             label=label,
-            options=mine_options(vendor, arch, product, dsl, harness),
+            options=mine_options(vendor, arch, product, dsl, harness, operator, non_target_kernels),
             distiller=distiller,
             stage_only=stage_only,
             dry_run=dry_run,

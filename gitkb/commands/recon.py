@@ -9,7 +9,19 @@ from gitkb.commands.mine import mine_options, with_trace_options
 @with_trace_options
 @click.option("--json", "as_json", is_flag=True, help="Print the recon as JSON.")
 @store_option
-def command(trace, vendor, arch, product, dsl, harness, label, as_json, store_path) -> None:
+def command(
+    trace,
+    vendor,
+    arch,
+    product,
+    dsl,
+    harness,
+    label,
+    operator,
+    non_target_kernels,
+    as_json,
+    store_path,
+) -> None:
     """Read TRACE and print its evidence-density report; writes nothing."""
     from gitkb.mine.pipeline import run_recon, store_if_any
     from gitkb.mine.reports import recon_markdown
@@ -18,7 +30,7 @@ def command(trace, vendor, arch, product, dsl, harness, label, as_json, store_pa
         trace,
         store=store_if_any(store_path),
         label=label,
-        options=mine_options(vendor, arch, product, dsl, harness),
+        options=mine_options(vendor, arch, product, dsl, harness, operator, non_target_kernels),
     )
     if as_json:
         echo_json(document)

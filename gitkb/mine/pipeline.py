@@ -133,13 +133,23 @@ def check_label(label: str) -> str:
     return label
 
 
-def check_private_label(label: str, ingested: Ingest) -> None:
-    """The label names a ref and a report folder: a private word may not be in it."""
+def check_label_use(label: str, ingested: Ingest) -> None:
+    """The label names a ref and a report folder, so it may hold no private word; and it is
+    ``evidence.raw.source_repo``, which no served field may echo (raw-isolation), so it
+    may not be part of the operator's name either."""
     if ingested.scrubber.mentions_private(label):
         raise GitkbError(
             f"the trace label {label!r} holds a denylisted term or a user name from the "
             "trace's paths, and would name the store's trace ref and report folder; "
             "pass --label NAME",
+            2,
+        )
+    slug = ingested.meta.operator_slug
+    if label.lower() in slug or label.lower() in ingested.meta.operator_name.lower():
+        raise GitkbError(
+            f"the trace label {label!r} is part of the operator name {slug!r}: every served "
+            "record would echo evidence.raw.source_repo and raw-isolation would refuse it; "
+            "pass --label NAME (e.g. kernel_opt_<n>_<operator>)",
             2,
         )
 
@@ -194,7 +204,7 @@ def mine(
     label = check_label(label or default_label)
     options = options or TraceOptions()
     ingested = ingest(repo, head, label, options)
-    check_private_label(label, ingested)
+    check_label_use(label, ingested)
     ladder = build_ladder(ingested.rows)
     recon_doc = recon(ingested, ladder, store)
     options = _store_options(store, ingested, options)
@@ -403,13 +413,8 @@ def _descends(store, trace, current: str, head: str) -> bool:
 def _options_change(store, label: str, head: str, options: TraceOptions):
     """The run's hardware/dsl overrides, kept on main so the trace gates rebuild the
     packets the way this run built them; a change only when something changed."""
-    overrides = {
-        k: getattr(options, k)
-        for k in ("vendor", "arch", "product", "dsl", "harness")
-        if getattr(options, k)
-    }
     path = layout.TRACE_OPTIONS_PATH.format(label=label)
-    document = {"label": label, "ref": layout.trace_ref(label), **overrides}
+    document = {"label": label, "ref": layout.trace_ref(label), **options.stored()}
     data = (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
 
     def build(view) -> Change:

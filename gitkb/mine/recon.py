@@ -64,6 +64,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
     return {
         "identity": {
             "operator": meta.operator_name,
+            "operator_basis": meta.operator_basis,
             "slug": meta.operator_slug,
             "workload_family": meta.workload_family,
             "label": meta.label,

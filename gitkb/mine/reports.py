@@ -25,6 +25,7 @@ def recon_markdown(recon: dict) -> str:
                     "operator / slug / family",
                     f"{ident['operator']} / {ident['slug']} / {ident['workload_family']}",
                 ],
+                ["operator named by", ident["operator_basis"]],
                 ["trace label", ident["label"]],
                 ["HEAD", ident["head"]],
                 ["target", f"{target['vendor']} {target['arch']} {target['product'] or 'any'}"],

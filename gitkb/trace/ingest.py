@@ -26,7 +26,7 @@ from gitkb.trace.messages import (
     is_reverted,
     parse_deadends,
 )
-from gitkb.trace.naming import operator_name, operator_slug, sniff_dsl, workload_family
+from gitkb.trace.naming import entry_point, operator_slug, sniff_dsl, workload_family
 from gitkb.trace.options import DEFAULT_HARNESS, DEFAULT_NON_TARGET_KERNELS, TraceOptions
 from gitkb.trace.scrub import Scrubber
 from gitkb.vcs.repository import Repository
@@ -41,6 +41,7 @@ class TraceMeta:
     label: str
     head: str
     operator_name: str
+    operator_basis: str  # where the operator's name came from (never the trace label)
     operator_slug: str
     workload_family: str
     description: str
@@ -297,10 +298,25 @@ def _kernel_source(repo, files: TraceFiles, history: _History, row: VersionRow) 
     return text
 
 
+def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
+    """The operator's name and where it came from (rule 12): the flag, the definition, else
+    the kernel's entry point; never the trace label."""
+    if options.operator:
+        return options.operator, "the --operator flag"
+    if text_of(definition.get("name")):
+        return text_of(definition.get("name")), "definition.json name"
+    spec = object_of(object_of(files.json("solution.json")).get("spec"))
+    source = (files.read("kernel.py") or b"").decode("utf-8", "replace")
+    found = entry_point(source, text_of(spec.get("entry_point")) or None)
+    if found:
+        return found, "the kernel's entry point"
+    return "unknown", "no --operator, no definition.json name, no kernel entry point"
+
+
 def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMeta:
     vendor, arch, product, basis = hardware
     definition = object_of(files.json("definition.json"))
-    name = operator_name(label, text_of(definition.get("name")) or None)
+    name, basis = _operator(files, definition, options)
     description = text_of(definition.get("description"))
     axes = object_of(definition.get("axes"))
     constants = {
@@ -318,6 +334,7 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         label=label,
         head=tip,
         operator_name=name,
+        operator_basis=basis,
         operator_slug="",  # set from the scrubbed name
         workload_family="",
         description=description,

@@ -40,8 +40,6 @@ def stored_options(store, label: str) -> TraceOptions:
     if raw is None:
         return TraceOptions()
     try:
-        data = json.loads(raw)
+        return TraceOptions.from_stored(json.loads(raw))
     except ValueError:
         return TraceOptions()
-    fields = ("vendor", "arch", "product", "dsl", "harness")
-    return TraceOptions(**{k: data.get(k) for k in fields if isinstance(data.get(k), str)})
