@@ -46,6 +46,7 @@ class Outcome:
     note: str = ""
     commit: str | None = None
     missing: list[str] = field(default_factory=list)
+    lever: str = ""  # an anti-strategy's lever, scrubbed, so a reader sees what was skipped
 
 
 @dataclass
@@ -228,6 +229,7 @@ def mine(
                     None,
                     result.skipped,
                     missing=result.missing,
+                    lever=packet.agent_facing.get("the_failed_lever", ""),
                 )
             )
             continue

@@ -145,7 +145,17 @@ def mine_markdown(summary: dict) -> str:
     ]
     for record_type, fields in summary["missing_by_type"].items():
         out.append(f"- {record_type}: {', '.join(fields) or 'none'}")
+    skipped = [o for o in summary["outcomes"] if o["action"] == "skip" and o.get("lever")]
+    if skipped:
+        out += ["", "## Levers not kept", ""]
+        out += ["A dead-end the trace stated but no record holds, with the reason:", ""]
+        for o in skipped:
+            out += [f"- {o['seg_id']}: {o['note']}", f"  > {_one_line(o['lever'])}"]
     return "\n".join(out) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def dumps(document: dict) -> bytes:

@@ -12,6 +12,11 @@ _DEADEND = re.compile(r"dead-end recorded:(.*)", re.IGNORECASE | re.DOTALL)
 _NEXT = re.compile(r"\bNext:(.*)", re.DOTALL)
 _SENTENCE_END = re.compile(r"\.\s+(?=[A-Za-z])")
 _STREAK = re.compile(r"(\d+)(?:st|nd|rd|th) consecutive dead-end", re.IGNORECASE)
+_CONTINUATION = re.compile(
+    r"(?:so|which|because|since|as|and|but|while|whereas|then|thus|hence|therefore|causing|"
+    r"forcing|leaving|making|meaning|where|when|with the result)\b"
+)
+LEAD_IN_CHARS = 12  # a piece this short cannot be a lever of its own
 
 
 def version_of(subject: str) -> int | None:
@@ -61,8 +66,30 @@ def parse_deadends(message: str) -> tuple[list[str], str, str]:
     blob = match.group(1)
     blob = _NEXT.split(blob, maxsplit=1)[0]
     blob = _cut_sentence(blob)
-    items = [_cut_sentence(item) for item in _split_top_level(blob)]
+    items = _rejoin_clauses([_cut_sentence(item) for item in _split_top_level(blob)])
     return [i for i in items if len(i) > 3], blob, next_direction
+
+
+def _rejoin_clauses(pieces: list[str]) -> list[str]:
+    """Commas separate levers, but also the clauses of one lever's sentence: a piece that
+    continues a sentence ("so ...", "which ...", "as ...") rejoins the one before it, and
+    a short lead-in ("On H100") the one after it."""
+    items: list[str] = []
+    carry = ""
+    for piece in (p.strip() for p in pieces):
+        if not piece:
+            continue
+        if carry:
+            piece, carry = f"{carry}, {piece}", ""
+        if items and _CONTINUATION.match(piece):
+            items[-1] = f"{items[-1]}, {piece}"
+        elif len(piece) < LEAD_IN_CHARS and not items:
+            carry = piece
+        else:
+            items.append(piece)
+    if carry:
+        items.append(carry)
+    return items
 
 
 def deadend_streak(message: str) -> int | None:

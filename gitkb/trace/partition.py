@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gitkb.trace.facts import fact_precheck
 from gitkb.trace.ingest import Ingest
 from gitkb.trace.ladder import Ladder
 from gitkb.trace.memory import VersionRow
@@ -20,27 +21,6 @@ from gitkb.trace.scrub import Scrubber
 
 MIN_ITEM_CHARS = 12
 
-_CONDITION = re.compile(
-    r"\bsm_?\d{2,3}\b|\b(?:b200|b300|h100|h200|a100|mi300x|mi308x|mi355x|blackwell|hopper|"
-    r"ampere|cdna3|cdna4)\b|\b[MNK]\s*(?:<=|>=|<|>|=)\s*\d|\b(?:small|large|tiny)-[mnk]\b|"
-    r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b|"
-    r"\b(?:triton|cuda|cutlass|ptx|driver)\s+\d|\bwhen [a-z]|\bonly (?:if|when|on)\b|"
-    r"\bfor (?:all )?shapes? (?:with|where|below|above)\b|\b\d+\s*(?:KB|MB|KiB|MiB)\b|"
-    r"\b(?:rows?|cols?|columns?)\s*(?:<=|>=|<|>|=|%)",
-    re.IGNORECASE,
-)
-_CAUSE = re.compile(
-    r"because|since|due to|caused by|the reason|as a result of|bound by|limited by|gated by|"
-    r"serializ|contention|saturat|spill|occupancy|bank conflict|scoreboard|barrier|"
-    r"(?:bandwidth|latency|compute)[- ]bound|wave quantization|tail effect|partial wave|"
-    r"launch overhead|does not fit|exceeds|cannot|unsupported|not supported|requires",
-    re.IGNORECASE,
-)
-_MEASUREMENT_ONLY = re.compile(
-    r"no improvement|flat[- ]within[- ]noise|within noise|hw floor (?:re)?confirmed|"
-    r"slower|faster|regress",
-    re.IGNORECASE,
-)
 _VERDICT_BOILERPLATE = re.compile(
     r"^\s*v\d+\s*:\s*|\b(?:committed|reverted|dead-end recorded)\b.*$|\([+-]?\d[^)]*\)",
     re.IGNORECASE,
@@ -65,20 +45,6 @@ class Segment:
     experiments: list[int] = field(default_factory=list)
     id: str = ""
     episode_key: str = ""
-
-
-def fact_precheck(text: str) -> str:
-    """ok, or why the text cannot carry an established fact (flags, never drops)."""
-    if len(text.strip()) < MIN_ITEM_CHARS:
-        return "too short to carry a claim"
-    has_condition, has_cause = bool(_CONDITION.search(text)), bool(_CAUSE.search(text))
-    if has_condition and has_cause:
-        return "ok"
-    if _MEASUREMENT_ONLY.search(text) and not has_cause:
-        return "reports a measurement, names no cause"
-    if not has_cause:
-        return "names no cause"
-    return "no checkable condition"
 
 
 def strategy_technique(row: VersionRow, scrub: Scrubber) -> str:

@@ -15,6 +15,7 @@ from gitkb.gates.established_fact import NON_MECHANISM
 from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
 from gitkb.record import new_track
+from gitkb.trace import facts
 from gitkb.trace.packets import Packet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
@@ -22,19 +23,6 @@ SOURCE_FORMAT = "source (verbatim)"
 SNIPPET_LINES = 40
 MIN_MECHANISM = 40
 
-_SM = re.compile(r"\bsm_?\d{2,3}[a-z]?\b", re.IGNORECASE)
-_DTYPE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b", re.IGNORECASE)
-_SHAPE = re.compile(
-    r"\b(?:[MNK]|rows?|cols?|columns?|hidden|batch|seq(?:len)?)\s*(?:<=|>=|<|>|==|=|%)\s*\d+"
-    r"(?:\s*!=\s*\d+)?|\b\d+\s*(?:KB|MB|KiB|MiB)\b(?:[^.;,]*)?",
-    re.IGNORECASE,
-)
-_CAUSE = re.compile(
-    r"because|since|due to|caused by|bound by|limited by|serializ|contention|saturat|spill|"
-    r"occupancy|bank conflict|does not fit|exceeds|cannot|unsupported|not supported|requires|"
-    r"breaks|misaligned",
-    re.IGNORECASE,
-)
 _API = re.compile(r"unsupported|not supported|cannot express|does not exist|no api", re.I)
 _ACCURACY = re.compile(r"accuracy|tolerance|\bnan\b|mismatch|incorrect|precision", re.I)
 _CEILING = re.compile(r"does not fit|exceeds|limit|capacity|ceiling|saturat", re.I)
@@ -253,19 +241,6 @@ def _strategy(packet: Packet) -> Distilled:
     return Distilled(packet.seg_id, record, missing)
 
 
-def _condition(text: str, dsl: str) -> dict:
-    condition: dict = {}
-    if match := _SM.search(text):
-        condition["sm_arch"] = match.group(0)
-    if match := _SHAPE.search(text):
-        condition["shape_regime"] = match.group(0).strip()
-    if match := _DTYPE.search(text):
-        condition["dtype"] = match.group(0)
-    if dsl and dsl != "any":
-        condition["toolchain"] = dsl
-    return condition
-
-
 def _verdict(text: str) -> str:
     if _API.search(text):
         return "api-limitation"
@@ -281,9 +256,8 @@ def _anti(packet: Packet) -> Distilled:
     lever = af["the_failed_lever"]
     fix = af["how_it_was_fixed"]
     mechanism = lever.strip()
-    condition = _condition(lever, af["operator"]["dsl"])
-    checkable = {k: v for k, v in condition.items() if k != "toolchain"}
-    if len(mechanism) < MIN_MECHANISM or not _CAUSE.search(mechanism):
+    condition = facts.conditions(lever, af["operator"]["dsl"])
+    if len(mechanism) < MIN_MECHANISM or not facts.states_mechanism(mechanism):
         return Distilled(
             packet.seg_id,
             None,
@@ -293,7 +267,7 @@ def _anti(packet: Packet) -> Distilled:
         return Distilled(
             packet.seg_id, None, skipped="the trace's text is bookkeeping, not a mechanism"
         )
-    if not checkable:
+    if not facts.checkable(lever):
         return Distilled(
             packet.seg_id,
             None,
