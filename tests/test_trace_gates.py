@@ -400,10 +400,18 @@ def test_size_limits_are_decided_before_any_content_is_read(hostile, monkeypatch
     assert total > 5 * LARGE and message.endswith("over the 33554432-byte limit")
 
 
-def test_non_granular_mined_records_pass(sample):
+def test_a_promotion_record_cannot_skip_the_gate_by_omitting_its_journal(sample):
+    """Leaving evidence_extra out of a record citing a promotion commit is a failure; a
+    record of a legacy commit needs none."""
     data = candidate(sample)
     del data["evidence"]["raw"]["evidence_extra"]
-    assert run("journal-provenance", ctx_for(sample[0], data)).status == "PASS"
+    (finding,) = run("journal-provenance", ctx_for(sample[0], data)).findings
+    assert finding.message.startswith("cites a long-horizon promotion commit but no journal")
+    legacy = copy.deepcopy(sample[0].read_record("nvidia.h100.triton.softmax.online-rescale-s01"))
+    assert "evidence_extra" not in legacy.data["evidence"]["raw"]
+    assert run("journal-provenance", ctx_for(sample[0], legacy.data, admission=None)).status == (
+        "PASS"
+    )
 
 
 # --- the VCS layer's object sizes -------------------------------------------------------------

@@ -294,14 +294,17 @@ def _reports(result: MineResult) -> dict[str, bytes]:
         }
         for s in result.segments
     ]
-    recon_doc = private(result.recon)
-    return {
+    recon_doc, segments = private(result.recon), private(segments)
+    files = {
         "recon.md": reports.recon_markdown(recon_doc).encode(),
         "recon.json": reports.dumps(recon_doc),
-        "partition.md": reports.partition_markdown(private(segments)).encode(),
+        "partition.md": reports.partition_markdown(segments).encode(),
         "mine.md": reports.mine_markdown(summary).encode(),
         "mine.json": reports.dumps(summary),
     }
+    if recon_doc["long_horizon"]:
+        files["long-horizon.md"] = reports.long_horizon_markdown(recon_doc, segments).encode()
+    return files
 
 
 def _stage(folder: Path, ready: list[tuple[Packet, Distilled]]) -> list[Outcome]:

@@ -128,7 +128,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
         "variants": ingested.variants,
         "non_version_files": ingested.non_version_files,
         "store_coverage": store_coverage(store, meta.operator_slug, meta.label),
-        "long_horizon": long_horizon(ingested),
+        "long_horizon": long_horizon(ingested, ladder),
         "expected_yield": {
             "strategies": max(0, len(milestones) - 1),
             "anti_strategies_at_most": sum(

@@ -16,6 +16,7 @@ from gitkb.trace import TraceError
 from gitkb.trace.captures import Capture, read_captures
 from gitkb.trace.files import MAX_FILE_BYTES, TraceFiles
 from gitkb.trace.hardware import resolve_hardware
+from gitkb.trace.journals import attach, promotion_journal, supervisor_journals
 from gitkb.trace.memory import VersionRow, object_of, read_memory, text_of
 from gitkb.trace.messages import (
     EPISODE,
@@ -24,6 +25,7 @@ from gitkb.trace.messages import (
     deadend_streak,
     episode_of,
     is_reverted,
+    long_horizon_commit,
     parse_deadends,
 )
 from gitkb.trace.naming import entry_point, operator_slug, sniff_dsl, workload_family
@@ -124,6 +126,7 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     non_target = tuple(options.non_target_kernels or DEFAULT_NON_TARGET_KERNELS)
     meta = _meta(files, label, tip, hardware, options)
     captures = read_captures(files, non_target, kernels)
+    _read_journals(files, rows)
     scrubber = Scrubber(options.denylist, label)
     for text in _all_text(meta, rows, captures, kernels.values()):
         scrubber.learn(text)
@@ -143,6 +146,16 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     )
 
 
+def _read_journals(files: TraceFiles, rows: list[VersionRow]) -> None:
+    """Promotions read their own journal; a committed supervisor folder fills in the rest."""
+    for row in rows:
+        if row.journal_path and row.event_sha and row.episode is not None:
+            row.journal = promotion_journal(files.at(row.event_sha), row.journal_path, row.episode)
+            if row.journal is not None and row.improvement_pct is None:
+                row.improvement_pct = row.journal.improvement_pct
+    attach(rows, supervisor_journals(files))
+
+
 def _all_text(meta: TraceMeta, rows: list[VersionRow], captures, kernels):
     """Every text a record or report may be built from (rule 11), for the scrubber to learn
     the user names in it before anything is scrubbed."""
@@ -154,6 +167,8 @@ def _all_text(meta: TraceMeta, rows: list[VersionRow], captures, kernels):
         for group in (row.pitfalls, row.open_directions, row.experiments):
             for entry in group:
                 yield from (str(v) for v in (entry or {}).values())
+        if row.journal is not None:
+            yield str(row.journal.excerpt())
     for capture in captures:
         yield capture.conclusion
     yield from kernels
@@ -239,6 +254,8 @@ def _row(repo, files, history: _History, n: int) -> tuple[VersionRow, str | None
         row.code_sha = code[-1].sha if code else None
     row.has_commit = bool(event or same_prefix)
     row.sha = row.code_sha or event or (same_prefix[-1].sha if same_prefix else None)
+    if row.sha is not None:
+        row.cited_commit_kind = long_horizon_commit(history.by_sha[row.sha].subject)
     text_commit = same_prefix[-1] if same_prefix else history.by_sha[event]
     row.subject = text_commit.subject
     row.body = body_of(text_commit.message)

@@ -40,6 +40,8 @@ class Step:
     reason: str = ""
     improve_pct: float | None = None  # vs the best so far, 2 decimals
     best_before: float | None = None
+    geomean_pct: float | None = None  # the geomean delta, when an authoritative figure rules
+    authoritative: bool = False  # improve_pct is the long-horizon supervisor's verified gain
 
 
 @dataclass
@@ -114,13 +116,17 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
         if geo > best * REBASELINE_FACTOR:
             step.reason = "re-baselining (over 5x the best so far)"
             continue
-        improve = (best - geo) / best * 100.0
+        measured = (best - geo) / best * 100.0
+        # A promotion's verified same-allocation gain outranks the geomean delta (§5.6).
+        step.authoritative = row.episode is not None and row.improvement_pct is not None
+        improve = row.improvement_pct if step.authoritative else measured
         step.improve_pct = round(improve, 2)
+        step.geomean_pct = round(measured, 2)
         if improve >= MILESTONE_PCT and not _NO_CHANGE.search(row.text):
             step.kind = "mega" if improve >= MEGA_PCT else "milestone"
-            best = geo
+            best = min(best, geo)
         elif improve > 0:
-            best = geo  # the floor moves, but a step that claims no change owns nothing
+            best = min(best, geo)  # the floor moves, but a step claiming no change owns nothing
             step.reason = (
                 "declares no change"
                 if improve >= MILESTONE_PCT

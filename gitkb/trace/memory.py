@@ -51,6 +51,9 @@ class VersionRow:
     long_horizon_status: str | None = None
     episode: int | None = None
     journal_path: str | None = None  # memory/long_horizon_e<EEEE>.json of a promotion
+    journal: object | None = None  # its gitkb.trace.journals.Journal, or a committed one
+    experiments_from: str | None = None  # the file the experiments' ids refer to
+    cited_commit_kind: str | None = None  # promotion / revalidation (long-horizon) or None
     git_commit_hash: str | None = None
     masked: bool = False
     problems: list[str] = field(default_factory=list)  # per-version degradations (rule 7)
@@ -136,6 +139,8 @@ def read_memory(row: VersionRow, raw: bytes | None, refused: str | None) -> None
     for position, entry in enumerate(experiments if isinstance(experiments, list) else [], 1):
         if isinstance(entry, dict):
             row.experiments.append({**entry, "index": position})
+    if row.experiments:
+        row.experiments_from = row.memory_path
     row.long_horizon_status = text_of(object_of(doc.get("long_horizon")).get("status")) or None
     commit_hash = doc.get("git_commit_hash")
     if isinstance(commit_hash, (str, int)) and not isinstance(commit_hash, bool):

@@ -60,6 +60,7 @@ class Packet:
             "provenance": self.provenance,
             "diff": self.diff,
             "kernel": self.kernel,
+            "evidence_extra": self.evidence_extra,
             "evidence_chars": self.evidence_chars,
             "code_bytes": self.code_bytes,
         }
@@ -157,6 +158,11 @@ def _packet(
     measurements = {
         "geomean_us": row.geomean,
         "improve_pct_vs_best_so_far": segment.improve_pct,
+        "improvement_basis": "the long-horizon supervisor's authoritative same-allocation "
+        "verification against the incumbent"
+        if step and step.authoritative
+        else "geomean against the best earlier version",
+        "geomean_improve_pct_vs_best_so_far": step.geomean_pct if step else None,
         "best_so_far_geomean_us": step.best_before if step else None,
         "baseline_geomean_us": baseline.geomean if baseline else None,
         "improve_pct_vs_baseline": vs_baseline,
@@ -225,6 +231,8 @@ def _packet(
             "was_the_untouched_baseline": builds_on.get("is_baseline", False),
             "previous_approach": scrub.text(builds_on.get("description") or ""),
         }
+    if row.journal is not None:
+        agent_facing["journal"] = scrub.value(row.journal.excerpt())
     if segment.experiments and row.experiments:
         agent_facing["journal_experiments"] = [
             scrub.value(
@@ -275,24 +283,22 @@ def _packet(
 
 
 def _evidence_extra(row: VersionRow, segment: Segment) -> dict | None:
-    """Long-horizon granular evidence: the journal, the experiments, the canonical commit."""
-    if not segment.experiments or segment.record_type == "reference-kernel":
+    """Long-horizon granular evidence of a segment whose commit is a promotion or a
+    revalidation (rule 5): the journal, its experiments this record stands on, and that
+    canonical commit. Every record citing such a commit carries it (journal-provenance)."""
+    if row.cited_commit_kind is None or row.sha is None:
         return None
-    if row.journal_path and row.event_sha:
-        return {
-            "journal": row.journal_path,
-            "experiments": list(segment.experiments),
-            "promotion_commit": row.event_sha,
-        }
-    if row.memory_path and row.event_sha and row.long_horizon_status:
-        # A non-promotion's canonical memory holds the journal's experiments; its commit
-        # re-validated the incumbent the numbers describe.
-        return {
-            "journal": row.memory_path,
-            "experiments": list(segment.experiments),
-            "revalidation_commit": row.event_sha,
-        }
-    return None
+    if row.cited_commit_kind == "promotion":
+        journal = row.journal_path or row.experiments_from or row.memory_path
+    else:
+        # A non-promotion's memory holds the episode's experiments (else a committed
+        # journal does); its commit re-validated the incumbent the numbers describe.
+        journal = row.experiments_from or row.memory_path
+    return {
+        "journal": journal,
+        "experiments": list(segment.experiments),
+        f"{row.cited_commit_kind}_commit": row.sha,
+    }
 
 
 def find_packet(packets: list[Packet], record: dict) -> Packet | None:

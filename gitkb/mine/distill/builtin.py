@@ -132,9 +132,7 @@ def _measured_gain(packet: Packet, pct: float, against: str) -> dict:
         "before": None,
         "after": None,
         "unit": "%",
-        "measured_over": f"geomean over {n} shapes, against {against}"
-        if n
-        else f"geomean, against {against}",
+        "measured_over": f"over {n} shapes: {against}" if n else against,
         "source": "harness",
     }
     gain = {
@@ -235,7 +233,9 @@ def _strategy(packet: Packet) -> Distilled:
     }
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
-        "gain": _measured_gain(packet, pct, "the best earlier version"),
+        "gain": _measured_gain(
+            packet, pct, m.get("improvement_basis") or "the best earlier version"
+        ),
         "track": new_track({"step_gain_pct": pct}),
     }
     return Distilled(packet.seg_id, record, missing)
@@ -348,7 +348,7 @@ def _reference(packet: Packet) -> Distilled:
     pct = m["improve_pct_vs_baseline"]
     missing = []
     if pct is not None and pct > 0:
-        gain = _measured_gain(packet, pct, "the trace's baseline")
+        gain = _measured_gain(packet, pct, "geomean against the trace's baseline")
         speedup = round(m["baseline_geomean_us"] / m["geomean_us"], 2)
     else:
         gain = {"basis": "measured", "kind": "performance", "pct": None, "metrics": []}
