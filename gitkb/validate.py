@@ -29,10 +29,16 @@ def folder_context(folder: str | os.PathLike, full: bool = False) -> GateContext
 
 
 def context_for(
-    path: str | os.PathLike, staging: str | None = None, full: bool = False
+    path: str | os.PathLike,
+    staging: str | None = None,
+    full: bool = False,
+    trace: str | os.PathLike | None = None,
+    store: str | os.PathLike | None = None,
 ) -> GateContext:
     """The gate context for PATH: the committed tree of a store's main, or a folder
-    laid out like a store; with ``staging``, that folder checked against the store at PATH."""
+    laid out like a store; with ``staging``, that folder checked against the store at PATH.
+    A folder's mined records are judged against ``trace`` (the trace repository they were
+    mined from) or the traces ``store`` holds."""
     if staging is not None:
         ctx = folder_context(staging, full=full)
         try:
@@ -43,9 +49,39 @@ def context_for(
     try:
         return Store.open(path).gate_context(full=full)
     except NotAStore as exc:
-        if (Path(path) / "records").is_dir():
-            return folder_context(path, full=full)
-        raise GitkbError(f"{exc.message}, and {path} has no records/ folder to validate") from None
+        if not (Path(path) / "records").is_dir():
+            message = f"{exc.message}, and {path} has no records/ folder to validate"
+            raise GitkbError(message) from None
+    ctx = folder_context(path, full=full)
+    if store is not None:
+        ctx.store = Store.open(store).view()
+    if trace is not None:
+        ctx.traces = folder_trace(ctx, Path(path), trace)
+    return ctx
+
+
+def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
+    """The trace at ``trace`` under the label the folder's mined records name (when they
+    name one), built with the options mining recorded in the folder's traces/<label>.json."""
+    from gitkb.gates.trace_evidence import label_of
+    from gitkb.store.layout import TRACE_OPTIONS_PATH
+    from gitkb.trace.sources import TraceRepo, open_trace, read_options
+
+    repo, head, label = open_trace(trace)
+    named = {label_of(data) for _, data in ctx.parsed()} - {None}
+    if len(named) == 1:
+        label = named.pop()
+    options_file = folder / TRACE_OPTIONS_PATH.format(label=label)
+    options = read_options(options_file.read_bytes() if options_file.is_file() else None)
+    return TraceRepo(repo, head, label, options)
+
+
+def could_not_run(results) -> list[str]:
+    """The trace gates that skipped records for want of a trace: running them needs
+    ``--trace`` or ``--store``, and leaving them out is a failure, not a pass."""
+    from gitkb.gates.trace_evidence import NO_TRACE
+
+    return [r.gate.name for r in results if r.status == "SKIP" and r.reason == NO_TRACE]
 
 
 def example_context() -> GateContext:

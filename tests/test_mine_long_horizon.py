@@ -4,6 +4,8 @@ written, and a record of a promotion or revalidation must cite its journal."""
 
 from __future__ import annotations
 
+import json
+
 from conftest import kb
 from trace_factory import LONG_HORIZON_AUTHOR, Trace
 
@@ -97,3 +99,18 @@ def test_authoritative_figure_committed_journals_and_the_report(tmp_path, store)
     assert "alice" not in report
     check = kb("validate", str(store.location))
     assert check.returncode == 0, check.stdout.decode()
+
+
+def test_packets_carry_the_journal_excerpt_and_evidence_extra(tmp_path):
+    trace = journal_trace(tmp_path)
+    stage = tmp_path / "stage"
+    done = kb("mine", str(trace.path), "--stage-only", str(stage), "--store", str(tmp_path / "x"))
+    assert done.returncode == 0, done.stderr.decode()
+    packet = json.loads((stage / "packets" / LABEL / "anti-v3-02.json").read_text())
+    assert packet["evidence_extra"]["experiments"] == [2]
+    journal = packet["agent_facing"]["journal"]
+    assert journal["status"] == "pivot" and len(journal["experiments"]) == 2
+    assert "alice" not in json.dumps(packet)
+    promoted = json.loads((stage / "packets" / LABEL / "strategy-v2.json").read_text())
+    assert promoted["agent_facing"]["journal"]["authoritative_improvement_pct"] == 6.4
+    assert promoted["agent_facing"]["measurements"]["improve_pct_vs_best_so_far"] == 6.4

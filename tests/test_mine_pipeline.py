@@ -109,8 +109,21 @@ def test_dry_run_and_stage_only(tmp_path, store):
     assert done.returncode == 0, done.stderr.decode()
     assert len(list((stage / "records").rglob("*-s0*.json"))) == 3
     assert (stage / "reports" / "kernel_opt_001_softmax" / "mine.json").is_file()
+    packets = sorted(p.stem for p in (stage / "packets" / "kernel_opt_001_softmax").iterdir())
+    assert packets == sorted(s.seg_id for s in result.segments)
+    # Mined records without their trace: the trace gates cannot run, and that is a failure.
     check = kb("validate", str(stage))
+    out = check.stdout.decode()
+    assert check.returncode == 1, out
+    assert "trace gates could not run on mined records: verbatim, no-fabrication, provenance" in out
+    check = kb("validate", str(stage), "--trace", str(trace))
     assert check.returncode == 0, check.stdout.decode()
+    assert "0 of 17 gates failed" in check.stdout.decode()
+    mine(trace, store=store)
+    check = kb("validate", str(stage), "--store", str(store.location), "--json")
+    document = json.loads(check.stdout)
+    assert document["could_not_run"] == [] and document["failed"] == 0
+    assert [g["gate"] for g in document["gates"] if g["status"] != "PASS"] == ["relations"]
 
 
 def test_recon_cli(tmp_path):

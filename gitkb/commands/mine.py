@@ -60,6 +60,13 @@ def mine_options(vendor, arch, product, dsl, harness, operator=None, non_target_
     help="Write records and reports "
     "into this folder (laid out like a store) instead of admitting them.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="How many packets an external --distiller works on at once.",
+)
 @click.option("--dry-run", is_flag=True, help="Read, partition and distill; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @store_option
@@ -75,6 +82,7 @@ def command(
     non_target_kernels,
     distiller,
     stage_only,
+    jobs,
     dry_run,
     as_json,
     store_path,
@@ -109,6 +117,7 @@ def command(
             stage_only=stage_only,
             dry_run=dry_run,
             progress=progress,
+            jobs=jobs,
         )
     finally:
         if bar is not None:

@@ -30,7 +30,8 @@ from gitkb.gates.trace_evidence import (
     mined_records,
     raw_of,
     reachable,
-    require_store,
+    require_traces,
+    trace_repo,
     trace_tip,
 )
 from gitkb.trace.messages import long_horizon_commit
@@ -63,7 +64,7 @@ def cited_kind(ctx: GateContext, data: dict) -> str | None:
     tip, _ = trace_tip(ctx, label)
     if tip is None or commit not in reachable(ctx, label):
         return None  # provenance reports a commit the trace does not hold
-    return long_horizon_commit(ctx.store.repo.commit(commit).subject)
+    return long_horizon_commit(trace_repo(ctx, label).commit(commit).subject)
 
 
 def path_problem(path: object) -> str | None:
@@ -82,7 +83,7 @@ def path_problem(path: object) -> str | None:
 
 def check(ctx: GateContext):
     records = mined_records(ctx, also=_declares)
-    require_store(ctx)
+    require_traces(ctx)
     for record_file, data in records:
         if _declares(data):
             problems = _problems(ctx, data)
@@ -108,7 +109,7 @@ def _problems(ctx: GateContext, data: dict):
         yield "evidence.raw.source_repo", problem
         return
     commits = reachable(ctx, label)
-    repo = ctx.store.repo
+    repo = trace_repo(ctx, label)
 
     canonical = [(k, extra[k]) for k in COMMIT_KEYS if extra.get(k)]
     if not canonical:

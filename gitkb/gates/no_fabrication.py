@@ -21,7 +21,7 @@ from gitkb.gates.trace_evidence import (
     first_mined,
     mined_records,
     packet_of,
-    require_store,
+    require_traces,
 )
 from gitkb.record import dig
 
@@ -90,7 +90,7 @@ def _leaves(node, where: str):
 
 def check(ctx: GateContext):
     records = mined_records(ctx)
-    require_store(ctx)
+    require_traces(ctx)
     for record_file, data in records:
         found = evidence(ctx, data)
         if found.packet is None:

@@ -1,10 +1,11 @@
-"""The evidence the trace gates judge a record by, rebuilt from the store's own objects.
+"""The evidence the trace gates judge a record by, rebuilt from the trace's own objects.
 
 A record is *mined* when ``evidence.raw.source_repo`` is a non-empty string: that
-string is the trace label, and the store keeps the trace's commits under
-``refs/kb/traces/<label>``. From there the packet a record was distilled from is
-rebuilt (``gitkb.trace.sources``), so a gate needs no scratch files, on a laptop or
-in a server hook alike.
+string is the trace label. The context's trace source (``ctx.traces``: one trace
+repository, ``git kb validate DIR --trace PATH`` or a mining run's own; else the store's
+``refs/kb/traces/<label>``) gives the trace's commits, from which the packet a record was
+distilled from is rebuilt (``gitkb.trace.sources``), so a gate needs no scratch files, on
+a laptop or in a server hook alike.
 
 Everything is cached on the gate context (``ctx.extra``): one trace's packets are
 rebuilt once per context, and each context holds its own deep copy, so an
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, Skip
-from gitkb.store.layout import trace_ref
 
 _CACHE_KEY = "trace_evidence"
 # A label becomes a ref name component: git's rules, narrowed to what traces use.
@@ -52,9 +52,29 @@ def mined_records(ctx: GateContext, also=None) -> list:
     return found
 
 
-def require_store(ctx: GateContext) -> None:
+NO_TRACE = "no trace: pass --trace PATH, or --store STORE holding refs/kb/traces/<label>"
+
+
+def source(ctx: GateContext):
+    """Where this context finds traces: its own trace source, else the store's copies."""
+    if ctx.traces is not None:
+        return ctx.traces
     if ctx.store is None:
-        raise Skip("no store: trace evidence resolves through the store's refs/kb/traces/<label>")
+        return None
+    from gitkb.trace.sources import StoreTraces
+
+    ctx.traces = StoreTraces(ctx.store)
+    return ctx.traces
+
+
+def require_traces(ctx: GateContext) -> None:
+    if source(ctx) is None:
+        raise Skip(NO_TRACE)
+
+
+def trace_repo(ctx: GateContext, label: str):
+    """The repository that holds trace ``label``'s commits (``require_traces`` first)."""
+    return source(ctx).repo(label)
 
 
 @dataclass
@@ -66,10 +86,6 @@ class TraceEvidence:
     tip: str | None
     packet: object | None  # gitkb.trace.packets.Packet
     problem: str = ""  # why there is no tip or no packet, in words
-
-    @property
-    def missing_trace(self) -> str:
-        return f"trace {self.label} is not in the store: mine it or push {trace_ref(self.label)}"
 
 
 @dataclass
@@ -100,15 +116,14 @@ def _trace(ctx: GateContext, label: str) -> _Trace:
         if not _LABEL.fullmatch(label) or ".." in label or label.endswith((".lock", ".")):
             trace = _Trace(None, f"source_repo {label!r} is not a usable trace label")
         else:
-            tip = ctx.store.repo.resolve(trace_ref(label))
-            problem = "" if tip else TraceEvidence(label, None, None).missing_trace
-            trace = _Trace(tip, problem)
+            trace = _Trace(*source(ctx).tip(label))
         cache.traces[label] = trace
     return trace
 
 
 def trace_tip(ctx: GateContext, label: str) -> tuple[str | None, str]:
-    """The tip of ``refs/kb/traces/<label>`` in the store and, when absent, why."""
+    """The tip of trace ``label`` (in the store: ``refs/kb/traces/<label>``) and, when
+    absent, why."""
     trace = _trace(ctx, label)
     return trace.tip, trace.problem
 
@@ -120,10 +135,8 @@ def packets(ctx: GateContext, label: str) -> list:
     if trace.packets is None:
         trace.packets = []
         if trace.tip is not None:
-            from gitkb.trace.sources import packets_for_store
-
             try:
-                built = packets_for_store(ctx.store, label)
+                built = source(ctx).packets(label)
             except GitkbError as exc:
                 trace.packet_error = f"the packets of trace {label} cannot be rebuilt: {exc}"
             else:
@@ -132,7 +145,7 @@ def packets(ctx: GateContext, label: str) -> list:
 
 
 def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
-    """The evidence of one mined record (``require_store`` first)."""
+    """The evidence of one mined record (``require_traces`` first)."""
     label = label_of(data) or ""
     trace = _trace(ctx, label)
     if trace.tip is None:
@@ -147,10 +160,10 @@ def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
 
 
 def reachable(ctx: GateContext, label: str) -> set[str]:
-    """The commits reachable from the trace's tip in the store (empty when it is missing)."""
+    """The commits reachable from the trace's tip (empty when it is missing)."""
     trace = _trace(ctx, label)
     if trace.reachable is None:
-        repo = ctx.store.repo
+        repo = trace_repo(ctx, label)
         trace.reachable = {c.sha for c in repo.walk(trace.tip)} if trace.tip else set()
     return trace.reachable
 
@@ -167,6 +180,6 @@ def first_mined(ctx: GateContext, wanted=None):
 
 def packet_of(ctx: GateContext, data: dict):
     """The packet this context's evidence holds for ``data`` (for injection cases)."""
-    if ctx.store is None or not is_mined(data):
+    if source(ctx) is None or not is_mined(data):
         return None
     return evidence(ctx, data).packet

@@ -21,7 +21,7 @@ from gitkb.gates.trace_evidence import (
     first_mined,
     mined_records,
     packet_of,
-    require_store,
+    require_traces,
 )
 from gitkb.trace.scrub import PLACEHOLDERS
 
@@ -55,7 +55,7 @@ def snippets(data: dict) -> list[tuple[str, str]]:
 
 def check(ctx: GateContext):
     records = mined_records(ctx)
-    require_store(ctx)
+    require_traces(ctx)
     for record_file, data in records:
         quoted = snippets(data)
         if not quoted:

@@ -54,12 +54,12 @@ def trace_ladder(store: Store, label: str) -> list[LadderPoint]:
     by the mining stages (ingest, ladder) exactly as mining saw it."""
     from gitkb.trace.ingest import ingest
     from gitkb.trace.ladder import build_ladder
-    from gitkb.trace.sources import stored_options
+    from gitkb.trace.sources import StoreTraces
 
     tip = store.repo.resolve(TRACE_REFS + label)
     if tip is None:
         return []
-    rows = ingest(store.repo, tip, label, stored_options(store.view(), label)).rows
+    rows = ingest(store.repo, tip, label, StoreTraces(store.view()).options(label)).rows
     ladder = build_ladder(rows)
     points = []
     for row, step in zip(rows, ladder.steps, strict=True):

@@ -2,7 +2,9 @@
 
 It reads ``$GITKB_PACKET`` (the packet JSON) and ``$GITKB_BRIEF`` (templates/distill-brief.md),
 writes ``$GITKB_OUT/record.json`` (or nothing, to skip) and ``$GITKB_OUT/report.json``
-(``{"missing": [...], "skipped": "..."}``). Its record goes through the same gates.
+(``{"missing": [...], "skipped": "..."}``). Its record goes through the same gates; a
+refused record's findings come back to it once (``previous_attempt`` in the packet, and
+``$GITKB_FINDINGS``) for one more try. Packets run ``jobs`` at a time.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gitkb.errors import GitkbError
@@ -27,13 +30,39 @@ def brief_text() -> str:
     return (data_dir("templates") / "distill-brief.md").read_text(encoding="utf-8")
 
 
-def run_external(command: str, packet: Packet) -> Distilled:
+def run_all(
+    command: str, packets: list[Packet], jobs: int = 1, feedback: list | None = None, done=None
+) -> list[Distilled]:
+    """``run_external`` for each packet, ``jobs`` at a time, results in packet order;
+    ``feedback[i]`` is packet i's previous attempt (None: a first try); ``done()`` is called
+    as each finishes."""
+    feedback = feedback or [None] * len(packets)
+
+    def one(i: int) -> Distilled:
+        result = run_external(command, packets[i], feedback[i])
+        if done is not None:
+            done()
+        return result
+
+    if jobs <= 1 or len(packets) <= 1:
+        return [one(i) for i in range(len(packets))]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, range(len(packets))))
+
+
+def run_external(command: str, packet: Packet, feedback: dict | None = None) -> Distilled:
     """Run ``command`` for one packet: it reads ``$GITKB_PACKET`` (the packet JSON) and
     ``$GITKB_BRIEF``, writes ``$GITKB_OUT/record.json`` (or nothing, to skip) and
-    ``$GITKB_OUT/report.json`` ({"missing": [...], "skipped": "..."})."""
+    ``$GITKB_OUT/report.json`` ({"missing": [...], "skipped": "..."}). ``feedback``
+    (``{"record": ..., "findings": [...]}``) is its refused first try, shown to it as the
+    packet's ``previous_attempt`` and in ``$GITKB_FINDINGS``."""
     with tempfile.TemporaryDirectory(prefix="gitkb-distill-") as work:
         folder = Path(work)
-        (folder / "packet.json").write_text(json.dumps(packet.as_json(), indent=1))
+        document = packet.as_json()
+        if feedback is not None:
+            document["previous_attempt"] = feedback
+            (folder / "findings.json").write_text(json.dumps(feedback["findings"], indent=1))
+        (folder / "packet.json").write_text(json.dumps(document, indent=1))
         (folder / "brief.md").write_text(brief_text())
         out = folder / "out"
         out.mkdir()
@@ -43,6 +72,8 @@ def run_external(command: str, packet: Packet) -> Distilled:
             GITKB_BRIEF=str(folder / "brief.md"),
             GITKB_OUT=str(out),
         )
+        if feedback is not None:
+            env["GITKB_FINDINGS"] = str(folder / "findings.json")
         try:
             done = subprocess.run(
                 shlex.split(command),
