@@ -307,3 +307,52 @@ def test_a_trace_without_metadata_names_its_operator_from_the_kernel(tmp_path, s
     done = kb("mine", str(other), "--store", str(store.location), "--arch", "hopper",
               "--label", "rms")  # fmt: skip
     assert done.returncode == 2 and b"--label" in done.stderr
+
+
+def test_mega_milestones_yield_snapshot_reference_kernels(tmp_path, store):
+    """Each mega milestone with a versions/kernel_v<N>.py snapshot (read from the commits)
+    is a reference kernel of its own, besides the terminal one."""
+    t = Trace(tmp_path / "kernel_opt_001_softmax")
+    t.setup()
+    t.legacy_keep(0, 100.0, "baseline softmax with three passes over each row")
+    t.legacy_keep(1, 70.0, "merge the max and sum loops with an online rescale", pct="+30%")
+    t.legacy_keep(2, 50.0, "vectorized 128-bit loads along the row", pct="+28.6%")
+    t.legacy_keep(3, 49.0, "num_warps 8", pct="+2%")
+    snapshot = kernel_source(1).replace("# step 1", "# snapshot of v1, from /home/ann/k.py")
+    t.commit("archive milestone snapshots", {"versions/kernel_v1.py": snapshot})
+    t.write()
+    result = mine(t.path, store=store)
+    refs = {o.seg_id: o for o in result.outcomes if o.record_type == "reference-kernel"}
+    assert sorted(refs) == ["refk-final", "refk-v1"]  # v2 is a mega without a snapshot
+    record = store.read_record(refs["refk-v1"].record_id).data
+    assert record["id"].endswith(".reference-impl-milestone1-r02")
+    snippet = record["payload"]["implementation"]["snippet"]
+    assert "# snapshot of an earlier step, from a local path" not in snippet
+    assert "# snapshot of v1, from a local path" in snippet and "ann" not in snippet
+    assert record["evidence"]["raw"]["version"] == "v1"
+    assert kb("validate", str(store.location)).returncode == 0
+
+
+def test_non_target_kernels_come_from_the_store_config_or_the_flag(tmp_path, store):
+    t = Trace(tmp_path / "kernel_opt_011_softmax")
+    t.setup()
+    t.legacy_keep(0, 100.0, "baseline softmax with three passes over each row")
+    t.profile(0, "softmax_kernel")
+    t.write()
+
+    def usable(*flags) -> int:
+        done = kb("recon", str(t.path), "--json", "--store", str(store.location), *flags)
+        assert done.returncode == 0, done.stderr.decode()
+        return json.loads(done.stdout)["captures"]["usable"]
+
+    assert usable() == 1
+    assert usable("--non-target-kernel", "softmax_kernel") == 0
+    config = store.location / "gitkb.toml"
+    config.write_text(config.read_text() + '\n[mine]\nnon_target_kernels = ["softmax_kernel"]\n')
+    git("-c", "core.hooksPath=/dev/null", "commit", "-qam", "config", cwd=store.location)
+    assert usable() == 0
+    assert usable("--non-target-kernel", "some_other_kernel") == 1  # the flag wins
+    result = mine(t.path, store=store)
+    stored = json.loads(store.repo.read(store.tip, "traces/kernel_opt_011_softmax.json"))
+    assert stored["non_target_kernels"] == ["softmax_kernel"]  # the gates rebuild the same
+    assert result.ingest.captures[0].reason == "captured softmax_kernel, a non-target kernel"

@@ -36,6 +36,7 @@ from gitkb.vcs.repository import Repository
 _MEMORY_VERSION = re.compile(r"^memory/v(\d+)\.json$")
 _MEMORY_VARIANT = re.compile(r"^memory/v(\d+)([_-][^/]+)\.json$")
 _LONG_HORIZON = re.compile(r"^memory/long_horizon_e(\d+)\.json$")
+_SNAPSHOT = re.compile(r"^versions/kernel_v(\d+)\.py$")
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Ingest:
     non_version_commits: list[str]
     refused: list[str]  # paths refused by the path-safety rules, with the reason
     scrubber: Scrubber  # the trace's scrubber, its user names learned from all its text
+    snapshots: dict[int, str] = field(default_factory=dict)  # N -> versions/kernel_v<N>.py
 
     def row(self, n: int) -> VersionRow | None:
         return next((r for r in self.rows if r.n == n), None)
@@ -143,6 +145,11 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
         non_version_commits=history.non_version_commits,
         refused=files.refused,
         scrubber=scrubber,
+        snapshots={
+            int(m.group(1)): path
+            for path, _ in repo.list_tree(tip, "versions")
+            if (m := _SNAPSHOT.match(path))
+        },
     )
 
 

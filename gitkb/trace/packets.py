@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gitkb.trace.files import TraceFiles
 from gitkb.trace.ingest import Ingest, ingest
 from gitkb.trace.ladder import Ladder, build_ladder
 from gitkb.trace.memory import VersionRow
@@ -247,7 +248,11 @@ def _packet(
         ]
     diff = kernel = None
     if segment.record_type == "reference-kernel":
-        source = repo.read(row.code_sha, "kernel.py") if row.code_sha else None
+        if segment.seg_kind == "mega-snapshot":
+            snapshot = ingested.snapshots[row.n]
+            source = TraceFiles(repo, meta.head, ingested.refused).read(snapshot)
+        else:
+            source = repo.read(row.code_sha, "kernel.py") if row.code_sha else None
         if source is not None:
             kernel = scrub.code(source.decode("utf-8", "replace")[:KERNEL_LIMIT])
             agent_facing["kernel_file"] = f"{segment.seg_id}.py"

@@ -178,6 +178,20 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
         segments.append(
             Segment("refk-final", "reference-kernel", "final-kernel", "r", row, "reference-impl")
         )
+    megas = [s for s in ladder.milestones if s.kind == "mega"]
+    for i, step in enumerate(megas, 1):
+        # A mega milestone's own snapshot is a reference kernel too (§6.4).
+        if step.n in ingest.snapshots and step.n != ladder.final:
+            segments.append(
+                Segment(
+                    f"refk-{rows[step.n].version}",
+                    "reference-kernel",
+                    "mega-snapshot",
+                    "r",
+                    rows[step.n],
+                    f"reference-impl-milestone{i}",
+                )
+            )
     _allocate_ids(segments, ingest, existing_ids)
     return segments
 
