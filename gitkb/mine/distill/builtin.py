@@ -336,8 +336,7 @@ def _reference(packet: Packet) -> Distilled:
     said = af["what_the_run_said"]
     record = _base(packet, "reference-kernel")
     start = (
-        "the snapshot of a milestone of this trace, a step that cut the latency by at least "
-        "a fifth"
+        "the snapshot of a milestone of this trace, a step that cut the latency by at least a fifth"
         if snapshot
         else "the best measured version of this trace"
     )
