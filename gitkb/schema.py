@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -286,6 +285,8 @@ def write_profile(path: Path | None = None) -> Path:
     """Write ``build_profile()`` to the profile file atomically; return its path."""
     path = schema_path(PROFILE) if path is None else path
     text = json.dumps(build_profile(), indent=2, ensure_ascii=False) + "\n"
+    import tempfile  # only here: importing it costs every validate run
+
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
