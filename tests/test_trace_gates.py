@@ -127,12 +127,13 @@ def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
     assert second.data["id"] not in store.view()
 
 
-def test_packets_are_this_contexts_own_copy(sample):
+def test_an_injection_context_mutates_its_own_copy_of_the_packets(sample):
     from gitkb.gates import trace_evidence
     from gitkb.trace.sources import StoreTraces
 
     store, _ = sample
     ctx = ctx_for(store, candidate(sample))
+    ctx.extra[trace_evidence.MUTABLE_EVIDENCE] = True  # as run_injections marks its contexts
     mine = trace_evidence.packets(ctx, examples.LABEL)
     mine[1].diff = None
     assert StoreTraces(store.view()).packets(examples.LABEL)[1].diff

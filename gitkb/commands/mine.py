@@ -88,12 +88,12 @@ def command(
     store_path,
 ) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
+    from gitkb.commands import open_store
     from gitkb.mine.pipeline import mine, store_if_any
-    from gitkb.store import Store
 
     # A dry run or a staging run reads a store when there is one (ids, coverage); an
     # admitting run needs one.
-    store = Store.open(store_path) if not (dry_run or stage_only) else store_if_any(store_path)
+    store = open_store(store_path) if not (dry_run or stage_only) else store_if_any(store_path)
     bar = None
 
     def progress(done: int, total: int) -> None:

@@ -157,4 +157,5 @@ def _fresh(sample: GateContext) -> GateContext:
         sample.store, sample.index_check, sample.traces = store, index_check, traces
     ctx.store, ctx.index_check, ctx.traces = store, index_check, traces
     ctx.full = True
+    ctx.extra["mutable_evidence"] = True  # see gates.trace_evidence
     return ctx

@@ -25,6 +25,7 @@ import json
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
+    evidence,
     first_mined,
     label_of,
     mined_records,
@@ -64,6 +65,11 @@ def cited_kind(ctx: GateContext, data: dict) -> str | None:
     tip, _ = trace_tip(ctx, label)
     if tip is None or commit not in reachable(ctx, label):
         return None  # provenance reports a commit the trace does not hold
+    packet = evidence(ctx, data).packet
+    if packet is not None and packet.provenance.get("git_commit") == commit:
+        # The packet was built from the same commit's subject by the same rule.
+        extra = packet.evidence_extra or {}
+        return next((k.removesuffix("_commit") for k in COMMIT_KEYS if k in extra), None)
     return long_horizon_commit(trace_repo(ctx, label).commit(commit).subject)
 
 

@@ -8,8 +8,8 @@ distilled from is rebuilt (``gitkb.trace.sources``), so a gate needs no scratch 
 a laptop or in a server hook alike.
 
 Everything is cached on the gate context (``ctx.extra``): one trace's packets are
-rebuilt once per context, and each context holds its own deep copy, so an
-injection case may mutate the evidence without touching anyone else's.
+rebuilt once per context; an injection case's context holds its own deep copy, so it
+may mutate the evidence without touching anyone else's.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, Skip
 
 _CACHE_KEY = "trace_evidence"
+MUTABLE_EVIDENCE = "mutable_evidence"  # set on a context whose evidence may be mutated
 # A label becomes a ref name component: git's rules, narrowed to what traces use.
 _LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
 
@@ -95,6 +96,7 @@ class _Trace:
     packets: list | None = None
     packet_error: str = ""
     reachable: set[str] | None = None
+    index: object | None = None  # gitkb.trace.packets.PacketIndex of ``packets``
 
 
 @dataclass
@@ -140,7 +142,9 @@ def packets(ctx: GateContext, label: str) -> list:
             except GitkbError as exc:
                 trace.packet_error = f"the packets of trace {label} cannot be rebuilt: {exc}"
             else:
-                trace.packets = copy.deepcopy(list(built))
+                # Gates only read; an injection case mutates, so it gets its own copy.
+                own = ctx.extra.get(MUTABLE_EVIDENCE)
+                trace.packets = copy.deepcopy(list(built)) if own else list(built)
     return trace.packets
 
 
@@ -150,9 +154,11 @@ def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
     trace = _trace(ctx, label)
     if trace.tip is None:
         return TraceEvidence(label, None, None, trace.problem)
-    from gitkb.trace.packets import find_packet
+    from gitkb.trace.packets import PacketIndex
 
-    found = find_packet(packets(ctx, label), data)
+    if trace.index is None:
+        trace.index = PacketIndex(packets(ctx, label))
+    found = trace.index.find(data)
     problem = trace.packet_error or (
         "" if found else f"no packet of trace {label} matches this record (id, then version)"
     )
@@ -163,8 +169,7 @@ def reachable(ctx: GateContext, label: str) -> set[str]:
     """The commits reachable from the trace's tip (empty when it is missing)."""
     trace = _trace(ctx, label)
     if trace.reachable is None:
-        repo = trace_repo(ctx, label)
-        trace.reachable = {c.sha for c in repo.walk(trace.tip)} if trace.tip else set()
+        trace.reachable = set(source(ctx).commits(label)) if trace.tip else set()
     return trace.reachable
 
 

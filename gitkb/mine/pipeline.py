@@ -30,6 +30,10 @@ __all__ = ["MineResult", "Outcome", "mine", "run_recon", "store_if_any"]
 
 def store_if_any(path) -> object | None:
     """The store at ``path``, or None when there is none (dry runs and recon only read one)."""
+    from gitkb.vcs.plain import git_dir_of
+
+    if git_dir_of(Path(path)) is None:
+        return None  # not a repository at all: nothing to open
     from gitkb.store import Store
 
     try:
@@ -127,11 +131,12 @@ def mine(
     # Records meet the very packets they came from. With a store and the built-in
     # distiller the gates run once, at admission; an external distiller's records are
     # checked first so a refused one can have its second try.
-    traces = TraceRepo(repo, head, label, options, packets)
+    traces = TraceRepo(repo, head, label, options, packets, ingested.commits)
     view = store.view() if store is not None else None
 
     def check(records: list[dict]) -> list[list]:
-        return gate_findings(records, traces, view, label)
+        preview = dry_run and distiller == "builtin"
+        return gate_findings(records, traces, view, label, preview)
 
     precheck = None if admitting and distiller == "builtin" else check
     attempts = distill_all(packets, distiller, jobs, progress, precheck)
@@ -160,8 +165,8 @@ def mine(
         with writing(stage_only):
             outcomes += stage(Path(stage_only), result, options, packets, ready, refused)
     result.outcomes = result.in_segment_order(outcomes)
-    result.reports = result.report_files()
-    if stage_only is not None:
+    if stage_only is not None:  # a dry run writes nothing, reports included
+        result.reports = result.report_files()
         with writing(stage_only):
             write_reports(Path(stage_only), result)
     return result

@@ -59,7 +59,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
     for capture in ingested.captures:
         kernels[capture.kernel or "(none)"] = kernels.get(capture.kernel or "(none)", 0) + 1
     deadends = ladder.deadends
-    list_form = [s for s in deadends if next(r for r in rows if r.n == s.n).deadend_items]
+    list_form = [s for s in deadends if ingested.row(s.n).deadend_items]
     numbers = [r for r in rows if r.geomean is not None]
     return {
         "identity": {
@@ -89,7 +89,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
         },
         "citable_numbers": {
             "milestones_with_geomean": sum(
-                next(r for r in rows if r.n == s.n).geomean is not None for s in milestones
+                ingested.row(s.n).geomean is not None for s in milestones
             ),
             "milestones": len(milestones),
             "versions_with_geomean": len(numbers),
@@ -101,7 +101,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
                 "kind": s.kind,
                 "improve_pct": s.improve_pct,
                 "reason": s.reason,
-                "geomean_us": next(r for r in rows if r.n == s.n).geomean,
+                "geomean_us": ingested.row(s.n).geomean,
             }
             for s in ladder.steps
         ],
@@ -132,7 +132,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
         "expected_yield": {
             "strategies": max(0, len(milestones) - 1),
             "anti_strategies_at_most": sum(
-                len(next(r for r in rows if r.n == s.n).deadend_items) or 1 for s in deadends
+                len(ingested.row(s.n).deadend_items) or 1 for s in deadends
             ),
             "reference_kernels_at_most": 1,
         },

@@ -69,9 +69,13 @@ class Ingest:
     refused: list[str]  # paths refused by the path-safety rules, with the reason
     scrubber: Scrubber  # the trace's scrubber, its user names learned from all its text
     snapshots: dict[int, str] = field(default_factory=dict)  # N -> versions/kernel_v<N>.py
+    commits: frozenset[str] = frozenset()  # every commit reachable from the tip
+    _by_n: dict[int, VersionRow] = field(default_factory=dict, repr=False)
 
     def row(self, n: int) -> VersionRow | None:
-        return next((r for r in self.rows if r.n == n), None)
+        if len(self._by_n) != len(self.rows):
+            self._by_n = {r.n: r for r in self.rows}
+        return self._by_n.get(n)
 
 
 @dataclass
@@ -145,6 +149,7 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
         non_version_commits=history.non_version_commits,
         refused=files.refused,
         scrubber=scrubber,
+        commits=frozenset(history.by_sha),
         snapshots={
             int(m.group(1)): path
             for path, _ in repo.list_tree(tip, "versions")
@@ -185,10 +190,8 @@ def _walk(repo: Repository, tip: str) -> _History:
     """One pass over the commits, oldest first. Each commit's top-level entries are compared
     with its first parent's, and memory/ is diffed entry by entry only where its tree
     changed, so the walk is linear in the commits and the memory files they touch."""
-    commits = list(repo.walk(tip))
-    commits.reverse()
-    history = _History(commits)
-    for info in commits:
+    history = _History(_commits(repo, tip))
+    for info in history.commits:
         entries = history.root(repo, info.sha)
         parent = history.root(repo, info.parents[0]) if info.parents else {}
         kernel = entries.get("kernel.py")
@@ -205,6 +208,25 @@ def _walk(repo: Repository, tip: str) -> _History:
         elif not EPISODE.match(info.subject):
             history.non_version_commits.append(info.subject[:90])
     return history
+
+
+def _commits(repo: Repository, tip: str) -> list:
+    """The commits reachable from ``tip``, each read once, parents before children."""
+    infos: dict[str, object] = {}
+    order: list = []
+    stack: list[tuple[str, bool]] = [(tip, False)]
+    while stack:
+        sha, expanded = stack.pop()
+        if expanded:
+            order.append(infos[sha])
+            continue
+        if sha in infos:
+            continue
+        infos[sha] = info = repo.commit(sha)
+        stack.append((sha, True))
+        # The first parent is pushed last, so its history comes first.
+        stack.extend((p, False) for p in reversed(info.parents) if p not in infos)
+    return order
 
 
 def _folder(entry: tuple[int, str] | None) -> str | None:
@@ -299,6 +321,10 @@ def _kernel_source(repo, files: TraceFiles, history: _History, row: VersionRow) 
         return None
     entry = history.root(repo, commit).get("kernel.py")
     key = entry[1] if entry is not None and stat.S_ISREG(entry[0]) else None
+    row.kernel_blob = key
+    if row.parent is not None and row.code_sha is not None:
+        before = history.root(repo, row.parent).get("kernel.py")
+        row.parent_kernel_blob = before[1] if before and stat.S_ISREG(before[0]) else None
     if key is None or key not in history.kernels:
         # A regular file is read by its blob id; anything else under rule 6's checks.
         source = repo.blob(key) if key else files.at(commit).read("kernel.py")

@@ -50,16 +50,17 @@ class Ladder:
     final: int | None  # the terminal reference kernel's version number
     best: float | None
 
+    def __post_init__(self) -> None:
+        self._by_n = {s.n: s for s in self.steps}
+        self.milestones = [s for s in self.steps if s.kind in ("baseline", "milestone", "mega")]
+        self.deadends = [s for s in self.steps if s.kind == "deadend"]
+
+    def step(self, n: int) -> Step | None:
+        return self._by_n.get(n)
+
     def kind(self, n: int) -> str:
-        return next((s.kind for s in self.steps if s.n == n), "rejected")
-
-    @property
-    def milestones(self) -> list[Step]:
-        return [s for s in self.steps if s.kind in ("baseline", "milestone", "mega")]
-
-    @property
-    def deadends(self) -> list[Step]:
-        return [s for s in self.steps if s.kind == "deadend"]
+        step = self._by_n.get(n)
+        return step.kind if step is not None else "rejected"
 
 
 def _infra(row: VersionRow) -> bool:

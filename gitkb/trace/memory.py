@@ -54,6 +54,8 @@ class VersionRow:
     journal: object | None = None  # its gitkb.trace.journals.Journal, or a committed one
     experiments_from: str | None = None  # the file the experiments' ids refer to
     cited_commit_kind: str | None = None  # promotion / revalidation (long-horizon) or None
+    kernel_blob: str | None = None  # kernel.py at the code commit (a regular file)
+    parent_kernel_blob: str | None = None  # kernel.py at its parent, for the diff
     git_commit_hash: str | None = None
     masked: bool = False
     problems: list[str] = field(default_factory=list)  # per-version degradations (rule 7)

@@ -74,10 +74,34 @@ class Packet:
 
 def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kernel.py") -> str:
     """A unified diff of one file between two commits (root commit: against nothing)."""
+    before = repo.read(parent, path) if parent else None
+    return unified_diff(before, repo.read(sha, path), path)
+
+
+def kernel_diff(repo: Repository, row: VersionRow) -> str:
+    """``kernel.py`` from the code commit's parent to the code commit; by blob id when
+    ingest saw both sides as regular files (each blob is read once)."""
+    if row.kernel_blob is None:
+        return diff_text(repo, row.parent, row.code_sha)
+    before = _blob(repo, row.parent_kernel_blob) if row.parent_kernel_blob else None
+    return unified_diff(before, _blob(repo, row.kernel_blob), "kernel.py")
+
+
+_BLOBS: dict[str, bytes] = {}
+
+
+def _blob(repo: Repository, sha: str) -> bytes:
+    """A kernel blob; consecutive diffs share one side."""
+    if sha not in _BLOBS:
+        if len(_BLOBS) > 8:
+            _BLOBS.pop(next(iter(_BLOBS)))
+        _BLOBS[sha] = repo.blob(sha)
+    return _BLOBS[sha]
+
+
+def unified_diff(before: bytes | None, after: bytes | None, path: str) -> str:
     import difflib
 
-    before = repo.read(parent, path) if parent else None
-    after = repo.read(sha, path)
     if before == after:
         return ""
     old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
@@ -147,12 +171,8 @@ def _packet(
         "level": "operator",
         "schema": "clean-1.3",
     }
-    step = next((s for s in ladder.steps if s.n == row.n), None)
-    baseline = (
-        next((r for r in ingested.rows if r.n == ladder.milestones[0].n), None)
-        if (ladder.milestones)
-        else None
-    )
+    step = ladder.step(row.n)
+    baseline = ingested.row(ladder.milestones[0].n) if ladder.milestones else None
     vs_baseline = None
     if baseline and baseline.geomean and row.geomean and not row.carry_forward:
         vs_baseline = round((baseline.geomean - row.geomean) / baseline.geomean * 100.0, 2)
@@ -257,7 +277,7 @@ def _packet(
             kernel = scrub.code(source.decode("utf-8", "replace")[:KERNEL_LIMIT])
             agent_facing["kernel_file"] = f"{segment.seg_id}.py"
     elif row.code_sha:
-        diff = scrub.code(diff_text(repo, row.parent, row.code_sha)[:DIFF_LIMIT]) or None
+        diff = scrub.code(kernel_diff(repo, row)[:DIFF_LIMIT]) or None
         if diff:
             agent_facing["diff_file"] = f"{segment.seg_id}.diff"
     provenance = {
@@ -306,20 +326,34 @@ def _evidence_extra(row: VersionRow, segment: Segment) -> dict | None:
     }
 
 
+class PacketIndex:
+    """The packets of a trace, looked up by record (``find``) in constant time."""
+
+    def __init__(self, packets: list[Packet]) -> None:
+        self.by_id: dict[str, Packet] = {}
+        self.by_version: dict[tuple, list[Packet]] = {}
+        for packet in packets:
+            self.by_id.setdefault(packet.target.get("id"), packet)
+            key = (packet.provenance["source_repo"], packet.provenance["version"])
+            self.by_version.setdefault(key, []).append(packet)
+
+    def find(self, record: dict) -> Packet | None:
+        """The packet of a record: same target id; else same (source_repo, version) and
+        the same episode key; else the first with the same (source_repo, version)."""
+        found = self.by_id.get(record.get("id"))
+        if found is not None:
+            return found
+        raw = ((record.get("evidence") or {}).get("raw")) or {}
+        key = (raw.get("source_repo"), raw.get("version"))
+        if not key[1]:
+            return None
+        same = self.by_version.get(key, [])
+        episode_key = record.get("episode_key")
+        for packet in same:
+            if packet.target.get("episode_key") == episode_key:
+                return packet
+        return same[0] if same else None
+
+
 def find_packet(packets: list[Packet], record: dict) -> Packet | None:
-    """The packet of a record: same target id; else same (source_repo, version) and the same
-    episode key; else the first with the same (source_repo, version)."""
-    record_id = record.get("id")
-    for packet in packets:
-        if packet.target.get("id") == record_id:
-            return packet
-    raw = ((record.get("evidence") or {}).get("raw")) or {}
-    key = (raw.get("source_repo"), raw.get("version"))
-    if not key[1]:
-        return None
-    same = [p for p in packets if (p.provenance["source_repo"], p.provenance["version"]) == key]
-    episode_key = record.get("episode_key")
-    for packet in same:
-        if packet.target.get("episode_key") == episode_key:
-            return packet
-    return same[0] if same else None
+    return PacketIndex(packets).find(record)

@@ -80,6 +80,11 @@ class StoreTraces:
     def repo(self, label: str) -> Repository:
         return self.view.repo
 
+    def commits(self, label: str) -> set[str]:
+        """Every commit reachable from the trace's tip."""
+        tip, _ = self.tip(label)
+        return {c.sha for c in self.view.repo.walk(tip)} if tip else set()
+
     def options(self, label: str) -> TraceOptions:
         return read_options(self.view.read_file(layout.TRACE_OPTIONS_PATH.format(label=label)))
 
@@ -105,10 +110,12 @@ class TraceRepo:
         label: str,
         options: TraceOptions | None = None,
         packets: list[Packet] | None = None,
+        commits: frozenset[str] | None = None,
     ) -> None:
         self._repo, self._tip, self.label = repo, tip, label
         self.options = options or TraceOptions()
         self._packets = packets
+        self._commits = commits
 
     @classmethod
     def open(cls, path: str | Path, label: str | None = None, options=None) -> TraceRepo:
@@ -122,6 +129,12 @@ class TraceRepo:
 
     def repo(self, label: str) -> Repository:
         return self._repo
+
+    def commits(self, label: str) -> set[str] | frozenset[str]:
+        """Every commit reachable from the trace's tip (known to a mining run already)."""
+        if self._commits is None:
+            self._commits = frozenset(c.sha for c in self._repo.walk(self._tip))
+        return self._commits
 
     def packets(self, label: str) -> list[Packet]:
         tip, problem = self.tip(label)
