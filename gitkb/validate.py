@@ -3,19 +3,48 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.errors import GitkbError, NotAStore
-from gitkb.gates import Gate, GateContext, InjectionOutcome, run_injections
+from gitkb.gates import Gate, GateContext, GateResult, InjectionOutcome, run_gates, run_injections
 from gitkb.record import read_folder
 from gitkb.record.index import INDEX_PATH, Index, index_entry
 from gitkb.resources import data_dir
-from gitkb.store import Store
 
 EXAMPLES = "examples"
+
+
+@dataclass
+class Validation:
+    records: int
+    census: str  # ``records: N  (type=count, ...)``
+    results: list[GateResult]
+
+
+def validate(
+    path: str | os.PathLike,
+    gates: list[Gate],
+    staging: str | None = None,
+    full: bool = False,
+    trace: str | os.PathLike | None = None,
+    store: str | os.PathLike | None = None,
+) -> Validation:
+    """``git kb validate``: ``gates`` on PATH (see ``context_for``). A plain records folder
+    is judged in shards across processes (``gates.sharded``), with the same results."""
+    from gitkb.gates import sharded
+    from gitkb.vcs.plain import git_dir_of
+
+    folder = Path(path)
+    plain = staging is None and trace is None and store is None and not full
+    if plain and (folder / "records").is_dir() and git_dir_of(folder) is None:
+        index_path = folder / INDEX_PATH
+        index_raw = index_path.read_bytes() if index_path.is_file() else None
+        return Validation(*sharded.run(folder, list(gates), index_raw))
+    ctx = context_for(path, staging, full, trace=trace, store=store)
+    return Validation(len(ctx.records), census(ctx), run_gates(ctx, gates))
 
 
 def folder_context(folder: str | os.PathLike, full: bool = False) -> GateContext:
@@ -39,21 +68,31 @@ def context_for(
     laid out like a store; with ``staging``, that folder checked against the store at PATH.
     A folder's mined records are judged against ``trace`` (the trace repository they were
     mined from) or the traces ``store`` holds."""
+    from gitkb.vcs.plain import git_dir_of
+
     if staging is not None:
+        from gitkb.store import Store
+
         ctx = folder_context(staging, full=full)
         try:
             ctx.store = Store.open(path).view()
         except NotAStore:
             ctx.store = None
         return ctx
-    try:
-        return Store.open(path).gate_context(full=full)
-    except NotAStore as exc:
-        if not (Path(path) / "records").is_dir():
-            message = f"{exc.message}, and {path} has no records/ folder to validate"
-            raise GitkbError(message) from None
+    folder = (Path(path) / "records").is_dir()
+    if not folder or git_dir_of(Path(path)) is not None:  # a store, or nothing to validate
+        from gitkb.store import Store
+
+        try:
+            return Store.open(path).gate_context(full=full)
+        except NotAStore as exc:
+            if not folder:
+                message = f"{exc.message}, and {path} has no records/ folder to validate"
+                raise GitkbError(message) from None
     ctx = folder_context(path, full=full)
     if store is not None:
+        from gitkb.store import Store
+
         ctx.store = Store.open(store).view()
     if trace is not None:
         ctx.traces = folder_trace(ctx, Path(path), trace)
@@ -111,6 +150,8 @@ def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
     trace_gates = [g for g in gates if g.family == "trace"]
     outcomes = run_injections(example_context(), store_gates) if store_gates else []
     if trace_gates:
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="gitkb-injections-") as workdir:
             outcomes += run_injections(trace_example_context(workdir), trace_gates)
     return outcomes

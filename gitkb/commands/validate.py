@@ -46,7 +46,6 @@ def command(
     folder's mined records could not meet their trace (give --trace or --store).
     """
     from gitkb import validate
-    from gitkb.gates import run_gates
     from gitkb.gates.registry import by_name
 
     gates = by_name(gate_names)
@@ -65,14 +64,14 @@ def command(
             click.echo(f"{fired} cases fired, {len(failed)} problems")
         raise SystemExit(1 if failed else 0)
 
-    ctx = validate.context_for(path, staging, full, trace=trace_path, store=store_path)
-    results = run_gates(ctx, gates)
+    done = validate.validate(path, gates, staging, full, trace=trace_path, store=store_path)
+    results = done.results
     failed = [r for r in results if r.status == "FAIL"]
     unrun = validate.could_not_run(results)
     if as_json:
         echo_json(
             {
-                "records": len(ctx.records),
+                "records": done.records,
                 "gates": [
                     {
                         "gate": r.gate.name,
@@ -87,7 +86,7 @@ def command(
             }
         )
     else:
-        click.echo(validate.census(ctx))
+        click.echo(done.census)
         for result in results:
             click.echo(result.line())
         for result in failed:

@@ -18,6 +18,15 @@ from gitkb.record import dig
 from gitkb.record.index import INDEX_PATH
 
 NAME = "index"
+_PARSED = "parsed_index"
+
+
+def parsed_index(ctx: GateContext) -> object:
+    """``ctx.index_raw`` parsed, once per context (raises what json.loads raises)."""
+    cached = ctx.extra.get(_PARSED)
+    if cached is None or cached[0] is not ctx.index_raw:
+        cached = ctx.extra[_PARSED] = (ctx.index_raw, json.loads(ctx.index_raw))
+    return cached[1]
 
 
 def _same(a, b) -> bool:
@@ -41,7 +50,7 @@ def check(ctx: GateContext):
         yield Finding(INDEX_PATH, NAME, "records/index.json is missing")
         return
     try:
-        index = json.loads(ctx.index_raw)
+        index = parsed_index(ctx)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         yield Finding(INDEX_PATH, NAME, f"records/index.json is not valid JSON: {exc}")
         return
