@@ -78,11 +78,13 @@ def check_bundle(path: Path) -> list[str]:
     """What gitkb and the harness make of the bundle without a GPU; raises CheckFailed."""
     from gitkb.errors import GitkbError
     from gitkb.optimize import bundle as bundle_mod
-    from gitkb.optimize import loop, providers
+    from gitkb.optimize import providers
+    from gitkb.optimize.profilers import profiler_mapping
     from gitkb.optimize.providers import knobs
+    from gitkb.optimize.setup import hardware_tokens
 
     try:
-        bundle = bundle_mod.load(path)
+        bundle = bundle_mod.load(bundle_mod.sources(path))
     except GitkbError as exc:
         raise CheckFailed(f"gitkb refuses the bundle: {exc.message}") from None
     lines = [f"bundle {bundle.name}: {len(bundle.cases)} cases, backend {bundle.backend}"]
@@ -120,13 +122,13 @@ def check_bundle(path: Path) -> list[str]:
     lines.append(
         f"knobs: {', '.join(bundle.tunables)}; {width} one-knob moves; first: {first.change}"
     )
-    hardware = loop.hardware_tokens(bundle.target)[0]
+    hardware = hardware_tokens(bundle.target)[0]
     from gitkb import targets
 
     found = targets.lookup(hardware)
     if found is None:
         raise CheckFailed(f"target.json names hardware {hardware!r} that no hardware.toml knows")
-    tool = loop.profiler_mapping(bundle.backend).get("tool", "none")
+    tool = profiler_mapping(bundle.backend).get("tool", "none")
     lines.append(f"hardware {hardware} -> {found.vendor}/{found.arch}; native profiler {tool}")
     lines += check_harness(path, source, bundle.target)
     return lines
@@ -185,7 +187,7 @@ def check_compile(path: Path) -> list[str]:
     from gitkb.optimize import bundle as bundle_mod
     from gitkb.optimize.providers import knobs
 
-    bundle = bundle_mod.load(path)
+    bundle = bundle_mod.load(bundle_mod.sources(path))
     harness = load_harness(path)
     baseline = bundle.kernel.read_text(encoding="utf-8")
     dtypes = list({c.parameters.get("dtype"): c.raw for c in bundle.cases}.values())

@@ -2,8 +2,9 @@
 
 A trivial harness (no sleep, returns at once) goes through N candidates with the
 replay provider. The overhead per candidate is the run's wall time per
-evaluation minus the time of a bare subprocess spawn of the same harness runner
-(measured in the same run), so what remains is gitkb's own work: bookkeeping,
+evaluation minus the time of a bare subprocess spawn of the same harness child
+(measured in the same run), so what remains is gitkb's own work: the contained
+runner (its supervisor process), the frozen bundle's hash checks, bookkeeping,
 files, trace commits, scoring.
 
     python bench/optimize.py [--candidates 20]
@@ -27,7 +28,7 @@ from figures import figure  # noqa: E402
 
 from gitkb.optimize import loop  # noqa: E402
 from gitkb.optimize.providers import ProviderOptions  # noqa: E402
-from gitkb.optimize.worker import RUNNER  # noqa: E402
+from gitkb.optimize.worker import CHILD  # noqa: E402
 
 TARGET_OVERHEAD_S = 0.3
 
@@ -37,7 +38,7 @@ def build(source, target):
     exec(source, ns)
     return ns
 def verify(k, case):
-    return True
+    return k["kernel"](3) == 3
 def benchmark(k, case, repetitions):
     return [k["COST"]] * repetitions
 """
@@ -83,7 +84,7 @@ def bare_spawn(bundle: Path, work: Path, repeats: int = 10) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        subprocess.run([sys.executable, str(RUNNER)], input=request.encode(), check=True)
+        subprocess.run([sys.executable, str(CHILD)], input=request.encode(), check=True)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -113,7 +114,8 @@ def main() -> None:
     overhead = per_eval - spawn
     print(
         f"candidates: {args.candidates}, harness evaluations: {evaluations} "
-        f"(baseline and final revalidation included), winner: {result.document['winner']}"
+        f"(baseline, bundle check and final revalidation included), "
+        f"winner: {result.document['winner']}"
     )
     print(f"bare harness spawn:        {spawn * 1000:7.1f} ms per evaluation")
     print(f"optimizer, per evaluation: {per_eval * 1000:7.1f} ms")

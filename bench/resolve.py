@@ -1,16 +1,13 @@
 """Warm-start read latency: `git kb resolve` on a generated 10,000-record bare store.
 
-The store is built once per run with one GPU-wiki-style import commit (the
-records written as a records tree, then `Store.import_gpu_wiki`: the gates run
-on every record, one commit), which is far faster than 10,000 admissions and
-gives resolve the same tree and index to read. Records come from
-`gitkb.synthetic.strategy(n)`: 40 kernels (operator families) over three
-arches and three DSLs. Then the whole-process time of `git kb resolve` (median
-of repeated runs, interleaved with the others so a busy machine slows all
-alike) is printed next to `git rev-parse HEAD` on the same repository, the
-floor any git-backed read pays, and `python -c pass`. gitkb runs with its
-bytecode compiled once (into a private cache folder), as an installed gitkb
-would; resolve's own index-table cache is built by the first run.
+The store holds `gitkb.synthetic.strategy(n)` records (40 kernels over three arches and
+three DSLs) in one import commit, with its index cache built (bench/stores.py), as a
+store in use has it. The whole-process time of `git kb resolve` (median of repeated
+runs, interleaved with the others so a busy machine slows all alike) is printed next
+to `git kb --version` (the target: within 50 ms of it), `git rev-parse HEAD` on the
+same repository (the floor any git-backed read pays) and `python -c pass`. gitkb
+runs with its bytecode compiled once, into a private cache folder, as an installed
+gitkb would.
 
     python bench/resolve.py [--records 10000] [--runs 15] [--keep DIR]
 """
@@ -31,25 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
+from stores import build_store  # noqa: E402
 
-from gitkb import record as rec  # noqa: E402
-from gitkb import synthetic  # noqa: E402
-from gitkb.store import Store  # noqa: E402
-
-TARGET_MS = 150
-
-
-def build_store(work: Path, records: int) -> Path:
-    tree = work / "tree"
-    for n in range(records):
-        record = synthetic.strategy(n)
-        path = tree / rec.path_for(record)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(rec.dumps(record))
-    store = Store.init(work / "kb.git", bare=True)
-    store.import_gpu_wiki(tree)
-    assert len(store.view()) == records
-    return store.location
+TARGET_OVER_VERSION_MS = 50
 
 
 def timed_ms(argv: list[str], env: dict | None = None) -> tuple[float, bytes]:
@@ -79,36 +60,42 @@ def main() -> None:
         start = time.perf_counter()
         if not store_dir.exists():
             work.mkdir(parents=True, exist_ok=True)
-            build_store(work, args.records)
+            build_store(store_dir, args.records)
         built_s = time.perf_counter() - start
         # Bytecode as an installed gitkb has it: compiled once, into a private cache folder.
         env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(work / "pycache"))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         resolve_argv = [sys.executable, "-m", "gitkb", "resolve", "--kernel", "op007"]
         resolve_argv += ["--arch", "hopper", "--store", str(store_dir)]
-        answer = json.loads(timed_ms(resolve_argv, env)[1])  # also builds the index table cache
+        answer = json.loads(timed_ms(resolve_argv, env)[1])
         times = interleaved(
             {
                 "resolve": resolve_argv,
+                "version": [sys.executable, "-m", "gitkb", "--version"],
                 "rev-parse": ["git", "-C", str(store_dir), "rev-parse", "HEAD"],
                 "python": [sys.executable, "-c", "pass"],
             },
             args.runs,
             env,
         )
-    ours, floor, python = (statistics.median(times[k]) for k in ("resolve", "rev-parse", "python"))
-    over = statistics.median(r - p for r, p in zip(times["resolve"], times["python"], strict=True))
+    ours, version, floor, python = (
+        statistics.median(times[k]) for k in ("resolve", "version", "rev-parse", "python")
+    )
+    over = statistics.median(r - v for r, v in zip(times["resolve"], times["version"], strict=True))
     print(f"store                      {args.records} records, bare (built in {built_s:.1f} s)")
     print(
         f"resolve answer             {answer['read_reason']}, {len(answer['ranks'])} ranks of "
         f"{answer['counts']['same_arch']} same-arch candidates"
     )
     print(f"git kb resolve             {ours:8.1f} ms  (median of {args.runs})")
+    print(f"git kb --version           {version:8.1f} ms")
     print(f"git rev-parse HEAD         {floor:8.1f} ms  (floor)")
     print(f"python -c pass             {python:8.1f} ms  (interpreter start-up)")
-    print(f"resolve over start-up      {over:8.1f} ms  (median of per-round differences)")
+    print(f"resolve over --version     {over:8.1f} ms  (median of per-round differences)"
+          f"   target <= {TARGET_OVER_VERSION_MS}")  # fmt: skip
     print(f"ratio resolve / rev-parse  {ours / floor:8.1f}x")
-    figure(f"resolve, {args.records}-record store", ours, "ms", TARGET_MS, "lower")
+    figure(f"resolve over --version, {args.records}-record store", over, "ms",
+           TARGET_OVER_VERSION_MS, "lower")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ SCRIPTS = {
     "mine.py": ["--versions", "300", "--episodes", "60"],
     "resolve.py": ["--records", "2000"],
     "optimize.py": ["--candidates", "10"],
+    "query.py": ["--records", "2000", "--runs", "7"],
 }
 
 

@@ -11,7 +11,6 @@ Each step's claim is read back from what happened (refs, results), not assumed.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -27,8 +26,9 @@ EXAMPLE = ("cpu", "examples", "blocked_matmul")
 FIRST_RUN = {"max_rounds": 1, "candidates_per_round": 2}
 SECOND_RUN = {"max_rounds": 1, "candidates_per_round": 4}
 # Timing noise on a small shared machine is not what the demo is about; the example's
-# speedups are far above it.
-DEMO_MAX_CV = 1.0
+# speedups are far above it. (The finalist must pass max_cv again when it is revalidated:
+# one descheduled sample on a busy box gives a CV above 2.)
+DEMO_MAX_CV = 10.0
 
 
 class _Demo:
@@ -98,13 +98,14 @@ class _Demo:
         """A scratch git repository holding the example kernel as its only commit."""
         from gitkb.vcs.repository import Repository
         from gitkb.vcs.trailers import format_message
+        from gitkb.vcs.worktree import sync_work_tree
 
         repo = Repository.init(path)
         commit = repo.write_commit(
             None, {"kernel.py": source}, format_message("Add the blocked matmul kernel")
         )
         repo.update_ref(BRANCH, None, commit)
-        repo.sync_work_tree(BRANCH, commit, ["kernel.py"])
+        sync_work_tree(repo, BRANCH, commit, ["kernel.py"])
         return path / "kernel.py"
 
     def optimize(self, output: Path, kernel: Path, budget: dict, **warm) -> dict:
@@ -151,12 +152,7 @@ class _Demo:
 
         self.step(1, "A store, and a bare server whose pre-receive hook runs the gates")
         example = data_dir("targets").joinpath(*EXAMPLE)
-        shutil.copytree(example, self.paths["bundle"])
-        budget_path = self.paths["bundle"] / "budget.json"
-        budget = json.loads(budget_path.read_text(encoding="utf-8"))
-        for key in (*FIRST_RUN, "max_cv"):
-            budget.pop(key, None)  # the demo sets these per run (budget.json would win)
-        budget_path.write_text(json.dumps(budget, indent=1) + "\n", encoding="utf-8")
+        shutil.copytree(example, self.paths["bundle"])  # its budget.json: flags beat it
         Store.init(self.paths["store"])
         Repository.init(self.paths["server"], bare=True)
         hook = install_server(self.paths["server"])

@@ -1,7 +1,14 @@
-"""The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product."""
+"""The hardware token table in targets/<backend>/hardware.toml: text -> vendor, arch, product,
+page (the measurement class warm start matches on).
+
+``[tokens]`` name hardware and may be found inside a longer text (a device name);
+``[runtime]`` holds what a runtime reports besides a name (a compute capability
+such as ``9.0``), matched whole only.
+"""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -11,6 +18,10 @@ from gitkb.resources import data_dir
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
 _NO_HARDWARE = {"local", ""}
+# An AMD compile target (gfx942, gfx90a, gfx1201) in any text, e.g. 'gfx942:sramecc+:xnack-'.
+GFX = re.compile(r"gfx[0-9]+[a-z]?", re.IGNORECASE)
+# Where a gfx id the table does not know is filed: AMD, no family clean-1.3 can name.
+UNKNOWN_GFX_ARCH = "generic"
 
 
 @dataclass(frozen=True)
@@ -19,18 +30,26 @@ class Hardware:
     arch: str
     product: str | None
     token: str  # the table token that decided
+    page: str | None = None  # the measurement class; None: the token names no product
 
 
 @cache
-def table() -> dict[str, Hardware]:
-    tokens: dict[str, Hardware] = {}
+def _tables() -> dict[str, dict[str, Hardware]]:
+    tables: dict[str, dict[str, Hardware]] = {"tokens": {}, "runtime": {}}
     for path in sorted(data_dir("targets").glob("*/hardware.toml")):
         data = tomllib.loads(path.read_text())
-        for token, entry in data.get("tokens", {}).items():
-            tokens[token.lower()] = Hardware(
-                data["vendor"], entry["arch"], entry.get("product"), token
-            )
-    return tokens
+        for section, tokens in tables.items():
+            for token, entry in data.get(section, {}).items():
+                product = entry.get("product")
+                page = entry.get("page", product)
+                tokens[token.lower()] = Hardware(
+                    data["vendor"], entry["arch"], product, token, page or None
+                )
+    return tables
+
+
+def table() -> dict[str, Hardware]:
+    return _tables()["tokens"]
 
 
 def lookup(text: str | None) -> Hardware | None:
@@ -45,6 +64,30 @@ def lookup(text: str | None) -> Hardware | None:
     return tokens[max(contained, key=len)] if contained else None
 
 
+def gfx_of(text: object) -> str | None:
+    """The first gfx id in ``text``, lowercased; None when there is none."""
+    found = GFX.search(text) if isinstance(text, str) else None
+    return found.group(0).lower() if found else None
+
+
+def identify(text: str | None) -> Hardware | None:
+    """Like ``lookup``, but a gfx id the table does not know is kept as its own product and
+    page (AMD, arch ``generic``) instead of being dropped; a gfx id in the text decides
+    before any other token, as it names exactly what was compiled for."""
+    gfx = gfx_of(text)
+    if gfx is not None:
+        known = table().get(gfx)
+        return known or Hardware("amd", UNKNOWN_GFX_ARCH, gfx, gfx, gfx)
+    return lookup(text)
+
+
+def page_of(text: str | None) -> str | None:
+    """The measurement class a hardware string names; None when it names none (a family,
+    a backend, or nothing known)."""
+    found = identify(text)
+    return found.page if found is not None else None
+
+
 def require(text: str) -> Hardware:
     """Like lookup, but an unknown token is an error naming the known ones."""
     found = lookup(text)
@@ -56,3 +99,31 @@ def require(text: str) -> Hardware:
 
 def arches() -> set[str]:
     return {hw.arch for hw in table().values()}
+
+
+def vendors_of(arch: str) -> set[str]:
+    """The vendors whose tokens name ``arch``."""
+    return {hw.vendor for hw in table().values() if hw.arch == arch}
+
+
+def vendor_of(arch: str) -> str | None:
+    """The one vendor whose tables name ``arch``; None when none or several do (``generic``
+    is no one's in particular)."""
+    vendors = vendors_of(arch) if arch != "generic" else set()
+    return next(iter(vendors)) if len(vendors) == 1 else None
+
+
+def runtime(text: str | None) -> Hardware | None:
+    """What a runtime reports (an arch name, ``sm_90``, ``9.0``, ``gfx942``, ``H20``, a
+    device name) -> the hardware: whole names first (arches, tokens, runtime values,
+    ``sm_NN`` spelled ``smNN``), then a token inside a longer text; None when unknown."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    wanted = text.strip().lower()
+    if wanted in arches():
+        return Hardware(vendor_of(wanted) or "generic", wanted, None, wanted)
+    whole = {**_tables()["runtime"], **table()}
+    for spelling in (wanted, wanted.replace("sm_", "sm"), wanted.replace("sm", "sm_", 1)):
+        if spelling in whole:
+            return whole[spelling]
+    return lookup(wanted)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,30 @@ def bare_store(tmp_path):
     from gitkb.store import Store
 
     return Store.init(tmp_path / "store.git", bare=True)
+
+
+def live_with(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds ``marker``: the process table
+    as a containment test reads it."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
+@pytest.fixture
+def marker():
+    """A unique word for the command lines of the processes a test starts; whatever still
+    carries it afterwards is killed, so a failing test leaves nothing behind."""
+    tag = f"gitkb-test-{uuid.uuid4().hex}"
+    yield tag
+    for pid in live_with(tag):
+        os.kill(pid, signal.SIGKILL)

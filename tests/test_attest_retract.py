@@ -190,3 +190,67 @@ def test_concurrent_attestations_merge_by_union(tmp_path):
     assert not ledger.bad_lines and ledger.counts()["recalls"] == 2
     validated = kb("validate", str(remote))
     assert validated.returncode == 0, validated.stdout.decode()
+
+
+def test_the_retire_pass_lists_then_retracts_one_commit_each(bare_store):
+    suspect, tried, fine, gone = strategy(1), strategy(2), strategy(3), strategy(4)
+    for record in (suspect, tried, fine, gone):
+        bare_store.admit(dumps(record), "insert")
+    for outcome in ("not_reproduced", "not_reproduced"):
+        attest(bare_store, suspect["id"], outcome, by="box-a")
+    for outcome in ("failed", "failed", "inapplicable", "failed"):
+        attest(bare_store, tried["id"], outcome, by="box-b")
+    for outcome in ("not_reproduced", "not_reproduced", "validated"):
+        attest(bare_store, fine["id"], outcome, by="box-c")
+    for outcome in ("not_reproduced", "not_reproduced"):
+        attest(bare_store, gone["id"], outcome, by="box-d")
+    retract(bare_store, gone["id"], "already taken back")
+    store = str(bare_store.location)
+
+    tip = bare_store.tip
+    dry = kb("curate", "--retire", "--store", store)
+    assert dry.returncode == 0, dry.stderr
+    listed = json.loads(dry.stdout)
+    assert listed["applied"] is False and listed["retracted"] == 0
+    assert [(r["id"], r["hint"]) for r in listed["records"]] == sorted(
+        [
+            (suspect["id"], "not reproduced 2 times and never validated"),
+            (tried["id"], "3 attempts (inapplicable excluded) and no validation"),
+        ]
+    )
+    assert Store.open(bare_store.location).tip == tip  # a dry run writes nothing
+
+    done = json.loads(
+        kb("curate", "--retire", "--apply", "--by", "curator", "--store", store).stdout
+    )
+    assert done["retracted"] == 2
+    commits = [r["commit"] for r in done["records"]]
+    assert len(set(commits)) == 2
+    subjects = git("log", "--format=%s", f"{tip}..main", cwd=store).stdout.splitlines()
+    assert sorted(subjects) == sorted(f"kb retract {r['id']}" for r in (suspect, tried))
+    for record in (suspect, tried):
+        assert bare_store.view().entry(record["id"])["status"] == "deprecated"
+        retraction = read_ledger(bare_store, record["id"]).open_retraction()
+        assert retraction["reason"].startswith("retire pass: ") and retraction["by"] == "curator"
+    assert bare_store.view().entry(fine["id"])["status"] == "active"
+    assert json.loads(kb("curate", "--retire", "--store", store).stdout)["records"] == []
+    assert kb("validate", store).returncode == 0
+    missing = kb("curate", "--store", store)
+    assert missing.returncode == 2 and b"--retire" in missing.stderr
+
+
+def test_the_retire_pass_skips_a_record_validated_meanwhile(bare_store, monkeypatch):
+    """Listed when its hint fired; validated before the pass writes: not retracted."""
+    from gitkb.warmstart import retract as retract_module
+
+    record = strategy(1)
+    bare_store.admit(dumps(record), "insert")
+    for outcome in ("not_reproduced", "not_reproduced"):
+        attest(bare_store, record["id"], outcome)
+    stale = retract_module.retire_candidates(bare_store.view())
+    attest(bare_store, record["id"], "validated")
+    monkeypatch.setattr(retract_module, "retire_candidates", lambda view: stale)
+    tip = bare_store.tip
+    report = retract_module.retire_pass(bare_store, apply=True)
+    assert report["retracted"] == 0 and bare_store.tip == tip
+    assert "no longer fires" in report["records"][0]["skipped"]

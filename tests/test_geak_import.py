@@ -119,10 +119,11 @@ def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
     assert dict(info.trailers)["KB-Source"] == "geak"
     record = json.loads(
         store.read_record(
-            "amd.any.triton.rmsnorm.evict-first-loads-for-activations-20250601-a1b2c3"
+            "amd.gfx942.triton.rmsnorm.evict-first-loads-for-activations-20250601-a1b2c3"
         ).raw
     )
     assert record["retrieval"]["scope"]["arch"] == "cdna3"
+    assert record["retrieval"]["scope"]["product"] == "gfx942"
     assert record["payload"]["implementation"]["snippet"] == DIFF
     assert record["worth"]["gain"]["basis"] == "measured" and record["worth"]["gain"]["pct"] == 20.0
     assert record["evidence"]["raw"]["bench_key"] == "bk:rmsnorm-suite"
@@ -162,11 +163,14 @@ def test_same_code_on_the_page_is_a_reproduction(store, tmp_path):
 def test_entries_that_cannot_be_records_are_listed_with_the_reason(store, tmp_path):
     write_entry(tmp_path)
     bad = {
-        "20250601_000001_000001": dict(gfx_dir="unknown", data=meta(gfx=None)),
+        "20250601_000001_000001": dict(
+            gfx_dir="unknown", data=meta(gfx=None, metric={"speedup": 1.25})
+        ),
         "20250601_000002_000002": dict(data=meta(metric={"speedup": float("nan")})),
         "20250601_000003_000003": dict(data=meta(metric={"speedup": 0.97})),
         "20250601_000004_000004": dict(data=meta(carrier="ptx_blob")),
         "20250601_000005_000005": dict(data=meta(carrier="tuned_artifact")),
+        "20250601_000008_000008": dict(data=meta(metric={"speedup": "1.2x"})),
         "20250601_000006_000006": dict(diff=""),
         "20250601_000007_000007": dict(raw_meta="metric: [unclosed\n"),
         "2025-06-01-oops": dict(),
@@ -180,7 +184,8 @@ def test_entries_that_cannot_be_records_are_listed_with_the_reason(store, tmp_pa
     assert "not a finite number" in reasons["20250601_000002_000002"]
     assert "not above 1.0" in reasons["20250601_000003_000003"]
     assert "unknown carrier" in reasons["20250601_000004_000004"]
-    assert "tuned_artifact" in reasons["20250601_000005_000005"]
+    assert "no artifact" in reasons["20250601_000005_000005"]
+    assert "'1.2x' is not a finite number" in reasons["20250601_000008_000008"]
     assert "empty diff" in reasons["20250601_000006_000006"]
     assert "unreadable" in reasons["20250601_000007_000007"]
     assert "exp id" in reasons["2025-06-01-oops"]

@@ -21,8 +21,10 @@ import pytest
 
 from gitkb import targets
 from gitkb.optimize import bundle as bundle_mod
-from gitkb.optimize import loop, providers, scoring
+from gitkb.optimize import providers, scoring
+from gitkb.optimize.profilers import profiler_mapping
 from gitkb.optimize.providers import knobs
+from gitkb.optimize.setup import hardware_tokens
 from gitkb.optimize.worker import run_harness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +33,7 @@ DATA = Path(__file__).parent / "data"
 SOURCE = (BUNDLE / "kernel.py").read_text(encoding="utf-8")
 CASES = json.loads((BUNDLE / "cases.json").read_text(encoding="utf-8"))
 TARGET = json.loads((BUNDLE / "target.json").read_text(encoding="utf-8"))
-NCU = loop.profiler_mapping("nvidia")
+NCU = profiler_mapping("nvidia")
 
 
 def load_harness():
@@ -54,7 +56,7 @@ def settings(source: str) -> dict:
 
 
 def test_gitkb_accepts_the_bundle_with_one_protected_case():
-    bundle = bundle_mod.load(BUNDLE)
+    bundle = bundle_mod.load(bundle_mod.sources(BUNDLE))
     assert bundle.backend == "nvidia" and bundle.kernel == BUNDLE / "kernel.py"
     assert len(bundle.cases) >= 3
     assert [c.case_id for c in bundle.cases if c.protected] == ["fp32-4096x3000-large"]
@@ -67,7 +69,7 @@ def test_gitkb_accepts_the_bundle_with_one_protected_case():
 
 
 def test_target_is_a_hopper_device_profiled_by_ncu():
-    assert loop.hardware_tokens(TARGET) == ["sm_90"]
+    assert hardware_tokens(TARGET) == ["sm_90"]
     hardware = targets.lookup(TARGET["device"])
     assert (hardware.vendor, hardware.arch) == ("nvidia", "hopper")
     assert targets.lookup(TARGET["architecture"]).arch == "hopper"
@@ -76,7 +78,9 @@ def test_target_is_a_hopper_device_profiled_by_ncu():
 
 
 def test_budget_lets_two_runs_fit_the_ten_minute_check():
-    budget = bundle_mod.Budget().merged(bundle_mod.load(BUNDLE).budget_overrides)
+    budget = bundle_mod.Budget.effective(
+        {}, bundle_mod.load(bundle_mod.sources(BUNDLE)).budget_file
+    )[0]
     # each run: the loop's wall budget, then one finalist evaluation; install time besides
     assert 2 * (budget.max_total_seconds + budget.max_candidate_seconds) <= 660
     moves = sum(len(v) - 1 for v in TARGET["tunables"].values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,175 @@ def test_hg_refusals(tmp_path, monkeypatch):
     (repo / "loose.py").write_text("x\n")
     with pytest.raises(Exception, match="not tracked by Mercurial"):
         prepare(repo / "loose.py", "hg")
+
+
+# --------------------------------------------------------------------------- the user's git rules
+
+
+def hook(repo: Path, name: str, body: str) -> None:
+    path = repo / ".git" / "hooks" / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def state(repo: Path) -> dict:
+    """HEAD, index, work tree and reflog, as C git reports them."""
+
+    def raw(*args):
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
+
+    return {
+        "head": raw("rev-parse", "HEAD"),
+        "cached": raw("diff", "--cached"),
+        "unstaged": raw("diff"),
+        "status": raw("status", "--porcelain", "--untracked-files=all"),
+        "reflog": raw("reflog", "--format=%H %gs"),
+        "kernel": (repo / "src" / "kernel.py").read_bytes(),
+        "git_dir": sorted(p.name for p in (repo / ".git").iterdir()),
+    }
+
+
+def test_hooks_run_and_the_reflog_is_written(tmp_path):
+    repo = repo_with(tmp_path)
+    seen = tmp_path / "pre-commit-saw"
+    hook(repo, "pre-commit", f"git diff --cached --name-only > {seen}\n")
+    hook(repo, "commit-msg", 'printf "\\nReviewed-by: the commit-msg hook\\n" >> "$1"\n')
+    hook(repo, "post-commit", f"git rev-parse HEAD > {tmp_path / 'post-commit-saw'}\n")
+    other_work(repo)
+    result = commit_winner(
+        prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
+    )
+    assert result.success, result.diagnostic
+    assert seen.read_text().split() == ["src/kernel.py"]  # the hook saw only the winner
+    assert (tmp_path / "post-commit-saw").read_text().strip() == result.commit
+    body = git("log", "-1", "--format=%B", cwd=repo).stdout
+    assert "Reviewed-by: the commit-msg hook" in body and "KB-Trace: trace-1" in body
+    reflog = git("reflog", "-1", "--format=%gs", cwd=repo).stdout.strip()
+    assert reflog == "commit: Tune line 15"
+    branch_log = git("reflog", "-1", "--format=%gs", "main", cwd=repo).stdout.strip()
+    assert branch_log == "commit: Tune line 15"
+
+
+@pytest.mark.parametrize("name", ["pre-commit", "commit-msg"])
+def test_a_refusing_hook_refuses_the_commit_and_changes_nothing(tmp_path, name):
+    repo = repo_with(tmp_path)
+    other_work(repo)
+    hook(repo, name, 'echo "house rule: no robot commits on Fridays" >&2\nexit 1\n')
+    before = state(repo)
+    result = commit_winner(
+        prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
+    )
+    assert not result.success
+    assert "git commit refused the winner" in result.diagnostic
+    assert "house rule: no robot commits on Fridays" in result.diagnostic
+    assert state(repo) == before  # HEAD, index, work tree, reflog; no scratch files left
+
+
+def gpg_stub(tmp_path: Path, status: int) -> Path:
+    """A gpg stand-in (gpg.program): records its arguments; signs with a fake signature,
+    or refuses with ``status``."""
+    calls = tmp_path / "gpg-calls"
+    stub = tmp_path / "fake-gpg"
+    stub.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        f"open({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "sys.stdin.buffer.read()\n"
+        f"if {status}:\n"
+        "    sys.stderr.write('gpg: signing failed: no secret key\\n')\n"
+        f"    sys.exit({status})\n"
+        "sys.stderr.write('\\n[GNUPG:] SIG_CREATED D 1 8 00 1700000000 0123456789ABCDEF\\n')\n"
+        "sys.stdout.write('-----BEGIN PGP SIGNATURE-----\\n\\nZmFrZQ==\\n"
+        "-----END PGP SIGNATURE-----\\n')\n"
+    )
+    stub.chmod(0o755)
+    return stub
+
+
+def test_commit_signing_is_honoured(tmp_path):
+    repo = repo_with(tmp_path)
+    git("config", "commit.gpgsign", "true", cwd=repo)
+    git("config", "gpg.program", str(gpg_stub(tmp_path, 0)), cwd=repo)
+    result = commit_winner(
+        prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
+    )
+    assert result.success, result.diagnostic
+    assert "-bsau" in (tmp_path / "gpg-calls").read_text()
+    raw = git("cat-file", "commit", "HEAD", cwd=repo).stdout
+    assert "gpgsig -----BEGIN PGP SIGNATURE-----" in raw
+
+
+def test_a_signing_failure_refuses_the_commit(tmp_path):
+    repo = repo_with(tmp_path)
+    git("config", "commit.gpgsign", "true", cwd=repo)
+    git("config", "gpg.program", str(gpg_stub(tmp_path, 2)), cwd=repo)
+    before = state(repo)
+    result = commit_winner(
+        prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
+    )
+    assert not result.success and "gpg failed to sign" in result.diagnostic
+    assert (tmp_path / "gpg-calls").exists()
+    assert state(repo) == before
+
+
+def test_staged_hunks_of_the_kernel_stay_staged(tmp_path):
+    repo = repo_with(tmp_path)
+    kernel = repo / "src" / "kernel.py"
+    kernel.write_text(HEADER_EDIT)
+    git("add", "src/kernel.py", cwd=repo)  # staged: line 2
+    work = HEADER_EDIT.replace("line 20\n", "line 20 unstaged\n")
+    kernel.write_text(work)  # unstaged: line 20
+    winner = work.replace("line 15\n", "line 15 tuned\n")
+    result = commit_winner(prepare(kernel), winner.encode(), message(), always_ok)
+    assert result.success, result.diagnostic
+    assert git("show", "HEAD:src/kernel.py", cwd=repo).stdout == TUNED  # only the winner's line
+    assert git("show", ":src/kernel.py", cwd=repo).stdout == HEADER_EDIT.replace(
+        "line 15\n", "line 15 tuned\n"
+    )
+    cached = git("diff", "--cached", "-U0", "--", "src/kernel.py", cwd=repo).stdout
+    assert "+line 2 edited by the user" in cached and "tuned" not in cached
+    assert "unstaged" not in cached
+    unstaged = git("diff", "-U0", "--", "src/kernel.py", cwd=repo).stdout
+    assert "+line 20 unstaged" in unstaged and "line 2 edited" not in unstaged
+    assert kernel.read_text() == winner
+
+
+def test_a_winner_overlapping_a_staged_hunk_is_refused(tmp_path):
+    repo = repo_with(tmp_path)
+    kernel = repo / "src" / "kernel.py"
+    kernel.write_text(BASE.replace("line 15\n", "line 15 staged\n"))
+    git("add", "src/kernel.py", cwd=repo)
+    kernel.write_text(BASE)  # the work tree went back; the staged hunk stays
+    before = state(repo)
+    result = commit_winner(prepare(kernel), TUNED.encode(), message(), always_ok)
+    assert not result.success and "overlaps the staged edits" in result.diagnostic
+    assert state(repo) == before
+
+
+def test_the_pre_commit_framework_judges_the_winner(tmp_path):
+    """A repository guarded by the pre-commit framework: it stashes the user's unstaged
+    work, judges only the winner's change, and puts everything back."""
+    if shutil.which("pre-commit") is None:
+        pytest.skip("the pre-commit framework is not installed")
+    repo = repo_with(tmp_path)
+    (repo / ".pre-commit-config.yaml").write_text(
+        "repos:\n- repo: local\n  hooks:\n  - id: no-todo\n    name: no TODO in kernels\n"
+        "    language: pygrep\n    entry: TODO\n    files: \\.py$\n"
+    )
+    git("add", ".pre-commit-config.yaml", cwd=repo)
+    git("commit", "-qm", "guard", cwd=repo)
+    subprocess.run(["pre-commit", "install"], cwd=repo, check=True, capture_output=True)
+    other_work(repo)
+    before = state(repo)
+    todo = BASE.replace("line 15\n", "line 15 TODO\n")
+    refused = commit_winner(
+        prepare(repo / "src" / "kernel.py"), todo.encode(), message(), always_ok
+    )
+    assert not refused.success and "no TODO in kernels" in refused.diagnostic
+    assert "src/kernel.py:15:line 15 TODO" in refused.diagnostic
+    assert state(repo) == before
+    done = commit_winner(prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok)
+    assert done.success, done.diagnostic
+    assert git("show", "HEAD:src/kernel.py", cwd=repo).stdout == TUNED
+    after = state(repo)
+    assert after["cached"] == before["cached"] and after["unstaged"] == before["unstaged"]

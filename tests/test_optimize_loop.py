@@ -33,6 +33,8 @@ def build(source, target):
 
 def verify(k, case):
     _CALLS["verify"] += 1
+    if k["kernel"](3) != 3:
+        return {"passed": False, "diagnostics": ["kernel(3) is not 3"]}
     if case["case_id"] in k.get("BROKEN", []):
         return {"passed": False, "diagnostics": ["wrong values"]}
     flaky = os.environ.get("FAKE_FLAKY_MARK")
@@ -536,3 +538,45 @@ def test_cpu_example_finds_a_real_speedup_and_commits_it(tmp_path):
     document = json.loads(done.stdout)
     assert document["aggregate_speedup"] > 1.5 and document["commit"]["success"]
     assert "BLOCK = 16" not in git("show", "HEAD:kernel.py", cwd=repo).stdout
+
+
+def test_a_rejection_lesson_is_mined_into_an_anti_strategy(tmp_path, store):
+    """The softmax example: dropping the max subtraction overflows on the large-logits case.
+    The trace states the change, the case with its parameters and the harness's reason, so
+    mining keeps the lesson (it was skipped as "no cause of 40+ characters")."""
+    pytest.importorskip("numpy")
+    import shutil
+
+    from gitkb.mine.pipeline import mine
+    from gitkb.resources import data_dir
+
+    example = tmp_path / "softmax_unsafe"
+    shutil.copytree(data_dir("targets") / "cpu" / "examples" / "softmax_unsafe", example)
+    lines = []
+    result = loop.run(
+        loop.RunConfig(
+            bundle=example,
+            output=tmp_path / "out",
+            budget_flags={"max_cv": 10.0, "max_rounds": 1, "candidates_per_round": 2},
+            progress=lines.append,
+        )
+    )
+    overflow = result.document["experiments"][1]
+    assert overflow["change"] == "set SUBTRACT_MAX from True to False"
+    assert overflow["status"] == "rejected"
+    body = git("log", "--format=%B", cwd=tmp_path / "out" / "trace").stdout
+    assert (
+        "dead-end recorded: set SUBTRACT_MAX from True to False is incorrect on protected case "
+        "large-logits (rows=1024, cols=512, scale=60.0, seed=2) because the harness reported "
+        "non-finite output (overflow)"
+    ) in body
+    mined = mine(tmp_path / "out" / "trace", store=store)
+    anti = [o for o in mined.outcomes if o.record_type == "anti-strategy"]
+    assert [o.action for o in anti] == ["insert"], mined.summary()["outcomes"]
+    record = json.loads(
+        next((store.location / "records" / "anti-strategy").rglob("*.json")).read_text()
+    )
+    fact = record["payload"]["established_fact"]
+    assert fact["condition"]["shape_regime"] == "rows=1024"
+    assert "because the harness reported non-finite output (overflow)" in fact["mechanism"]
+    assert record["payload"]["verdict"] == "accuracy-gate/ceiling"

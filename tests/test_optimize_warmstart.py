@@ -34,6 +34,18 @@ def first_run(tmp_path, store: Store, stored_kernel: str, cases=None) -> dict:
     return result.document
 
 
+def warm_run(tmp_path, store: Store, kernel: str, warm_start: str = "on"):
+    """A run warm-started (``warm_start``) from ``store``, whose rounds replay ``kernel``."""
+    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
+    return run(
+        tmp_path,
+        bundle,
+        replay=replay_dir(tmp_path, kernel),
+        warm_start=warm_start,
+        kb=str(store.location),
+    )
+
+
 def reference_kernel_id(store: Store) -> str:
     [entry] = [e for e in store.view().entries() if e["type"] == "reference-kernel"]
     return entry["id"]
@@ -118,6 +130,10 @@ def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_p
     assert second_rank["same_code_as"] == "ws-01"
     for record_id in offered:
         assert attest_outcomes(store, record_id) == ["failed"]
+    # The audit folder's index now lists them as reference only: prose, not code to adopt.
+    index = (tmp_path / "out" / "warm_start" / "kb_references" / "index.md").read_text()
+    tried = index.split("## Reference only: tried in this run")[1]
+    assert all(f"| {record_id} | failed |" in tried for record_id in offered)
     statuses = [(e["id"], e["status"]) for e in document["experiments"]]
     assert statuses == [
         ("baseline", "baseline"),
@@ -154,14 +170,7 @@ def test_warm_start_off_ignores_the_store(tmp_path, store):
 def test_reference_mode_mirrors_prose_and_adopts_nothing(tmp_path, store):
     first_run(tmp_path, store, variant(COST=50.0))
     before = store.tip
-    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
-    result, _ = run(
-        tmp_path,
-        bundle,
-        replay=replay_dir(tmp_path, variant(COST=80.0)),
-        warm_start="reference",
-        kb=str(store.location),
-    )
+    result, _ = warm_run(tmp_path, store, variant(COST=80.0), "reference")
     document = result.document
     assert document["warm_start"]["offered"] and document["warm_start"]["candidates"] == []
     assert document["warm_start"]["adopted"] is None
@@ -196,3 +205,148 @@ def test_mine_files_an_optimizer_trace_under_the_label_it_states(tmp_path, store
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["label"] == label
     assert store.repo.resolve(f"refs/kb/traces/{label}") == result.document["trace"]["head"]
+
+
+def test_an_unreadable_store_is_a_cold_start_with_its_reason(tmp_path, store):
+    """A store that exists but cannot be read (its main's tree lost, the cache gone) does not
+    abort a warm-started run: the run goes on cold and says why."""
+    import shutil
+
+    first_run(tmp_path, store, variant(COST=50.0))
+    git("repack", "-a", "-d", "-q", cwd=store.location)
+    tree = git("rev-parse", "main^{tree}", cwd=store.location).stdout.strip()
+    objects = git("rev-list", "--objects", "--all", cwd=store.location).stdout.splitlines()
+    keep = [line.split()[0] for line in objects if line.split()[0] != tree]
+    (tmp_path / "pack").mkdir()
+    git("pack-objects", "-q", str(tmp_path / "pack" / "pack"), cwd=store.location,
+        input="\n".join(keep) + "\n")  # fmt: skip
+    packs = store.location / ".git" / "objects" / "pack"
+    for pack in packs.glob("pack-*"):
+        pack.unlink()
+    for pack in (tmp_path / "pack").iterdir():
+        shutil.move(pack, packs / pack.name)
+    shutil.rmtree(store.location / ".git" / "gitkb-cache")
+    bundle = make_bundle(tmp_path, cases=CASES_SMALL)
+    result, lines = run(
+        tmp_path,
+        bundle,
+        replay=replay_dir(tmp_path, variant(COST=80.0)),
+        warm_start="on",
+        kb=str(store.location),
+    )
+    document = result.document
+    assert result.exit_code == 0, document
+    assert document["warm_start"]["read_reason"] == "read_failed"
+    assert "damaged" in document["warm_start"]["read_error"]
+    assert document["warm_start"]["offered"] == []
+    assert document["write_back"] == {
+        "attempted": False,
+        "reason": "the knowledge base could not be read",
+    }
+    assert any("cold start" in line for line in lines)
+
+
+def _records(store: Store) -> dict[str, dict]:
+    return {e["id"]: store.read_record(e["id"]).data for e in store.view().entries()}
+
+
+def test_write_back_after_adopting_is_the_records_confirmation_and_the_runs_own_work(
+    tmp_path, store
+):
+    """Adopting store code is that record's attestation and confirmation; the write-back
+    files only what the run changed on top of it, its gain measured against it."""
+    first_run(tmp_path, store, variant(COST=50.0))
+    stored = reference_kernel_id(store)
+    before = _records(store)
+    result, _ = warm_run(tmp_path, store, variant(COST=25.0), "on")
+    document = result.document
+    assert document["warm_start"]["adopted"]["record"] == stored
+    label = document["trace"]["label"]
+    write_back = document["write_back"]
+    assert write_back["success"] and write_back["adopted"]["record"] == stored
+    assert write_back["adopted"]["action"] == "confirm" and write_back["adopted"]["commit"]
+
+    after = _records(store)
+    # The adopted record: validated on its ledger and confirmed once by this run.
+    adopted = after[stored]
+    assert adopted["status"] == "active"
+    assert adopted["worth"]["track"]["counters"]["verified_effective"] == 1
+    trace_start = git("rev-list", "--max-parents=0", "main", cwd=tmp_path / "out" / "trace")
+    assert adopted["worth"]["track"]["confirm_keys"] == [f"{label}@{trace_start.stdout.strip()}"]
+    assert attest_outcomes(store, stored) == ["validated"]
+    confirm = store.repo.commit(write_back["adopted"]["commit"])
+    assert confirm.subject == f"kb confirm {stored}"
+    assert ("KB-Trace", label) in confirm.trailers
+    # The first run's other records are untouched.
+    for record_id, record in before.items():
+        if record_id != stored:
+            assert after[record_id] == record
+
+    # New records: only the run's own step on top of the adopted code, and the final kernel,
+    # each 2x (COST 50 -> 25) against the adopted code, not 4x against the kernel as found.
+    new = {i: r for i, r in after.items() if i not in before}
+    assert sorted(r["type"] for r in new.values()) == ["reference-kernel", "strategy"]
+    for record in new.values():
+        assert record["evidence"]["raw"]["source_repo"] == label
+        assert record["worth"]["gain"]["pct"] == pytest.approx(50.0)
+    [strategy] = [r for r in new.values() if r["type"] == "strategy"]
+    assert "warm start" not in strategy["payload"]["change"].lower()
+    # It builds on the adopted code, and says so; its diff starts there.
+    builds_on = strategy["payload"]["trace"]["builds_on"]["approach"]
+    assert "adopted from the knowledge base" in builds_on
+    snippet = strategy["payload"]["implementation"]["snippet"].lower()
+    assert "-cost = 50.0" in snippet and "+cost = 25.0" in snippet
+    assert {(o["action"], o["record"]) for o in write_back["records"]} == {
+        ("insert", record_id) for record_id in new
+    }
+    # The trace starts at the adopted code.
+    log = git("log", "--format=%s", "main", cwd=tmp_path / "out" / "trace").stdout.splitlines()
+    assert log[-1] == "v0: baseline kernel (adopted from the knowledge base)" and len(log) == 2
+    checked = kb("validate", str(store.location))
+    assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
+
+
+def test_a_run_that_adds_nothing_to_the_adopted_code_files_no_record(tmp_path, store):
+    first_run(tmp_path, store, variant(COST=50.0))
+    stored = reference_kernel_id(store)
+    before = _records(store)
+    result, _ = warm_run(tmp_path, store, variant(COST=80.0), "on")  # slower than adopted
+    document = result.document
+    assert document["winner"] == "ws-01" and document["incremental_speedup"] == 1.0
+    write_back = document["write_back"]
+    assert write_back["adopted"]["record"] == stored
+    # Mining sees the adopted code as the final kernel: a reproduction of the record, which
+    # the write-back's confirmation already counted (the same trace and commit).
+    assert write_back["records"] == [{"action": "confirm", "record": stored, "commit": None}]
+    after = _records(store)
+    assert set(after) == set(before)
+    assert after[stored]["worth"]["track"]["counters"]["verified_effective"] == 1
+    # Running the same write-back again counts nothing twice.
+    from gitkb.warmstart.attest import confirm_adoption
+
+    trace_start = git("rev-list", "--max-parents=0", "main", cwd=tmp_path / "out" / "trace")
+    again = confirm_adoption(store, stored, document["trace"]["label"], trace_start.stdout.strip())
+    assert again.commit is None and "already counted" in again.note
+
+
+def test_the_warm_start_asks_for_the_kernels_language_and_product(tmp_path, bare_store):
+    """The optimizer resolves on the bundle's product page in the kernel's own language: a
+    HIP patch or another product's number is never offered to a Triton kernel on an H100."""
+    from test_resolve import strategy
+
+    from gitkb.optimize.providers import ProviderOptions
+    from gitkb.optimize.providers.warmstart import Provider
+    from gitkb.record import dumps
+
+    triton, h200 = strategy(1, pct=10.0), strategy(2, product="h200", pct=60.0)
+    hip = strategy(3, pct=50.0)
+    hip["retrieval"]["scope"]["dsl"] = hip["retrieval"]["generality"]["language"] = "any"
+    hip["payload"]["problem"]["dsl"] = "hip"
+    for record in (triton, h200, hip):
+        bare_store.admit(dumps(record), "insert")
+    provider = Provider(ProviderOptions(kb=str(bare_store.location)), {})
+    source = "import triton.language as tl\n\ndef softmax(x, m):\n    y = tl.exp(x - m)\n"
+    answer = provider.offer("softmax", "h100", source, tmp_path / "warm")
+    assert answer["options"]["dsl"] == "triton" and answer["hardware"]["page"] == "h100"
+    assert [r["id"] for r in answer["ranks"]] == [triton["id"]]
+    assert answer["counts"]["other_language"] == 1 and answer["counts"]["other_product"] == 1

@@ -239,3 +239,58 @@ def benchmark(a, c, r): return [1.0]
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _gone(pid)
+
+
+def test_verdicts_are_strict_and_name_what_they_got(tmp_path):
+    ev = _run(
+        tmp_path,
+        """
+VERDICTS = {"a": "FAIL", "b": {"passed": "false"}, "c": 1, "d": {"passed": True}, "e": True,
+            "f": {"passed": None}}
+def build(s, t): return 1
+def verify(a, case): return VERDICTS[case["case_id"]]
+def benchmark(a, c, r): return [1.0]
+""",
+        cases=[{"case_id": c, "parameters": {}} for c in "abcdef"],
+    )
+    cases = {c["case_id"]: c for c in ev.response["cases"]}
+    assert cases["d"]["passed"] is True and cases["e"]["passed"] is True
+    assert "verify returned 'FAIL' (str)" in cases["a"]["diagnostics"][0]
+    assert "verify returned passed='false' (str)" in cases["b"]["diagnostics"][0]
+    assert "verify returned 1 (int)" in cases["c"]["diagnostics"][0]
+    assert "passed=None (NoneType)" in cases["f"]["diagnostics"][0]
+    for case_id in "abcf":
+        assert cases[case_id]["passed"] is False and "samples_us" not in cases[case_id]
+
+
+def test_build_success_must_be_the_boolean_true(tmp_path):
+    ev = _run(
+        tmp_path,
+        """
+def build(s, t): return {"success": "yes", "artifact": 1, "diagnostics": "compiled"}
+def verify(a, c): raise AssertionError("must not run")
+def benchmark(a, c, r): raise AssertionError("must not run")
+""",
+    )
+    assert ev.response["build"]["success"] is False
+    assert ev.response["build"]["diagnostics"][0].startswith("build returned success='yes' (str)")
+
+
+def test_a_forged_response_is_checked_again(tmp_path):
+    """The parent does not take the child's word: a case that claims to pass without valid
+    samples, or with a verdict that is not true, fails."""
+    from gitkb.optimize.worker import checked
+
+    response = {
+        "build": {"success": "true", "diagnostics": []},
+        "cases": [
+            {"case_id": "a", "passed": True, "samples_us": [1.0, float("nan")]},
+            {"case_id": "b", "passed": "yes", "samples_us": [1.0]},
+            {"case_id": "c", "passed": True, "samples_us": [2.0]},
+        ],
+    }
+    out = checked(response)
+    assert out["build"]["success"] is False
+    assert [c["passed"] for c in out["cases"]] == [False, False, True]
+    assert "no valid timing samples" in out["cases"][0]["diagnostics"][0]
+    assert checked({"cases": []}) is None and checked("garbage") is None

@@ -36,6 +36,7 @@ def strategy(
     scope.update(vendor=hw.vendor, arch=hw.arch, product=product, operator_family=kernel)
     scope.update(operators=[kernel], architectures=[hw.arch])
     record["retrieval"]["generality"]["arch"] = hw.arch
+    record["evidence"]["summary"]["measured_on"]["gpu"] = product
     record["payload"]["problem"]["operator"] = kernel
     snippet = code or f"-    y = tl.exp(x - m)\n+    y = tl.exp2((x - m) * {n + 2})\n"
     record["payload"]["implementation"]["snippet"] = snippet
@@ -66,7 +67,7 @@ def test_best_same_arch_code_first_and_other_arches_named(bare_store):
     assert answer["ranks"][0]["speedup"] == pytest.approx(100 / 70, abs=1e-4)
     assert answer["counts"]["total"] == 3 and answer["counts"]["other_arch"] == 1
     assert answer["other_arch_pages"] == [
-        {"vendor": "amd", "arch": "cdna3", "dsl": "triton", "records": 1}
+        {"vendor": "amd", "arch": "cdna3", "product": "gfx942", "language": "triton", "records": 1}
     ]
     assert (
         resolve(bare_store.location, "softmax", arch="cdna3")["ranks"][0]["id"] == (elsewhere["id"])
@@ -248,8 +249,13 @@ def test_kernel_matching_tiers_and_ambiguity(bare_store):
     assert resolve(bare_store.location, "RMSNorm", arch="hopper")["kernel"]["tier"] == (
         "normalized"
     )
-    fuzzy = resolve(bare_store.location, "hip_rms_norm_fwd_task.hip", arch="hopper")
+    fuzzy = resolve(bare_store.location, "triton_rms_norm_fwd_task.py", arch="hopper")
     assert fuzzy["kernel"]["tier"] == "fuzzy" and fuzzy["read_reason"] == "read"
+    assert fuzzy["options"]["dsl"] == "triton" and fuzzy["options"]["dsl_from"] == "kernel name"
+    # The name says HIP: a Triton record is never offered to a HIP kernel.
+    hip = resolve(bare_store.location, "hip_rms_norm_fwd_task.hip", arch="hopper")
+    assert hip["kernel"]["tier"] == "fuzzy" and hip["read_reason"] == "no_same_language"
+    assert hip["other_language_pages"][0]["language"] == "triton"
     ambiguous = resolve(bare_store.location, "fused_moe", arch="hopper")
     assert ambiguous["read_reason"] == "ambiguous" and ambiguous["ranks"] == []
     assert ambiguous["kernel"]["ambiguous"] == ["fused_moe_gate", "fused_moe_topk"]
@@ -315,3 +321,124 @@ def test_unknown_arch_token_names_the_known_ones(bare_store):
     assert b"unknown hardware token 'h1000'" in result.stderr and b"mi300x" in result.stderr
     with pytest.raises(GitkbError, match="known arches"):
         resolve(bare_store.location, "softmax", arch="volta")
+
+
+# ----------------------------------------------------------------- pages (GEAK's identity)
+
+
+def test_a_product_is_its_own_page_not_its_family(bare_store):
+    """gfx1200 and gfx1201 are both RDNA4, and still two pages; gfx90a (no clean-1.3 family)
+    resolves by its page; a bare arch still reads every product of the family."""
+    g1200, g1201 = strategy(1, product="gfx1200", pct=40.0), strategy(2, product="gfx1201")
+    mi250x = strategy(3, product="gfx90a", pct=15.0)
+    admit(bare_store, g1200, g1201, mi250x)
+    answer = resolve(bare_store.location, "softmax", product="gfx1201")
+    assert ids(answer) == [g1201["id"]] and answer["counts"]["other_product"] == 1
+    assert answer["hardware"]["page"] == "gfx1201" and answer["ranks"][0]["product"] == "gfx1201"
+    assert {p["product"] for p in answer["other_arch_pages"]} == {"gfx1200", "gfx90a"}
+    assert ids(resolve(bare_store.location, "softmax", product="rx9070")) == [g1201["id"]]
+    assert ids(resolve(bare_store.location, "softmax", product="MI250X")) == [mi250x["id"]]
+    assert ids(resolve(bare_store.location, "softmax", arch="rdna4")) == [g1200["id"], g1201["id"]]
+    with pytest.raises(GitkbError, match="several vendors"):
+        resolve(bare_store.location, "softmax", arch="generic")
+
+
+def test_the_measured_gpu_wins_over_the_folder(bare_store):
+    filed = strategy(1, product="mi300x", pct=80.0)
+    filed["evidence"]["summary"]["measured_on"]["gpu"] = "gfx950"  # measured elsewhere
+    honest = strategy(2, product="mi300x", pct=20.0)
+    admit(bare_store, filed, honest)
+    assert ids(resolve(bare_store.location, "softmax", product="gfx942")) == [honest["id"]]
+    assert ids(resolve(bare_store.location, "softmax", product="mi355x")) == [filed["id"]]
+
+
+def test_an_unknown_gfx_is_kept_as_its_own_page(bare_store):
+    record = strategy(1, product="gfx942")
+    record["id"] = "amd.gfx1100.triton.softmax.step-1-s01"
+    record["retrieval"]["scope"]["product"] = "gfx1100"
+    record["evidence"]["summary"]["measured_on"]["gpu"] = "gfx1100"
+    admit(bare_store, record)
+    answer = resolve(bare_store.location, "softmax", product="gfx1100")
+    assert ids(answer) == [record["id"]] and answer["hardware"]["page"] == "gfx1100"
+    assert resolve(bare_store.location, "softmax", product="gfx942")["read_reason"] == (
+        "no_same_arch"
+    )
+
+
+def test_dsl_filters_code_records_strictly(bare_store):
+    triton = strategy(1, pct=10.0)
+    untyped = strategy(2, pct=30.0)  # a code record whose language no field names
+    untyped["retrieval"]["scope"]["dsl"] = "any"
+    untyped["retrieval"]["generality"]["language"] = "any"
+    del untyped["payload"]["problem"]["dsl"]
+    hip = strategy(3, pct=50.0)  # HIP: clean-1.3's enum says any, the problem says hip
+    hip["retrieval"]["scope"]["dsl"] = "any"
+    hip["retrieval"]["generality"]["language"] = "any"
+    hip["payload"]["problem"]["dsl"] = "hip"
+    admit(bare_store, triton, untyped, hip)
+    answer = resolve(bare_store.location, "softmax", product="h100", dsl="triton")
+    assert ids(answer) == [triton["id"]] and answer["counts"]["other_language"] == 2
+    assert ids(resolve(bare_store.location, "softmax", product="h100", dsl="hip")) == [hip["id"]]
+    everything = resolve(bare_store.location, "softmax", product="h100", dsl="any")
+    assert ids(everything) == [hip["id"], untyped["id"], triton["id"]]
+    assert everything["ranks"][0]["language"] == "hip"
+    with pytest.raises(GitkbError, match="known languages"):
+        resolve(bare_store.location, "softmax", product="h100", dsl="pascal")
+
+
+def test_directions_fold_case_and_whitespace(bare_store):
+    def directed(n, pct, text):
+        record = strategy(n, pct=pct)
+        record["evidence"]["raw"]["direction"] = text
+        return record
+
+    best = directed(1, 30.0, "Evict-First  loads")
+    same = directed(2, 20.0, " evict-first loads ")
+    alone_a, alone_b = directed(3, 15.0, ""), directed(4, 12.0, "")
+    admit(bare_store, best, same, alone_a, alone_b)
+    answer = resolve(bare_store.location, "softmax", product="h100", top_n=5)
+    assert ids(answer) == [best["id"], alone_a["id"], alone_b["id"]]
+    assert [a["id"] for a in answer["ranks"][0]["alternates"]] == [same["id"]]
+    assert answer["ranks"][0]["direction"] == "evict-first loads"
+
+
+def test_no_bench_key_on_either_side_is_not_comparable(bare_store):
+    a, b = strategy(1, pct=30.0), strategy(2, pct=20.0)
+    for record in (a, b):
+        record["worth"]["gain"]["metrics"][0].pop("measured_over", None)
+        record["evidence"]["raw"].pop("bench_cases", None)
+    admit(bare_store, a, b)
+    ranks = resolve(bare_store.location, "softmax", product="h100")["ranks"]
+    assert [r["bench_key"] for r in ranks] == [None, None]
+    assert [r["comparable"] for r in ranks] == [False, False]
+
+
+def test_a_numeric_string_speedup_is_a_number(bare_store):
+    stated = strategy(1, pct=5.0)
+    stated["retrieval"]["signals"]["metrics"]["speedup_x"] = "1.45"
+    admit(bare_store, stated, strategy(2, pct=20.0))
+    ranks = resolve(bare_store.location, "softmax", product="h100")["ranks"]
+    assert ranks[0]["id"] == stated["id"] and ranks[0]["speedup"] == 1.45
+
+
+def test_a_diff_that_does_not_apply_is_reference_only(bare_store, tmp_path):
+    fits = strategy(1, pct=10.0)
+    elsewhere = strategy(2, pct=40.0, code="-    z = x * 2\n+    z = x + x\n")
+    admit(bare_store, fits, elsewhere)
+    kernel = tmp_path / "softmax.py"
+    kernel.write_text("def k(x, m):\n    y = tl.exp(x - m)\n    return y\n")
+    out = tmp_path / "out"
+    answer = resolve(bare_store.location, str(kernel), product="h100", out=str(out))
+    assert ids(answer) == [fits["id"]] and answer["ranks"][0]["applies"] is True
+    [reference] = answer["reference_only"]
+    assert reference["id"] == elsewhere["id"] and "does not apply" in reference["reason"]
+    assert answer["counts"]["reference_only"] == 1
+    index = (out / "kb_references" / "index.md").read_text()
+    assert "## Reference only" in index and elsewhere["id"] in index.split("## Reference only")[1]
+    assert reference["prose_path"].endswith("reference_only_01.md")
+    assert (
+        (out / "kb_references" / "reference_only_01.md").read_text().startswith("# Reference only:")
+    )
+    only = tmp_path / "only"
+    nothing = resolve(bare_store.location, str(kernel), product="h100", min_speedup=1.2, out=only)
+    assert nothing["read_reason"] == "reference_only" and nothing["ranks"] == []

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gitkb import schema
+from gitkb.schema import profile as profile_mod
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "gpu-wiki-sample"
@@ -492,12 +493,12 @@ def test_import_does_not_load_jsonschema():
 
 
 def test_committed_profile_is_current():
-    assert json.loads(PROFILE_FILE.read_text(encoding="utf-8")) == schema.build_profile()
-    assert schema.profile_differences() == []
+    assert json.loads(PROFILE_FILE.read_text(encoding="utf-8")) == profile_mod.build_profile()
+    assert profile_mod.profile_differences() == []
 
 
 def test_profile_metadata():
-    profile = schema.build_profile()
+    profile = profile_mod.build_profile()
     assert profile["$id"] == "opt-trace-1.0.schema.json"
     assert profile["properties"]["schema"]["const"] == "clean-1.3"
     assert profile["x-profile-of"] == {
@@ -510,7 +511,7 @@ def test_profile_metadata():
 
 
 def _widened(index: int, **changes) -> tuple:
-    patches = list(schema.PATCHES)
+    patches = list(profile_mod.PATCHES)
     patches[index] = dataclasses.replace(patches[index], **changes)
     return tuple(patches)
 
@@ -518,7 +519,7 @@ def _widened(index: int, **changes) -> tuple:
 WIDENING = {
     "enum gains a value": _widened(0, value=("operator", "cross-operator", "galaxy")),
     "type enum gains a value": _widened(1, value=("strategy", "doc", "notes")),
-    "restrict adds a property": _widened(3, value=(*schema.PATCHES[3].value, "invented")),
+    "restrict adds a property": _widened(3, value=(*profile_mod.PATCHES[3].value, "invented")),
     "require drops a key": _widened(5, value=("kind",)),
     "anti payload stops requiring lesson": _widened(
         6, value=("goal", "problem", "attempted", "verdict", "established_fact")
@@ -533,7 +534,7 @@ WIDENING = {
 @pytest.mark.parametrize("patches", WIDENING.values(), ids=list(WIDENING))
 def test_widening_patch_is_refused(patches):
     with pytest.raises(schema.SchemaError):
-        schema.build_profile(patches)
+        profile_mod.build_profile(patches)
 
 
 def _anti_without_fact(record):
@@ -574,34 +575,34 @@ def test_profile_differences_reports_stale_and_missing(tmp_path, monkeypatch):
     del stale["x-profile-of"]
     stale_file = tmp_path / "stale.schema.json"
     stale_file.write_text(json.dumps(stale), encoding="utf-8")
-    lines = schema.profile_differences(stale_file)
+    lines = profile_mod.profile_differences(stale_file)
     assert any(line.startswith("properties.level.enum:") for line in lines)
     assert any(line.startswith("x-profile-of:") for line in lines)
 
     empty_dir = tmp_path / "schema"
     empty_dir.mkdir()
     monkeypatch.setattr(schema, "data_dir", lambda kind: empty_dir)
-    assert len(schema.profile_differences()) == 1
-    assert "missing" in schema.profile_differences()[0]
+    assert len(profile_mod.profile_differences()) == 1
+    assert "missing" in profile_mod.profile_differences()[0]
 
 
 def test_write_profile_is_atomic_and_current(tmp_path):
     shutil.copy(PROFILE_FILE, tmp_path / "old.json")
     target = tmp_path / "opt-trace-1.0.schema.json"
     target.write_text("{}", encoding="utf-8")
-    assert schema.write_profile(target) == target
+    assert profile_mod.write_profile(target) == target
     text = target.read_text(encoding="utf-8")
     assert text.endswith("}\n")
-    assert json.loads(text) == schema.build_profile()
-    assert schema.profile_differences(target) == []
+    assert json.loads(text) == profile_mod.build_profile()
+    assert profile_mod.profile_differences(target) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json", target.name]
 
 
 def test_describe_patches():
-    lines = schema.describe_patches()
-    assert len(lines) == len(schema.PATCHES) == 7
+    lines = profile_mod.describe_patches()
+    assert len(lines) == len(profile_mod.PATCHES) == 7
     assert lines[0].startswith('#0 set properties.level.enum = ["operator", "cross-operator"]: ')
-    assert [p.index for p in schema.PATCHES] == list(range(7))
+    assert [p.index for p in profile_mod.PATCHES] == list(range(7))
 
 
 # --- shipped example records --------------------------------------------------------------
@@ -736,7 +737,7 @@ def test_fast_check_agrees_with_jsonschema(name):
 
     from jsonschema import Draft202012Validator
 
-    from gitkb.schema_check import compile_schema
+    from gitkb.schema.check import compile_schema
 
     fast = compile_schema(schema.load(name))
     slow = Draft202012Validator(schema.load(name))
@@ -756,7 +757,7 @@ def test_fast_check_agrees_with_jsonschema(name):
 def test_every_shipped_schema_compiles_to_a_fast_check():
     """A keyword the fast check lacks would silently cost the fast path; keep them covered."""
     from gitkb.resources import data_dir
-    from gitkb.schema_check import compile_schema
+    from gitkb.schema.check import compile_schema
 
     paths = sorted(data_dir("schema").rglob("*.schema.json"))
     assert len(paths) >= 5
@@ -765,6 +766,6 @@ def test_every_shipped_schema_compiles_to_a_fast_check():
 
 
 def test_an_unknown_keyword_falls_back_to_jsonschema():
-    from gitkb.schema_check import compile_or_none
+    from gitkb.schema.check import compile_or_none
 
     assert compile_or_none({"type": "array", "uniqueItems": True}) is None

@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, input_name, open_store, read_input, store_option
+from gitkb.store.admission import ACTIONS, AUTO
 
 
 def _report(admission, as_json: bool) -> None:
@@ -20,10 +21,11 @@ def _report(admission, as_json: bool) -> None:
 @click.argument("files", nargs=-1, required=True)
 @click.option(
     "--action",
-    type=click.Choice(["insert", "confirm", "conflict"]),
+    type=click.Choice([*ACTIONS, AUTO]),
     default="insert",
     show_default=True,
-    help="insert a new record, confirm an existing one, or queue a conflict for a human.",
+    help="insert a new record, confirm an existing one, queue a conflict for a human, or "
+    "auto: let the store decide (a reproduction confirms, a contradiction conflicts).",
 )
 @click.option("--target", help="The existing record a confirm or conflict is about.")
 @click.option("--trace", help="The trace label the record comes from (KB-Trace trailer).")

@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, open_store, store_option
+from gitkb.warmstart.attest import OUTCOMES
 
 
 @click.command("attest")
@@ -8,7 +9,7 @@ from gitkb.commands import echo_json, open_store, store_option
 @click.option(
     "--outcome",
     required=True,
-    type=click.Choice(["validated", "failed", "not_reproduced", "inapplicable"]),
+    type=click.Choice(OUTCOMES),
     help="What happened when the candidate was tried on hardware.",
 )
 @click.option("--by", help="Who attests (default: the committer identity).")

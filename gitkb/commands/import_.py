@@ -30,3 +30,5 @@ def command(kind: str, directory: str, as_json: bool, store_path: str) -> None:
     )
     for skipped in report.skipped:
         click.echo(f"  skipped {skipped['entry']}: {skipped['reason']}")
+    for note in report.notes:
+        click.echo(f"  note {note['entry']}: {note['note']}")

@@ -1,32 +1,61 @@
 import click
 
+from gitkb.optimize.bundle import Budget
+from gitkb.optimize.providers.warmstart import MODES as WARM_START_MODES
+
+
+class _UsageExitsOne(click.Command):
+    """Usage errors exit 1 here, like every other setup error: 2 means "no winner"."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.exit_code = 1
+            raise
+
 
 def _budget_option(name: str, kind, help_text: str):
+    default = getattr(Budget, name)
     return click.option(
-        f"--{name.replace('_', '-')}", name, type=kind, default=None, help=help_text
+        f"--{name.replace('_', '-')}",
+        name,
+        type=kind,
+        default=None,
+        help=f"{help_text} Beats budget.json. [default: {default}]",
     )
 
 
-@click.command("optimize")
-@click.argument("bundle", type=click.Path(file_okay=False))
-@click.option(
-    "--kernel",
-    type=click.Path(dir_okay=False),
-    help="The kernel file to optimize and commit the winner into "
-    "(default: the bundle's kernel.py, never committed).",
-)
+def _file(flag: str, help_text: str):
+    return click.option(flag, type=click.Path(dir_okay=False), help=help_text)
+
+
+@click.command("optimize", cls=_UsageExitsOne)
+@click.argument("bundle", type=click.Path(file_okay=False), required=False)
+@_file("--kernel", "The kernel file to optimize and commit the winner into "
+       "(default: the bundle's kernel.py, never committed).")  # fmt: skip
+@_file("--harness", "harness.py (default: BUNDLE's).")
+@_file("--cases", "cases.json (default: BUNDLE's).")
+@_file("--target", "target.json (default: BUNDLE's).")
+@_file("--budget", "budget.json (default: BUNDLE's, when it has one).")
+@_file("--reference-kernel", "A trusted correctness oracle, frozen with the bundle; harness "
+       "processes find it at $TLX_REFERENCE_KERNEL_PATH.")  # fmt: skip
 @click.option(
     "-o",
     "--output",
+    "--output-dir",
+    "output",
     type=click.Path(file_okay=False),
     help="A fresh artifact folder (default: ./optimize-out/<bundle>-<n>).",
 )
+@click.option("--arch", help="The architecture the run is for; must match target.json's.")
 @click.option(
     "--provider",
     default="knobs",
     show_default=True,
     help="Where candidates come from: knobs, command, codex, claude, replay.",
 )
+@click.option("--model", help="codex/claude/command providers: the model the agent uses.")
 @click.option("--agent-command", help="command provider: the agent's command line.")
 @click.option("--agent-bin", help="codex/claude providers: the executable to run.")
 @click.option(
@@ -57,6 +86,12 @@ def _budget_option(name: str, kind, help_text: str):
 @_budget_option("max_cv", click.FloatRange(min=0), "Largest timing CV a promotion accepts.")
 @_budget_option("benchmark_repetitions", click.IntRange(min=1), "Timing samples per case.")
 @click.option(
+    "--profile/--no-profile",
+    default=True,
+    show_default=True,
+    help="Send the harness's profile() summary and deep requests.",
+)
+@click.option(
     "--commit-winner/--no-commit-winner",
     default=True,
     show_default=True,
@@ -72,7 +107,7 @@ def _budget_option(name: str, kind, help_text: str):
 @click.option("--commit-message", help="Subject of the winner commit.")
 @click.option(
     "--warm-start",
-    type=click.Choice(["on", "reference", "off"]),
+    type=click.Choice(WARM_START_MODES),
     default="off",
     show_default=True,
     help="Seed the run from a knowledge base (needs --kb): on adopts the best verified "
@@ -90,47 +125,63 @@ def command(
     ctx,
     bundle,
     kernel,
+    harness,
+    cases,
+    target,
+    budget,
+    reference_kernel,
     output,
+    arch,
     provider,
+    model,
     agent_command,
     agent_bin,
     agent_timeout,
     replay_dir,
+    profile,
     commit_winner,
     vcs,
     commit_message,
     warm_start,
     kb,
-    **budget,
+    **budget_flags,
 ) -> None:
-    """Optimize a kernel with the harness and cases of BUNDLE; print the result as JSON.
+    """Optimize a kernel with the harness and cases of BUNDLE (or --harness, --cases,
+    --target); print the result as JSON.
 
-    Progress lines go to stderr. Exit codes: 0 a winner (committed unless
-    --no-commit-winner), 2 no winner, 3 a winner whose commit failed (artifacts
-    kept), 1 a usage or setup error. budget.json keys override the flags.
+    The bundle is copied into the output folder, frozen and hashed; every evaluation
+    runs from that copy, in a contained subprocess. The reviewer's log goes to stderr.
+    Exit codes: 0 a winner (committed unless --no-commit-winner), 2 no winner, 3 a
+    winner whose commit failed (artifacts kept), 1 a usage or setup error, or a run
+    stopped because the frozen bundle changed. Explicit flags beat budget.json.
     """
     from pathlib import Path
 
     from gitkb.optimize import loop, providers
 
-    if output is None:
-        base = Path("optimize-out") / Path(bundle).resolve().name
-        n = 1
-        while Path(f"{base}-{n}").exists():
-            n += 1
-        output = f"{base}-{n}"
+    def path(value):
+        return Path(value) if value else None
+
     config = loop.RunConfig(
-        bundle=Path(bundle),
-        output=Path(output),
-        kernel=Path(kernel) if kernel else None,
+        bundle=path(bundle),
+        output=path(output),
+        kernel=path(kernel),
+        harness=path(harness),
+        cases=path(cases),
+        target=path(target),
+        budget_file=path(budget),
+        reference_kernel=path(reference_kernel),
+        arch=arch,
+        profile=profile,
         provider=provider,
         provider_options=providers.ProviderOptions(
             agent_command=agent_command,
             agent_bin=agent_bin,
             replay_dir=replay_dir,
             agent_timeout_s=agent_timeout,
+            model=model,
         ),
-        budget_flags={k: v for k, v in budget.items() if v is not None},
+        budget_flags={k: v for k, v in budget_flags.items() if v is not None},
         commit_winner=commit_winner,
         vcs=vcs,
         commit_message=commit_message,

@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.warmstart.curate import ANY_LANGUAGE, LANGUAGES
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -15,9 +16,21 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     required=True,
     help="Kernel name or file (basename, case and language prefixes ignored).",
 )
-@click.option("--arch", help="Hardware arch (hopper, cdna3, ...) or a token from the target table.")
-@click.option("--product", help="Hardware product token (h100, mi300x, gfx942, sm_90, ...).")
-@click.option("--dsl", help="Only offer records in this DSL (and 'any'); others are named.")
+@click.option(
+    "--arch",
+    help="Hardware arch (hopper, cdna3, ...: every product of it) or a token of the target table.",
+)
+@click.option(
+    "--product",
+    help="Hardware product token (h100, mi300x, gfx942, gfx1201, ...): offers records measured "
+    "on that product's page only.",
+)
+@click.option(
+    "--dsl",
+    type=click.Choice([*LANGUAGES, ANY_LANGUAGE], case_sensitive=False),
+    help="The kernel's language: only records in it are offered (default: what the kernel's "
+    "name says, e.g. triton_x.py; 'any': every language).",
+)
 @store_option
 @click.option("--top-n", default=3, show_default=True, type=int, help="Ranks to offer.")
 @click.option(

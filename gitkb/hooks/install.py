@@ -53,7 +53,19 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
     if not target.exists() or target.read_bytes() != shim:
         atomic_write(target, shim)
     target.chmod(0o755)
+    _warm_cache(repo)
     return target
+
+
+def _warm_cache(repo: Repository) -> None:
+    """Build the server's index cache now, so the first push costs the push too."""
+    from gitkb.store.cache import IndexCache
+    from gitkb.store.layout import BRANCH
+
+    tip = repo.resolve(BRANCH)
+    if tip is not None:
+        with IndexCache.of(repo).snapshot(tip):
+            pass
 
 
 def install_local(path: str | os.PathLike) -> str:

@@ -4,10 +4,11 @@ For ``refs/heads/main`` every pushed commit is checked against its first parent,
 as the admission it is: the record-level gates run on the records it adds or
 changes, against the store as it stood before it (the server's index cache,
 moved by tree diffs and rolled back afterwards); an added record must not take
-an id another file holds; ledgers only grow; and an ordinary commit's trailers
-must name what it changed. A merge (a ``git pull`` in a clone) answers for its
-net change against its first parent: the same record gates and id check on
-every record it brings in, ledger lines only appended, no trailers needed.
+an id another file holds; ledgers and feedback logs only grow; and an ordinary
+commit's trailers must name what it changed. A merge (a ``git pull`` in a clone)
+answers for its net change against its first parent: the same record gates and
+id check on every record it brings in, ledger and feedback lines only appended,
+no trailers needed.
 ``records/index.json`` is derived data: a push may delete it (``kb upgrade``) or
 keep a format-1 store's copy, never add it. At the new tip, the links of the
 records the push changed must resolve.
@@ -35,6 +36,15 @@ from gitkb.vcs.repository import ZERO_SHA, CommitInfo, PathChange, Repository
 
 # Admissions that change many records at once and name a source, not a record.
 BULK_ACTIONS = ("import", "reindex", "init", "upgrade")
+# Append-only folders and the finding name their checks report under.
+_APPEND_ONLY = ((layout.LEDGER_DIR, "ledger"), (layout.FEEDBACK_DIR, "feedback"))
+
+
+def _append_only_gate(path: str) -> str | None:
+    """The gate that guards an append-only log at ``path`` (ledger, feedback), or None."""
+    return next((gate for folder, gate in _APPEND_ONLY if path.startswith(folder + "/")), None)
+
+
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -128,9 +138,18 @@ def _check_commit(repo: Repository, cache: IndexCache, commit: CommitInfo, chang
     if not merge:
         findings += _trailer_findings(commit, changes)
     findings += _index_file_findings(repo, parent, commit)
-    for change in changes:
-        if change.path.startswith(layout.LEDGER_DIR + "/"):
-            findings += _ledger_findings(repo, commit, change)
+    logs = {c.path: c for c in changes if _append_only_gate(c.path)}
+    for other in commit.parents[1:]:
+        # What a merge leaves out of another parent: its records, conflicts and logs may
+        # not be dropped (a `-s ours` merge would quietly undo a clone's admissions).
+        for change in (c for d in layout.ADMITTED_DIRS for c in repo.changes(other, commit.sha, d)):
+            if _append_only_gate(change.path):
+                logs.setdefault(change.path, change)
+            elif change.kind == "delete" and change.path != INDEX_PATH:
+                what = f"the merge drops {change.path}, which {other[:12]} holds"
+                findings.append(Finding(layout.id_of(change.path), "history", what))
+    for change in logs.values():
+        findings += _append_only_findings(repo, commit, change, _append_only_gate(change.path))
     before = StoreView(
         repo,
         cache,
@@ -239,26 +258,26 @@ def _index_file_findings(repo, parent: str | None, commit: CommitInfo) -> list[F
     return []
 
 
-def _ledger_findings(repo, commit: CommitInfo, change: PathChange) -> list[Finding]:
-    """Ledgers only grow: an ordinary commit appends lines; a merge keeps every line of
-    every parent and adds none of its own."""
+def _append_only_findings(repo, commit: CommitInfo, change: PathChange, gate: str):
+    """Ledgers and feedback logs only grow: an ordinary commit appends lines; a merge keeps
+    every line of every parent and adds none of its own (git's union merge)."""
     record_id = layout.id_of(change.path)
-    if change.kind == "delete":
-        return [Finding(record_id, "ledger", f"{change.path} is deleted; ledgers only grow")]
-    new = repo.blob(change.new_sha)
-    old = repo.blob(change.old_sha) if change.old_sha else b""
+    new = repo.read(commit.sha, change.path)
+    if new is None:
+        return [Finding(record_id, gate, f"{change.path} is deleted; {gate} logs only grow")]
     if len(commit.parents) < 2:
+        old = repo.blob(change.old_sha) if change.old_sha else b""
         if not new.startswith(old):
-            return [Finding(record_id, "ledger", f"{change.path}: lines were changed or removed")]
+            return [Finding(record_id, gate, f"{change.path}: lines were changed or removed")]
         return []
     merged = Counter(new.splitlines())
     sides = [repo.read(p, change.path) or b"" for p in commit.parents]
     for side in sides:
         if Counter(side.splitlines()) - merged:
             what = f"{change.path}: the merge dropped lines a parent holds"
-            return [Finding(record_id, "ledger", what)]
+            return [Finding(record_id, gate, what)]
     if merged - sum((Counter(s.splitlines()) for s in sides), Counter()):
-        return [Finding(record_id, "ledger", f"{change.path}: the merge added lines of its own")]
+        return [Finding(record_id, gate, f"{change.path}: the merge added lines of its own")]
     return []
 
 

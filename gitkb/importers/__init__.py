@@ -24,6 +24,7 @@ class ImportReport:
     imported: int = 0
     reproductions: list[dict] = field(default_factory=list)  # {"entry", "record"}
     skipped: list[dict] = field(default_factory=list)  # {"entry", "reason"}
+    notes: list[dict] = field(default_factory=list)  # {"entry", "note"}: imported, with a remark
 
     def as_json(self) -> dict:
         return dict(self.__dict__)

@@ -1,25 +1,37 @@
-"""An optimization bundle: harness.py, cases.json, target.json and an optional budget.json.
+"""An optimization bundle: harness.py, cases.json, target.json, optional budget.json and
+reference_kernel.py.
 
-The bundle is a frozen trust boundary: it is read once, checked against the
-schemas in ``schema/bundle/``, and never written. A bad bundle is refused before
-anything runs, with the file and the field named.
+The files come from a BUNDLE folder, from explicit paths (the TLX agent's
+``--harness --cases --target --budget --reference-kernel``), or both (an explicit
+path wins). They are read and checked against the schemas in ``schema/bundle/``
+before anything runs; a bad bundle is refused with the file and the field named.
+The run then evaluates only a frozen copy (``gitkb.optimize.freeze``).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from gitkb.errors import GitkbError
 
 HARNESS_FUNCTIONS = ("build", "verify", "benchmark")
+# The canonical file names inside a (frozen) bundle folder.
+NAMES = {
+    "harness": "harness.py",
+    "cases": "cases.json",
+    "target": "target.json",
+    "budget": "budget.json",
+    "reference_kernel": "reference_kernel.py",
+}
 
 
 @dataclass(frozen=True)
 class Budget:
-    """How long and how hard the loop searches; ``budget.json`` keys override flags."""
+    """How long and how hard the loop searches."""
 
     max_rounds: int = 3
     candidates_per_round: int = 4
@@ -29,9 +41,83 @@ class Budget:
     max_cv: float = 0.1
     benchmark_repetitions: int = 10
 
-    def merged(self, overrides: dict) -> Budget:
-        known = {f.name for f in fields(self)}
-        return replace(self, **{k: v for k, v in overrides.items() if k in known})
+    @classmethod
+    def effective(cls, flags: dict, budget_file: dict) -> tuple[Budget, dict[str, str]]:
+        """Explicit flags beat budget.json, which beats the defaults; returns the budget and
+        where each value came from (``flag``, ``budget.json`` or ``default``)."""
+        values, sources = {}, {}
+        for name in (f.name for f in fields(cls)):
+            if flags.get(name) is not None:
+                values[name], sources[name] = flags[name], "flag"
+            elif name in budget_file:
+                values[name], sources[name] = budget_file[name], "budget.json"
+            else:
+                sources[name] = "default"
+        return cls(**values), sources
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where a run's bundle files are: ``folder`` is what gets frozen whole (the bundle
+    folder, else the harness's folder, for its helper modules and data)."""
+
+    folder: Path
+    harness: Path
+    cases: Path
+    target: Path
+    budget: Path | None = None
+    reference_kernel: Path | None = None
+    kernel: Path | None = None  # the bundle's own kernel.py
+
+
+def sources(
+    bundle: Path | None = None,
+    harness: Path | None = None,
+    cases: Path | None = None,
+    target: Path | None = None,
+    budget: Path | None = None,
+    reference_kernel: Path | None = None,
+) -> Sources:
+    """The bundle's files: BUNDLE's own, with each explicit path in place of its file."""
+    if bundle is not None:
+        root = Path(bundle)
+        if not root.is_dir():
+            raise GitkbError(f"bundle is not a folder ({root})")
+
+        def own(name: str) -> Path | None:
+            path = root / NAMES[name]
+            return path if path.is_file() else None
+
+        kernel = root / "kernel.py"
+        return Sources(
+            folder=root,
+            harness=Path(harness) if harness else root / NAMES["harness"],
+            cases=Path(cases) if cases else root / NAMES["cases"],
+            target=Path(target) if target else root / NAMES["target"],
+            budget=Path(budget) if budget else own("budget"),
+            reference_kernel=Path(reference_kernel)
+            if reference_kernel
+            else own("reference_kernel"),
+            kernel=kernel if kernel.is_file() else None,
+        )
+    missing = [
+        flag
+        for flag, value in (("--harness", harness), ("--cases", cases), ("--target", target))
+        if value is None
+    ]
+    if missing:
+        raise GitkbError(f"no bundle: give a BUNDLE folder, or {', '.join(missing)} as well")
+    for flag, value in (("--harness", harness), ("--cases", cases), ("--target", target)):
+        if not Path(value).is_file():
+            raise GitkbError(f"{flag}: no such file ({value})")
+    return Sources(
+        folder=Path(harness).resolve().parent,
+        harness=Path(harness),
+        cases=Path(cases),
+        target=Path(target),
+        budget=Path(budget) if budget else None,
+        reference_kernel=Path(reference_kernel) if reference_kernel else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -45,12 +131,14 @@ class Case:
 
 @dataclass(frozen=True)
 class Bundle:
-    path: Path
+    path: Path  # the folder (the frozen copy, once the run has one)
     harness: Path
     cases: tuple[Case, ...]
     target: dict
-    budget_overrides: dict
+    budget_file: dict  # budget.json's values (explicit flags beat them)
     kernel: Path | None  # the bundle's own kernel.py, when it ships one
+    reference_kernel: Path | None
+    has_profile: bool  # the harness defines profile()
 
     @property
     def name(self) -> str:
@@ -100,10 +188,8 @@ def _check(document, schema_name: str, path: Path) -> None:
         raise GitkbError(f"{message} at {where} ({path})")
 
 
-def _check_harness(path: Path) -> None:
-    """The harness must define the three required functions at top level (read, not run)."""
-    import ast
-
+def _harness_names(path: Path) -> set[str]:
+    """The names the harness defines at top level (read, not run)."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except FileNotFoundError:
@@ -125,49 +211,47 @@ def _check_harness(path: Path) -> None:
     missing = [name for name in HARNESS_FUNCTIONS if name not in defined]
     if missing:
         raise GitkbError(f"harness defines no {', '.join(missing)}() ({path})")
+    return defined
 
 
-def load(path: str | Path) -> Bundle:
-    """Read and check a bundle folder; raise GitkbError naming the file and field."""
-    root = Path(path)
-    if not root.is_dir():
-        raise GitkbError(f"bundle is not a folder ({root})")
-    harness = root / "harness.py"
-    _check_harness(harness)
-
-    cases_path = root / "cases.json"
-    raw_cases = _read_json(cases_path)
-    _check(raw_cases, "cases", cases_path)
+def _cases(path: Path) -> tuple[Case, ...]:
+    raw_cases = _read_json(path)
+    _check(raw_cases, "cases", path)
     cases = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_cases):
         case_id = raw["case_id"]
         if case_id in seen:
-            raise GitkbError(f"duplicate case_id {case_id!r} at [{index}] ({cases_path})")
+            raise GitkbError(f"duplicate case_id {case_id!r} at [{index}] ({path})")
         seen.add(case_id)
         weight = float(raw.get("weight", 1.0))
         if not math.isfinite(weight):
-            raise GitkbError(f"weight must be finite at [{index}].weight ({cases_path})")
+            raise GitkbError(f"weight must be finite at [{index}].weight ({path})")
         case = dict(raw, parameters=raw.get("parameters", {}), weight=weight)
         case["protected"] = bool(raw.get("protected", True))
         cases.append(Case(case_id, case["parameters"], weight, case["protected"], case))
+    return tuple(cases)
 
-    target_path = root / "target.json"
-    target = _read_json(target_path)
-    _check(target, "target", target_path)
 
-    budget_path = root / "budget.json"
-    overrides = {}
-    if budget_path.exists():
-        overrides = _read_json(budget_path)
-        _check(overrides, "budget", budget_path)
-
-    kernel = root / "kernel.py"
+def load(files: Sources) -> Bundle:
+    """Read and check a bundle's files; raise GitkbError naming the file and field."""
+    defined = _harness_names(files.harness)
+    cases = _cases(files.cases)
+    target = _read_json(files.target)
+    _check(target, "target", files.target)
+    budget_file = {}
+    if files.budget is not None:
+        budget_file = _read_json(files.budget)
+        _check(budget_file, "budget", files.budget)
+    if files.reference_kernel is not None and not files.reference_kernel.is_file():
+        raise GitkbError(f"--reference-kernel: no such file ({files.reference_kernel})")
     return Bundle(
-        path=root,
-        harness=harness,
-        cases=tuple(cases),
+        path=files.folder,
+        harness=files.harness,
+        cases=cases,
         target=target,
-        budget_overrides=overrides,
-        kernel=kernel if kernel.is_file() else None,
+        budget_file=budget_file,
+        kernel=files.kernel,
+        reference_kernel=files.reference_kernel,
+        has_profile="profile" in defined,
     )

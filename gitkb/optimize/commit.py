@@ -2,11 +2,13 @@
 
 Before the run, ``prepare`` snapshots the target (HEAD, its content there, its
 index entry). After the run, ``commit_winner`` three-way-merges the
-baseline -> winner change onto the HEAD version, re-verifies the merged file
-when it differs from the winner (the target was dirty), commits it through the
-VCS layer (git: compare-and-swap of HEAD, only the target's index entry;
-Mercurial: only the target path), and checks that what was committed is exactly
-what was intended. Every refusal leaves the repository as it was.
+baseline -> winner change onto the HEAD version (what is committed) and onto the
+staged version (what stays staged), re-verifies the merged file when it differs
+from the winner (the target was dirty), commits it through the VCS layer (git:
+``git commit`` in the user's repository, its hooks and signing included, through
+a temporary index; Mercurial: only the target path), and checks that what was
+committed is exactly what was intended. Every refusal leaves the repository as
+it was.
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
+
+if TYPE_CHECKING:
+    from gitkb.vcs.kernel_repo import KernelRepo, KernelSnapshot
 
 ATTRIBUTION = "TLX agent authored"
 
@@ -123,8 +129,8 @@ class CommitPlan:
     """What the run must still find when it commits: taken before the run starts."""
 
     kernel: Path
-    repo: object  # GitKernelRepo | HgKernelRepo
-    snapshot: object  # KernelSnapshot
+    repo: KernelRepo
+    snapshot: KernelSnapshot
     baseline: bytes  # the target's work-tree bytes the run optimized
 
 
@@ -198,6 +204,14 @@ def _commit(plan, winner, message, reverify, result) -> None:
         merged = merge3(plan.baseline, head_version, winner)
     if merged == head_version:
         raise GitkbError(f"the winner makes no net change to {snap.path} at HEAD")
+    staged = repo.index_bytes(snap)
+    if staged is not None:
+        try:  # the user's staged hunks stay staged, with the winner's change under them
+            staged = merge3(plan.baseline, staged, winner)
+        except MergeConflict:
+            raise MergeConflict(
+                f"the winner's change overlaps the staged edits of {snap.path}"
+            ) from None
     if merged != winner:
         result.merged_differs_from_winner = True
         ok, why = reverify(merged)
@@ -206,7 +220,9 @@ def _commit(plan, winner, message, reverify, result) -> None:
             raise GitkbError(
                 f"{snap.path} had uncommitted edits and the merged file fails re-validation: {why}"
             )
-    sha = repo.commit_file(snap, merged, winner, message)
+    sha = repo.commit_file(
+        snap, committed=merged, staged=staged, work=winner, before=plan.baseline, message=message
+    )
     result.commit = sha
     problems = []
     if repo.parents(sha) != [snap.head]:
@@ -220,3 +236,34 @@ def _commit(plan, winner, message, reverify, result) -> None:
     if problems:
         raise GitkbError("the winner commit is not what was intended: " + "; ".join(problems))
     result.success = True
+
+
+def commit_run_winner(run, winner: dict, base_score, final_score, reverify) -> dict:
+    """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
+    from gitkb.optimize.trace import dumps
+
+    exp = winner["experiment"]
+    subject = (
+        run.config.commit_message
+        or exp.get("commit_title")
+        or f"Optimize {run.kernel.name} with gitkb"
+    )
+    summary = exp.get("commit_summary") or exp.get("change") or ""
+    message = build_message(
+        subject,
+        summary,
+        [c.as_json() for c in base_score.cases],
+        [c.as_json() for c in final_score.cases],
+        final_score.aggregate,
+        run.trace_label,
+        run.trace.head,
+    )
+    result = commit_winner(run.plan, winner["source"].encode("utf-8"), message, reverify)
+    document = result.as_json()
+    (run.output / "auto_commit.json").write_bytes(dumps(document))
+    if result.success:
+        state = f"committed {result.commit} into {result.repository} ({result.vcs}): {subject}"
+    else:
+        state = f"commit failed: {result.diagnostic}"
+    run.say(f"[gitkb] winner {winner['id']} {state}")
+    return document

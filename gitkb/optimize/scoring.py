@@ -16,6 +16,7 @@ PROFILE_REGRESSION_TOLERANCE = 0.01
 NEAR_THRESHOLD = 0.01
 # A candidate shorter than this share of the current source is a truncation, not a kernel.
 MIN_LENGTH_RATIO = 0.8
+NOISY = "noisy timing"  # how the max_cv rule's reason starts
 
 
 def median(samples: list[float]) -> float:
@@ -196,7 +197,7 @@ def decide(
         reasons.append(f"protected case failed: {', '.join(failed)}")
     noisy = [f"{c.case_id} cv={c.cv:.3f}" for c in candidate.cases if c.passed and c.cv > max_cv]
     if noisy:
-        reasons.append(f"noisy timing (max_cv {max_cv}): {', '.join(noisy)}")
+        reasons.append(f"{NOISY} (max_cv {max_cv}): {', '.join(noisy)}")
     for case in candidate.cases:
         base = baseline.case(case.case_id).profiled_duration_us
         mine = case.profiled_duration_us

@@ -1,18 +1,24 @@
 """The run's trace: a git repository in the format mining reads (specs/TRACE_FORMAT.md).
 
 v0 is the baseline (``kernel.py``, ``solution.json``, ``definition.json``,
-``memory/v0.json`` in one commit). Every evaluated experiment is the next
-version: a promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under
-the subject ``v<N>: <title> (+X.X%)``; a rejection or failure adds only its
-memory file under ``v<N>: reverted (<reason>) - dead-end recorded: <change>``,
-with the verdict in ``quality_gate``. A finalist that fails revalidation gets a
-commit restoring the baseline and rewriting its memory file as a failure. File
-contents are a deterministic function of the run's measurements.
+``memory/v0.json`` in one commit): the code the run's own work starts from, the kernel
+as the run found it or, after a warm start, the knowledge base's code it adopted (the
+adoption is that record's attestation and confirmation, not a step of this run: mining
+files only what the run changed on top of it, with gains and ``speedup_vs_ref_geomean``
+measured against it). Every evaluated experiment of the rounds is the next version: a
+promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under the subject ``v<N>:
+<title> (+X.X%)``; a rejection or failure adds only its memory file under ``v<N>:
+reverted (<reason>)`` with the lesson in the body (``dead-end recorded: <change> <what
+happened, on which case, and why>``, see ``lesson``) and the verdict in
+``quality_gate``. A finalist that fails revalidation gets a commit restoring the
+baseline and rewriting its memory file as a failure. File contents are a deterministic
+function of the run's measurements.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from gitkb.optimize.scoring import Score
@@ -29,8 +35,77 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def performance(score: Score, baseline: Score, incumbent_aggregate: float | None) -> dict:
-    """The ``performance`` block of one measured version (numbers of its passing cases)."""
+# What a harness says before its own words: gitkb's prefixes, not the reason.
+_REPORTED = re.compile(r"^(?:verify raised |verify returned |build raised |build failed: )+")
+
+
+def _one_clause(text: str, limit: int = 200) -> str:
+    """``text`` as one clause of a dead-end line: its first line, with the commas that would
+    split it into several dead-ends turned into semicolons (mining splits on top-level
+    commas) and no sentence end inside."""
+    first = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+    first = _clip(first, limit).rstrip(".")
+    out, depth = [], 0
+    for ch in first:
+        depth += ch in "([{"
+        depth -= ch in ")]}" and depth > 0
+        out.append(";" if ch == "," and depth == 0 else ch)
+    return re.sub(r"\.\s+(?=[A-Za-z])", "; ", "".join(out))
+
+
+def _case_condition(parameters: dict) -> str:
+    """A case's parameters as a condition a reader can check: ``(rows=1024, cols=512)``."""
+    shown = [
+        f"{k}={v}"
+        for k, v in parameters.items()
+        if isinstance(v, str | int | float | bool) and len(str(v)) <= 40
+    ]
+    return f" ({', '.join(shown[:8])})" if shown else ""
+
+
+def lesson(experiment: dict, score: Score | None, parameters: dict[str, dict]) -> str:
+    """The dead-end line of a rejected or failed experiment: the change, the case it failed
+    verification on with that case's parameters, and the harness's own reason (``because
+    the harness reported ...``) when there is one; else what was measured. Only what the
+    run saw is written."""
+    change = _one_clause(experiment.get("change") or experiment["id"], 160)
+    diagnostics = experiment.get("diagnostics") or []
+    if score is None:
+        reported = [d for d in diagnostics if d.startswith(("build failed", "harness"))]
+        if reported:
+            why = _one_clause(_REPORTED.sub("", reported[0]))
+            return f"{change} does not build and run because the harness reported {why}"
+        return f"{change} was not evaluated: {_one_clause(diagnostics[0] if diagnostics else '-')}"
+    failed = [c for c in score.cases if not c.passed]
+    failed.sort(key=lambda c: not c.protected)
+    if failed:
+        case = failed[0]
+        kind = "protected case" if case.protected else "case"
+        where = f"{kind} {case.case_id}{_case_condition(parameters.get(case.case_id, {}))}"
+        said = [d for d in case.diagnostics if d.strip()]
+        text = f"{change} is incorrect on {where}"
+        if said:
+            text += f" because the harness reported {_one_clause(_REPORTED.sub('', said[0]))}"
+        passed = [c for c in score.cases if c.passed and c.speedup is not None]
+        if passed:
+            text += " while " + " and ".join(
+                f"{c.case_id} passed at {c.speedup:.3f}x" for c in passed[:3]
+            )
+        return text
+    measured = " and ".join(
+        f"{c.case_id}{_case_condition(parameters.get(c.case_id, {}))} at {c.speedup:.3f}x"
+        for c in score.cases
+        if c.speedup is not None
+    )
+    decision = _one_clause((diagnostics or ["rejected"])[0])
+    return f"{change} measured {measured} and was rejected: {decision}"
+
+
+def performance(
+    score: Score, baseline: Score, incumbent_aggregate: float | None, reference: float = 1.0
+) -> dict:
+    """The ``performance`` block of one measured version (numbers of its passing cases);
+    ``reference``: the aggregate of the trace's v0 (1.0 unless it is adopted code)."""
     from gitkb.optimize.scoring import weighted_geomean
 
     measured = [c for c in score.cases if c.passed]
@@ -41,7 +116,7 @@ def performance(score: Score, baseline: Score, incumbent_aggregate: float | None
         "latency_us_geomean": geomean,
         "latency_us_arith_mean": sum(medians) / len(medians) if medians else None,
         "latency_us_by_shape": {c.case_id: c.median_us for c in measured},
-        "speedup_vs_ref_geomean": score.aggregate,
+        "speedup_vs_ref_geomean": None if score.aggregate is None else score.aggregate / reference,
         "measurement_scope": "real_evaluator_shapes",
         "shape_ids_are_opaque": False,
         "measurement_status": "complete" if len(measured) == len(score.cases) else "incomplete",
@@ -67,8 +142,10 @@ def memory_record(
     baseline: Score | None,
     incumbent_aggregate: float | None,
     profiler: dict,
+    reference: float = 1.0,
 ) -> dict:
-    """``memory/v<N>.json`` for one experiment (or the baseline, version 0)."""
+    """``memory/v<N>.json`` for one experiment (or the baseline, version 0); ``reference``:
+    the aggregate of the trace's v0."""
     promoted = experiment["status"] in ("promoted", "baseline")
     measured = score is not None and any(c.passed for c in score.cases)
     correctness = "UNKNOWN"
@@ -84,7 +161,7 @@ def memory_record(
     rel_errs = [e[1] for e in errors if isinstance(e[1], int | float)]
     record = {
         "version": f"v{version}",
-        "performance": performance(score, baseline or score, incumbent_aggregate)
+        "performance": performance(score, baseline or score, incumbent_aggregate, reference)
         if measured
         else {
             "measurement_status": "not_evaluated_or_incomplete",
@@ -149,11 +226,16 @@ class TraceWriter:
         self.path = Path(path)
         self.repo = Repository.init(self.path)
         self.head: str | None = None
+        self.start: str | None = None  # the v0 commit
+        self.start_source: str | None = None  # v0's kernel.py
+        self.reference = 1.0  # the aggregate of v0's code against the kernel as found
 
     def _commit(self, edits: dict[str, bytes], message: str) -> str:
+        from gitkb.vcs.worktree import sync_work_tree
+
         sha = self.repo.write_commit(self.head, edits, message)
         self.repo.update_ref(BRANCH, self.head, sha, reason="gitkb optimize")
-        self.repo.sync_work_tree(BRANCH, sha, sorted(edits))
+        sync_work_tree(self.repo, BRANCH, sha, sorted(edits))
         self.head = sha
         return sha
 
@@ -165,7 +247,11 @@ class TraceWriter:
         description: str,
         hardware: list[str],
         label: str,
+        adopted: str | None = None,
+        reference: float = 1.0,
     ) -> str:
+        """v0. ``adopted``: the store record whose code a warm start adopted (``source``),
+        ``reference`` its aggregate against the kernel as the run found it."""
         from gitkb.vcs.trailers import format_message
 
         # trace_label: what the run calls this trace (its KB-Trace trailer); mining files
@@ -176,15 +262,25 @@ class TraceWriter:
             "trace_label": label,
         }
         definition = {"name": operator, "description": description, "axes": {}}
-        return self._commit(
+        subject, body = "v0: baseline kernel", "The kernel as the run found it, measured."
+        if adopted:
+            subject = "v0: baseline kernel (adopted from the knowledge base)"
+            body = (
+                f"The knowledge base's record {adopted}, adopted by the warm start after it "
+                f"measured {reference:.4g}x over the kernel as the run found it. The run's own "
+                "work starts here; the adoption is that record's attestation and confirmation."
+            )
+        self.reference, self.start_source = reference, source
+        self.start = self._commit(
             {
                 "kernel.py": source.encode(),
                 "solution.json": dumps(solution),
                 "definition.json": dumps(definition),
                 "memory/v0.json": dumps(memory),
             },
-            format_message("v0: baseline kernel", "The kernel as the run found it, measured."),
+            format_message(subject, body),
         )
+        return self.start
 
     def promoted(self, version: int, source: str, memory: dict, title: str, pct: float) -> str:
         from gitkb.vcs.trailers import format_message
@@ -197,11 +293,11 @@ class TraceWriter:
             ),
         )
 
-    def rejected(self, version: int, memory: dict, reason: str, change: str) -> str:
+    def rejected(self, version: int, memory: dict, reason: str, dead_end: str) -> str:
         from gitkb.vcs.trailers import format_message
 
         subject = f"v{version}: reverted ({_clip(reason, 60)})"
-        body = f"Verdict: reverted\n\ndead-end recorded: {_clip(change or 'candidate', 200)}"
+        body = f"Verdict: reverted\n\ndead-end recorded: {_clip(dead_end, 600)}"
         return self._commit(
             {f"memory/v{version}.json": dumps(memory)}, format_message(subject, body)
         )

@@ -1,45 +1,55 @@
-"""The harness worker: one fresh subprocess per evaluation, cleaned up whatever it does.
+"""The harness worker: one fresh subprocess per evaluation, contained whatever it does.
 
-The harness runs in ``harness_runner.py`` under the current interpreter, in its
-own process group (so a child it forks is reached too), with the target's
-environment applied. The request goes in on stdin; the response comes back
-through a file, so a harness that prints or leaves a child holding a pipe open
-cannot block the optimizer. On timeout the whole group gets SIGTERM, then
-SIGKILL after a grace period; after a normal exit the group is killed anyway.
+The harness runs in ``harness_child.py`` under the current interpreter through
+``gitkb.runner`` (timeouts, SIGTERM then SIGKILL, every descendant killed), with
+the target's environment applied. The request goes in on stdin; the response
+comes back through a file, so a harness that prints, or leaves a child holding
+a pipe open, cannot block the optimizer. The response is checked again here:
+a verdict is only ever the boolean true, samples only finite positive numbers.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-RUNNER = Path(__file__).with_name("harness_runner.py")
-KILL_GRACE_S = 2.0
+from gitkb import runner
+
+CHILD = Path(__file__).with_name("harness_child.py")
+KILL_GRACE_S = runner.KILL_GRACE_S
 
 
 @dataclass
 class Evaluation:
-    """What one harness run produced: the runner's response, or why there is none."""
+    """What one harness run produced: the child's response, or why there is none."""
 
     response: dict | None
-    returncode: int | None
-    timed_out: bool
-    seconds: float
+    outcome: runner.Outcome
     log: Path
 
     @property
+    def timed_out(self) -> bool:
+        return self.outcome.timed_out
+
+    @property
+    def returncode(self) -> int | None:
+        return self.outcome.returncode
+
+    @property
+    def seconds(self) -> float:
+        return self.outcome.seconds
+
+    @property
     def error(self) -> str | None:
-        if self.timed_out:
-            return f"harness timed out after {self.seconds:.1f} s (process group killed)"
+        if self.outcome.timed_out:
+            return f"harness {self.outcome.describe()}"
         if self.response is None:
             tail = _tail(self.log)
-            return f"harness process exited with status {self.returncode} and no response" + (
+            return f"harness process {self.outcome.describe()} and gave no response" + (
                 f": {tail}" if tail else ""
             )
         return None
@@ -53,19 +63,41 @@ def _tail(path: Path, limit: int = 600) -> str:
     return text.replace("\n", " | ")
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _is_sample(value) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+def checked(response) -> dict | None:
+    """The child's response if it has the shape the child writes, else None. A case that
+    claims to pass must say so with the boolean true and carry only finite positive samples;
+    one that does not is failed here, with the reason."""
+    if not isinstance(response, dict) or not isinstance(response.get("build"), dict):
+        return None
+    build = response["build"]
+    if build.get("success") is not True:
+        build["success"] = False
+    if not isinstance(build.get("diagnostics"), list):
+        build["diagnostics"] = []
+    cases = response.get("cases")
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        return None
+    for case in cases:
+        if not isinstance(case.get("diagnostics"), list):
+            case["diagnostics"] = []
+        samples = case.get("samples_us")
+        if case.get("passed") is True and not (
+            isinstance(samples, list) and samples and all(_is_sample(s) for s in samples)
+        ):
+            case["diagnostics"].append("response carries no valid timing samples")
+            case["passed"] = False
+        elif case.get("passed") is not True:
+            case["passed"] = False
+    return response
 
 
 def run_harness(
@@ -97,38 +129,19 @@ def run_harness(
     log_path = workdir / "harness.log"
     env = dict(os.environ, **(environment or {}))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    start = time.perf_counter()
-    with open(request_path, "rb") as stdin, open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, str(RUNNER)],
-            stdin=stdin,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            env=env,
-            start_new_session=True,
-        )
-    timed_out = False
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE_S
-        while time.monotonic() < deadline:
-            process.poll()
-            if not _group_alive(process.pid):
-                break
-            time.sleep(0.02)
-    finally:
-        # Whatever the harness left behind in its group goes with it.
-        _kill_group(process.pid, signal.SIGKILL)
-        process.wait()
-    seconds = time.perf_counter() - start
+    outcome = runner.run(
+        [sys.executable, str(CHILD)],
+        timeout_s=timeout_s,
+        cwd=workdir,
+        env=env,
+        stdin=request_path,
+        output=log_path,
+        grace_s=KILL_GRACE_S,
+    )
     response = None
-    if not timed_out and response_path.exists():
+    if not outcome.timed_out and response_path.exists():
         try:
-            response = json.loads(response_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            response = checked(json.loads(response_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
             response = None
-    return Evaluation(response, process.returncode, timed_out, seconds, log_path)
+    return Evaluation(response, outcome, log_path)

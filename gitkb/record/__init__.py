@@ -116,6 +116,18 @@ def object_at(record: dict, source: str, *keys: str) -> dict:
 DSLS = ("cuda", "cutedsl", "flydsl", "gluon", "triton", "aiter", "any")
 
 
+def language_of(record: dict) -> str:
+    """The language a record is in: ``retrieval.scope.dsl``, or, where clean-1.3's enum cannot
+    name it (``any``: HIP, CK), ``payload.problem.dsl``; ``any`` when neither names one."""
+    scoped = scope_of(record).get("dsl")
+    if isinstance(scoped, str) and scoped.strip() and scoped.strip().lower() != "any":
+        return scoped.strip().lower()
+    stated = dig(record, "payload", "problem", "dsl")
+    if isinstance(stated, str) and stated.strip():
+        return stated.strip().lower()
+    return "any"
+
+
 # worth.track.counters: the six usage counters every record's track block holds.
 COUNTERS = (
     "query_count",

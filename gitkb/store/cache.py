@@ -27,7 +27,7 @@ import json
 import logging
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from gitkb.vcs.plain import blob_id
 log = logging.getLogger("gitkb")
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "2"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "4"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS records (
     arch TEXT,
     dsl TEXT,
     family TEXT,
+    product TEXT,
+    measured TEXT,
+    language TEXT,
     signature TEXT,
     source TEXT,
     entry TEXT,
@@ -72,12 +75,18 @@ CREATE INDEX IF NOT EXISTS records_source ON records(source);
 CREATE TABLE IF NOT EXISTS kernels (name TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS kernels_name ON kernels(name);
 CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
+CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
+CREATE INDEX IF NOT EXISTS records_type ON records(type);
+CREATE INDEX IF NOT EXISTS records_family ON records(family);
+CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
+CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 """
 # One script, one transaction: two processes creating the cache at once both succeed.
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
 _COLUMNS = (
-    "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, signature, source, "
-    "entry, error"
+    "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
+    "language, signature, source, entry, error"
 )
 
 
@@ -106,12 +115,20 @@ def kernel_names(record: dict) -> list[str]:
     return names or ([family] if isinstance(family, str) and family.strip() else [])
 
 
+def record_arches(record: dict) -> list[str]:
+    """The architectures a record's scope lists besides its ``arch`` (which the records
+    table holds, indexed with the vendor)."""
+    scope = rec.scope_of(record)
+    listed = scope.get("architectures") if isinstance(scope.get("architectures"), list) else []
+    return sorted({a for a in listed if isinstance(a, str) and a and a != scope.get("arch")})
+
+
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str]]:
-    """The ``records`` row of one record file and its kernel names."""
+def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str], list[str]]:
+    """The ``records`` row of one record file, its kernel names and its architectures."""
     loaded = (
         rec.load(path, raw)
         if raw is not None
@@ -122,7 +139,8 @@ def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[st
         # Filed under its family's folder all the same, so a reader of that kernel sees
         # (and counts) the broken record.
         parts = path.split("/")
-        return (path, blob, *([None] * 11), loaded.error), parts[5:6] if len(parts) == 7 else []
+        kernels = parts[5:6] if len(parts) == 7 else []
+        return (path, blob, *([None] * 14), loaded.error), kernels, []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)
     values = (
@@ -136,22 +154,44 @@ def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[st
         _text(scope.get("arch")),
         _text(scope.get("dsl")),
         _text(scope.get("operator_family")),
+        _text(scope.get("product")),
+        _text(rec.dig(data, "evidence", "summary", "measured_on", "gpu")),
+        rec.language_of(data),
         entry["content_signature"],
         _text(rec.dig(data, "evidence", "raw", "source_repo")),
         json.dumps(entry, ensure_ascii=False),
         None,
     )
-    return values, kernel_names(data)
+    return values, kernel_names(data), record_arches(data)
 
 
 def _tracked(path: str) -> bool:
     return path.split("/", 1)[0] in CACHED_DIRS
 
 
+class RepoOpener:
+    """A repository opened on first use: a reader the cache answers for the commit main
+    names never loads the VCS layer's dulwich side."""
+
+    def __init__(self, location: Path | None, repo=None) -> None:
+        self.location = location
+        self._repo = repo
+
+    def __call__(self):
+        if self._repo is None:
+            from gitkb.vcs.repository import Repository
+
+            self._repo = Repository.open(self.location)
+        return self._repo
+
+    def loaded(self) -> bool:
+        return self._repo is not None
+
+
 class IndexCache:
     """The cached entries and files of one repository, at one commit at a time."""
 
-    def __init__(self, git_dir: Path | None, open_repo: Callable[[], object]) -> None:
+    def __init__(self, git_dir: Path | None, open_repo: RepoOpener) -> None:
         self.path = git_dir / CACHE_DIR / FILE_NAME if git_dir is not None else None
         self._open_repo = open_repo
         self._db: sqlite3.Connection | None = None
@@ -161,7 +201,7 @@ class IndexCache:
 
     @classmethod
     def of(cls, repo) -> IndexCache:
-        return cls(repo.git_dir, lambda: repo)
+        return cls(repo.git_dir, RepoOpener(None, repo))
 
     @property
     def repo(self):
@@ -337,7 +377,7 @@ class IndexCache:
             f"SELECT {_COLUMNS} FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
             (last, _SAMPLE),
         ).fetchall()
-        check_tree = self._repo_loaded() is not False
+        check_tree = self._open_repo.loaded()
         for held in picks:
             path, blob = held[0], held[1]
             found = self._db.execute("SELECT blob, raw FROM files WHERE path = ?", (path,))
@@ -352,10 +392,6 @@ class IndexCache:
             if check_tree and self.repo.blob_sha(self._commit, path) != blob:
                 return False
         return True
-
-    def _repo_loaded(self) -> bool | None:
-        loaded = getattr(self._open_repo, "loaded", None)
-        return loaded() if callable(loaded) else None
 
     def rebuild(self) -> None:
         """Rebuild the open snapshot's commit from its tree (the caller found a lie)."""
@@ -394,7 +430,7 @@ class IndexCache:
 
     def _rebuild(self, commit: str | None) -> None:
         db = self._db
-        for table in ("records", "kernels", "files"):
+        for table in ("records", "kernels", "arches", "files"):
             db.execute(f"DELETE FROM {table}")
         if commit:
             repo = self.repo
@@ -421,14 +457,14 @@ class IndexCache:
     def _set_commit(self, commit: str) -> None:
         db = self._db
         db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
-        config = None
-        if commit:
-            repo = self.repo
-            sha = repo.blob_sha(commit, CONFIG_PATH)
-            config = (CONFIG_PATH, sha, zlib.compress(repo.blob(sha), 1)) if sha else None
-        db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
-        if config:
-            db.execute("INSERT INTO files VALUES (?, ?, ?)", config)
+        # gitkb.toml rides along (Store.open's quick path reads it); it seldom changes.
+        sha = self.repo.blob_sha(commit, CONFIG_PATH) if commit else None
+        held = db.execute("SELECT blob FROM files WHERE path = ?", (CONFIG_PATH,)).fetchone()
+        if (held and held[0]) != sha:
+            db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
+            if sha:
+                raw = zlib.compress(self.repo.blob(sha), 1)
+                db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
         self._commit = commit
 
     def _delete(self, paths: list[str]) -> None:
@@ -437,22 +473,25 @@ class IndexCache:
         records = [pair for pair in pairs if rec.is_record_path(pair[0])]
         self._db.executemany("DELETE FROM records WHERE path = ?", records)
         self._db.executemany("DELETE FROM kernels WHERE path = ?", records)
+        self._db.executemany("DELETE FROM arches WHERE path = ?", records)
 
     def _put(self, files: Iterable[tuple[str, str, bytes | None]]) -> None:
         """Store files (path, blob sha, bytes; None: the object is missing from a damaged
         repository, kept as a record that does not read)."""
-        rows, kernels, stored = [], [], []
+        rows, kernels, arches, stored = [], [], [], []
         for path, blob, raw in files:
             stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
             if rec.is_record_path(path):
-                values, names = _row_values(path, blob, raw)
+                values, names, archs = _row_values(path, blob, raw)
                 rows.append(values)
                 kernels += [(name, path) for name in names]
+                arches += [(arch, path) for arch in archs]
         db = self._db
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
         db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
-                       f"({', '.join('?' * 14)})", rows)  # fmt: skip
+                       f"({', '.join('?' * 17)})", rows)  # fmt: skip
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
+        db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
     def apply_edits(self, edits: dict[str, bytes | None], commit: str) -> None:
         """A commit written from memory: its edits to the tracked folders (path -> bytes, or
@@ -507,15 +546,18 @@ class IndexCache:
         return [r[0] for r in self._query("SELECT DISTINCT name FROM kernels")]
 
     def kernel_rows(self, names: Iterable[str]) -> list[tuple]:
-        """(id, type, status, vendor, arch, dsl, path, blob) of the records filed under any
-        of ``names``, without decoding their entries."""
+        """(id, type, status, vendor, arch, dsl, path, blob, product, measured, language) of
+        the records filed under any of ``names``, without decoding their entries: ``product``
+        is the scope's, ``measured`` the GPU ``evidence.summary.measured_on`` names, and
+        ``language`` the record's (``gitkb.record.language_of``)."""
         names = sorted(set(names))
         if not names:
             return []
         marks = ", ".join("?" * len(names))
         return self._query(
-            "SELECT id, type, status, vendor, arch, dsl, path, blob FROM records WHERE path IN "
-            f"(SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
+            "SELECT id, type, status, vendor, arch, dsl, path, blob, product, measured, language "
+            f"FROM records WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) "
+            "ORDER BY path",
             tuple(names),
         )
 
@@ -525,6 +567,14 @@ class IndexCache:
         wanted = {k: v for k, v in scope.items() if v is not None}
         where = "".join(f" AND {column} = ?" for column in wanted)
         return self.rows(f"WHERE id IS NOT NULL{where} ORDER BY id, path", tuple(wanted.values()))
+
+    def select(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """One read-only statement over the snapshot's tables (``records``, ``kernels``,
+        ``arches``, ``files``), for a reader that wants a few columns of many rows (SQLite's
+        JSON functions reach into ``records.entry``) without decoding whole entries."""
+        if sql.lstrip()[:6].upper() != "SELECT":
+            raise GitkbError("internal: IndexCache.select runs one SELECT statement")
+        return self._query(sql, params)
 
     def files(self, paths: Iterable[str]) -> dict[str, tuple[str, bytes]]:
         """(blob sha, bytes) of each of ``paths`` the snapshot holds, each checked against

@@ -41,18 +41,22 @@ def ledger_path(record_id: str) -> str:
     return f"{LEDGER_DIR}/{record_id}.jsonl"
 
 
+def feedback_path(record_id: str) -> str:
+    return f"{FEEDBACK_DIR}/{record_id}.jsonl"
+
+
 def conflict_path(record_id: str, number: int) -> str:
     return f"{CONFLICTS_DIR}/{record_id}.{number}.json"
 
 
 def id_of(path: str) -> str:
     """The record id a store path belongs to: ``records/../<id>.json``,
-    ``conflicts/<id>.<n>.json``, ``ledger/<id>.jsonl``."""
+    ``conflicts/<id>.<n>.json``, ``ledger/<id>.jsonl``, ``feedback/<id>.jsonl``."""
     name = path.rsplit("/", 1)[-1]
     if path.startswith(CONFLICTS_DIR + "/"):
         stem = name.removesuffix(".json")
         head, _, n = stem.rpartition(".")
         return head if head and n.isdigit() else stem
-    if path.startswith(LEDGER_DIR + "/"):
+    if path.startswith((LEDGER_DIR + "/", FEEDBACK_DIR + "/")):
         return name.removesuffix(".jsonl")
     return name.removesuffix(".json")

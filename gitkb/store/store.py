@@ -18,7 +18,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
 from gitkb.store import layout
-from gitkb.store.cache import IndexCache
+from gitkb.store.cache import IndexCache, RepoOpener
 from gitkb.store.view import StoreView
 from gitkb.vcs import plain
 
@@ -31,30 +31,11 @@ if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
 
-class _Opener:
-    """The store's repository, opened on first use: a reader the cache answers for the
-    commit main names never loads the VCS layer's dulwich side."""
-
-    def __init__(self, location: Path, repo: Repository | None = None) -> None:
-        self.location = location
-        self._repo = repo
-
-    def __call__(self) -> Repository:
-        if self._repo is None:
-            from gitkb.vcs.repository import Repository
-
-            self._repo = Repository.open(self.location)
-        return self._repo
-
-    def loaded(self) -> bool:
-        return self._repo is not None
-
-
 class Store:
     def __init__(self, location: Path, git_dir: Path, repo: Repository | None = None) -> None:
         self.location = location
         self.git_dir = git_dir
-        self._opener = _Opener(location, repo)
+        self._opener = RepoOpener(location, repo)
         self.cache = IndexCache(git_dir, self._opener)
 
     @property
@@ -84,7 +65,14 @@ class Store:
         tip = repo.resolve(layout.BRANCH)
         if tip is None:
             raise NotAStore(f"{location} is not a gitkb store: it has no main branch")
-        if repo.blob_sha(tip, layout.CONFIG_PATH) is None:
+        try:
+            config = repo.blob_sha(tip, layout.CONFIG_PATH)
+        except (KeyError, ValueError, OSError) as exc:
+            raise GitkbError(
+                f"{location}: main ({tip[:12]}) cannot be read: the repository is damaged "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        if config is None:
             raise NotAStore(f"{location} is not a gitkb store: no {layout.CONFIG_PATH} on main")
         store = cls(location, repo.git_dir, repo)
         if not isinstance(store.config(tip).get("store"), dict):
@@ -112,6 +100,7 @@ class Store:
         import tomli_w
 
         from gitkb.resources import data_dir
+        from gitkb.vcs import worktree
         from gitkb.vcs.repository import Repository
         from gitkb.vcs.trailers import format_message
 
@@ -138,7 +127,7 @@ class Store:
         )
         commit = repo.write_commit(None, files, message)
         repo.update_ref(layout.BRANCH, None, commit, reason="gitkb: init")
-        repo.sync_work_tree(layout.BRANCH, commit, list(files))
+        worktree.sync_work_tree(repo, layout.BRANCH, commit, list(files))
         return cls(location, repo.git_dir, repo)
 
     # ----------------------------------------------------------------- reading

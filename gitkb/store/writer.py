@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
 from gitkb.store import layout
 from gitkb.store.view import StoreView
+from gitkb.vcs import worktree
 from gitkb.vcs.trailers import format_message, parse_trailers
 
 log = logging.getLogger("gitkb")
@@ -111,11 +112,11 @@ def write(store, builds: list[Builder], on_refusal: str = "stop") -> list[Admiss
         return admissions
     repo = store.repo
     try:
-        with repo.writer_lock() as recovered:
+        with worktree.writer_lock(repo) as recovered:
             if recovered:
-                repo.repair_work_tree(layout.BRANCH)
+                worktree.repair_work_tree(repo, layout.BRANCH)
             pending = list(builds)
-            if store.format == layout.FORMAT_1:
+            if store.format == layout.FORMAT_1 and store.upgrade_change not in pending:
                 log.warning("%s uses store format 1 (a committed index): upgrading it first "
                             "(one kb upgrade commit)", store.location)  # fmt: skip
                 pending.insert(0, store.upgrade_change)
@@ -135,6 +136,29 @@ def write(store, builds: list[Builder], on_refusal: str = "stop") -> list[Admiss
         error.admitted = admissions
         raise error from None
     return admissions
+
+
+def rewrite(store, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, str]:
+    """Replace main by a rewrite of it, under the writer lock: ``build(tip)`` writes the new
+    commits and returns the new tip and the paths it changed; main then moves by
+    compare-and-swap (``git kb renumber`` rewrites commits not yet pushed, nothing else
+    rewrites history). Returns (old tip, new tip)."""
+    repo = store.repo
+    try:
+        with worktree.writer_lock(repo) as recovered:
+            if recovered:
+                worktree.repair_work_tree(repo, layout.BRANCH)
+            tip = store.tip
+            with repo.batch():
+                new, touched = build(tip)
+            repo.update_ref(layout.BRANCH, tip, new, reason="gitkb: rewrite")
+            _sync_work_tree(store, new, touched, [])
+            store.write_work_tree_index()
+    except OSError as exc:
+        raise GitkbError(
+            f"{store.location}: cannot write to the store ({os_reason(exc)})"
+        ) from None
+    return tip, new
 
 
 def _write_chunk(
@@ -198,7 +222,7 @@ def _write_chunk(
 
 def _sync_work_tree(store, tip: str, touched: set[str], done: list[Admission]) -> None:
     try:
-        store.repo.sync_work_tree(layout.BRANCH, tip, sorted(touched))
+        worktree.sync_work_tree(store.repo, layout.BRANCH, tip, sorted(touched))
     except OSError as exc:
         error = GitkbError(
             f"{store.location}: main is at {tip[:12]}, but the work tree could not "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import logging
 import os
 import re
@@ -26,8 +25,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from gitkb.errors import GitkbError, LockTimeout, NotARepository, RefMoved, os_reason
-from gitkb.fs import atomic_write
+from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
 from gitkb.vcs import pack, rawtree
 from gitkb.vcs.plain import identity
 from gitkb.vcs.trailers import parse_trailers
@@ -36,9 +34,6 @@ ZERO_SHA = "0" * 40
 FILE_MODE = 0o100644
 TREE_MODE = 0o040000
 
-# A ref lock that is still there this long after we took the writer lock was
-# left by a killed process: C git holds such locks for milliseconds.
-_STALE_REF_LOCK_WAIT_S = 1.0
 # Work-tree files are written here first and renamed into place, so a crash
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
@@ -507,10 +502,8 @@ class Repository:
         self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]
     ) -> bytes | None:
         """Apply edits (path parts -> blob id, or None to delete) to one tree; None when empty."""
-        tree = Tree()
-        if tree_id is not None:
-            for entry in self.get_object(tree_id).items():
-                tree.add(entry.path, entry.mode, entry.sha)
+        # A copy parsed from the old tree's bytes (in C) costs less than re-adding its entries.
+        tree = self.get_object(tree_id).copy() if tree_id is not None else Tree()
         nested: dict[bytes, dict[tuple[bytes, ...], bytes | None]] = {}
         for parts, blob_id in edits.items():
             if len(parts) == 1:
@@ -535,6 +528,23 @@ class Repository:
         self.add_object(tree)
         return tree.id
 
+    def _blob_edits(
+        self, edits: Mapping[str, bytes | None]
+    ) -> dict[tuple[bytes, ...], bytes | None]:
+        """Slash paths -> new bytes (None: delete) as path parts -> written blob ids."""
+        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
+        for path, data in edits.items():
+            parts = tuple(_b(p) for p in path.split("/") if p)
+            if not parts or any(p in (b".", b"..") for p in parts):
+                raise GitkbError(f"refusing to write outside the tree: {path!r}")
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+        return blob_edits
+
+    def _empty_tree(self) -> bytes:
+        empty = Tree()
+        self.add_object(empty)
+        return empty.id
+
     def write_commit(
         self,
         parent: str | None,
@@ -547,18 +557,9 @@ class Repository:
 
         ``edits`` maps a slash path to new file bytes, or to None to delete it.
         """
-        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
-        for path, data in edits.items():
-            parts = tuple(_b(p) for p in path.split("/") if p)
-            if not parts or any(p in (b".", b"..") for p in parts):
-                raise GitkbError(f"refusing to write outside the tree: {path!r}")
-            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+        blob_edits = self._blob_edits(edits)
         base_tree = self.tree_of(parent) if parent else None
-        tree_id = self._edit_tree(base_tree, blob_edits)
-        if tree_id is None:
-            empty = Tree()
-            self.add_object(empty)
-            tree_id = empty.id
+        tree_id = self._edit_tree(base_tree, blob_edits) or self._empty_tree()
         committer = identity()
         now = int(time.time()) if when is None else when
         offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
@@ -570,6 +571,24 @@ class Repository:
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = offset
         commit.encoding = b"UTF-8"
+        commit.message = _b(message)
+        self.add_object(commit)
+        return commit.id.decode()
+
+    def rewrite_commit(
+        self, sha: str, parents: list[str], edits: Mapping[str, bytes | None], message: str
+    ) -> str:
+        """Write a copy of commit ``sha`` with other ``parents``, ``edits`` applied to its own
+        tree and another ``message``; authors, committers and their dates stay."""
+        original = self.get_object(_b(sha))
+        blob_edits = self._blob_edits(edits)
+        tree_id = self._edit_tree(original.tree, blob_edits) if blob_edits else original.tree
+        commit = Commit()
+        commit.tree = tree_id or self._empty_tree()
+        commit.parents = [_b(p) for p in parents]
+        for name in ("author", "committer", "author_time", "commit_time", "author_timezone",
+                     "commit_timezone", "encoding"):  # fmt: skip
+            setattr(commit, name, getattr(original, name))
         commit.message = _b(message)
         self.add_object(commit)
         return commit.id.decode()
@@ -627,106 +646,3 @@ class Repository:
         if target and target.startswith(b"ref: "):
             return target[5:].strip().decode()
         return None
-
-    def sync_work_tree(self, branch_ref: str, commit: str, paths: list[str]) -> None:
-        """After a commit written without a work tree, bring the checked-out files and the
-        index entries of ``paths`` up to ``commit`` (only when HEAD is on ``branch_ref``)."""
-        from dulwich.index import index_entry_from_stat
-
-        work_tree = self.work_tree
-        if work_tree is None or self.head_branch() != branch_ref:
-            return
-        index = self._repo.open_index()
-        for path in paths:
-            target = work_tree / path
-            sha = self.blob_sha(commit, path)
-            key = _b(path)
-            if sha is None:
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-                if key in index:
-                    del index[key]
-                continue
-            atomic_write(target, self.blob(sha), tmp_dir=self.git_dir / WORK_TREE_TMP)
-            index[key] = index_entry_from_stat(os.lstat(target), _b(sha), FILE_MODE)
-        index.write()
-
-    # ----------------------------------------------------------------- locking
-
-    @contextlib.contextmanager
-    def writer_lock(self, timeout: float | None = None) -> Iterator[bool]:
-        """Serialize gitkb writers on this repository; yields True when a crashed writer
-        held the lock last (the caller then repairs what that writer may have left).
-
-        An ``flock`` on ``gitkb-writer.lock`` in the git directory: the kernel
-        drops it when a holder dies, and the holder's pid written inside tells
-        the next writer that a crash happened.
-        """
-        if timeout is None:
-            timeout = float(os.environ.get("GITKB_LOCK_TIMEOUT", "120"))
-        path = self.git_dir / "gitkb-writer.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise LockTimeout(
-                            f"{path}: another gitkb writer held the lock for over {timeout:.0f} s"
-                        ) from None
-                    time.sleep(0.005)
-            previous = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-            if previous:
-                log.warning(
-                    "recovered the writer lock of %s: process %s stopped while holding it",
-                    self.git_dir,
-                    previous,
-                )
-                self._clear_stale_locks()
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-            try:
-                yield bool(previous)
-            finally:
-                os.ftruncate(fd, 0)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def _clear_stale_locks(self) -> None:
-        """Remove the ``.lock`` files a killed writer left on refs, the index and loose objects."""
-        candidates = [self.git_dir / "index.lock", self.git_dir / "packed-refs.lock"]
-        candidates += list((self.git_dir / "refs").rglob("*.lock"))
-        deadline = time.monotonic() + _STALE_REF_LOCK_WAIT_S
-        for lock in candidates:
-            while lock.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if lock.exists():
-                lock.unlink()
-                log.warning("removed stale lock %s", lock)
-        partials = [
-            *(self.git_dir / "objects").glob("??/*.lock"),
-            *(self.git_dir / WORK_TREE_TMP).glob("*"),
-        ]
-        for partial in partials:
-            partial.unlink(missing_ok=True)
-
-    def repair_work_tree(self, branch_ref: str) -> None:
-        """Bring every checked-out file whose index entry lags ``branch_ref`` up to it:
-        after a writer died between moving the ref and updating the work tree."""
-        if self.work_tree is None or self.head_branch() != branch_ref:
-            return
-        tip = self.resolve(branch_ref)
-        if tip is None:
-            return
-        index = self._repo.open_index()
-        stale = [
-            (new or old).decode("utf-8", "surrogateescape")
-            for (old, new), _, _ in index.changes_from_tree(self._objects, self.tree_of(tip))
-        ]
-        if stale:
-            self.sync_work_tree(branch_ref, tip, stale)
-            log.warning("repaired %d work-tree files left behind by the crash", len(stale))

@@ -89,9 +89,11 @@ def parse_ledger(path: str, raw: bytes | None) -> Ledger:
 
 
 def read_ledger(store, record_id: str, commit: str | None = None) -> Ledger:
-    """The ledger of ``record_id`` in a store or a store view, at ``commit`` (its tip)."""
+    """The ledger of ``record_id`` in a store (at ``commit``, default its tip) or a store
+    view, read from the index cache."""
     path = ledger_path(record_id)
-    return parse_ledger(path, store.repo.read(commit or store.tip, path))
+    view = store.view(commit) if hasattr(store, "view") else store
+    return parse_ledger(path, view.read_files([path]).get(path))
 
 
 def retire_hint(counts: dict) -> str | None:
@@ -181,6 +183,36 @@ def attest(
             + (f"\nRetire hint: {hint}." if hint else ""),
             trailers=[("KB-Outcome", outcome), ("KB-By", who)],
             note=f"retire hint: {hint}" if hint else "",
+        )
+
+    return store.commit([build])[0]
+
+
+def confirm_adoption(store, record_id: str, trace: str, trace_commit: str):
+    """Count a run that adopted ``record_id``'s code (and validated it on its box) as one
+    confirmation of the record: one ``confirm`` commit, counted once per trace and commit
+    (``worth.track.confirm_keys``), the record otherwise unchanged. Adopting store code is
+    evidence for that record, never a new one."""
+    from gitkb import record as rec
+    from gitkb.store.admission import count_confirmation
+    from gitkb.store.writer import Change
+
+    def build(view) -> Change:
+        held = view.read_record(record_id)
+        if held.data is None:
+            raise GitkbError(f"{record_id} is unreadable ({held.error}); not confirmed")
+        count = count_confirmation(held.data, f"{trace}@{trace_commit}")
+        if count is None:
+            return Change("confirm", record_id, {}, held.path, note="already counted, skipped")
+        return Change(
+            "confirm",
+            record_id,
+            {held.path: rec.dumps(held.data)},
+            held.path,
+            f"Adopted by the warm start of run {trace} and validated there: the store's code "
+            "reproduced on another run, so it confirms this record (no new record).",
+            [("KB-Confirmed-By", trace), ("KB-Trace", trace), ("KB-Trace-Commit", trace_commit)],
+            f"verified_effective is now {count}",
         )
 
     return store.commit([build])[0]

@@ -1,10 +1,14 @@
-"""Curation: which of a kernel's same-arch records to offer, in what order.
+"""Curation: which of a kernel's same-page records to offer, in what order.
 
 Pure functions over records and index entries; ``resolve`` does the reading.
-Order (WARM_START.md): retracted dropped, floor, rank by measured speedup
-(reproductions, then id, break ties), one rank per direction with the
-runners-up as alternates (a record with a retire hint sorts behind clean
-siblings), top N, and bench-key comparability against rank 1.
+The page is GEAK's: one kernel, one product (a gfx id, an NVIDIA product) and
+one language. Order (WARM_START.md): retracted dropped, floor, strategies whose
+diff does not apply to the caller's kernel set aside as reference only, rank by
+measured speedup (reproductions, then id, break ties), one rank per direction
+(compared case- and whitespace-folded; an empty direction stands alone) with
+the runners-up as alternates (a record with a retire hint sorts behind clean
+siblings), top N, and bench-key comparability against rank 1 (unknown is not a
+match).
 """
 
 from __future__ import annotations
@@ -13,14 +17,23 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
-from gitkb.record import dig, scope_of
+from gitkb import targets
+from gitkb.record import DSLS, dig, scope_of
 
 RETIRED_STATUSES = ("deprecated", "superseded")
 CODE_TYPES = ("strategy", "reference-kernel")
+# The languages a page can be in: clean-1.3's, and those GEAK keeps that its enum cannot name.
+LANGUAGES = (*(d for d in DSLS if d != "any"), "hip", "ck")
+ANY_LANGUAGE = "any"
 _PREFIXES = ("triton_", "hip_", "ck_", "cuda_", "torch_")
 _SUFFIXES = (".py", ".hip", ".cu", ".cpp", "_task")
+# What a kernel's file name says about its language: a prefix, or a suffix only one language uses.
+_LANGUAGE_PREFIXES = {"triton_": "triton", "hip_": "hip", "ck_": "ck", "cuda_": "cuda"}
+_LANGUAGE_SUFFIXES = {".hip": "hip", ".cu": "cuda"}
 FUZZY_MIN = 6
 
 # ----------------------------------------------------------------- kernel identity
@@ -39,6 +52,18 @@ def canonical_kernel(name: str) -> str:
             if base.startswith(prefix) and len(base) > len(prefix):
                 base, changed = base[len(prefix) :], True
     return base
+
+
+def kernel_language(name: str) -> str | None:
+    """The language a kernel's name states (``triton_rmsnorm.py``, ``rmsnorm.hip``), or None."""
+    base = name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].strip().lower()
+    for prefix, language in _LANGUAGE_PREFIXES.items():
+        if base.startswith(prefix) and len(base) > len(prefix):
+            return language
+    for suffix, language in _LANGUAGE_SUFFIXES.items():
+        if base.endswith(suffix) and len(base) > len(suffix):
+            return language
+    return None
 
 
 def _folded(name: str) -> str:
@@ -103,7 +128,13 @@ def _list(value: object) -> list:
     return value if isinstance(value, list) else []
 
 
-def _number(value: object) -> float | None:
+def number(value: object) -> float | None:
+    """A finite number, also from a numeric string (``"1.45"``, as GEAK reads it); else None."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
@@ -114,7 +145,7 @@ def speedup(record: dict) -> float | None:
     from the parent/new geomeans of ``evidence.raw.effect``; None when it states none."""
     metrics = _mapping(dig(record, "retrieval", "signals", "metrics"))
     for key in ("speedup_x", "page_best_speedup_x"):
-        stated = _number(metrics.get(key))
+        stated = number(metrics.get(key))
         if stated and stated > 0:
             return round(stated, 4)
     gain = _mapping(dig(record, "worth", "gain"))
@@ -122,51 +153,89 @@ def speedup(record: dict) -> float | None:
     for metric in _list(gain.get("metrics")):
         if not isinstance(metric, dict) or (primary and metric.get("metric") != primary):
             continue
-        delta = _number(metric.get("delta_pct"))
+        delta = number(metric.get("delta_pct"))
         if delta is None:
             continue
         if metric.get("direction") == "higher-better":
             return round(1 + delta / 100, 4)
         return round(100 / (100 - delta), 4) if delta < 100 else None
     effect = _mapping(dig(record, "evidence", "raw", "effect"))
-    parent = _number(effect.get("parent_geomean_us"))
-    new = _number(effect.get("new_geomean_us"))
+    parent = number(effect.get("parent_geomean_us"))
+    new = number(effect.get("new_geomean_us"))
     if parent and new and new > 0:
         return round(parent / new, 4)
     return None
 
 
-def bench_key(record: dict) -> str:
-    """A digest of the metric and the sorted workload case ids the number was measured over.
+def bench_key(record: dict) -> str | None:
+    """What the number was measured over; None when the record does not say (never a match).
 
-    A stated ``evidence.raw.bench_key`` is used as is; otherwise the cases are
-    ``evidence.raw.bench_cases``, else the primary metric's ``measured_over``.
+    A stated ``evidence.raw.bench_key`` is used as is (an imported key is opaque: only an
+    equal key compares); a record that states ``bench_key: null`` has none. Otherwise a
+    digest of the metric and the sorted ``evidence.raw.bench_cases``, else of the primary
+    metric's ``measured_over``.
     """
     raw = _mapping(dig(record, "evidence", "raw"))
     stated = raw.get("bench_key")
     if isinstance(stated, str) and stated.strip():
         return stated.strip()
+    if "bench_key" in raw:
+        return None
     gain = _mapping(dig(record, "worth", "gain"))
     metric = gain.get("primary") or "latency"
-    cases = raw.get("bench_cases")
-    if not isinstance(cases, list):
+    cases = [str(c) for c in _list(raw.get("bench_cases")) if str(c).strip()]
+    if not cases:
         cases = [
-            m.get("measured_over")
+            m["measured_over"]
             for m in _list(gain.get("metrics"))
-            if isinstance(m, dict) and m.get("metric") == metric and m.get("measured_over")
+            if isinstance(m, dict)
+            and m.get("metric") == metric
+            and isinstance(m.get("measured_over"), str)
+            and m["measured_over"].strip()
         ][:1]
-    text = json.dumps([metric, sorted(str(c) for c in cases)])
+    if not cases:
+        return None
+    text = json.dumps([metric, sorted(cases)])
     return "bk:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def comparable(key: str | None, first: str | None) -> bool:
+    """Two numbers compare only over one known bench key: unknown is not a match."""
+    return key is not None and key == first
+
+
+def fold_direction(text: str) -> str:
+    """A direction as compared: case and runs of whitespace folded."""
+    return " ".join(text.split()).lower()
+
+
 def direction(record: dict) -> str:
-    """The optimization direction: a stated one (``evidence.raw.direction``), else the
-    technique part of the episode key; '' when there is none."""
-    stated = dig(record, "evidence", "raw", "direction")
-    if not isinstance(stated, str) or not stated.strip():
-        parts = str(record.get("episode_key") or "").split("|")
-        stated = parts[3] if len(parts) >= 4 else ""
-    return re.sub(r"[^a-z0-9]+", "-", stated.lower()).strip("-")
+    """The optimization direction, folded: a stated one (``evidence.raw.direction``; stated
+    empty stands alone), else the technique of the episode key (a slug: '_' reads as '-');
+    '' when there is none."""
+    raw = _mapping(dig(record, "evidence", "raw"))
+    stated = raw.get("direction")
+    if isinstance(stated, str):
+        return fold_direction(stated)
+    parts = str(record.get("episode_key") or "").split("|")
+    return fold_direction(parts[3].replace("_", "-")) if len(parts) >= 4 else ""
+
+
+@cache
+def page_of(product: str | None, measured: str | None) -> str | None:
+    """The product page a record was measured on: the GPU it states it was measured on when
+    the target table (or a gfx id) names one, which wins over the product it is filed under;
+    else that product's page, a product the table does not know being its own page; None
+    when neither names a product."""
+    found = targets.identify(measured) if isinstance(measured, str) else None
+    if found is not None and found.page:
+        return found.page
+    if not isinstance(product, str) or product.strip().lower() in ("", ANY_LANGUAGE):
+        return None
+    found = targets.identify(product)
+    if found is None:
+        return product.strip().lower()
+    return found.page
 
 
 def code_of(record: dict) -> tuple[str, str] | None:
@@ -184,8 +253,8 @@ def code_of(record: dict) -> tuple[str, str] | None:
 
 def reproductions(record: dict) -> int:
     """Times other admissions confirmed this record (``verified_effective``)."""
-    value = dig(record, "worth", "track", "counters", "verified_effective")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    value = number(dig(record, "worth", "track", "counters", "verified_effective"))
+    return int(value) if value and value > 0 else 0
 
 
 # ----------------------------------------------------------------- curation
@@ -197,12 +266,15 @@ class Candidate:
     record: dict
     path: str
     speedup: float | None
-    bench_key: str
+    bench_key: str | None
     direction: str
     reproductions: int
     retired: bool
     counts: dict = field(default_factory=dict)
     retire_hint: str | None = None
+    page: str | None = None
+    language: str = ANY_LANGUAGE
+    applies: bool | None = None  # whether a strategy's diff applies to the caller's kernel
     alternates: list[Candidate] = field(default_factory=list)
 
     def order(self) -> tuple:
@@ -212,6 +284,7 @@ class Candidate:
 @dataclass
 class Curated:
     ranks: list[Candidate]
+    reference_only: list[Candidate] = field(default_factory=list)
     retired: int = 0
     below_floor: int = 0
     collapsed: int = 0
@@ -219,8 +292,15 @@ class Curated:
 
 
 def curate(
-    candidates: list[Candidate], min_speedup: float, top_n: int, include_retired: bool
+    candidates: list[Candidate],
+    min_speedup: float,
+    top_n: int,
+    include_retired: bool,
+    applies: Callable[[Candidate], bool | None] | None = None,
 ) -> Curated:
+    """The ranks to offer. ``applies`` tells whether a candidate's code fits the caller's
+    kernel (None: no kernel to try it on); one that does not is reference only: listed for
+    its prose, never a rank, so it costs no verification slot."""
     result = Curated([])
     kept = []
     for candidate in candidates:
@@ -229,7 +309,12 @@ def curate(
         elif candidate.speedup is None or candidate.speedup < min_speedup:
             result.below_floor += 1
         else:
-            kept.append(candidate)
+            candidate.applies = applies(candidate) if applies is not None else None
+            if candidate.applies is False:
+                result.reference_only.append(candidate)
+            else:
+                kept.append(candidate)
+    result.reference_only.sort(key=Candidate.order)
     groups: dict[str, list[Candidate]] = {}
     alone = []
     for candidate in kept:

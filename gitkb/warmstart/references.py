@@ -4,7 +4,9 @@
 kernel when the caller's kernel file was given and the diff applies),
 alternates under ``candidates/NN/alternates/<id>/``; ``kb_references/`` holds
 each rank rendered for a human and an index, so a rejected warm start is still
-auditable.
+auditable. Candidates whose diff does not apply to the caller's kernel are no
+rank: they are rendered too (``reference_only_NN.md``) and listed in the index
+under "Reference only", for their prose.
 """
 
 from __future__ import annotations
@@ -99,24 +101,31 @@ def _text(value: object) -> str:
 
 
 def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
-    """One rank as markdown: speedup, bench, direction, mechanism, what did not work,
-    provenance."""
+    """One rank (or a reference-only candidate: ``rank['reason']`` says why it is no rank)
+    as markdown: speedup, bench, direction, mechanism, what did not work, provenance."""
     payload = record.get("payload") or {}
     problem = payload.get("problem") or {}
     raw = (record.get("evidence") or {}).get("raw") or {}
     gain = (record.get("worth") or {}).get("gain") or {}
+    reference_only = "reason" in rank
+    title = "Reference only" if reference_only else f"Rank {rank['rank']}"
     lines = [
-        f"# Rank {rank['rank']}: {record.get('id')}",
+        f"# {title}: {record.get('id')}",
         "",
         f"- type: {record.get('type')}; status: {record.get('status')}",
         f"- speedup: {rank['speedup']}x (basis {gain.get('basis')})",
-        f"- bench key: {rank['bench_key']} (comparable with rank 1: {rank['comparable']})",
+        f"- bench key: {rank['bench_key'] or 'none (not comparable)'}"
+        + ("" if reference_only else f" (comparable with rank 1: {rank['comparable']})"),
         f"- direction: {rank['direction'] or '(none)'}; techniques: "
-        + (", ".join(rank["techniques"]) or "(none)"),
-        f"- reproductions: {rank['reproductions']}; attestations: "
-        + json.dumps(rank["attestations"]),
+        + (", ".join(record.get("retrieval", {}).get("technique_tags") or []) or "(none)"),
+        f"- reproductions: {curate.reproductions(record)}; attestations: "
+        + json.dumps(rank.get("attestations", {})),
         f"- retire hint: {rank['retire_hint'] or 'none'}",
-        f"- applies to the given kernel file: {rank.get('applies')}",
+        (
+            f"- reference only: {rank['reason']}"
+            if reference_only
+            else f"- applies to the given kernel file: {rank.get('applies')}"
+        ),  # fmt: skip
         "",
         "## Problem",
         "",
@@ -144,7 +153,7 @@ def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
         if raw.get(key):
             lines.append(f"- {key}: {raw[key]}")
     lines.append(f"- record: {rank['record_path']}")
-    if rank["alternates"]:
+    if rank.get("alternates"):
         lines += ["", "## Alternates (same direction)", ""]
         lines += [
             f"- {a['id']}: {a['speedup']}x, bench {a['bench_key']}" for a in rank["alternates"]
@@ -156,6 +165,7 @@ def write_out(
     out: Path,
     answer: dict,
     ranks: list[curate.Candidate],
+    reference_only: list[curate.Candidate],
     pitfalls: list[dict],
     kernel_file: Path | None,
 ) -> None:
@@ -189,5 +199,47 @@ def write_out(
         )
     if not answer["ranks"]:
         index_lines.append(f"| - | nothing offered ({answer['read_reason']}) | | | | | |")
+    if reference_only:
+        index_lines += [
+            "",
+            "## Reference only",
+            "",
+            "Not offered as code (their code does not fit this kernel); read them for the idea.",
+            "",
+            "| record | speedup | why not a rank | prose |",
+            "|---|---|---|---|",
+        ]
+    for n, (entry, candidate) in enumerate(zip(answer["reference_only"], reference_only,
+                                               strict=True), 1):  # fmt: skip
+        prose = out / "kb_references" / f"reference_only_{n:02d}.md"
+        _write(prose, render(entry, candidate.record, pitfalls))
+        entry["prose_path"] = str(prose)
+        index_lines.append(
+            f"| {entry['id']} | {entry['speedup']}x | {entry['reason']} | {prose.name} |"
+        )
     _write(out / "kb_references" / "index.md", "\n".join(index_lines) + "\n")
     _write(out / "resolve.json", json.dumps(answer, indent=1, ensure_ascii=False) + "\n")
+
+
+def note_tried(references: Path, tried: list[dict]) -> None:
+    """After a run judged the offered ranks: list those whose code did not hold up on this
+    box (``tried``: record, outcome, experiment, prose path) under a "Reference only"
+    heading of ``index.md``, so the run's agents read them for the idea, not the code."""
+    if not tried:
+        return
+    lines = [
+        "",
+        "## Reference only: tried in this run",
+        "",
+        "Their code did not hold up here (the outcome is on each record's ledger); read them "
+        "for the idea, do not adopt them again.",
+        "",
+        "| record | outcome | experiment | prose |",
+        "|---|---|---|---|",
+    ]
+    for item in tried:
+        prose = Path(item["prose_path"]).name if item.get("prose_path") else ""
+        lines.append(f"| {item['record']} | {item['outcome']} | {item['experiment']} | {prose} |")
+    index = references / "index.md"
+    text = index.read_text(encoding="utf-8") if index.is_file() else ""
+    _write(index, text + "\n".join(lines) + "\n")

@@ -1,12 +1,16 @@
-"""``git kb resolve``: the best same-hardware code the store holds for a kernel.
+"""``git kb resolve``: the best same-page code the store holds for a kernel.
 
-Reads ``main`` through the VCS layer (a bare clone works, no checkout). The
-store's index cache decides which records matter (the kernel names records file
-code under, their type, status and scope), and only the same-arch, unretracted,
-code-carrying candidates' record blobs and ledgers are loaded. A bad record (a
-missing or corrupt object, a blob the cache did not expect) is skipped and
-counted, never fatal; a path that is not a store is a hard miss (an error), so a
-typo never cold-starts a run.
+A page is GEAK's: one kernel, one product (a gfx id, an NVIDIA product; the GPU
+a record states it was measured on wins over the folder it is filed in) and
+one language (HIP and CK keep theirs, though clean-1.3's dsl enum cannot name
+them). Reads ``main`` through the VCS layer (a bare clone works, no checkout).
+The store's index cache decides which records matter (the kernel names records
+file code under, their type, status, scope, product, measured GPU and
+language), and only the same-page, unretracted, code-carrying candidates'
+record blobs and ledgers are loaded. A bad record (a missing or corrupt
+object, a blob the cache did not expect) is skipped and counted, never fatal;
+a path that is not a store is a hard miss (an error), so a typo never
+cold-starts a run.
 """
 
 from __future__ import annotations
@@ -21,14 +25,26 @@ from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 DEFAULT_TOP_N = 3
 DEFAULT_MIN_SPEEDUP = 1.05
+_KINDS = (*curate.CODE_TYPES, "anti-strategy")
+
+
+def _token(text: str) -> targets.Hardware | None:
+    """A hardware token exactly as the table spells it (a typo must not pick a near token),
+    or a whole gfx id, known or not."""
+    wanted = text.strip().lower()
+    found = targets.table().get(wanted)
+    if found is None and targets.GFX.fullmatch(wanted):
+        found = targets.identify(wanted)
+    return found
 
 
 def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | None:
-    """The caller's hardware: ``--product`` as a token of the target table, or ``--arch`` as a
-    clean-1.3 arch or a token. Exact names only (a typo must not pick a near token); an
-    unknown one is an error naming the known values."""
+    """The caller's hardware: ``--product`` as a token of the target table (or a gfx id), or
+    ``--arch`` as a clean-1.3 arch or a token. A token with a page matches records of that
+    page only; a bare arch matches the arch's records of every product. An unknown name is
+    an error naming the known values."""
     if product:
-        found = targets.table().get(product.strip().lower())
+        found = _token(product)
         if found is None:
             known = ", ".join(sorted(targets.table()))
             raise GitkbError(f"unknown hardware token {product!r}; known tokens: {known}", 2)
@@ -37,9 +53,16 @@ def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | No
         return None
     wanted = arch.strip().lower()
     if wanted in targets.arches():
-        vendor = next(hw.vendor for hw in targets.table().values() if hw.arch == wanted)
-        return targets.Hardware(vendor, wanted, None, wanted)
-    found = targets.table().get(wanted)
+        vendors = sorted(targets.vendors_of(wanted))
+        if len(vendors) > 1:
+            products = sorted(t for t, hw in targets.table().items() if hw.arch == wanted)
+            raise GitkbError(
+                f"arch {arch!r} names hardware of several vendors ({', '.join(vendors)}); "
+                f"name the hardware with --product ({', '.join(products)})",
+                2,
+            )
+        return targets.Hardware(vendors[0], wanted, None, wanted)
+    found = _token(wanted)
     if found is None:
         raise GitkbError(
             f"unknown arch {arch!r}; known arches: {', '.join(sorted(targets.arches()))}; "
@@ -49,13 +72,25 @@ def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | No
     return found
 
 
-_KINDS = (*curate.CODE_TYPES, "anti-strategy")
+def language_for(kernel: str, dsl: str | None) -> tuple[str | None, str | None]:
+    """The page's language and what said so: ``--dsl`` (``any``: every language), else the
+    kernel's name (``triton_rmsnorm.py``, ``rmsnorm.hip``); None when nothing does."""
+    if dsl is None or not dsl.strip():
+        stated = curate.kernel_language(kernel)
+        return stated, "kernel name" if stated else None
+    wanted = dsl.strip().lower()
+    if wanted == curate.ANY_LANGUAGE:
+        return None, "--dsl"
+    if wanted not in curate.LANGUAGES:
+        known = ", ".join((*curate.LANGUAGES, curate.ANY_LANGUAGE))
+        raise GitkbError(f"unknown --dsl {dsl!r}; known languages: {known}", 2)
+    return wanted, "--dsl"
 
 
 def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]]:
     """The kernel match over the names the store files code under, and the matched
-    records' rows (id, type, status, vendor, arch, dsl, path, blob): from the index
-    cache, so no record is read to choose."""
+    records' rows (id, type, status, vendor, arch, dsl, path, blob, product, measured,
+    language): from the index cache, so no record is read to choose."""
     with store.cache.snapshot(tip) as cache:
         by_canonical: dict[str, set[str]] = {}
         for name in cache.kernel_names():
@@ -64,9 +99,13 @@ def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]
         found = cache.kernel_rows(n for c in match.names for n in by_canonical.get(c, ()))
     rows = []
     for row in found:
-        if row[1] is None:  # unreadable: where its folder files it, as a corrupt code record
+        if row[1] is None:
+            # Unreadable: a corrupt code record where its folder and file name file it.
             parts = row[6].split("/")
-            rows.append((None, curate.CODE_TYPES[0], None, *parts[2:5], row[6], row[7]))
+            named = parts[-1].split(".")
+            product = named[1] if len(named) > 2 else None
+            rows.append((None, curate.CODE_TYPES[0], None, *parts[2:5], *row[6:8], product, None,
+                         parts[4]))  # fmt: skip
         elif row[1] in _KINDS and row[0] is not None:
             rows.append(row)
     return match, rows
@@ -79,6 +118,45 @@ def _open(store_path) -> object:
         return Store.open(store_path)
     except NotAStore as exc:
         raise GitkbError(f"resolve: {exc.message} (a warm start needs an existing store)") from None
+
+
+def _answer(store_path, tip, kernel, top_n, min_speedup, include_retired, dsl, source) -> dict:
+    return {
+        "read_reason": None,
+        "store": str(store_path),
+        "commit": tip,
+        "kernel": {"query": kernel, "canonical": curate.canonical_kernel(kernel)},
+        "hardware": None,
+        "options": {
+            "top_n": top_n,
+            "min_speedup": min_speedup,
+            "include_retired": include_retired,
+            "dsl": dsl,
+            "dsl_from": source,
+        },
+        "counts": dict.fromkeys(
+            (
+                "total",
+                "same_arch",
+                "other_arch",
+                "other_product",
+                "other_language",
+                "retired",
+                "below_floor",
+                "reference_only",
+                "collapsed",
+                "beyond_top_n",
+                "no_code",
+                "corrupt",
+            ),
+            0,
+        ),  # fmt: skip
+        "other_arch_pages": [],
+        "other_language_pages": [],
+        "ranks": [],
+        "reference_only": [],
+        "out": None,
+    }
 
 
 def resolve(
@@ -100,38 +178,12 @@ def resolve(
     if not kernel or not kernel.strip():
         raise GitkbError("--kernel needs a kernel name or file", 2)
     hardware = hardware_for(arch, product)
+    language, source = language_for(kernel, dsl)
     store = _open(store_path)
     tip = store.tip
     kernel_file = Path(kernel) if Path(kernel).is_file() else None
-    answer: dict = {
-        "read_reason": None,
-        "store": str(store_path),
-        "commit": tip,
-        "kernel": {"query": kernel, "canonical": curate.canonical_kernel(kernel)},
-        "hardware": None,
-        "options": {
-            "top_n": top_n,
-            "min_speedup": min_speedup,
-            "include_retired": include_retired,
-            "dsl": dsl,
-        },
-        "counts": {
-            "total": 0,
-            "same_arch": 0,
-            "other_arch": 0,
-            "other_language": 0,
-            "retired": 0,
-            "below_floor": 0,
-            "collapsed": 0,
-            "beyond_top_n": 0,
-            "no_code": 0,
-            "corrupt": 0,
-        },
-        "other_arch_pages": [],
-        "other_language_pages": [],
-        "ranks": [],
-        "out": None,
-    }
+    answer = _answer(store_path, tip, kernel, top_n, min_speedup, include_retired, language,
+                     source)  # fmt: skip
     counts = answer["counts"]
     if hardware is None:
         answer["read_reason"] = "missing_arch"
@@ -140,6 +192,7 @@ def resolve(
         "vendor": hardware.vendor,
         "arch": hardware.arch,
         "product": hardware.product,
+        "page": hardware.page,
         "token": hardware.token,
     }
     match, rows = _rows(store, tip, kernel)
@@ -152,42 +205,46 @@ def resolve(
         answer["read_reason"] = "kernel_not_found"
         return answer
 
-    wanted: list[tuple] = []  # (row, retired) of the same-arch code records to load
+    wanted: list[tuple] = []  # (row, retired, page) of the same-page code records to load
     pitfall_paths: list[str] = []
-    other_arch: dict[tuple, int] = {}
+    other_pages: dict[tuple, int] = {}
     other_language: dict[tuple, int] = {}
-    same_arch_total = 0
+    same_page_total = 0
     for row in rows:
-        _, kind, status, vendor, record_arch, record_dsl, path, _ = row
+        _, kind, status, vendor, record_arch, _, path, _, record_product, measured = row[:10]
+        record_language = row[10] or curate.ANY_LANGUAGE
+        page = curate.page_of(record_product, measured)
         is_code = kind in curate.CODE_TYPES
         counts["total"] += is_code
-        if record_arch != hardware.arch:
+        key = (vendor, record_arch, page, record_language)
+        if not _on_page(hardware, vendor, record_arch, page):
             if is_code:
-                key = (vendor, record_arch, record_dsl)
-                other_arch[key] = other_arch.get(key, 0) + 1
+                other_pages[key] = other_pages.get(key, 0) + 1
+                counts["other_arch" if record_arch != hardware.arch else "other_product"] += 1
             continue
-        if dsl and record_dsl not in (dsl, "any"):
+        if language and record_language != language:
             if is_code:
-                key = (vendor, record_arch, record_dsl)
                 other_language[key] = other_language.get(key, 0) + 1
-            continue
+                counts["other_language"] += 1
+            if is_code or record_language != curate.ANY_LANGUAGE:
+                continue
         retired = status in curate.RETIRED_STATUSES
         if not is_code:
             if not retired:
                 pitfall_paths.append(path)
             continue
-        same_arch_total += 1
+        same_page_total += 1
         if retired and not include_retired:
             counts["retired"] += 1
             continue
-        wanted.append((row, retired))
+        wanted.append((row, retired, page))
 
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
-    paths = [row[6] for row, _ in wanted] + [ledger_path(row[0]) for row, _ in wanted]
+    paths = [row[6] for row, _, _ in wanted] + [ledger_path(row[0]) for row, _, _ in wanted]
     blobs = store.view(tip).read_files(paths)
     candidates: list[curate.Candidate] = []
-    for row, retired in wanted:
-        candidate = _candidate(row, retired, blobs)
+    for row, retired, page in wanted:
+        candidate = _candidate(row, retired, page, blobs)
         if candidate is None:
             counts["corrupt"] += 1
         elif candidate == "no_code":
@@ -195,30 +252,62 @@ def resolve(
         else:
             candidates.append(candidate)
 
-    counts["same_arch"] = same_arch_total
-    counts["other_arch"] = sum(other_arch.values())
-    counts["other_language"] = sum(other_language.values())
-    answer["other_arch_pages"] = _pages(other_arch)
+    counts["same_arch"] = same_page_total
+    answer["other_arch_pages"] = _pages(other_pages)
     answer["other_language_pages"] = _pages(other_language)
-    curated = curate.curate(candidates, min_speedup, top_n, include_retired)
+    curated = curate.curate(candidates, min_speedup, top_n, include_retired,
+                            _fits(kernel_file))  # fmt: skip
     counts["below_floor"] = curated.below_floor
+    counts["reference_only"] = len(curated.reference_only)
     counts["collapsed"] = curated.collapsed
     counts["beyond_top_n"] = curated.beyond_top_n
-    answer["ranks"] = [
-        _rank(n, c, curated.ranks[0].bench_key) for n, c in enumerate(curated.ranks, 1)
-    ]
-    answer["read_reason"] = _reason(answer, curated, same_arch_total)
+    first_key = curated.ranks[0].bench_key if curated.ranks else None
+    answer["ranks"] = [_rank(n, c, first_key) for n, c in enumerate(curated.ranks, 1)]
+    answer["reference_only"] = [_reference(c, kernel_file) for c in curated.reference_only]
+    answer["read_reason"] = _reason(answer, curated, same_page_total)
     if out is not None:
         from gitkb.warmstart.references import write_out
 
         texts = store.view(tip).read_files(pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items()]
         with writing(out):
-            write_out(Path(out), answer, curated.ranks, [p for p in pitfalls if p], kernel_file)
+            write_out(
+                Path(out),
+                answer,
+                curated.ranks,
+                curated.reference_only,
+                [p for p in pitfalls if p],
+                kernel_file,
+            )
     return answer
 
 
-def _candidate(row: tuple, retired: bool, blobs: dict):
+def _on_page(hardware: targets.Hardware, vendor, arch, page) -> bool:
+    """Whether a record measured on ``page`` (filed under ``vendor``/``arch``) is on the
+    caller's page: the same product page when the caller names one (a record naming no
+    product is not known to match), else the same vendor and arch."""
+    if hardware.page:
+        return page == hardware.page
+    return arch == hardware.arch and vendor == hardware.vendor
+
+
+def _fits(kernel_file: Path | None):
+    """Whether a candidate's code fits the caller's kernel file: a strategy whose diff does
+    not apply there is reference only; None (no verdict) without a kernel file."""
+    if kernel_file is None:
+        return None
+    from gitkb.warmstart.references import apply_diff
+
+    source = kernel_file.read_text(encoding="utf-8", errors="replace")
+
+    def fits(candidate: curate.Candidate) -> bool | None:
+        kind, text = curate.code_of(candidate.record)
+        return apply_diff(text, source) is not None if kind == "diff" else None
+
+    return fits
+
+
+def _candidate(row: tuple, retired: bool, page: str | None, blobs: dict):
     """The candidate a row names; None when its record is corrupt, 'no_code' when the
     record carries no code a run can use."""
     from gitkb.record import load
@@ -247,6 +336,8 @@ def _candidate(row: tuple, retired: bool, blobs: dict):
             retired=retired,
             counts=counts,
             retire_hint=retire_hint(counts),
+            page=page,
+            language=row[10] or curate.ANY_LANGUAGE,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
@@ -254,12 +345,12 @@ def _candidate(row: tuple, retired: bool, blobs: dict):
 
 def _pages(groups: dict[tuple, int]) -> list[dict]:
     return [
-        {"vendor": vendor, "arch": arch, "dsl": dsl, "records": n}
-        for (vendor, arch, dsl), n in sorted(groups.items(), key=lambda kv: str(kv[0]))
+        {"vendor": vendor, "arch": arch, "product": page, "language": language, "records": n}
+        for (vendor, arch, page, language), n in sorted(groups.items(), key=lambda kv: str(kv[0]))
     ]
 
 
-def _rank(number: int, candidate: curate.Candidate, first_key: str) -> dict:
+def _rank(number: int, candidate: curate.Candidate, first_key: str | None) -> dict:
     record = candidate.record
     scope = record["retrieval"]["scope"]
     return {
@@ -268,17 +359,19 @@ def _rank(number: int, candidate: curate.Candidate, first_key: str) -> dict:
         "type": record.get("type"),
         "speedup": candidate.speedup,
         "arch": scope.get("arch"),
+        "product": candidate.page,
         "dsl": scope.get("dsl"),
+        "language": candidate.language,
         "direction": candidate.direction,
         "techniques": list(record["retrieval"].get("technique_tags") or []),
         "bench_key": candidate.bench_key,
-        "comparable": candidate.bench_key == first_key,
+        "comparable": curate.comparable(candidate.bench_key, first_key),
         "reproductions": candidate.reproductions,
         "attestations": candidate.counts,
         "retire_hint": candidate.retire_hint,
         "retired": candidate.retired,
         "record_path": candidate.path,
-        "applies": None,
+        "applies": candidate.applies,
         "code_path": None,
         "prose_path": None,
         "alternates": [
@@ -286,7 +379,9 @@ def _rank(number: int, candidate: curate.Candidate, first_key: str) -> dict:
                 "id": alt.record_id,
                 "speedup": alt.speedup,
                 "bench_key": alt.bench_key,
+                "comparable": curate.comparable(alt.bench_key, first_key),
                 "retire_hint": alt.retire_hint,
+                "applies": alt.applies,
                 "code_path": None,
             }
             for alt in candidate.alternates
@@ -294,14 +389,32 @@ def _rank(number: int, candidate: curate.Candidate, first_key: str) -> dict:
     }
 
 
-def _reason(answer: dict, curated: curate.Curated, same_arch_total: int) -> str:
+def _reference(candidate: curate.Candidate, kernel_file: Path | None) -> dict:
+    """A candidate listed for its prose only: its code does not fit the caller's kernel."""
+    name = kernel_file.name if kernel_file else "the kernel"
+    return {
+        "id": candidate.record_id,
+        "type": candidate.record.get("type"),
+        "speedup": candidate.speedup,
+        "direction": candidate.direction,
+        "bench_key": candidate.bench_key,
+        "retire_hint": candidate.retire_hint,
+        "reason": f"its diff does not apply to {name}",
+        "record_path": candidate.path,
+        "prose_path": None,
+    }
+
+
+def _reason(answer: dict, curated: curate.Curated, same_page_total: int) -> str:
     counts = answer["counts"]
     if curated.ranks:
         return "read"
-    if same_arch_total == 0:
+    if same_page_total == 0:
         return "no_same_arch" if not counts["other_language"] else "no_same_language"
-    if counts["retired"] == same_arch_total:
+    if counts["retired"] == same_page_total:
         return "all_retired"
+    if curated.reference_only:
+        return "reference_only"
     if curated.below_floor:
         return "below_min_speedup"
     if counts["no_code"]:

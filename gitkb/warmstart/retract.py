@@ -4,16 +4,30 @@ The record stays (history is evidence). Its ``status`` becomes ``deprecated``
 and its ``worth.rank.score`` 0, so every store gate keeps passing; the reason goes
 into the commit trailers and a ledger line that also keeps what was zeroed, which
 is what ``unretract`` restores.
+
+The retire pass (``git kb curate --retire``) acts on the ledgers' retire hints:
+it lists the unretracted records whose outcomes say retire and, when applied,
+retracts each with the hint as its reason, one commit each.
 """
 
 from __future__ import annotations
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError
+from gitkb.errors import AdmissionRefused, GitkbError
 from gitkb.store.admission import RETIRED_STATUS, check_record, refuse_findings
+from gitkb.store.layout import ledger_path
 from gitkb.store.writer import Change
 from gitkb.vcs.plain import identity
-from gitkb.warmstart.attest import appended, event_line, one_line, read_ledger
+from gitkb.warmstart.attest import (
+    appended,
+    event_line,
+    one_line,
+    parse_ledger,
+    read_ledger,
+    retire_hint,
+)
+
+RETIRE_PASS = "retire pass"  # how a retire-pass reason begins
 
 
 def _load(view, record_id):
@@ -45,37 +59,40 @@ def _require_reason(reason: str | None) -> str:
     return one_line(reason)
 
 
+def _who(by: str | None) -> str:
+    return one_line(by) if by and by.strip() else identity()
+
+
+def retraction(view, record_id: str, reason: str, who: str) -> Change:
+    """The ``retract`` change of ``record_id`` against ``view`` (record and ledger line)."""
+    path, record = _load(view, record_id)
+    ledger = read_ledger(view, record_id)
+    if record.get("status") == RETIRED_STATUS:
+        raise GitkbError(f"{record_id} is already {RETIRED_STATUS}; nothing to retract")
+    rank = rec.object_at(record, f"{record_id} ({path})", "worth", "rank")
+    was = {"status": record.get("status"), "score": rank.get("score")}
+    record["status"] = RETIRED_STATUS
+    rank["score"] = 0
+    event = event_line("retract", reason=reason, by=who, was=was)
+    body = (
+        f"Retracted by {who}: {reason}\n\n"
+        f"Zeroed: status {was['status']} -> {RETIRED_STATUS}, worth.rank.score "
+        f"{was['score']} -> 0 (the record). The record stays; "
+        "git kb unretract restores both."
+    )
+    trailers = [("KB-Reason", reason), ("KB-By", who)]
+    return _change(view, "retract", record_id, path, record, ledger, event, body, trailers)
+
+
 def retract(store, record_id: str, reason: str, by: str | None = None):
     """Tombstone ``record_id``: one ``retract`` commit (record and ledger line)."""
-    reason = _require_reason(reason)
-    who = one_line(by) if by and by.strip() else identity()
-
-    def build(view):
-        path, record = _load(view, record_id)
-        ledger = read_ledger(view, record_id)
-        if record.get("status") == RETIRED_STATUS:
-            raise GitkbError(f"{record_id} is already {RETIRED_STATUS}; nothing to retract")
-        rank = rec.object_at(record, f"{record_id} ({path})", "worth", "rank")
-        was = {"status": record.get("status"), "score": rank.get("score")}
-        record["status"] = RETIRED_STATUS
-        rank["score"] = 0
-        event = event_line("retract", reason=reason, by=who, was=was)
-        body = (
-            f"Retracted by {who}: {reason}\n\n"
-            f"Zeroed: status {was['status']} -> {RETIRED_STATUS}, worth.rank.score "
-            f"{was['score']} -> 0 (the record). The record stays; "
-            "git kb unretract restores both."
-        )
-        trailers = [("KB-Reason", reason), ("KB-By", who)]
-        return _change(view, "retract", record_id, path, record, ledger, event, body, trailers)
-
-    return store.commit([build])[0]
+    reason, who = _require_reason(reason), _who(by)
+    return store.commit([lambda view: retraction(view, record_id, reason, who)])[0]
 
 
 def unretract(store, record_id: str, reason: str, by: str | None = None):
     """Lift a tombstone: restore the status and score the retraction recorded."""
-    reason = _require_reason(reason)
-    who = one_line(by) if by and by.strip() else identity()
+    reason, who = _require_reason(reason), _who(by)
 
     def build(view):
         path, record = _load(view, record_id)
@@ -102,3 +119,53 @@ def unretract(store, record_id: str, reason: str, by: str | None = None):
         return _change(view, "unretract", record_id, path, record, ledger, event, body, trailers)
 
     return store.commit([build])[0]
+
+
+# ----------------------------------------------------------------- the retire pass
+
+
+def retire_candidates(view) -> list[dict]:
+    """The unretracted records whose ledger's retire hint fired, by id: id, type, hint and
+    the ledger's counts. Reads the ledgers from the index cache."""
+    live = [e for e in view.entries() if e.get("status") != RETIRED_STATUS]
+    paths = {ledger_path(e["id"]): e for e in live}
+    ledgers = view.read_files(list(paths))
+    found = []
+    for path, raw in sorted(ledgers.items()):
+        counts = parse_ledger(path, raw).counts()
+        hint = retire_hint(counts)
+        if hint:
+            entry = paths[path]
+            found.append({"id": entry["id"], "type": entry.get("type"), "hint": hint,
+                          "counts": counts})  # fmt: skip
+    return found
+
+
+def retire_pass(store, apply: bool = False, by: str | None = None) -> dict:
+    """List the records whose retire hint fired; with ``apply``, retract each with the hint
+    as the reason, one commit each. A record whose hint no longer fires by the time it is
+    written (a validation landed meanwhile) is skipped and said so."""
+    listed = retire_candidates(store.view())
+    report = {"applied": apply, "records": listed, "retracted": 0}
+    if not apply or not listed:
+        return report
+    who = _who(by)
+
+    def builder(item: dict):
+        def build(view) -> Change:
+            hint = retire_hint(read_ledger(view, item["id"]).counts())
+            entry = view.entry(item["id"]) or {}
+            if hint is None or entry.get("status") == RETIRED_STATUS:
+                why = "its retire hint no longer fires" if hint is None else "already retracted"
+                raise AdmissionRefused(f"{item['id']}: {why}; not retracted", [], item["id"])
+            return retraction(view, item["id"], f"{RETIRE_PASS}: {hint}", who)
+
+        return build
+
+    admissions = store.commit([builder(item) for item in listed], on_refusal="skip")
+    for item, admission in zip(listed, admissions, strict=True):
+        item["commit"] = admission.commit
+        if admission.action == "refused":
+            item["skipped"] = admission.note
+    report["retracted"] = sum(1 for a in admissions if a.action == "retract" and a.commit)
+    return report

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
+import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gitkb import runner
 from gitkb.errors import GitkbError
 from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
@@ -75,25 +76,25 @@ def run_external(command: str, packet: Packet, feedback: dict | None = None) -> 
         if feedback is not None:
             env["GITKB_FINDINGS"] = str(folder / "findings.json")
         try:
-            done = subprocess.run(
-                shlex.split(command),
-                env=env,
-                capture_output=True,
-                timeout=EXTERNAL_TIMEOUT_S,
-                cwd=work,
-            )
-        except FileNotFoundError:
-            raise GitkbError(f"--distiller: command not found: {command}", 2) from None
-        except subprocess.TimeoutExpired:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise GitkbError(f"--distiller is not a command line: {exc}") from None
+        found = shutil.which(argv[0]) if argv else None
+        if found is None:
+            raise GitkbError(f"--distiller: command not found: {command}", 2)
+        argv[0] = os.path.abspath(found)
+        # The one runner: a timeout, and every process the distiller starts dies with it.
+        done = runner.run(argv, timeout_s=EXTERNAL_TIMEOUT_S, cwd=work, env=env, capture=True)
+        if done.timed_out:
             return Distilled(
                 packet.seg_id, None, skipped="the distiller timed out", distiller=command
             )
-        if done.returncode != 0:
+        if not done.ok:
             tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
             return Distilled(
                 packet.seg_id,
                 None,
-                skipped=f"the distiller exited {done.returncode}: {tail[0][:200]}",
+                skipped=f"the distiller {done.describe()}: {tail[0][:200]}",
                 distiller=command,
             )
         report = _read_json(out / "report.json") or {}

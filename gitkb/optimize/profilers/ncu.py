@@ -15,6 +15,7 @@ from gitkb.optimize.profilers import (
     matches,
     number,
     summary,
+    text_of,
 )
 
 DURATION = "gpu__time_duration.sum"
@@ -65,3 +66,11 @@ def parse(text: str, kernel_pattern: str | None, metrics: list[str] = ()) -> dic
             else:
                 out["duration_us"] = mean * scale
     return out
+
+
+def summarize(raw, kernel_pattern: str | None) -> dict:
+    """The registry's interface: ``raw`` is the CSV text, or the absolute path of the file."""
+    text = text_of(raw)
+    if text is None:
+        raise ValueError("ncu output is neither CSV text nor a readable absolute path")
+    return parse(text, kernel_pattern)

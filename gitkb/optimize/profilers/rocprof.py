@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 
-from gitkb.optimize.profilers import NON_TARGET_KERNELS, matches, number, summary
+from gitkb.optimize.profilers import NON_TARGET_KERNELS, matches, number, summary, text_of
 
 
 def _rows(text: str) -> list[dict]:
@@ -55,3 +55,15 @@ def parse(
         else:
             out["metrics"][counter] = sum(found) / len(found)
     return out
+
+
+def summarize(raw, kernel_pattern: str | None) -> dict:
+    """The registry's interface: ``raw`` is ``{"kernel_trace": ..., "counter_collection":
+    ...}`` (CSV text or absolute paths) or the kernel trace alone."""
+    files = raw if isinstance(raw, dict) else {"kernel_trace": raw}
+    trace = text_of(files.get("kernel_trace"))
+    if trace is None:
+        raise ValueError("rocprofv3 output has no readable kernel_trace")
+    counters = text_of(files.get("counter_collection"))
+    names = files.get("counters") if isinstance(files.get("counters"), list) else []
+    return parse(trace, kernel_pattern, counters, [str(n) for n in names])

@@ -48,6 +48,8 @@ class Candidate:
     commit_summary: str = ""
     error: str | None = None
     provider: str | None = None  # set when not the run's --provider (the warm start)
+    cited: list[str] = field(default_factory=list)  # knowledge-base records it drew on
+    excluded_by: list[str] = field(default_factory=list)  # records that ruled settings out
 
     def metadata(self) -> dict:
         return {name: getattr(self, name) for name in METADATA_FIELDS}
@@ -68,6 +70,7 @@ class ProposalContext:
     exclusions: list[dict] = field(default_factory=list)  # the last rejections
     workspace: Path | None = None  # a fresh folder the provider may use
     references: Path | None = None  # the knowledge base's prose for this kernel (warm start)
+    knowledge: list[dict] = field(default_factory=list)  # the store's answer (--kb, brief)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class ProviderOptions:
     agent_bin: str | None = None
     replay_dir: str | None = None
     agent_timeout_s: float = 1800.0
+    model: str | None = None  # --model: the model an agent CLI uses
     kb: str | None = None  # the knowledge base a warm start reads (--kb)
 
 

@@ -4,10 +4,12 @@ Per experiment the agent gets a fresh workspace holding ``candidate.py`` (the
 current best) and ``prompt.md``; it edits ``candidate.py`` in place and writes
 ``candidate_metadata.json``. The command line (``--agent-command``) may use
 ``{prompt_file}``, ``{workspace}``, ``{candidate}``, ``{metadata}`` and
-``{prompt}`` (the prompt text); the same paths are in the environment as
-``GITKB_PROMPT_FILE``, ``GITKB_WORKSPACE``, ``GITKB_CANDIDATE``, ``GITKB_METADATA``.
-The agent's own output goes to ``agent.log`` in the workspace, never to the
-optimizer's log.
+``{prompt}`` (the prompt text) and ``{model}`` (``--model``); the same values are in
+the environment as ``GITKB_PROMPT_FILE``, ``GITKB_WORKSPACE``, ``GITKB_CANDIDATE``,
+``GITKB_METADATA``, ``GITKB_MODEL``. The agent runs through ``gitkb.runner`` (its
+timeout, and every process it starts dies with it); its own output goes to
+``agent.log`` in the workspace, never to the optimizer's log. An executable that
+is not there is refused when the provider is loaded, before the baseline runs.
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ import json
 import os
 import re
 import shlex
-import signal
-import subprocess
+import shutil
 from pathlib import Path
 
+from gitkb import runner
 from gitkb.errors import GitkbError
-from gitkb.optimize import providers
+from gitkb.optimize import knowledge, providers
 
 CANDIDATE = "candidate.py"
 METADATA = "candidate_metadata.json"
 PROMPT = "prompt.md"
-_PLACEHOLDER = re.compile(r"\{(prompt_file|workspace|candidate|metadata|prompt)\}")
+_PLACEHOLDER = re.compile(r"\{(prompt_file|workspace|candidate|metadata|prompt|model)\}")
 
 
 def _number(value, digits: int = 3) -> str:
@@ -75,6 +77,7 @@ def build_prompt(context: providers.ProposalContext) -> str:
             "## What the knowledge base knows about this kernel",
             f"Measured prior work on this hardware, one page per record: {context.references}",
         ]
+    lines += knowledge.prompt_section(context.knowledge)
     if context.exclusions:
         lines += ["", "## Already tried and rejected (do not repeat)"]
         for item in context.exclusions:
@@ -93,7 +96,11 @@ def read_metadata(path: Path) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None}
+    out = {k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None}
+    named = data.get("kb_records")
+    if isinstance(named, list):
+        out["kb_records"] = [str(i) for i in named]
+    return out
 
 
 class Provider(providers.Provider):
@@ -102,10 +109,17 @@ class Provider(providers.Provider):
     def __init__(self, options, tunables) -> None:
         super().__init__(options, tunables)
         self._check_options()
+        # Found now, from the caller's folder: the agent runs in its workspace.
+        self.executable = require_executable(self.argv(Path("."), Path(PROMPT), "")[0], self.name)
 
     def _check_options(self) -> None:
         if not self.options.agent_command:
             raise GitkbError("the command provider needs --agent-command")
+        try:
+            if not shlex.split(self.options.agent_command):
+                raise ValueError("it is empty")
+        except ValueError as exc:
+            raise GitkbError(f"--agent-command is not a command line: {exc}") from None
 
     def argv(self, workspace: Path, prompt_file: Path, prompt: str) -> list[str]:
         values = {
@@ -114,6 +128,7 @@ class Provider(providers.Provider):
             "candidate": str(workspace / CANDIDATE),
             "metadata": str(workspace / METADATA),
             "prompt": prompt,
+            "model": self.options.model or "",
         }
         return [
             _PLACEHOLDER.sub(lambda m: values[m.group(1)], part)
@@ -135,8 +150,9 @@ class Provider(providers.Provider):
             GITKB_WORKSPACE=str(workspace),
             GITKB_CANDIDATE=str(candidate),
             GITKB_METADATA=str(workspace / METADATA),
+            GITKB_MODEL=self.options.model or "",
         )
-        argv = self.argv(workspace, prompt_file, prompt)
+        argv = [self.executable, *self.argv(workspace, prompt_file, prompt)[1:]]
         error = self._run(argv, workspace, env)
         if error:
             return providers.Candidate(source=None, error=error)
@@ -144,34 +160,35 @@ class Provider(providers.Provider):
             source = candidate.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return providers.Candidate(source=None, error=f"candidate.py unreadable: {exc}")
-        return providers.Candidate(source=source, **read_metadata(workspace / METADATA))
+        metadata = read_metadata(workspace / METADATA)
+        named = metadata.pop("kb_records", None)
+        candidate = providers.Candidate(source=source, **metadata)
+        candidate.cited = knowledge.cited(context.knowledge, named)
+        return candidate
 
     def _run(self, argv: list[str], workspace: Path, env: dict) -> str | None:
-        with open(workspace / "agent.log", "wb") as log:
-            try:
-                process = subprocess.Popen(
-                    argv,
-                    cwd=workspace,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                return f"agent command could not start: {exc.strerror} ({argv[0]})"
-            try:
-                returncode = process.wait(timeout=self.options.agent_timeout_s)
-            except subprocess.TimeoutExpired:
-                returncode = None
-            finally:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                process.wait()
-        if returncode is None:
-            return f"agent timed out after {self.options.agent_timeout_s:.0f} s"
-        if returncode != 0:
-            return f"agent exited with status {returncode} (see agent.log)"
-        return None
+        outcome = runner.run(
+            argv,
+            timeout_s=self.options.agent_timeout_s,
+            cwd=workspace,
+            env=env,
+            output=workspace / "agent.log",
+        )
+        if outcome.ok:
+            return None
+        if outcome.timed_out:
+            return f"agent {outcome.describe()}"
+        return f"agent {outcome.describe()} (see agent.log)"
+
+
+def require_executable(executable: str, provider: str) -> str:
+    """The agent executable's absolute path; refuses, before anything runs, one that is
+    not there."""
+    found = shutil.which(executable)
+    if found is None:
+        where = "is not executable" if os.path.sep in executable else "is not on PATH"
+        raise GitkbError(
+            f"the {provider} provider's agent {executable!r} {where} "
+            "(install it, or name it with --agent-bin / --agent-command)"
+        )
+    return os.path.abspath(found)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from gitkb.errors import GitkbError
-from gitkb.optimize import providers
+from gitkb.optimize import knowledge, providers
 from gitkb.optimize.scoring import source_key
 
 
@@ -72,9 +72,17 @@ class Provider(providers.Provider):
         self._proposed.add(source_key(context.baseline_source))
         current = self._settings(context.best_source)
         baseline = self._settings(context.baseline_source)
+        # A setting an anti-strategy in the knowledge base says failed here is not proposed.
+        excluded = knowledge.knob_exclusions(context.knowledge)
+        skipped: list[str] = []
         for name, values in self.tunables.items():
             for value in values:
                 if value == current[name]:
+                    continue
+                record_id = excluded.get((name, repr(value)))
+                if record_id is not None:
+                    if record_id not in skipped:
+                        skipped.append(record_id)
                     continue
                 source = rewrite(context.best_source, name, value)
                 key = source_key(source)
@@ -83,11 +91,17 @@ class Provider(providers.Provider):
                 self._proposed.add(key)
                 changed = dict(current, **{name: value})
                 summary = ", ".join(f"{k}={v!r}" for k, v in changed.items() if v != baseline[k])
+                evidence = f"declared tunable {name} in target.json"
+                if skipped:
+                    evidence += (
+                        f"; settings skipped per knowledge-base records {', '.join(skipped)}"
+                    )
                 return providers.Candidate(
+                    excluded_by=skipped,
                     source=source,
                     hypothesis=f"{name}={value!r} suits the cases better than {current[name]!r}",
                     change=f"set {name} from {current[name]!r} to {value!r}",
-                    evidence=f"declared tunable {name} in target.json",
+                    evidence=evidence,
                     expected_effect="lower median latency",
                     risk="none beyond the declared range",
                     commit_title=f"Tune {summary}" if summary else f"Tune {name}",

@@ -1,11 +1,12 @@
 """The warm-start provider: candidates from a knowledge base (``--warm-start``, ``--kb STORE``).
 
 ``offer`` resolves the kernel against the store once, through
-``gitkb.warmstart.resolve`` (same arch only, curated, top N), writing the
-audit folder (``candidates/NN/``, ``kb_references/``) before any verdict.
-``propose`` then hands out the offered ranks in order: a reference kernel as
-it is, a strategy's diff applied to the run's baseline (one that does not
-apply comes back as a candidate without source, ``inapplicable``). The loop
+``gitkb.warmstart.resolve`` (the kernel's product page and language only,
+curated, top N), writing the audit folder (``candidates/NN/``,
+``kb_references/``) before any verdict. ``propose`` then hands out the offered
+ranks in order: a reference kernel as it is, a strategy's diff applied to the
+run's baseline (a diff that does not apply is reference only, never offered;
+one whose code is unreadable comes back without source, ``inapplicable``). The loop
 judges each through the same gate as a round candidate and calls ``attest``
 with the outcome, which lands in the record's ledger as an ``attest`` commit.
 """
@@ -13,6 +14,7 @@ with the outcome, which lands in the record's ledger as an ``attest`` commit.
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,12 +40,14 @@ class Provider(providers.Provider):
         super().__init__(options, tunables)
         if not options.kb:
             raise GitkbError("--warm-start on|reference needs --kb STORE (the knowledge base)")
-        self.store = open_kb(options.kb)
+        self.store, self.unreadable = open_kb(options.kb)
         self.answer: dict | None = None
         self._queue: list[dict] = []
 
     def offer(self, kernel_name: str, hardware: str, baseline_source: str, out: Path) -> dict:
-        """Resolve the kernel on ``hardware`` into ``out``; return the resolve answer."""
+        """Resolve the kernel on ``hardware`` (a token of the target table: its product's
+        page, or its family) in the kernel's language into ``out``; return the answer."""
+        from gitkb.mine.ingest import sniff_dsl
         from gitkb.warmstart.resolve import resolve
 
         # resolve names the kernel by a file's stem and applies strategy diffs to that file.
@@ -51,12 +55,25 @@ class Provider(providers.Provider):
         kernel_file = out / "baseline" / f"{stem}.py"
         kernel_file.parent.mkdir(parents=True, exist_ok=True)
         kernel_file.write_text(baseline_source, encoding="utf-8")
+        if self.store is None:
+            self.answer = cold_start(self.unreadable, kernel_name)
+            return self.answer
         try:
             self.answer = resolve(
-                str(self.store.location), str(kernel_file), arch=hardware, out=str(out)
+                str(self.store.location),
+                str(kernel_file),
+                product=hardware,
+                dsl=sniff_dsl(baseline_source),
+                out=str(out),
             )
         except GitkbError as exc:
-            raise GitkbError(f"warm start: {exc.message} (--kb {self.options.kb})") from None
+            if exc.exit_code == 2:  # a usage error (an unknown hardware token): setup
+                raise GitkbError(f"warm start: {exc.message} (--kb {self.options.kb})") from None
+            self.answer = cold_start(exc.message, kernel_name)
+        except (OSError, sqlite3.Error, KeyError, ValueError) as exc:
+            # A store that exists but cannot be read whole (a damaged repository, a broken
+            # cache that could not be rebuilt): the run goes on cold, saying why.
+            self.answer = cold_start(f"{type(exc).__name__}: {exc}", kernel_name)
         self._queue = list(self.answer["ranks"])
         return self.answer
 
@@ -98,14 +115,30 @@ class Provider(providers.Provider):
         return attest(self.store, offered.record_id, outcome, evidence=evidence).commit
 
 
+def cold_start(reason: str, kernel_name: str) -> dict:
+    """The answer of a warm start that could not read the store: nothing offered."""
+    return {
+        "read_reason": "read_failed",
+        "read_error": reason,
+        "commit": None,
+        "kernel": {"query": kernel_name},
+        "ranks": [],
+    }
+
+
 def open_kb(path: str):
-    """The ``--kb`` store; a path that is not a store is a setup error, never a cold start."""
+    """The ``--kb`` store and, when it exists but cannot be read, why (then the store is
+    None and the run starts cold). A path that is not a store is a setup error, never a
+    cold start: a typo must not quietly lose the warm start."""
+    from gitkb.errors import NotAStore
     from gitkb.store import Store
 
     try:
-        return Store.open(path)
-    except GitkbError as exc:
+        return Store.open(path), None
+    except NotAStore as exc:
         raise GitkbError(f"--kb: {exc.message} ({path})") from None
+    except GitkbError as exc:
+        return None, exc.message
 
 
 def outcome_of(experiment: dict, offered: Offered) -> str:

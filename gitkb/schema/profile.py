@@ -1,93 +1,20 @@
-"""gitkb's JSON Schemas: clean-1.3 and the opt-trace-1.0 profile derived from it.
+"""The opt-trace-1.0 profile: clean-1.3 narrowed by a declared list of patches.
 
-clean-1.3 is a hand-written file in ``schema/``. The opt-trace-1.0 profile is generated
-from it by a declared list of narrowing patches (``PATCHES``); ``profile_differences``
-compares the committed profile with a fresh build by content, so there is no hash
-stamp to go stale.
-
-jsonschema is imported inside the functions that need it, so importing this module
-stays cheap for commands that never validate.
+``PATCHES`` says each narrowing edit and why; ``build_profile`` applies them;
+``profile_differences`` compares the committed profile with a fresh build by content,
+so there is no hash stamp to go stale.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gitkb.errors import GitkbError
-from gitkb.resources import data_dir
-
-BASE = "clean-1.3"
-PROFILE = "opt-trace-1.0"
-
-
-class SchemaError(GitkbError):
-    """A schema file that is missing or malformed, or a profile patch that would widen."""
-
-
-def schema_path(name: str) -> Path:
-    """Where the schema called ``name`` lives (``schema/<name>.schema.json``)."""
-    return data_dir("schema") / f"{name}.schema.json"
-
-
-@cache
-def load(name: str) -> dict:
-    """The parsed schema ``name``. Cached: callers must not mutate the result."""
-    path = schema_path(name)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SchemaError(f"schema file not found: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"schema file is not valid JSON: {path}: {exc}") from None
-
-
-@cache
-def _validator(name: str) -> Any:
-    # The shipped schemas are checked against the draft 2020-12 meta-schema by the test
-    # suite; checking them again here would add ~0.1 s to every hook and validate run.
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(load(name))
-
-
-@cache
-def _fast_check(name: str) -> Any:
-    from gitkb.schema_check import compile_or_none
-
-    return compile_or_none(load(name))
-
-
-def _format_path(parts: Any) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(root)"
-
-
-def errors(document: dict, name: str = BASE, limit: int | None = None) -> list[tuple[str, str]]:
-    """Every way ``document`` breaks schema ``name``, as (JSON path, message) pairs.
-
-    Sorted by path then message so output never depends on the validator's walk order;
-    ``limit`` keeps the first ``limit`` of that sorted list. A compiled yes/no check
-    answers first; jsonschema walks only the documents that fail it, for the messages.
-    """
-    fast = _fast_check(name)
-    if fast is not None and fast(document):
-        return []
-    found = sorted(
-        (_format_path(error.absolute_path), error.message)
-        for error in _validator(name).iter_errors(document)
-    )
-    return found if limit is None else found[:limit]
-
-
-# --- the opt-trace-1.0 profile ----------------------------------------------------------
+from gitkb.fs import atomic_write
+from gitkb.schema import BASE, PROFILE, SchemaError, forget, load, schema_path
 
 
 @dataclass(frozen=True)
@@ -240,7 +167,7 @@ def build_profile(patches: tuple[Patch, ...] | None = None) -> dict:
         "operator or cross-operator level, strategy / anti-strategy / reference-kernel "
         "only, closed provenance in evidence.raw, measured_on and gain.kind required, "
         "anti-strategies must state an established fact. Generated; edit the patches "
-        "in gitkb/schema.py, not this file."
+        "in gitkb/schema/profile.py, not this file."
     )
     profile["x-profile-of"] = {
         "base": BASE,
@@ -285,20 +212,8 @@ def write_profile(path: Path | None = None) -> Path:
     """Write ``build_profile()`` to the profile file atomically; return its path."""
     path = schema_path(PROFILE) if path is None else path
     text = json.dumps(build_profile(), indent=2, ensure_ascii=False) + "\n"
-    import tempfile  # only here: importing it costs every validate run
-
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(temp, 0o644)  # mkstemp creates 0600; the profile is an ordinary shipped file
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    # A validator compiled from the old file must not outlive it.
-    load.cache_clear()
-    _validator.cache_clear()
+    atomic_write(path, text.encode("utf-8"))
+    forget()  # a check compiled from the old file must not outlive it
     return path
 
 

@@ -1,10 +1,15 @@
-"""Run one evaluation of a candidate through a bundle's harness.
+"""The process one harness evaluation runs in: build, then verify, benchmark and profile each case.
 
-Executed as a script in a fresh process (its own process group, the target's
-environment) by ``gitkb.optimize.worker``; it imports nothing from gitkb, so a
-harness sees a clean interpreter. The request comes on stdin as JSON; the
-response is written to the file the request names. Order per case: verify, then
-benchmark only when verify passed, then profile only after a benchmark.
+Started by ``gitkb.optimize.worker`` through ``gitkb.runner`` (a fresh interpreter,
+the target's environment); it imports nothing from gitkb, so a harness sees a
+clean interpreter. The request comes on stdin as JSON; the response is written
+to the file the request names. Order per case: verify, then benchmark only when
+verify passed, then profile only after a benchmark.
+
+Verdicts are strict: only ``True`` or ``{"passed": true}`` (a real boolean) passes
+``verify``, and a ``build`` that answers with ``success`` must say ``True``. Any
+other value fails, and the diagnostic names the value received, so a harness
+returning ``"FAIL"`` or ``{"passed": "false"}`` cannot promote a wrong kernel.
 """
 
 import importlib.util
@@ -17,11 +22,22 @@ import traceback
 
 # Profile payloads larger than this are written to a file and referenced.
 MAX_INLINE_PROFILE_BYTES = 1 << 20
+PASSES = "only True or {'passed': True} passes"
 
 
 def _describe(exc: BaseException) -> str:
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
     return f"{type(exc).__name__}: {exc}\n" + "".join(frames[-3:])[-2000:]
+
+
+def _shown(value) -> str:
+    """A value as a diagnostic names it: its repr (clipped) and its type."""
+    text = repr(value)
+    if len(text) > 120:
+        text = text[:117] + "..."
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return f"{text} ({name})"
 
 
 def _load_harness(path):
@@ -34,30 +50,44 @@ def _load_harness(path):
     return module
 
 
-def _build(harness, source, target):
-    result = harness.build(source, target)
-    if isinstance(result, dict) and "success" in result:
-        return bool(result["success"]), result.get("artifact"), _as_list(result.get("diagnostics"))
-    return True, result, []
-
-
 def _as_list(value):
-    if value is None:
+    if value is None or (isinstance(value, str) and not value):
         return []
     if isinstance(value, list | tuple):
         return [str(v) for v in value]
     return [str(value)]
 
 
+def _build(harness, source, target):
+    result = harness.build(source, target)
+    if isinstance(result, dict) and "success" in result:
+        diagnostics = _as_list(result.get("diagnostics"))
+        success = result["success"]
+        if success is True:
+            return True, result.get("artifact"), diagnostics
+        if success is not False:
+            diagnostics.insert(
+                0, f"build returned success={_shown(success)}; only success=True builds"
+            )
+        return False, None, diagnostics
+    if result is False:
+        return False, None, ["build returned False"]
+    return True, result, []
+
+
 def _verify(harness, artifact, case):
     result = harness.verify(artifact, case)
     if isinstance(result, dict):
-        return (
-            bool(result.get("passed")),
-            _as_list(result.get("diagnostics")),
-            result.get("metrics"),
-        )
-    return bool(result), [], None
+        diagnostics = _as_list(result.get("diagnostics"))
+        passed = result.get("passed")
+        if passed is not True and passed is not False:
+            diagnostics.insert(0, f"verify returned passed={_shown(passed)}; {PASSES}")
+        return passed is True, diagnostics, result.get("metrics")
+    if result is True:
+        return True, [], None
+    if result is False:
+        return False, [], None
+    return False, [f"verify returned {_shown(result)}; {PASSES}"], None
 
 
 def _benchmark(harness, artifact, case, repetitions):
@@ -69,11 +99,11 @@ def _benchmark(harness, artifact, case, repetitions):
     else:
         samples = result
     if not isinstance(samples, list | tuple) or not samples:
-        raise ValueError(f"benchmark returned no samples ({type(samples).__name__})")
+        raise ValueError(f"benchmark returned no samples: {_shown(samples)}")
     clean = []
     for sample in samples:
         if isinstance(sample, bool) or not isinstance(sample, int | float):
-            raise ValueError(f"benchmark sample {sample!r} is not a number")
+            raise ValueError(f"benchmark sample {_shown(sample)} is not a number")
         if not math.isfinite(sample) or sample <= 0:
             raise ValueError(f"benchmark sample {sample!r} is not finite and > 0")
         clean.append(float(sample))

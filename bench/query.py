@@ -1,0 +1,90 @@
+"""Retrieval latency: `git kb query` on a generated 10,000-record bare store, side by side
+with `git kb --version`.
+
+The store is built as bench/stores.py builds it (synthetic strategies over three
+arches, three DSLs and 40 operator families, one import commit) and its index cache
+once, as a store in use has it. gitkb runs with its bytecode compiled once (into a
+private cache folder), as an installed gitkb would. Each query below runs as a whole
+process, interleaved round by round with `git kb --version` (the interpreter, click
+and the CLI: the floor any verb pays) so a busy machine slows all alike; the figure
+is the median of the per-round differences.
+
+The headline is the question an agent asks while it optimizes one kernel (its arch
+as the runtime reports it, its DSL and operator family, a few words, --brief, a
+budget). The broader questions show how the cost follows the scoped pool: the
+index cache narrows by scope, and only the pool's ranking fields are read.
+
+    python bench/query.py [--records 10000] [--runs 15] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from figures import figure  # noqa: E402
+from resolve import interleaved, timed_ms  # noqa: E402
+from stores import build_store  # noqa: E402
+
+TARGET_MS = 50  # over `git kb --version`
+HEADLINE = "agent: arch+dsl+family"
+QUERIES = {
+    HEADLINE: ["--arch", "sm_90", "--dsl", "triton", "--family", "op007", "online", "softmax",
+               "--brief", "--limit", "5", "--max-bytes", "20000"],
+    "arch+dsl": ["--arch", "H100", "--dsl", "triton", "online", "softmax"],
+    "arch only": ["--arch", "9.0", "pass-fusion"],
+    "whole store": ["softmax"],
+    "zero matches": ["--arch", "sm_90", "--dsl", "triton", "--family", "op007", "xyzzy"],
+}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--keep", help="Build the store here and keep it (reused if present).")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.keep) if args.keep else Path(tmp)
+        store_dir = work / "kb.git"
+        start = time.perf_counter()
+        if not store_dir.exists():
+            work.mkdir(parents=True, exist_ok=True)
+            build_store(store_dir, args.records)
+        built_s = time.perf_counter() - start
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(work / "pycache"))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        base = [sys.executable, "-m", "gitkb"]
+        commands = {"--version": [*base, "--version"]}
+        answers = {}
+        for name, flags in QUERIES.items():
+            argv = [*base, "query", "--store", str(store_dir), "--json", *flags]
+            commands[name] = argv
+            answers[name] = json.loads(timed_ms(argv, env)[1])  # also compiles the bytecode
+        times = interleaved(commands, args.runs, env)
+    floor = statistics.median(times["--version"])
+    print(f"store                      {args.records} records, bare (built in {built_s:.1f} s)")
+    print(f"git kb --version           {floor:8.1f} ms  (median of {args.runs})")
+    over = {}
+    for name in QUERIES:
+        result = answers[name]["result"]
+        diffs = [q - v for q, v in zip(times[name], times["--version"], strict=True)]
+        over[name] = statistics.median(diffs)
+        print(f"query, {name:20}{statistics.median(times[name]):8.1f} ms  "
+              f"(+{over[name]:.1f} ms over --version; {result['kind']}, {result['served']} "
+              f"served of a {result['scoped_pool']}-record pool)")  # fmt: skip
+    figure(f"query over --version, {HEADLINE}, {args.records} records", over[HEADLINE], "ms",
+           TARGET_MS, "lower")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

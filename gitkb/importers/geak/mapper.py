@@ -1,0 +1,389 @@
+"""GEAK entries -> clean-1.3 records (WARM_START.md, "Importing a GEAK experience store").
+
+A patch entry becomes a ``strategy`` record: the diff verbatim, the gain from
+``metric.speedup`` (basis ``reported`` unless a bench key and cases make it a
+measurement). A tuned_artifact entry becomes a strategy with no code
+(implementation ``none``) whose ``payload.config`` carries the tuned tables and
+how they are applied (``apply_env``, ``apply_route``, ``tuner``,
+``cache_invalidation``): knowledge the store keeps, not code a run adopts.
+
+The page is GEAK's: the gfx id the entry was measured on is the record's product
+(and picks its arch), the language stays the entry's. clean-1.3's dsl enum has
+no HIP or CK: such a record says ``any`` in ``retrieval.scope.dsl`` and keeps its
+language in ``payload.problem.dsl``, where resolve reads it, and says so in
+``payload.applies_when``. The direction is stated in ``evidence.raw.direction``
+even when empty (an undirected entry stands alone), the bench key in
+``evidence.raw.bench_key`` even when missing (null: not comparable). GEAK's
+``reproductions`` counts measurements of the code, the first included, so a
+record's ``verified_effective`` is one less.
+
+Structured dead ends become anti-strategy candidates that must pass the
+established-fact gate like any other; a retired or retracted entry becomes a
+deprecated record whose ledger keeps the reason; attestations become ledger
+lines. Prose goes through the project's one scrubber.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gitkb import record as rec
+from gitkb.importers.geak.reader import Entry, count, mapping
+from gitkb.mine.scrub import Scrubber, denylist_from_env
+from gitkb.warmstart.attest import event_line
+from gitkb.warmstart.curate import number
+
+_DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
+_FORMULA = (
+    "clamp(prior + 0.35*signed_feedback*confidence + usage_bonus) * recency_decay(half_life=90d)"
+)
+STRATEGY_PRIOR = 0.3  # spec 9: a strategy with no prior parts
+_ANTI_PRIOR = 0.45
+_DSLS = set(rec.DSLS) - {"any"}
+_GEAK_FIELDS = (
+    "lifecycle",
+    "carrier",
+    "kernel_class",
+    "content_signature",
+    "reproductions",
+    "derived_from",
+    "verified_on",
+    "verified_stack",
+    "upstream",
+    "retained",
+    "retired_reason",
+)
+_TUNED_FIELDS = ("tuner", "apply_route", "apply_env", "cache_invalidation")
+
+
+def slug(text: str, limit: int = 48) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
+
+
+def section(report: str, title: str) -> str:
+    """The body of the markdown section whose heading contains ``title`` (case-insensitive)."""
+    lines, taking, out = report.splitlines(), False, []
+    for line in lines:
+        if line.lstrip().startswith("#"):
+            if taking:
+                break
+            taking = title.lower() in line.lower()
+            continue
+        if taking:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def scrubber() -> Scrubber:
+    """One entry's scrubber (the project's: mine/scrub.py), with the deployment's denylist."""
+    return Scrubber(denylist_from_env())
+
+
+def _prose(scrub: Scrubber, value: object) -> str:
+    return scrub.text(value if isinstance(value, str) else "")
+
+
+def retired(meta: dict) -> bool:
+    """GEAK's curation verdict (``retained: false`` or a reason), or a retracted lifecycle."""
+    return (
+        meta.get("retained") is False
+        or bool(meta.get("retired_reason"))
+        or meta.get("lifecycle") == "retracted"
+    )
+
+
+def _rank(score: float, tier: str) -> dict:
+    return {"score": score, "tier": tier, "formula": _FORMULA, "builder_version": "1.1"}
+
+
+def _dsl(entry: Entry) -> str:
+    return entry.language if entry.language in _DSLS else "any"
+
+
+def _language_note(entry: Entry) -> str:
+    if entry.language in _DSLS:
+        return f"the kernel is written in {entry.language}"
+    return (
+        f"the kernel is written in {entry.language} (clean-1.3's dsl enum cannot name it: "
+        "retrieval.scope.dsl is 'any' and payload.problem.dsl keeps the language)"
+    )
+
+
+def _geak_raw(entry: Entry) -> dict:
+    meta = entry.meta
+    kept = {k: meta.get(k) for k in _GEAK_FIELDS if meta.get(k) is not None}
+    return kept | {
+        "entry": entry.where,
+        "gfx": entry.gfx,
+        "filed_under": entry.filed_gfx,
+        "language": entry.language,
+    }
+
+
+def _implementation(entry: Entry, scrub: Scrubber) -> tuple[dict, dict | None, str]:
+    """(implementation, payload.config or None, the change in words)."""
+    if entry.carrier == "patch":
+        return {"format": _DIFF_FORMAT, "snippet": entry.diff}, None, ""
+    meta = entry.meta
+    config = {"carrier": "tuned_artifact", "artifacts": dict(entry.artifacts)}
+    config |= {k: meta[k] for k in _TUNED_FIELDS if meta.get(k) not in (None, "", [], {})}
+    tuner = _prose(scrub, meta.get("tuner")) or "a tuner"
+    names = ", ".join(sorted(entry.artifacts))
+    change = (
+        f"apply the tuned table ({names}) that {tuner} produced, through the environment "
+        "payload.config names; the kernel's code does not change"
+    )
+    return {"format": "none"}, config, change
+
+
+def strategy(entry: Entry) -> dict:
+    """The entry's strategy record."""
+    scrub = scrubber()
+    hw, meta, metric = entry.hardware, entry.meta, entry.metric
+    cases = [str(c) for c in metric.get("case_names") or [] if str(c).strip()]
+    stated_key = metric.get("bench_key")
+    bench_key = stated_key.strip() if isinstance(stated_key, str) and stated_key.strip() else None
+    measured = bool(bench_key and cases)
+    speedup = entry.speedup
+    pct = round((1 - 1 / speedup) * 100, 2)
+    direction = _prose(scrub, meta.get("direction"))[:120]
+    techniques = [slug(str(t)) for t in meta.get("techniques") or [] if slug(str(t))]
+    date, hexid = entry.stamp
+    kernel, arch, page = slug(entry.kernel), hw.arch, entry.gfx
+    # An undirected entry shares no episode key with another: it stands alone.
+    technique = slug(direction) or (techniques[0] if techniques else "patch")
+    episode_technique = slug(direction) or f"undirected-{hexid}"
+    lines = (line.strip("# ").strip() for line in entry.report.splitlines())
+    first_line = next((line for line in lines if line), "")
+    strategy_text = _prose(scrub, meta.get("strategy") or first_line)[:300]
+    key_opts = _prose(scrub, section(entry.report, "key optimization"))
+    dead_prose = _prose(scrub, meta.get("dead_ends_md") or section(entry.report, "what didn"))
+    where = f"{page} {entry.language} {entry.kernel}"
+    is_retired = retired(meta)
+    implementation, config, tuned_change = _implementation(entry, scrub)
+    # No source_repo: that names a trace mined into this store, and a GEAK entry has none.
+    raw = {
+        "detail_file": f"geak:{entry.where}",
+        "direction": direction,
+        "bench_key": bench_key,
+        "geak": _geak_raw(entry),
+    }
+    if cases:
+        raw["bench_cases"] = sorted(cases)
+    if dead_prose:
+        raw["dead_ends_md"] = dead_prose
+    wall, baseline = number(metric.get("wall_ms")), number(metric.get("baseline_wall_ms"))
+    if wall is not None and baseline is not None:
+        raw["effect"] = {
+            "basis": "measured",
+            "new_geomean_us": wall * 1000,
+            "baseline_geomean_us": baseline * 1000,
+            "parent_geomean_us": baseline * 1000,
+            "delta_pct": pct,
+            "comparable": measured,
+        }
+    # GEAK counts every measurement of the code, the first included.
+    reproductions = max(0, count(meta.get("reproductions"), 1) - 1)
+    payload = {
+        "goal": f"Speed up the {where} kernel on {arch}.",
+        "problem": {
+            "target": f"{hw.vendor.upper()} {arch} ({page})",
+            "statement": strategy_text or f"The {where} kernel is slower than it needs to be.",
+            "operator": entry.kernel,
+            "dsl": entry.language,
+        },
+        "trace": {
+            "builds_on": {
+                "approach": _prose(scrub, str(meta.get("derived_from") or ""))
+                or "the run's baseline kernel",
+                "is_baseline": not meta.get("derived_from"),
+            },
+            "technique_here": techniques or [technique],
+        },
+        "change": direction or tuned_change or strategy_text or "the change in the diff",
+        "mechanism": key_opts,
+        "implementation": implementation,
+        "cost": {
+            # A tuned table changes no code: one environment setting applies it.
+            "edit_scope": "kernel-rewrite" if config is None else "one-line",
+            "risk": "med",
+            "risk_basis": "imported from a GEAK run; not assessed here",
+        },
+        "next_steps": [],
+        "applies_when": [_language_note(entry)],
+    }
+    if config is not None:
+        payload["config"] = config
+    return {
+        "schema": rec.SCHEMA_NAME,
+        "id": f"{hw.vendor}.{page}.{_dsl(entry)}.{kernel}."
+        f"{technique[:40].strip('-')}-{date}-{hexid}",
+        "type": "strategy",
+        "level": "operator",
+        "status": "deprecated" if is_retired else "active",
+        "episode_key": f"{arch}|{entry.language}|{kernel}|{episode_technique.replace('-', '_')}"
+        "|operator",
+        "retrieval": {
+            "scope": {
+                "vendor": hw.vendor,
+                "arch": arch,
+                "product": page,
+                "dsl": _dsl(entry),
+                "operator_family": slug(entry.kernel_class)
+                if entry.kernel_class != "unknown"
+                else kernel,
+                "operators": [entry.kernel],
+                "architectures": [page],
+            },
+            "generality": {"arch": arch, "language": _dsl(entry)},
+            "signals": {
+                "bottleneck": None,
+                "metrics": {"speedup_x": round(speedup, 4)},
+                "shape_regime": {"n_shapes": len(cases)} if cases else {},
+                "symptoms": [],
+            },
+            "technique_tags": techniques or [technique],
+            "triggers": [f"optimizing the {where} kernel on {arch}"],
+        },
+        "payload": payload,
+        "evidence": {
+            "summary": {
+                "confidence": "measured" if measured else "documented",
+                "measured_on": {"gpu": page},
+            },
+            "raw": raw,
+        },
+        "worth": {
+            "rank": _rank(
+                0 if is_retired else STRATEGY_PRIOR, "promising" if measured else "provisional"
+            ),
+            "gain": {
+                "basis": "measured" if measured else "reported",
+                "kind": "performance",
+                "primary": "latency",
+                "pct": pct,
+                "metrics": [
+                    {
+                        "metric": "latency",
+                        "direction": "lower-better",
+                        "delta_pct": pct,
+                        "unit": "%",
+                        "measured_over": f"{len(cases)} cases" if cases else "the run's benchmark",
+                        "source": "harness" if measured else "step-record",
+                    }
+                ],
+                "regressions": [],
+                "comparable": measured,
+            },
+            "track": rec.new_track(verified_effective=reproductions),
+        },
+    }
+
+
+def anti_strategies(entry: Entry, parent: dict) -> list[dict]:
+    """The structured dead ends as anti-strategy candidates (the gates decide)."""
+    out = []
+    scrub = scrubber()
+    hw = entry.hardware
+    _, hexid = entry.stamp
+    for n, item in enumerate(entry.meta.get("dead_ends") or [], 1):
+        if isinstance(item, str):
+            item = {"what": item}
+        if not isinstance(item, dict):
+            continue
+        attempted = _prose(scrub, item.get("what") or item.get("attempted") or item.get("idea"))
+        why = _prose(scrub, item.get("why") or item.get("mechanism") or item.get("reason"))
+        if not attempted:
+            continue
+        technique = slug(attempted, 40) or "dead-end"
+        out.append(
+            {
+                "schema": rec.SCHEMA_NAME,
+                "id": f"{hw.vendor}.{entry.gfx}.{_dsl(entry)}.misc.anti."
+                f"{technique}-{hexid}-t{n:02d}",
+                "type": "anti-strategy",
+                "level": "operator",
+                "status": "active",
+                "episode_key": f"{hw.arch}|{entry.language}|{slug(entry.kernel)}|"
+                f"{technique.replace('-', '_')}|operator",
+                "retrieval": {
+                    "scope": dict(parent["retrieval"]["scope"]),
+                    "generality": dict(parent["retrieval"]["generality"]),
+                    "signals": {
+                        "bottleneck": None,
+                        "metrics": {},
+                        "shape_regime": {},
+                        "symptoms": [],
+                    },
+                    "technique_tags": [technique],
+                    "triggers": list(parent["retrieval"]["triggers"]),
+                },
+                "payload": {
+                    "goal": parent["payload"]["goal"],
+                    "problem": dict(parent["payload"]["problem"]),
+                    "attempted": attempted,
+                    "verdict": "not-worth-it-here",
+                    "lesson": why or attempted,
+                    "established_fact": {
+                        "condition": {"sm_arch": entry.gfx, "toolchain": entry.language},
+                        "mechanism": why,
+                    },
+                },
+                "evidence": {
+                    "summary": {"confidence": "documented"},
+                    "raw": {"detail_file": f"geak:{entry.where}"},
+                },
+                "worth": {
+                    "rank": _rank(_ANTI_PRIOR, "cautionary"),
+                    "gain": {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []},
+                    "track": rec.new_track(),
+                },
+            }
+        )
+    return out
+
+
+def ledger_events(entry: Entry, record: dict) -> list[dict]:
+    """Attestation history as ledger lines (a tally line for what the history dropped), and
+    the retract line of a retired entry."""
+    scrub = scrubber()
+    meta = entry.meta
+    events = []
+    att = mapping(meta.get("attestations"))
+    history = [h for h in att.get("history") or [] if isinstance(h, dict)]
+    seen = {"recalls": 0, "validations": 0, "failures": 0, "not_reproduced": 0, "inapplicable": 0}
+    names = {"validated": "validations", "failed": "failures"}
+    for item in history:
+        outcome = item.get("outcome")
+        if outcome not in ("validated", "failed", "not_reproduced", "inapplicable"):
+            continue
+        seen["recalls"] += 1
+        seen[names.get(outcome, outcome)] += 1
+        events.append(
+            {
+                "event": "attest",
+                "at": str(item.get("at") or ""),
+                "outcome": outcome,
+                "by": scrub.text(str(item.get("by") or "geak")),
+                "source": "geak",
+            }
+        )
+    rest = {k: count(att.get(k)) - seen[k] for k in seen if att.get(k) is not None}
+    rest = {k: v for k, v in rest.items() if v > 0}
+    if rest:
+        events.append({"event": "attest-counts", "counts": rest, "source": "geak"})
+    if record["status"] == "deprecated":
+        reason = _prose(scrub, str(meta.get("retired_reason") or "")) or (
+            "retracted in the GEAK store"
+            if meta.get("lifecycle") == "retracted"
+            else "retired in the GEAK store"
+        )
+        events.append(
+            event_line(
+                "retract",
+                reason=reason,
+                by="geak import",
+                was={"status": "active", "score": STRATEGY_PRIOR},
+            )
+        )
+    return events

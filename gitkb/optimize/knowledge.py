@@ -1,0 +1,153 @@
+"""The knowledge base in every run (``--kb STORE``): what the store says about this kernel.
+
+Before the baseline, the run asks the store (``gitkb.query``, brief, within a byte
+budget) for the strategies and anti-strategies in the kernel's scope: its arch as
+the target names it, its DSL as its source shows it, its operator family. The
+scope widens one step at a time while nothing matches (the family as free text,
+then any record of the arch and DSL, then of the arch), and never falls back to
+a random sample: a prompt carries knowledge or nothing. The answer goes into the
+prompt of the agent providers (command, codex, claude) and, as exclusions, to the
+knobs provider (a setting an anti-strategy says failed is not proposed).
+
+Each version names the record ids its proposal cited (``kb_cited`` in its
+experiment and in the trace's ``memory/v<N>.json``), and its outcome becomes
+feedback on them: kept, ``helped``; measured and reverted, ``no-effect``; keyed by
+the run's trace label and that version's trace commit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gitkb.errors import GitkbError
+
+BUDGET_BYTES = 6000  # per record type, of the brief answer's JSON
+PER_TYPE = 5
+TYPES = ("strategy", "anti-strategy")
+_KNOB_CHANGE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from .+? to (?P<value>\S+)")
+
+
+@dataclass
+class Knowledge:
+    """The store's answer for one run: the served records and how they were asked for."""
+
+    store: str
+    commit: str | None = None
+    records: list[dict] = field(default_factory=list)
+    asked: list[dict] = field(default_factory=list)  # per type: the scope that answered
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        return [r["id"] for r in self.records]
+
+    def report(self) -> dict:
+        return {
+            "store": self.store,
+            "store_commit": self.commit,
+            "asked": self.asked,
+            "records": self.ids,
+            "notes": self.notes,
+        }
+
+
+def _attempts(arch: str, dsl: str | None, operator: str | None) -> list[dict]:
+    """The scopes asked in turn, narrowest first."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", operator or "") if w]
+    base = {"arch": arch, "dsl": dsl} if dsl else {"arch": arch}
+    out = []
+    if operator:
+        out.append({**base, "family": operator})
+    if words:
+        out.append({**base, "terms": tuple(words), "any_term": True})
+    if dsl:
+        out.append(base)
+    out.append({"arch": arch})
+    return out
+
+
+def gather(store_path: str, hardware: str, operator: str | None, source: str) -> Knowledge:
+    """Ask the store about the kernel; an answer it cannot give is noted, never fatal."""
+    from gitkb.mine.ingest import sniff_dsl
+    from gitkb.query import answer
+    from gitkb.query.scope import Request
+
+    dsl = sniff_dsl(source)
+    knowledge = Knowledge(store=str(store_path))
+    for record_type in TYPES:
+        for scope in _attempts(hardware, None if dsl == "any" else dsl, operator):
+            request = Request(
+                type=record_type, limit=PER_TYPE, brief=True, max_bytes=BUDGET_BYTES,
+                fallback=False, **scope,
+            )  # fmt: skip
+            try:
+                found = answer.query(store_path, request)
+            except GitkbError as exc:
+                knowledge.notes.append(f"{record_type}: {exc.message}")
+                continue
+            knowledge.commit = found["result"]["commit"]
+            if found["result"]["kind"] == "matches":
+                knowledge.records += found["records"]
+                asked = {k: (list(v) if isinstance(v, tuple) else v) for k, v in scope.items()}
+                knowledge.asked.append({"type": record_type, **asked})
+                break
+    return knowledge
+
+
+def prompt_section(records: list[dict]) -> list[str]:
+    """The prompt's lines about the store's answer (empty when it had none)."""
+    import json
+
+    if not records:
+        return []
+    return [
+        "",
+        "## What the knowledge base says (gitkb query, in this kernel's scope)",
+        "Strategies to consider and anti-strategies not to repeat, as the store serves them. "
+        'If one shaped your change, list its id in candidate_metadata.json as "kb_records".',
+        "```json",
+        json.dumps(records, ensure_ascii=False, separators=(",", ":")),
+        "```",
+    ]
+
+
+def cited(records: list[dict], named: list[str] | None) -> list[str]:
+    """The ids a proposal cites: those the agent named that its prompt held, else every id
+    its prompt held."""
+    held = [r["id"] for r in records]
+    chosen = [i for i in named or [] if i in held]
+    return chosen or held
+
+
+def knob_exclusions(records: list[dict]) -> dict[tuple[str, str], str]:
+    """(tunable, repr of a value) -> the anti-strategy id that says setting it failed here
+    (a knob sweep's lever reads ``set NAME from A to B``)."""
+    out: dict[tuple[str, str], str] = {}
+    for record in records:
+        if record.get("type") != "anti-strategy":
+            continue
+        payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+        for text in (payload.get("attempted"), payload.get("change")):
+            for found in _KNOB_CHANGE.finditer(text if isinstance(text, str) else ""):
+                out.setdefault((found["name"], found["value"].rstrip(".,;")), record["id"])
+    return out
+
+
+def give_feedback(run, candidate, status: str, trace_commit: str | None) -> dict:
+    """The outcome of a measured version as feedback on the ids it cited (one commit each);
+    what was written, or why not."""
+    from gitkb.query.feedback import builder
+
+    ids = list(getattr(candidate, "cited", None) or [])
+    if run.knowledge is None or run.kb is None or not ids or trace_commit is None:
+        return {}
+    if status not in ("promoted", "rejected"):
+        return {}
+    outcome = "helped" if status == "promoted" else "no-effect"
+    builds = [builder(i, outcome, trace=run.trace_label, trace_commit=trace_commit) for i in ids]
+    try:
+        written = run.kb.commit(builds, on_refusal="skip")
+    except GitkbError as exc:  # the run's verdict stands; the result says why not
+        return {"outcome": outcome, "error": exc.message}
+    return {"outcome": outcome, "records": ids, "commits": [a.commit for a in written]}

@@ -1,0 +1,131 @@
+"""Warm start from a knowledge base (``--warm-start on|reference --kb STORE``).
+
+``offer`` resolves the kernel against the store before anything runs (a bad store
+or hardware is a setup error, and the audit folder exists before any verdict).
+With ``on``, ``adopt`` judges the offered ranks in order through the same gate as
+round candidates, attests every one judged, and adopts the first that is correct
+and faster. ``speedups`` keeps a gain that came from the store apart from the
+run's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gitkb.errors import GitkbError
+from gitkb.optimize import scoring
+from gitkb.optimize.providers import warmstart
+from gitkb.optimize.setup import Run, hardware_tokens
+
+
+def offer(run: Run) -> None:
+    folder = run.output / "warm_start"
+    answer = run.warm.offer(
+        run.operator, hardware_tokens(run.bundle.target)[0], run.baseline_source, folder
+    )
+    run.references = folder / "kb_references"
+    run.warm_report = {
+        "mode": run.config.warm_start,
+        "store": str(run.config.kb),
+        "store_commit": answer["commit"],
+        "read_reason": answer["read_reason"],
+        "read_error": answer.get("read_error"),
+        "kernel": answer["kernel"],
+        "offered": [
+            {k: r[k] for k in ("rank", "id", "type", "speedup", "comparable", "applies")}
+            for r in answer["ranks"]
+        ],
+        "references": str(run.references),
+        "candidates": [],
+        "adopted": None,
+    }
+    run.say(
+        f"[gitkb] warm start mode={run.config.warm_start} "
+        f"read_reason={answer['read_reason']} offered={len(answer['ranks'])}"
+        + (f" (cold start: {answer['read_error']})" if answer.get("read_error") else "")
+    )
+
+
+def adopt(run: Run, propose: Callable, judge: Callable) -> dict | None:
+    """Judge the offered ranks in order; returns the outcome of the adopted one, or None.
+
+    ``propose(exp_id)`` asks the warm-start provider for its next candidate;
+    ``judge(candidate, exp_id)`` runs it through the loop's gate and returns the outcome
+    (``status``, ``experiment``, ``best`` when promoted)."""
+    index = 0
+    judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
+    while True:
+        index += 1
+        exp_id = f"ws-{index:02d}"
+        offered = propose(exp_id)
+        if offered is None:
+            _note_tried(run)
+            return None
+        key = scoring.source_key(offered.source) if offered.source is not None else None
+        outcome = judge(offered, exp_id)
+        experiment = outcome["experiment"]
+        # A rank whose code an earlier rank already was (a strategy whose diff yields the
+        # reference kernel) shares that rank's verdict: the same code ran on this box.
+        verdict, same_as = judged.get(key) or (warmstart.outcome_of(experiment, offered), None)
+        judged.setdefault(key, (verdict, exp_id))
+        entry = {
+            "experiment": exp_id,
+            "record": offered.record_id,
+            "rank": offered.rank,
+            "record_speedup": offered.record_speedup,
+            "aggregate_speedup": experiment["aggregate_speedup"],
+            "outcome": verdict,
+            "diagnostics": experiment["diagnostics"][:3],
+            "same_code_as": same_as,
+            "attest_commit": None,
+        }
+        evidence = {"trace": run.trace_label, "experiment": same_as or exp_id}
+        if experiment["aggregate_speedup"] is not None:
+            evidence["aggregate_speedup"] = f"{experiment['aggregate_speedup']:.4f}"
+        if experiment["diagnostics"] and verdict != "validated" and same_as is None:
+            evidence["reason"] = " ".join(experiment["diagnostics"][0].split())[:200]
+        try:
+            entry["attest_commit"] = run.warm.attest(offered, verdict, evidence)
+        except GitkbError as exc:  # the run's verdict stands; the ledger says why not
+            entry["attest_error"] = exc.message
+        run.warm_report["candidates"].append(entry)
+        run.say(f"[gitkb] warm start {exp_id} record={offered.record_id} outcome={verdict}")
+        if outcome["status"] == "promoted":
+            run.adopted_source = offered.source
+            run.warm_report["adopted"] = {
+                "experiment": exp_id,
+                "record": offered.record_id,
+                "aggregate_speedup": experiment["aggregate_speedup"],
+            }
+            _note_tried(run)
+            return outcome
+
+
+def _note_tried(run: Run) -> None:
+    """The judged ranks that were not adopted go under "Reference only" in the audit
+    folder's index, with their outcome: the round providers read their prose, not code."""
+    from gitkb.warmstart.references import note_tried
+
+    prose = {r["id"]: r.get("prose_path") for r in (run.warm.answer or {}).get("ranks", [])}
+    tried = [
+        dict(c, prose_path=prose.get(c["record"]))
+        for c in run.warm_report["candidates"]
+        if c["outcome"] != "validated"
+    ]
+    if run.references is not None and run.references.is_dir():
+        note_tried(run.references, tried)
+
+
+def speedups(run: Run, winner: dict | None, aggregate: float | None) -> dict:
+    """total_speedup: the final kernel vs the untouched baseline; incremental_speedup: vs the
+    adopted warm start (the baseline when nothing was adopted), so a gain that came from the
+    store is never reported as the run's own work."""
+    total = aggregate if aggregate is not None else 1.0
+    adopted = run.warm_report["adopted"]
+    if adopted is None:
+        incremental = total
+    elif winner is not None and winner["source"] == run.adopted_source:
+        incremental = 1.0  # the final kernel is the adopted start
+    else:
+        incremental = total / adopted["aggregate_speedup"]
+    return {"total_speedup": total, "incremental_speedup": incremental}

@@ -1,0 +1,14 @@
+"""Retrieval for agents: ``git kb query``, ``git kb feedback`` and ``git kb mcp``.
+
+The GPU-wiki retrieval contract over a store's ``main``, answered by the index
+cache: ``scope`` resolves what the caller asked (runtime arch tokens through the
+target tables, every other filter against the store's own vocabulary, failing
+closed with the near misses); ``pool`` reads the scoped candidates' few ranking
+fields from the cache and decides exactly which are in scope and how each was
+reached; ``rank`` orders them (text match blended with worth, capped);
+``feedback`` keeps the append-only outcome log and folds it into the worth that
+ranking reads; ``serve`` builds the projection an agent sees (never ``worth`` or
+``evidence``); ``budget`` fits the answer into a byte budget; ``answer`` puts it
+together (diagnosis, fallback, coverage); ``mcp_server`` serves the same verbs as
+MCP tools.
+"""

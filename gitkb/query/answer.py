@@ -1,0 +1,259 @@
+"""``git kb query``: the store's scoped, ranked knowledge for an agent, as one answer.
+
+Reads ``main`` through the index cache (a bare clone works, no checkout): the
+scope is resolved and the pool chosen from the cache's columns and a few entry
+fields; record bytes are read only for the hits served (and for records whose
+feedback or speedup must be folded in), so the query costs what it returns.
+
+The answer is self-describing, so stdout alone cannot mislead: ``query`` is the
+scope as resolved, ``result.kind`` says ``matches``, ``empty`` or ``fallback``
+(a labelled random sample of the scoped pool, never mistakable for a hit), and an
+empty answer says why: which single filter removal would match, and how many
+matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gitkb import record as rec
+from gitkb.errors import GitkbError, NotAStore
+from gitkb.query import budget, pool, rank, scope, serve
+from gitkb.query.feedback import fold, folded_rank
+from gitkb.store.layout import FEEDBACK_DIR, feedback_path
+
+log = logging.getLogger("gitkb")
+
+# The filters whose single removal the zero-match diagnosis tries, in its order.
+_DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")
+_COVERAGE_READING = (
+    "by_reach.exact is the only count written about this exact architecture. A pool that "
+    "is entirely architecture-neutral means your own cell is empty even though the pool "
+    "is not."
+)
+
+
+def open_store(store_path):
+    from gitkb.store import Store
+
+    try:
+        return Store.open(store_path)
+    except NotAStore as exc:
+        raise GitkbError(f"query: {exc.message}") from None
+
+
+class Reader:
+    """One query's reads of the store at one commit: candidates from the cache, enriched
+    once each with what ranking must fold in (feedback; a speedup from the record)."""
+
+    def __init__(self, store, cache, request: scope.Request, now: float | None) -> None:
+        self.view = store.view(cache.commit)
+        self.cache = cache
+        self.request = request
+        self.now = now
+        self._enriched: dict[str, pool.Candidate] = {}
+        self._all: list[pool.Candidate] | None = None
+        prefix = FEEDBACK_DIR + "/"
+        found = cache.select(
+            "SELECT path FROM files WHERE path >= ? AND path < ?", (prefix, FEEDBACK_DIR + "0")
+        )
+        self._with_feedback = {row[0] for row in found}
+
+    def candidates(self, scoped_by: scope.Scope | None) -> list[pool.Candidate]:
+        if scoped_by is None and self._all is not None:
+            return self._all
+        found = pool.candidates(self.cache, scoped_by)
+        fresh = [c for c in found if c.id not in self._enriched]
+        self._enrich(fresh)
+        out = [self._enriched.setdefault(c.id, c) for c in found]
+        if scoped_by is None:
+            self._all = out
+        return out
+
+    def _enrich(self, fresh: list[pool.Candidate]) -> None:
+        folding = {c.id for c in fresh if feedback_path(c.id) in self._with_feedback}
+        speedless = set()
+        if self.request.min_speedup is not None:
+            speedless = {c.id for c in fresh if pool.number(c.speedup) is None}
+        if not folding and not speedless:
+            return
+        from gitkb.warmstart.curate import speedup
+
+        touched = [c for c in fresh if c.id in folding or c.id in speedless]
+        paths = {c.path for c in touched} | {feedback_path(i) for i in folding}
+        files = self.view.read_files(sorted(paths))
+        for c in touched:
+            raw = files.get(c.path)
+            record = rec.load(c.path, raw).data if raw is not None else None
+            if record is None:
+                continue
+            if c.id in folding:
+                events = fold(files.get(feedback_path(c.id)))
+                c.worth, c.tier = folded_rank(record, events, self.now)
+            if c.id in speedless:
+                c.speedup = speedup(record)
+
+    def matches(self, scoped_by: scope.Scope) -> int:
+        """How many text matches ``scoped_by`` has (the diagnosis' counts)."""
+        return len(rank.ranked(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by))
+
+    def records(self, paths: list[str]) -> dict[str, dict]:
+        out = {}
+        for path, raw in self.view.read_files(paths).items():
+            data = rec.load(path, raw).data
+            if data is not None:
+                out[path] = data
+        return out
+
+
+def _store_total(cache) -> int:
+    return cache.select("SELECT count(*) FROM records WHERE id IS NOT NULL")[0][0]
+
+
+def _resolved(s: scope.Scope) -> dict:
+    request = s.request
+    return {
+        "terms": list(s.terms),
+        "arch": s.arch,
+        "arch_given": request.arch,
+        "vendor": s.vendor,
+        "dsl": s.dsl,
+        "family": s.family,
+        "operator": s.operator,
+        "type": s.type,
+        "level": s.level,
+        "status": s.status,
+        "tier": s.tier,
+        "symptom": s.symptom,
+        "architecture_neutral_included": bool(s.arch) and not request.strict_arch,
+        "other_architectures_included": bool(s.arch) and request.cross_arch,
+        "vendor_gate": s.arch_vendor if s.arch and not s.vendor else None,
+        "retired_included": request.include_retired or bool(s.status),
+        "symptom_note": s.notes[0] if s.notes else None,
+        "symptom_alternatives": list(s.symptom_alternatives),
+        "symptom_match_mode": None,
+        "rank": request.rank,
+        "limit": request.limit,
+        "brief": request.brief,
+    }
+
+
+def _empty_because(reader: Reader, s: scope.Scope) -> list[dict]:
+    """Which single filter emptied the answer, and what dropping it would match: "this
+    store has no such knowledge" and "these filters cannot co-occur" look alike."""
+    out = []
+    for name in _DIAGNOSED:
+        if getattr(s, name) is None:
+            continue
+        n = reader.matches(s.without(name))
+        if n:
+            out.append({"drop": "--" + name, "would_match": n})
+    if s.terms:
+        n = reader.matches(s.without("terms"))
+        if n:
+            out.append({"drop": "the free-text terms", "would_match": n})
+    return sorted(out, key=lambda item: -item["would_match"])
+
+
+def _sample(scoped_pool: list, request: scope.Request) -> list:
+    if not scoped_pool:
+        return []
+    import random
+
+    n = max(1, min(len(scoped_pool), int(len(scoped_pool) * request.fallback_ratio) or 1))
+    return random.Random(request.seed).sample(scoped_pool, min(n, request.limit))
+
+
+def query(store_path, request: scope.Request, now: float | None = None) -> dict:
+    """The answer to ``request`` over the store's main (one JSON-ready dict)."""
+    request = request.checked()
+    store = open_store(store_path)
+    tip = store.tip
+    with store.cache.snapshot(tip) as cache:
+        s = scope.resolve(cache, request)
+        for note in s.notes:
+            log.warning("%s", note)
+        reader = Reader(store, cache, request, now)
+        in_scope = pool.scoped(reader.candidates(s), s)
+        resolved = _resolved(s)
+        if s.symptom:
+            signal = any(pool.symptom_match(c, s.symptom) == "signal" for c, _ in in_scope)
+            resolved["symptom_match_mode"] = "signal" if signal else "text"
+        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s)[: request.limit]]
+        result: dict = {
+            "kind": "matches",
+            "served": 0,
+            "scoped_pool": len(in_scope),
+            "store_total": _store_total(cache),
+            "commit": tip,
+            "note": None,
+        }
+        if not hits:
+            result["kind"] = "empty"
+            removals = _empty_because(reader, s)
+            if removals:
+                result["empty_because"] = {
+                    "diagnosis": "over-constrained scope, not an empty store",
+                    "single_filter_removals_that_would_match": removals,
+                }
+            if s.arch and not request.cross_arch and not request.strict_arch:
+                n = reader.matches(s.widened())
+                if n:
+                    result["available_elsewhere"] = {
+                        "matches_on_other_architectures_of_this_vendor": n,
+                        "how_to_reach_them": "re-run with --cross-arch; those hits are "
+                        "labelled match.arch=other-architecture",
+                    }
+            if request.fallback:
+                hits = _sample(in_scope, request)
+                if hits:
+                    result["kind"] = "fallback"
+                    result["note"] = serve.FALLBACK_NOTE
+        records = reader.records([c.path for c, _ in hits])
+    served = [
+        serve.served(records[c.path], how, request.brief) for c, how in hits if c.path in records
+    ]
+    result["served"] = len(served)
+    answer = {"query": resolved, "result": result, "records": served}
+    return budget.fit(answer, request.max_bytes)
+
+
+def coverage(store_path, request: scope.Request, now: float | None = None) -> dict:
+    """How the scoped pool decomposes (``--coverage``): by reach, by type, by dsl. A pool
+    size alone cannot tell a caller that its own cell is empty."""
+    request = request.checked()
+    store = open_store(store_path)
+    with store.cache.snapshot(store.tip) as cache:
+        s = scope.resolve(cache, request)
+        reader = Reader(store, cache, request, now)
+        in_scope = pool.scoped(reader.candidates(s), s)
+        total = _store_total(cache)
+    by: dict[str, dict[str, int]] = {"by_reach": {}, "by_type": {}, "by_dsl": {}}
+    for c, how in in_scope:
+        for name, value in (("by_reach", how), ("by_type", c.type), ("by_dsl", c.dsl)):
+            by[name][str(value)] = by[name].get(str(value), 0) + 1
+    return {
+        "query": _resolved(s),
+        "scoped_pool": len(in_scope),
+        "store_total": total,
+        **by,
+        "reading": _COVERAGE_READING,
+    }
+
+
+def shown(store_path, record_id: str) -> dict:
+    """One record's served projection, payload in full (what ``--brief`` named)."""
+    loaded = open_store(store_path).read_record(record_id)
+    if loaded.data is None:
+        raise GitkbError(f"{record_id}: {loaded.path} is unreadable ({loaded.error})")
+    return serve.served(loaded.data, None)
+
+
+def vocabulary(store_path, name: str, like: str | None = None) -> dict:
+    """The store's values of one filter (``--list-*``): tokens, then free-text values."""
+    if name not in scope.LISTABLE:
+        raise GitkbError(f"cannot list {name!r}; lists: {', '.join(scope.LISTABLE)}", 2)
+    store = open_store(store_path)
+    with store.cache.snapshot(store.tip) as cache:
+        tokens, prose = scope.listing(cache, name, like)
+    return {"name": name, "values": tokens + prose, "free_text": prose}

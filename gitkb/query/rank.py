@@ -1,0 +1,66 @@
+"""Ranking: a text match over each record's retrieval terms, blended with its worth.
+
+``blend`` (the default) keys a hit by ``hits * (1 + weight * worth)``: worth is a
+score in [0, 1], so it can at most double a hit's key and never buries a much
+stronger text match; ``text`` ranks by the match alone, ``importance`` by worth
+alone. A record only neutral to the architecture, or only neutral to the
+language (dsl ``any`` under ``--dsl``), ranks below one written for it; a sibling
+architecture's record lower still. Ties go to the higher worth, then the id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitkb.query.pool import NEUTRAL, OTHER, Candidate
+from gitkb.query.scope import Scope
+
+# Both may be true, but only one was written about this chip (or this language).
+NEUTRAL_ARCH_DISCOUNT = 0.85
+NEUTRAL_DSL_DISCOUNT = 0.85
+OTHER_ARCH_DISCOUNT = 0.6
+
+
+@dataclass(frozen=True)
+class Hit:
+    candidate: Candidate
+    reach: str
+    key: float
+    text_hits: int
+
+
+def text_hits(candidate: Candidate, terms: tuple[str, ...], any_term: bool) -> int:
+    """How many terms the record's retrieval text holds: 0 when it fails the match (all
+    terms, or any one under ``any_term``); 1 when there are no terms."""
+    if not terms:
+        return 1
+    hits = sum(1 for term in terms if term in candidate.search_text)
+    if hits == 0 or (not any_term and hits != len(terms)):
+        return 0
+    return hits
+
+
+def ranked(pool: list[tuple[Candidate, str]], scope: Scope) -> list[Hit]:
+    """The pool's text matches, best first."""
+    request = scope.request
+    hits = []
+    for candidate, reach in pool:
+        found = text_hits(candidate, scope.terms, request.any_term)
+        if not found:
+            continue
+        worth = candidate.importance
+        if request.rank == "text":
+            key = float(found)
+        elif request.rank == "importance":
+            key = worth
+        else:
+            key = found * (1.0 + request.weight_importance * worth)
+        if reach == NEUTRAL:
+            key *= NEUTRAL_ARCH_DISCOUNT
+        elif reach == OTHER:
+            key *= OTHER_ARCH_DISCOUNT
+        if scope.dsl and candidate.dsl == "any":
+            key *= NEUTRAL_DSL_DISCOUNT
+        hits.append(Hit(candidate, reach, key, found))
+    hits.sort(key=lambda h: (-h.key, -h.candidate.importance, h.candidate.id))
+    return hits

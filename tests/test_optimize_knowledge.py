@@ -1,0 +1,103 @@
+"""The knowledge base in every run: a brief `git kb query` answer in the agent's prompt and in
+the knobs provider's exclusions, the cited ids in the trace, outcomes back as feedback.
+
+The store is real: its strategies are mined from a first real run (write-back), and one
+anti-strategy records a knob setting that failed. The fake harness of test_optimize_loop
+times a candidate by its COST constant, so every verdict is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from conftest import example_files
+from test_optimize_loop import make_bundle, run
+
+from gitkb import record as rec
+from gitkb.query.feedback import fold
+from gitkb.store import Store
+from gitkb.store.layout import feedback_path
+
+ONE_CASE = [{"case_id": "small", "parameters": {"scale": 1.0}, "weight": 1.0}]
+ANTI_ID = "generic.cpu.any.bundle.anti.set-cost-from-60-0-to-120-0-t01"
+
+
+def knowledge_base(tmp_path) -> Store:
+    """A store holding a first run's mined strategies for this bundle's kernel, and an
+    anti-strategy saying that COST 120.0 made it worse."""
+    store = Store.init(tmp_path / "kb")
+    first = tmp_path / "first"
+    first.mkdir()
+    bundle = make_bundle(first, cases=ONE_CASE, tunables={"COST": [100.0, 80.0]})
+    result, _ = run(first, bundle, provider="knobs", kb=str(store.location))
+    assert result.document["write_back"]["success"], result.document["write_back"]
+    anti = json.loads(next(p for p in example_files() if ".anti." in p.name).read_bytes())
+    anti["id"] = ANTI_ID
+    anti["episode_key"] = "generic|any|bundle|set_cost|operator"
+    anti["retrieval"]["scope"].update(
+        vendor="generic", arch="generic", product="cpu", dsl="any", operator_family="bundle",
+        operators=["bundle"], architectures=["generic"],
+    )  # fmt: skip
+    anti["retrieval"]["generality"].update(arch="generic", language="any")
+    anti["payload"]["attempted"] = "set COST from 60.0 to 120.0"
+    store.admit(rec.dumps(anti), "insert")
+    return store
+
+
+def test_knobs_skip_what_an_anti_strategy_ruled_out(tmp_path):
+    store = knowledge_base(tmp_path)
+    bundle = make_bundle(tmp_path, cases=ONE_CASE, tunables={"COST": [100.0, 120.0, 80.0]})
+    result, lines = run(tmp_path, bundle, provider="knobs", kb=str(store.location))
+    knowledge = result.document["knowledge"]
+    assert ANTI_ID in knowledge["records"] and knowledge["asked"][0]["family"] == "bundle"
+    changes = [e["change"] for e in result.document["experiments"][1:]]
+    assert changes == ["set COST from 100.0 to 80.0"]  # 120.0 was never proposed
+    first = result.document["experiments"][1]
+    assert first["kb_excluded_by"] == [ANTI_ID] and first["kb_cited"] == []
+    memory = json.loads((tmp_path / "out" / "trace" / "memory" / "v1.json").read_text())
+    assert memory["kb_excluded_by"] == [ANTI_ID]
+    assert any("knowledge base: " in line and ANTI_ID in line for line in lines)
+
+
+def test_agent_prompt_carries_the_answer_and_outcomes_become_feedback(tmp_path):
+    store = knowledge_base(tmp_path)
+    strategy = next(e["id"] for e in store.view().entries() if e["type"] == "strategy")
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import json, os, re, sys\n"
+        "prompt = open(os.environ['GITKB_PROMPT_FILE']).read()\n"
+        "assert 'What the knowledge base says' in prompt, prompt\n"
+        "block = prompt.split('```json\\n', 1)[1].split('\\n```', 1)[0]\n"
+        "records = json.loads(block)\n"
+        "assert all('worth' not in r for r in records)\n"
+        "assert all('snippet' not in r['payload'].get('implementation', {}) for r in records)\n"
+        "ids = [r['id'] for r in records if r['type'] == 'strategy']\n"
+        "path = sys.argv[1]\n"
+        "text = open(path).read()\n"
+        "cost = re.search(r'COST = ([0-9.]+)', text).group(1)\n"
+        "new = {'100.0': '50.0', '50.0': '55.0'}[cost]\n"
+        "open(path, 'w').write(text.replace('COST = ' + cost, 'COST = ' + new))\n"
+        "json.dump({'hypothesis': 'less cost', 'change': 'COST ' + cost + ' -> ' + new,\n"
+        "           'kb_records': ids[:1]}, open('candidate_metadata.json', 'w'))\n"
+    )
+    bundle = make_bundle(tmp_path, {"candidates_per_round": 2}, cases=ONE_CASE)
+    result, _ = run(
+        tmp_path, bundle, provider="command", kb=str(store.location),
+        options={"agent_command": f"{sys.executable} {agent} {{candidate}}"},
+    )  # fmt: skip
+    kept, reverted = result.document["experiments"][1:]
+    assert kept["status"] == "promoted" and reverted["status"] == "rejected"
+    assert kept["kb_cited"] == [strategy] == reverted["kb_cited"]
+    assert kept["kb_feedback"]["outcome"] == "helped"
+    assert reverted["kb_feedback"]["outcome"] == "no-effect"
+    for version in (1, 2):
+        memory = json.loads(
+            (tmp_path / "out" / "trace" / "memory" / f"v{version}.json").read_text()
+        )
+        assert memory["kb_cited"] == [strategy]
+    raw = Store.open(store.location).view().read_files([feedback_path(strategy)])
+    events = [json.loads(line) for line in raw[feedback_path(strategy)].splitlines()]
+    label = result.document["trace"]["label"]
+    assert [(e["outcome"], e["trace"]) for e in events] == [("helped", label), ("no-effect", label)]
+    assert fold(raw[feedback_path(strategy)]).counts["verified_effective"] == 1

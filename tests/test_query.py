@@ -1,0 +1,225 @@
+"""`git kb query`: the GPU-wiki retrieval contract over a real store, through the real CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from conftest import example_files, git, kb
+
+from gitkb import record as rec
+from gitkb import synthetic
+from gitkb.query import answer
+from gitkb.query.feedback import feedback
+from gitkb.query.scope import Request
+from gitkb.store import Store
+
+STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
+ANTI = "nvidia.h100.triton.norm.anti.whole-row-in-registers-t01"
+CARD = "nvidia.hopper.any.kernel-opt.online-softmax"
+
+
+def _neutral(vendor: str, name: str) -> dict:
+    """The shipped technique card, rewritten as ``vendor``'s architecture-neutral record."""
+    card = json.loads(next(p for p in example_files() if CARD in p.name).read_bytes())
+    card = copy.deepcopy(card)
+    card["id"] = f"{vendor}.generic.any.kernel-opt.{name}"
+    card["level"] = "generic"
+    card["retrieval"]["scope"].update(vendor=vendor, arch="generic", architectures=[])
+    card["retrieval"]["generality"]["arch"] = "any"
+    card["episode_key"] = f"generic|any|softmax|{name}|generic"
+    card["payload"]["technique"] = f"{name} (architecture-neutral)"
+    return card
+
+
+@pytest.fixture(scope="module")
+def kbdir(tmp_path_factory):
+    """A store holding the shipped examples (Hopper, Triton), synthetic strategies on
+    Hopper, Blackwell and CDNA3, and NVIDIA's and AMD's architecture-neutral cards."""
+    store = Store.init(tmp_path_factory.mktemp("q") / "kb")
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
+    records = [synthetic.strategy(n, families=4) for n in range(12)]
+    records += [_neutral("nvidia", "warp-shuffle-reduction"), _neutral("amd", "lds-reduction")]
+    blackwell_only = synthetic.strategy(13, families=4)  # n=13: nvidia blackwell
+    blackwell_only["retrieval"]["triggers"] = ["tcgen05 accumulator in tensor memory"]
+    records.append(blackwell_only)
+    for record in records:
+        store.admit(rec.dumps(record), "insert")
+    return store.location
+
+
+def ask(kbdir, *args: str, code: int = 0) -> dict:
+    done = kb("query", "--store", str(kbdir), "--json", *args)
+    assert done.returncode == code, done.stderr.decode()
+    return json.loads(done.stdout) if code == 0 else {"stderr": done.stderr.decode()}
+
+
+def ids(doc: dict) -> list[str]:
+    return [r["id"] for r in doc["records"]]
+
+
+@pytest.mark.parametrize(
+    "token", ["sm_90", "9.0", "H100", "H20", "hopper", "NVIDIA H100 80GB HBM3"]
+)
+def test_runtime_arch_tokens_resolve_through_the_target_tables(kbdir, token):
+    doc = ask(kbdir, "--arch", token, "--limit", "50")
+    assert doc["query"]["arch"] == "hopper" and doc["query"]["arch_given"] == token
+    labels = {r["id"]: r["match"]["arch"] for r in doc["records"]}
+    assert labels[STRATEGY] == "exact" and labels[ANTI] == "exact"
+    assert labels["nvidia.generic.any.kernel-opt.warp-shuffle-reduction"] == "architecture-neutral"
+    # never another vendor's records, neutral or not, nor a sibling architecture's
+    assert not [i for i in labels if i.startswith("amd.")]
+    assert all(r["applies_to"]["arch"] in ("hopper", "generic") for r in doc["records"])
+
+
+def test_amd_tokens_take_amd_records_only(kbdir):
+    for token in ("gfx942", "mi300x"):
+        doc = ask(kbdir, "--arch", token, "--limit", "50")
+        assert doc["query"]["arch"] == "cdna3" and doc["records"]
+        assert {r["applies_to"]["vendor"] for r in doc["records"]} == {"amd"}
+        assert "amd.generic.any.kernel-opt.lds-reduction" in ids(doc)
+
+
+def test_strict_arch_drops_the_neutral_records(kbdir):
+    doc = ask(kbdir, "--arch", "sm_90", "--strict-arch", "--limit", "50")
+    assert {r["match"]["arch"] for r in doc["records"]} == {"exact"}
+
+
+def test_unknown_values_fail_closed_with_the_near_misses(kbdir):
+    out = ask(kbdir, "--family", "softmx", code=2)["stderr"]
+    assert out.count("\n") == 1 and "unknown family 'softmx'; did you mean: softmax" in out
+    out = ask(kbdir, "--arch", "sm_89", code=2)["stderr"]
+    assert "unknown arch 'sm_89'" in out and "9.0" in out
+    out = ask(kbdir, "--arch", "gfx950", code=2)["stderr"]  # real, but not in this store
+    assert "resolves to cdna4, which this store holds no records for" in out
+    assert ask(kbdir, "--type", "strategy")["query"]["type"] == "strategy"
+    out = ask(kbdir, "--type", "doc", code=2)["stderr"]
+    assert "unknown type 'doc'" in out
+    # spelling is forgiven, nothing more
+    assert ask(kbdir, "--dsl", "Triton")["query"]["dsl"] == "triton"
+
+
+def test_only_the_served_projection_leaves_the_store(kbdir):
+    doc = ask(kbdir, "--arch", "sm_90", "--limit", "50")
+    assert set(doc) == {"query", "result", "records"}
+    for hit in doc["records"]:
+        assert set(hit) == {"id", "type", "applies_to", "match", "payload"}
+        text = json.dumps(hit)
+        for engine_only in ('"worth"', '"evidence"', '"locator"', '"links"', '"worth_score"',
+                            '"technique_tags"', '"signals"', '"tier"'):  # fmt: skip
+            assert engine_only not in text, (hit["id"], engine_only)
+    stored = json.loads(rec.dumps(json.loads(kb("show", STRATEGY, "--store", str(kbdir)).stdout)))
+    served = next(r for r in doc["records"] if r["id"] == STRATEGY)
+    assert served["payload"] == stored["payload"]
+    assert served["applies_to"] == stored["retrieval"]["scope"]
+
+
+def test_brief_drops_code_and_names_what_it_dropped(kbdir):
+    doc = ask(kbdir, "--arch", "sm_90", "--brief", "online", "rescale")
+    hit = next(r for r in doc["records"] if r["id"] == STRATEGY)
+    assert "snippet" not in hit["payload"].get("implementation", {})
+    omitted = hit["payload"]["omitted_by_brief"]["fields"]
+    assert omitted["implementation.snippet"] > 0 and "next_steps" in omitted
+
+
+def test_max_bytes_drops_the_weakest_hits_and_says_so(kbdir):
+    full = ask(kbdir, "--arch", "sm_90", "--limit", "50")
+    budget = len(json.dumps(full, separators=(",", ":")).encode()) // 2
+    done = kb("query", "--store", str(kbdir), "--json", "--arch", "sm_90", "--limit", "50",
+              "--max-bytes", str(budget))  # fmt: skip
+    assert len(done.stdout.rstrip(b"\n")) <= budget
+    trimmed = json.loads(done.stdout)
+    dropped = trimmed["result"]["dropped_for_budget"]
+    assert dropped > 0 and ids(trimmed) == ids(full)[: len(ids(full)) - dropped]
+    tiny = ask(kbdir, "--arch", "sm_90", "--max-bytes", "10")
+    assert tiny["result"]["served"] == 1 and tiny["result"]["over_budget"] is True
+
+
+def test_zero_matches_say_why_and_fall_back_only_labelled(kbdir):
+    doc = ask(kbdir, "--arch", "sm_90", "--dsl", "triton", "xyzzy", "--seed", "1")
+    result = doc["result"]
+    assert result["kind"] == "fallback" and "NOT query matches" in result["note"]
+    assert result["served"] >= 1 and result["scoped_pool"] > 0
+    removals = result["empty_because"]["single_filter_removals_that_would_match"]
+    assert removals == [] or all(r["would_match"] > 0 for r in removals)
+    empty = ask(kbdir, "--arch", "sm_90", "--type", "anti-strategy", "softmax", "--no-fallback")
+    assert empty["result"]["kind"] == "empty" and empty["records"] == []
+    removals = empty["result"]["empty_because"]["single_filter_removals_that_would_match"]
+    assert {"drop": "--type", "would_match": removals[0]["would_match"]} in removals
+    # a match only on a sibling architecture of the same vendor is counted, not served...
+    sibling = ask(kbdir, "--arch", "sm_90", "tcgen05", "--no-fallback")
+    assert sibling["result"]["kind"] == "empty"
+    elsewhere = sibling["result"]["available_elsewhere"]
+    assert elsewhere["matches_on_other_architectures_of_this_vendor"] == 1
+    # ...until --cross-arch serves it, labelled
+    crossed = ask(kbdir, "--arch", "sm_90", "tcgen05", "--cross-arch")
+    assert [(r["applies_to"]["arch"], r["match"]["arch"]) for r in crossed["records"]] == [
+        ("blackwell", "other-architecture")
+    ]
+
+
+def test_coverage_shows_how_the_pool_was_reached(kbdir):
+    done = kb("query", "--store", str(kbdir), "--arch", "H20", "--coverage")
+    cover = json.loads(done.stdout)
+    assert cover["by_reach"]["exact"] > 0 and cover["by_reach"]["architecture-neutral"] == 1
+    assert cover["scoped_pool"] == sum(cover["by_reach"].values())
+    assert cover["store_total"] == len(example_files()) + 15
+
+
+def test_ranking_blends_text_with_capped_worth(kbdir):
+    # --any: a record matching three terms outranks a better-worth record matching one
+    doc = ask(kbdir, "--any", "--arch", "sm_90", "online", "rescale", "two-pass", "--limit", "3")
+    assert ids(doc)[0] == STRATEGY
+    by_worth = ask(kbdir, "--arch", "sm_90", "--rank", "importance", "--limit", "3")
+    assert ids(by_worth)[0] != STRATEGY  # the 0.55 card and the 0.45 records rank first
+
+
+def test_feedback_moves_ranking_without_touching_the_record(tmp_path):
+    store = Store.init(tmp_path / "kb")
+    for n in (0, 3):  # two Hopper strategies, same text and worth
+        store.admit(rec.dumps(synthetic.strategy(n, families=1)), "insert")
+    first, second = sorted(store.view().ids())
+    request = Request(arch="hopper", rank="importance")
+    assert [r["id"] for r in answer.query(store.location, request)["records"]] == [first, second]
+    before = store.read_record(second).raw
+    for n in range(4):
+        feedback(store, second, "helped", trace="run-a", trace_commit=f"{n:040x}")
+    assert [r["id"] for r in answer.query(store.location, request)["records"]] == [second, first]
+    assert store.read_record(second).raw == before  # nothing rewrote the record
+    for n in range(8):
+        feedback(store, second, "misleading", trace="run-b", trace_commit=f"{n:040x}")
+    assert [r["id"] for r in answer.query(store.location, request)["records"]] == [first, second]
+
+
+def test_retracted_records_are_left_out_unless_asked(kbdir, tmp_path):
+    git("clone", "-q", str(kbdir), str(tmp_path / "copy"))
+    copy_dir = tmp_path / "copy"
+    assert (
+        kb("retract", STRATEGY, "--reason", "wrong shapes", "--store", str(copy_dir)).returncode
+        == 0
+    )
+    assert STRATEGY not in ids(ask(copy_dir, "--arch", "sm_90", "--limit", "50"))
+    assert STRATEGY in ids(ask(copy_dir, "--arch", "sm_90", "--limit", "50", "--include-retired"))
+
+
+def test_a_bare_clone_answers_and_lists(kbdir, tmp_path):
+    git("clone", "-q", "--bare", str(kbdir), str(tmp_path / "bare.git"))
+    doc = ask(tmp_path / "bare.git", "--arch", "sm_90", "--dsl", "triton", "online", "softmax")
+    assert doc["result"]["kind"] == "matches" and STRATEGY in ids(doc)
+    listed = kb("query", "--store", str(tmp_path / "bare.git"), "--list-arch").stdout.decode()
+    assert listed.split() == ["blackwell", "cdna3", "generic", "hopper"]
+
+
+def test_text_output_labels_fallbacks_and_neutral_hits(kbdir):
+    done = kb("query", "--store", str(kbdir), "--arch", "sm_90", "xyzzy", "--seed", "3")
+    text = done.stdout.decode()
+    assert done.returncode == 0 and text.startswith("!! NOT MATCHES")
+    done = kb("query", "--store", str(kbdir), "--arch", "sm_90", "warp-shuffle")
+    assert "[architecture-neutral]" in done.stdout.decode()
+
+
+def test_not_a_store_is_an_error(tmp_path):
+    done = kb("query", "--store", str(tmp_path), "softmax")
+    assert done.returncode == 1 and b"is not a gitkb store" in done.stderr
