@@ -39,7 +39,7 @@ _COMPARISON = (
     r"(?:less|fewer|more|greater|smaller|larger|shorter|longer|wider|narrower|bigger) than|"
     r"of (?:at least |at most |up to )?)"
 )
-_NUMBER = r"\d[\d,_]*(?:\.\d+)?\s*(?:[KM]i?B|K|M)?"
+_NUMBER = r"\d+(?:[,_]\d{3})*(?:\.\d+)?\s*(?:[KM]i?B|K|M)?"
 _SHAPE = re.compile(
     # "batch sizes below 64 rows", "rows shorter than 1024", "M >= 4096", "rows of 8192 columns"
     rf"\b{_DIMENSION}\s*(?:(?:is|are|of size)\s+)?{_COMPARISON}\s*{_NUMBER}(?:\s*{_DIMENSION})?\b"
