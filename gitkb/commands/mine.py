@@ -3,7 +3,7 @@ import click
 from gitkb.commands import echo_json, store_option
 from gitkb.record import DSLS
 
-hardware_options = [
+trace_options = [
     click.option("--vendor", help="Override the trace's hardware: vendor (nvidia, amd, generic)."),
     click.option("--arch", help="Override the trace's hardware: arch (hopper, cdna3, ...)."),
     click.option("--product", help="Override the trace's hardware: product token (h100, ...)."),
@@ -26,23 +26,16 @@ hardware_options = [
 
 
 def with_trace_options(func):
-    for option in reversed(hardware_options):
+    for option in reversed(trace_options):
         func = option(func)
     return func
 
 
-def mine_options(vendor, arch, product, dsl, harness, operator=None, non_target_kernels=()):
+def mine_options(non_target_kernels=(), **flags):
+    """The TraceOptions the trace flags (all but --label) give."""
     from gitkb.trace.options import TraceOptions
 
-    return TraceOptions(
-        vendor=vendor,
-        arch=arch,
-        product=product,
-        dsl=dsl,
-        harness=harness,
-        operator=operator,
-        non_target_kernels=tuple(non_target_kernels),
-    )
+    return TraceOptions(non_target_kernels=tuple(non_target_kernels), **flags)
 
 
 @click.command("mine")
@@ -71,21 +64,7 @@ def mine_options(vendor, arch, product, dsl, harness, operator=None, non_target_
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @store_option
 def command(
-    trace,
-    vendor,
-    arch,
-    product,
-    dsl,
-    harness,
-    label,
-    operator,
-    non_target_kernels,
-    distiller,
-    stage_only,
-    jobs,
-    dry_run,
-    as_json,
-    store_path,
+    trace, label, distiller, stage_only, jobs, dry_run, as_json, store_path, **flags
 ) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
     from gitkb.commands import open_store
@@ -112,7 +91,7 @@ def command(
             trace,
             store=store,
             label=label,
-            options=mine_options(vendor, arch, product, dsl, harness, operator, non_target_kernels),
+            options=mine_options(**flags),
             distiller=distiller,
             stage_only=stage_only,
             dry_run=dry_run,

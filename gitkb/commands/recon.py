@@ -9,19 +9,7 @@ from gitkb.commands.mine import mine_options, with_trace_options
 @with_trace_options
 @click.option("--json", "as_json", is_flag=True, help="Print the recon as JSON.")
 @store_option
-def command(
-    trace,
-    vendor,
-    arch,
-    product,
-    dsl,
-    harness,
-    label,
-    operator,
-    non_target_kernels,
-    as_json,
-    store_path,
-) -> None:
+def command(trace, label, as_json, store_path, **flags) -> None:
     """Read TRACE and print its evidence-density report; writes nothing."""
     from gitkb.mine.pipeline import run_recon, store_if_any
     from gitkb.mine.reports import recon_markdown
@@ -30,7 +18,7 @@ def command(
         trace,
         store=store_if_any(store_path),
         label=label,
-        options=mine_options(vendor, arch, product, dsl, harness, operator, non_target_kernels),
+        options=mine_options(**flags),
     )
     if as_json:
         echo_json(document)

@@ -108,6 +108,24 @@ def _raw(packet: Packet, effect: dict | None) -> dict:
     return raw
 
 
+def _measured_evidence(packet: Packet, pct: float | None, against_parent: bool) -> dict:
+    """A measured record's evidence: the summary, and the raw effect in absolute geomeans
+    (a strategy's against the best earlier version; it alone notes the profiler)."""
+    m = packet.agent_facing["measurements"]
+    effect = {"basis": "measured", "new_geomean_us": m["geomean_us"]}
+    if against_parent:
+        effect["parent_geomean_us"] = m["best_so_far_geomean_us"]
+    effect |= {
+        "baseline_geomean_us": m["baseline_geomean_us"],
+        "delta_pct": pct,
+        "comparable": bool(m["comparable_with_the_store"]),
+    }
+    return {
+        "summary": _summary(packet, "measured", profiler_note=against_parent),
+        "raw": _raw(packet, effect),
+    }
+
+
 def _problem(packet: Packet) -> dict:
     op = packet.agent_facing["operator"]
     problem = {
@@ -217,20 +235,7 @@ def _strategy(packet: Packet) -> Distilled:
     if not record["payload"]["next_steps"]:
         missing.append("payload.next_steps")
     missing += ["payload.applies_when", "payload.problem.bottleneck", "retrieval.signals.symptoms"]
-    record["evidence"] = {
-        "summary": _summary(packet, "measured", profiler_note=True),
-        "raw": _raw(
-            packet,
-            {
-                "basis": "measured",
-                "new_geomean_us": m["geomean_us"],
-                "parent_geomean_us": m["best_so_far_geomean_us"],
-                "baseline_geomean_us": m["baseline_geomean_us"],
-                "delta_pct": pct,
-                "comparable": bool(m["comparable_with_the_store"]),
-            },
-        ),
-    }
+    record["evidence"] = _measured_evidence(packet, pct, against_parent=True)
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
         "gain": _measured_gain(
@@ -360,19 +365,7 @@ def _reference(packet: Packet) -> Distilled:
         gain = {"basis": "measured", "kind": "performance", "pct": None, "metrics": []}
         missing.append("worth.gain.pct (no baseline to compare with)")
         speedup = None
-    record["evidence"] = {
-        "summary": _summary(packet, "measured", profiler_note=False),
-        "raw": _raw(
-            packet,
-            {
-                "basis": "measured",
-                "new_geomean_us": m["geomean_us"],
-                "baseline_geomean_us": m["baseline_geomean_us"],
-                "delta_pct": pct,
-                "comparable": bool(m["comparable_with_the_store"]),
-            },
-        ),
-    }
+    record["evidence"] = _measured_evidence(packet, pct, against_parent=False)
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
         "gain": gain,
