@@ -163,7 +163,7 @@ def reference_time(scripts: Path, trace: Path, work: Path, runs: int) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, default=1000)
-    parser.add_argument("--large", type=int, default=10000, help="versions of the linearity trace")
+    parser.add_argument("--large", type=int, help="versions of the linearity trace (10x)")
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
@@ -173,6 +173,7 @@ def main() -> None:
         help="a checkout or clone of alibaba/atrex-kernel-agent (env GITKB_ATREX_REFERENCE)",
     )
     args = parser.parse_args()
+    args.large = args.large or 10 * args.versions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         small = legacy(work / "kernel_opt_100_softmax", args.versions)
