@@ -356,3 +356,22 @@ def test_non_target_kernels_come_from_the_store_config_or_the_flag(tmp_path, sto
     stored = json.loads(store.repo.read(store.tip, "traces/kernel_opt_011_softmax.json"))
     assert stored["non_target_kernels"] == ["softmax_kernel"]  # the gates rebuild the same
     assert result.ingest.captures[0].reason == "captured softmax_kernel, a non-target kernel"
+
+
+def test_traces_of_one_kernel_at_other_shapes_meet_in_the_store(tmp_path, store):
+    """TRACE_FORMAT §4 merge rules: fused_add_rmsnorm_h4096 and rmsnorm_h2048 share the
+    operator family, so the second trace sees the first's records (coverage, ids) and a
+    lesson both state is confirmed, not inserted twice."""
+    for number, name in ((1, "fused_add_rmsnorm_h4096"), (2, "rmsnorm_h2048")):
+        t = Trace(tmp_path / f"kernel_opt_{number:03d}_{name}")
+        t.setup(name=name, description="RMSNorm of each row, optionally after a residual add")
+        t.legacy_keep(0, 100.0, "baseline with three passes over each row")
+        t.legacy_revert(1, 120.0, "slower", [SPILL_DEADEND])
+        t.write()
+        result = mine(t.path, store=store)
+    assert result.ingest.meta.operator_slug == "rmsnorm-and-fused-add-rmsnorm"
+    coverage = result.recon["store_coverage"]["by_source_repo"]
+    assert list(coverage) == ["kernel_opt_001_fused_add_rmsnorm_h4096"]
+    assert {o.seg_id: o.action for o in result.outcomes}["anti-v1-01"] == "confirm"
+    families = {e["retrieval"]["scope"]["operator_family"] for e in store.view().entries()}
+    assert families == {"rmsnorm-and-fused-add-rmsnorm"}
