@@ -26,15 +26,17 @@ class Validation:
 
 def validate(
     path: str | os.PathLike,
-    gates: list[Gate],
+    names: tuple[str, ...],
     staging: str | None = None,
     full: bool = False,
     trace: str | os.PathLike | None = None,
     store: str | os.PathLike | None = None,
 ) -> Validation:
-    """``git kb validate``: ``gates`` on PATH (see ``context_for``). A plain records folder
-    is judged in shards across processes (``gates.sharded``), with the same results."""
+    """``git kb validate``: the gates ``names`` on PATH (see ``context_for``). A plain
+    records folder is judged in shards across processes (``gates.sharded``), with the
+    same results."""
     from gitkb.gates import sharded
+    from gitkb.gates.registry import by_name
     from gitkb.vcs.plain import git_dir_of
 
     folder = Path(path)
@@ -42,9 +44,9 @@ def validate(
     if plain and (folder / "records").is_dir() and git_dir_of(folder) is None:
         index_path = folder / INDEX_PATH
         index_raw = index_path.read_bytes() if index_path.is_file() else None
-        return Validation(*sharded.run(folder, list(gates), index_raw))
+        return Validation(*sharded.run(folder, names, index_raw))
     ctx = context_for(path, staging, full, trace=trace, store=store)
-    return Validation(len(ctx.records), census(ctx), run_gates(ctx, gates))
+    return Validation(len(ctx.records), census(ctx), run_gates(ctx, by_name(names)))
 
 
 def folder_context(folder: str | os.PathLike, full: bool = False) -> GateContext:

@@ -12,7 +12,7 @@ from gitkb import record as rec
 from gitkb import synthetic
 from gitkb.errors import GitkbError
 from gitkb.gates import run_gates, sharded
-from gitkb.gates.registry import all_gates
+from gitkb.gates.registry import GATE_NAMES, all_gates
 from gitkb.record.index import Index, index_entry
 from gitkb.validate import folder_context, validate
 
@@ -48,7 +48,7 @@ def test_shards_give_the_serial_results(tmp_path, monkeypatch, workers):
     serial = lines(run_gates(folder_context(folder), all_gates()))
     assert any(status == "FAIL" for _, status, _, _ in serial)
     monkeypatch.setattr(sharded, "workers", lambda: workers)
-    done = validate(folder, list(all_gates()))
+    done = validate(folder, GATE_NAMES)
     assert lines(done.results) == serial
     assert done.records == 420 + 5 + 1
     assert done.census.startswith("records: 426  (strategy=425, unreadable=1)")
@@ -59,7 +59,7 @@ def test_the_conformance_sample_validates_the_same_in_shards(monkeypatch):
     serial = lines(run_gates(folder_context(folder), all_gates()))
     monkeypatch.setattr(sharded, "workers", lambda: 2)
     monkeypatch.setattr(sharded, "MIN_RECORDS", 100)
-    assert lines(validate(folder, list(all_gates())).results) == serial
+    assert lines(validate(folder, GATE_NAMES).results) == serial
 
 
 def test_a_failing_shard_is_one_clear_error(tmp_path, monkeypatch):
@@ -67,11 +67,15 @@ def test_a_failing_shard_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(sharded, "workers", lambda: 2)
     parent, real = os.getpid(), sharded._judge
 
-    def judge(folder, shard, gates):
+    def judge(*args):
         if os.getpid() != parent:
             raise RuntimeError("disk on fire")
-        return real(folder, shard, gates)
+        return real(*args)
 
     monkeypatch.setattr(sharded, "_judge", judge)
     with pytest.raises(GitkbError, match="a shard of the records failed: RuntimeError: disk on"):
-        validate(folder, list(all_gates()))
+        validate(folder, GATE_NAMES)
+
+
+def test_gate_names_are_their_modules_names():
+    assert GATE_NAMES == tuple(g.name for g in all_gates())

@@ -46,11 +46,11 @@ def command(
     folder's mined records could not meet their trace (give --trace or --store).
     """
     from gitkb import validate
-    from gitkb.gates.registry import by_name
+    from gitkb.gates.registry import by_name, checked_names
 
-    gates = by_name(gate_names)
+    names = checked_names(gate_names)
     if injection_tests:
-        outcomes = validate.injection_outcomes(gates)
+        outcomes = validate.injection_outcomes(by_name(names))
         failed = [o for o in outcomes if not o.ok and o.status != "SKIP"]
         if as_json:
             echo_json([o.__dict__ for o in outcomes])
@@ -64,7 +64,7 @@ def command(
             click.echo(f"{fired} cases fired, {len(failed)} problems")
         raise SystemExit(1 if failed else 0)
 
-    done = validate.validate(path, gates, staging, full, trace=trace_path, store=store_path)
+    done = validate.validate(path, names, staging, full, trace=trace_path, store=store_path)
     results = done.results
     failed = [r for r in results if r.status == "FAIL"]
     unrun = validate.could_not_run(results)
