@@ -3,19 +3,50 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.errors import GitkbError, NotAStore
-from gitkb.gates import Gate, GateContext, InjectionOutcome, run_injections
+from gitkb.gates import Gate, GateContext, GateResult, InjectionOutcome, run_gates, run_injections
 from gitkb.record import read_folder
 from gitkb.record.index import INDEX_PATH, Index, index_entry
 from gitkb.resources import data_dir
-from gitkb.store import Store
 
 EXAMPLES = "examples"
+
+
+@dataclass
+class Validation:
+    records: int
+    census: str  # ``records: N  (type=count, ...)``
+    results: list[GateResult]
+
+
+def validate(
+    path: str | os.PathLike,
+    names: tuple[str, ...],
+    staging: str | None = None,
+    full: bool = False,
+    trace: str | os.PathLike | None = None,
+    store: str | os.PathLike | None = None,
+) -> Validation:
+    """``git kb validate``: the gates ``names`` on PATH (see ``context_for``). A plain
+    records folder is judged in shards across processes (``gates.sharded``), with the
+    same results."""
+    from gitkb.gates import sharded
+    from gitkb.gates.registry import by_name
+    from gitkb.vcs.plain import git_dir_of
+
+    folder = Path(path)
+    plain = staging is None and trace is None and store is None and not full
+    if plain and (folder / "records").is_dir() and git_dir_of(folder) is None:
+        index_path = folder / INDEX_PATH
+        index_raw = index_path.read_bytes() if index_path.is_file() else None
+        return Validation(*sharded.run(folder, names, index_raw))
+    ctx = context_for(path, staging, full, trace=trace, store=store)
+    return Validation(len(ctx.records), census(ctx), run_gates(ctx, by_name(names)))
 
 
 def folder_context(folder: str | os.PathLike, full: bool = False) -> GateContext:
@@ -29,23 +60,69 @@ def folder_context(folder: str | os.PathLike, full: bool = False) -> GateContext
 
 
 def context_for(
-    path: str | os.PathLike, staging: str | None = None, full: bool = False
+    path: str | os.PathLike,
+    staging: str | None = None,
+    full: bool = False,
+    trace: str | os.PathLike | None = None,
+    store: str | os.PathLike | None = None,
 ) -> GateContext:
     """The gate context for PATH: the committed tree of a store's main, or a folder
-    laid out like a store; with ``staging``, that folder checked against the store at PATH."""
+    laid out like a store; with ``staging``, that folder checked against the store at PATH.
+    A folder's mined records are judged against ``trace`` (the trace repository they were
+    mined from) or the traces ``store`` holds."""
+    from gitkb.vcs.plain import git_dir_of
+
     if staging is not None:
+        from gitkb.store import Store
+
         ctx = folder_context(staging, full=full)
         try:
             ctx.store = Store.open(path).view()
         except NotAStore:
             ctx.store = None
         return ctx
-    try:
-        return Store.open(path).gate_context(full=full)
-    except NotAStore as exc:
-        if (Path(path) / "records").is_dir():
-            return folder_context(path, full=full)
-        raise GitkbError(f"{exc.message}, and {path} has no records/ folder to validate") from None
+    folder = (Path(path) / "records").is_dir()
+    if not folder or git_dir_of(Path(path)) is not None:  # a store, or nothing to validate
+        from gitkb.store import Store
+
+        try:
+            return Store.open(path).gate_context(full=full)
+        except NotAStore as exc:
+            if not folder:
+                message = f"{exc.message}, and {path} has no records/ folder to validate"
+                raise GitkbError(message) from None
+    ctx = folder_context(path, full=full)
+    if store is not None:
+        from gitkb.store import Store
+
+        ctx.store = Store.open(store).view()
+    if trace is not None:
+        ctx.traces = folder_trace(ctx, Path(path), trace)
+    return ctx
+
+
+def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
+    """The trace at ``trace`` under the label the folder's mined records name (when they
+    name one), built with the options mining recorded in the folder's traces/<label>.json."""
+    from gitkb.gates.trace_evidence import label_of
+    from gitkb.store.layout import TRACE_OPTIONS_PATH
+    from gitkb.trace.sources import TraceRepo, open_trace, read_options
+
+    repo, head, label = open_trace(trace)
+    named = {label_of(data) for _, data in ctx.parsed()} - {None}
+    if len(named) == 1:
+        label = named.pop()
+    options_file = folder / TRACE_OPTIONS_PATH.format(label=label)
+    options = read_options(options_file.read_bytes() if options_file.is_file() else None)
+    return TraceRepo(repo, head, label, options)
+
+
+def could_not_run(results) -> list[str]:
+    """The trace gates that skipped records for want of a trace: running them needs
+    ``--trace`` or ``--store``, and leaving them out is a failure, not a pass."""
+    from gitkb.gates.trace_evidence import NO_TRACE
+
+    return [r.gate.name for r in results if r.status == "SKIP" and r.reason == NO_TRACE]
 
 
 def example_context() -> GateContext:
@@ -75,6 +152,8 @@ def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
     trace_gates = [g for g in gates if g.family == "trace"]
     outcomes = run_injections(example_context(), store_gates) if store_gates else []
     if trace_gates:
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="gitkb-injections-") as workdir:
             outcomes += run_injections(trace_example_context(workdir), trace_gates)
     return outcomes

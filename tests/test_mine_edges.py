@@ -16,13 +16,16 @@ from trace_factory import (
     memory,
 )
 
-from gitkb.mine.distill import distill
-from gitkb.mine.ingest import TraceError, ingest, operator_slug, parse_deadends
-from gitkb.mine.ladder import build_ladder
-from gitkb.mine.packet import MineOptions
-from gitkb.mine.packets import build_packets, find_packet
-from gitkb.mine.partition import _strategy_technique, partition
-from gitkb.mine.scrub import Scrubber
+from gitkb.mine.distill.builtin import distill
+from gitkb.trace import TraceError
+from gitkb.trace.ingest import ingest
+from gitkb.trace.ladder import build_ladder
+from gitkb.trace.messages import parse_deadends
+from gitkb.trace.naming import entry_point, operator_slug
+from gitkb.trace.options import TraceOptions
+from gitkb.trace.packets import build_packets, find_packet
+from gitkb.trace.partition import partition, strategy_technique
+from gitkb.trace.scrub import Scrubber
 from gitkb.vcs.repository import Repository
 
 
@@ -30,7 +33,7 @@ def run(path, label=None, **options):
     repo = Repository.open(path)
     tip = repo.resolve("HEAD")
     label = label or path.name
-    ingested = ingest(repo, tip, label, MineOptions(**options))
+    ingested = ingest(repo, tip, label, TraceOptions(**options))
     ladder = build_ladder(ingested.rows)
     return ingested, ladder, partition(ingested, ladder)
 
@@ -187,7 +190,7 @@ def test_edge_8_technique_slug_never_collapses_to_numbers(tmp_path):
         },
     )
     ingested, _, _ = run(t.write())
-    assert _strategy_technique(ingested.row(12)) == "vectorized-load"
+    assert strategy_technique(ingested.row(12), ingested.scrubber) == "vectorized-load"
 
 
 def test_edge_9_both_pitfall_dialects_strings_and_nulls(tmp_path):
@@ -263,14 +266,55 @@ def test_edge_12_no_hardware_fails_naming_the_flags_and_flags_override(tmp_path)
     assert (ingested.meta.vendor, ingested.meta.product) == ("nvidia", "h100")
 
 
-def test_edge_13_native_workspace_name(tmp_path):
+def test_edge_13_native_workspace_takes_the_operator_from_the_kernel_not_the_label(tmp_path):
+    """Rule 12: no definition.json, so the kernel's entry point names the operator (the
+    folder name is the trace label, which must never reach a served field)."""
     t = Trace(tmp_path / "kernel_opt_fused_moe_gate_triton_b200_production")
     t.setup(definition=False, hardware="B200")
-    t.legacy_keep(0, 100.0, "baseline")
+    t.legacy_keep(0, 100.0, "baseline", kernel=kernel_source(0).replace("softmax", "moe_gate"))
     ingested, _, _ = run(t.write())
-    assert ingested.meta.operator_slug == "fused-moe-gate"
-    assert ingested.meta.workload_family == "moe" and ingested.meta.n_shapes == 0
-    assert operator_slug("kernel_opt_001_attention_backward") == "attn-bwd"
+    meta = ingested.meta
+    assert (meta.operator_slug, meta.operator_basis) == ("moe-gate", "the kernel's entry point")
+    assert meta.workload_family == "moe" and meta.n_shapes == 0
+    ingested, _, _ = run(t.path, operator="fused_add_rmsnorm_h4096")
+    assert ingested.meta.operator_slug == "rmsnorm-and-fused-add-rmsnorm"
+
+
+@pytest.mark.parametrize(
+    "name, slug",
+    [
+        ("kernel_opt_001_attention_backward", "attn-bwd"),
+        ("fused_add_rmsnorm_h4096", "rmsnorm-and-fused-add-rmsnorm"),
+        ("rmsnorm_h2048", "rmsnorm-and-fused-add-rmsnorm"),
+        ("gqa_paged_decode_h32_kv8_d128_ps1", "gqa-paged-decode"),
+        ("mla_paged_prefill_causal_h16", "mla-paged-prefill-causal"),
+        ("gemm_n4096_k1024", "dense-gemm-shape-sweep"),
+        ("-root-work-kernel-opt-007-layer_norm", "layer-norm"),
+        ("tmp_data_softmax_with_the_mask", "softmax-mask"),
+        (
+            "multihead_attention_forward_projection_of_the_sequence_embedding",
+            "mha-attn-fwd-proj-seq",
+        ),
+        ("007", "unknown"),
+    ],
+)
+def test_operator_slugs_follow_the_format_section_4(name, slug):
+    assert operator_slug(name) == slug
+
+
+@pytest.mark.parametrize(
+    "source, declared, expected",
+    [
+        ("@triton.jit\ndef rmsnorm_fwd_kernel(x):\n    pass\ndef run(x):\n    pass\n", None,
+         "rmsnorm_fwd"),
+        ("@gluon.jit\n@other\ndef kernel_layer_norm(x):\n    pass\n", None, "layer_norm"),
+        ('src = """__global__ void softmax_rows(float* x) {}"""\n', None, "softmax_rows"),
+        ("class Model:\n    pass\ndef run():\n    pass\n", "kernel.py::run", None),
+        ("def run():\n    pass\n", "kernel.py::fused_gelu", "fused_gelu"),
+    ],
+)  # fmt: skip
+def test_entry_point_names_the_operator(source, declared, expected):
+    assert entry_point(source, declared) == expected
 
 
 def test_edge_14_capture_usability(tmp_path):
@@ -396,7 +440,7 @@ def test_edge_27_id_allocation_and_comparability(tmp_path):
         repo,
         repo.resolve("HEAD"),
         path.name,
-        MineOptions(existing_ids=existing, store_sources=("(unrecorded)",)),
+        TraceOptions(existing_ids=existing, store_sources=("(unrecorded)",)),
     )
     assert packets[0].target["id"].endswith("-s08")
     assert next(p for p in packets if p.seg_id == "anti-v2-01").target["id"].endswith("-t04")

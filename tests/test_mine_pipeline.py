@@ -109,8 +109,21 @@ def test_dry_run_and_stage_only(tmp_path, store):
     assert done.returncode == 0, done.stderr.decode()
     assert len(list((stage / "records").rglob("*-s0*.json"))) == 3
     assert (stage / "reports" / "kernel_opt_001_softmax" / "mine.json").is_file()
+    packets = sorted(p.stem for p in (stage / "packets" / "kernel_opt_001_softmax").iterdir())
+    assert packets == sorted(s.seg_id for s in result.segments)
+    # Mined records without their trace: the trace gates cannot run, and that is a failure.
     check = kb("validate", str(stage))
+    out = check.stdout.decode()
+    assert check.returncode == 1, out
+    assert "trace gates could not run on mined records: verbatim, no-fabrication, provenance" in out
+    check = kb("validate", str(stage), "--trace", str(trace))
     assert check.returncode == 0, check.stdout.decode()
+    assert "0 of 17 gates failed" in check.stdout.decode()
+    mine(trace, store=store)
+    check = kb("validate", str(stage), "--store", str(store.location), "--json")
+    document = json.loads(check.stdout)
+    assert document["could_not_run"] == [] and document["failed"] == 0
+    assert [g["gate"] for g in document["gates"] if g["status"] != "PASS"] == ["relations"]
 
 
 def test_recon_cli(tmp_path):
@@ -135,9 +148,9 @@ def test_kernel_only_trace_needs_hardware_flags(tmp_path, store):
 
 
 def _options(**kw):
-    from gitkb.mine.packet import MineOptions
+    from gitkb.trace.options import TraceOptions
 
-    return MineOptions(**kw)
+    return TraceOptions(**kw)
 
 
 def test_hardware_flags_are_kept_for_the_gates(tmp_path, store):
@@ -252,3 +265,113 @@ def test_mined_store_push_is_gated_by_the_server_hook(tmp_path, monkeypatch):
     git("-c", "core.hooksPath=/dev/null", "commit", "-q", "-am", "tamper", cwd=work.location)
     refused = git("push", "--porcelain", "origin", "main", cwd=work.location, check=False)
     assert refused.returncode != 0
+
+
+def test_a_trace_without_metadata_names_its_operator_from_the_kernel(tmp_path, store):
+    """Only kernel.py history and memory, hardware from flags: the operator comes from the
+    kernel's entry point (or --operator), never the trace label, so the stated dead-ends
+    are not refused by raw-isolation for echoing the label."""
+    t = Trace(tmp_path / "rmsnorm")
+    source = kernel_source(0).replace("softmax_kernel", "fused_rms_norm_kernel")
+    t.legacy_keep(0, 100.0, "baseline: one program per row, three passes", kernel=source)
+    t.legacy_revert(
+        1,
+        110.0,
+        "slower",
+        [
+            "a persistent grid on sm_90 was slower because the grid-stride loop adds index "
+            "math to every row of the rmsnorm",
+            "BLOCK 8192 spills registers on sm_90 because each thread holds 64 fp32 values",
+        ],
+    )
+    t.legacy_keep(2, 80.0, "two rows per program", kernel=source.replace("axis=0)", "axis=0) "))
+    t.write()
+    done = kb("mine", str(t.path), "--store", str(store.location), "--arch", "hopper", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    summary = json.loads(done.stdout)
+    assert {o["seg_id"]: o["action"] for o in summary["outcomes"]} == {
+        "strategy-v2": "insert",
+        "anti-v1-01": "insert",
+        "anti-v1-02": "insert",
+        "refk-final": "insert",
+    }
+    families = {
+        e["id"].split(".")[3] for e in store.view().entries() if e["type"] != "anti-strategy"
+    }
+    assert families == {"fused-rms-norm"}
+    recon = json.loads(store.repo.read(store.tip, "reports/rmsnorm/recon.json"))
+    assert recon["identity"]["operator_basis"] == "the kernel's entry point"
+    # A label inside the operator's name would be echoed by every record: refused up front.
+    other = tmp_path / "clone"
+    git("clone", "-q", str(t.path), str(other))
+    done = kb("mine", str(other), "--store", str(store.location), "--arch", "hopper",
+              "--label", "rms")  # fmt: skip
+    assert done.returncode == 2 and b"--label" in done.stderr
+
+
+def test_mega_milestones_yield_snapshot_reference_kernels(tmp_path, store):
+    """Each mega milestone with a versions/kernel_v<N>.py snapshot (read from the commits)
+    is a reference kernel of its own, besides the terminal one."""
+    t = Trace(tmp_path / "kernel_opt_001_softmax")
+    t.setup()
+    t.legacy_keep(0, 100.0, "baseline softmax with three passes over each row")
+    t.legacy_keep(1, 70.0, "merge the max and sum loops with an online rescale", pct="+30%")
+    t.legacy_keep(2, 50.0, "vectorized 128-bit loads along the row", pct="+28.6%")
+    t.legacy_keep(3, 49.0, "num_warps 8", pct="+2%")
+    snapshot = kernel_source(1).replace("# step 1", "# snapshot of v1, from /home/ann/k.py")
+    t.commit("archive milestone snapshots", {"versions/kernel_v1.py": snapshot})
+    t.write()
+    result = mine(t.path, store=store)
+    refs = {o.seg_id: o for o in result.outcomes if o.record_type == "reference-kernel"}
+    assert sorted(refs) == ["refk-final", "refk-v1"]  # v2 is a mega without a snapshot
+    record = store.read_record(refs["refk-v1"].record_id).data
+    assert record["id"].endswith(".reference-impl-milestone1-r02")
+    snippet = record["payload"]["implementation"]["snippet"]
+    assert "# snapshot of an earlier step, from a local path" not in snippet
+    assert "# snapshot of v1, from a local path" in snippet and "ann" not in snippet
+    assert record["evidence"]["raw"]["version"] == "v1"
+    assert kb("validate", str(store.location)).returncode == 0
+
+
+def test_non_target_kernels_come_from_the_store_config_or_the_flag(tmp_path, store):
+    t = Trace(tmp_path / "kernel_opt_011_softmax")
+    t.setup()
+    t.legacy_keep(0, 100.0, "baseline softmax with three passes over each row")
+    t.profile(0, "softmax_kernel")
+    t.write()
+
+    def usable(*flags) -> int:
+        done = kb("recon", str(t.path), "--json", "--store", str(store.location), *flags)
+        assert done.returncode == 0, done.stderr.decode()
+        return json.loads(done.stdout)["captures"]["usable"]
+
+    assert usable() == 1
+    assert usable("--non-target-kernel", "softmax_kernel") == 0
+    config = store.location / "gitkb.toml"
+    config.write_text(config.read_text() + '\n[mine]\nnon_target_kernels = ["softmax_kernel"]\n')
+    git("-c", "core.hooksPath=/dev/null", "commit", "-qam", "config", cwd=store.location)
+    assert usable() == 0
+    assert usable("--non-target-kernel", "some_other_kernel") == 1  # the flag wins
+    result = mine(t.path, store=store)
+    stored = json.loads(store.repo.read(store.tip, "traces/kernel_opt_011_softmax.json"))
+    assert stored["non_target_kernels"] == ["softmax_kernel"]  # the gates rebuild the same
+    assert result.ingest.captures[0].reason == "captured softmax_kernel, a non-target kernel"
+
+
+def test_traces_of_one_kernel_at_other_shapes_meet_in_the_store(tmp_path, store):
+    """TRACE_FORMAT §4 merge rules: fused_add_rmsnorm_h4096 and rmsnorm_h2048 share the
+    operator family, so the second trace sees the first's records (coverage, ids) and a
+    lesson both state is confirmed, not inserted twice."""
+    for number, name in ((1, "fused_add_rmsnorm_h4096"), (2, "rmsnorm_h2048")):
+        t = Trace(tmp_path / f"kernel_opt_{number:03d}_{name}")
+        t.setup(name=name, description="RMSNorm of each row, optionally after a residual add")
+        t.legacy_keep(0, 100.0, "baseline with three passes over each row")
+        t.legacy_revert(1, 120.0, "slower", [SPILL_DEADEND])
+        t.write()
+        result = mine(t.path, store=store)
+    assert result.ingest.meta.operator_slug == "rmsnorm-and-fused-add-rmsnorm"
+    coverage = result.recon["store_coverage"]["by_source_repo"]
+    assert list(coverage) == ["kernel_opt_001_fused_add_rmsnorm_h4096"]
+    assert {o.seg_id: o.action for o in result.outcomes}["anti-v1-01"] == "confirm"
+    families = {e["retrieval"]["scope"]["operator_family"] for e in store.view().entries()}
+    assert families == {"rmsnorm-and-fused-add-rmsnorm"}

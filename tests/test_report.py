@@ -11,7 +11,7 @@ import pytest
 
 from gitkb import synthetic
 from gitkb.record import dumps
-from gitkb.report import LadderPoint, build_site, ladder_svg
+from gitkb.site import LadderPoint, build_site, ladder_svg
 
 LADDER = [
     LadderPoint("v0", 0, 80.0, "baseline"),
@@ -19,16 +19,21 @@ LADDER = [
     LadderPoint("v2", 2, 61.5, "milestone"),
     LadderPoint("v3", 3, 62.0, "kept"),
     LadderPoint("v4", 4, None, "reverted"),
-    LadderPoint("v5", 5, 40.2, "milestone"),
+    LadderPoint("v5", 5, 90.0, "deadend"),
+    LadderPoint("v6", 6, None, "deadend"),
+    LadderPoint("v7", 7, 40.2, "milestone", reference=True),
 ]
 
 
-def test_ladder_svg_marks_milestones_and_greys_reverts():
+def test_ladder_svg_marks_milestones_dead_ends_and_the_reference_kernel():
     svg = ladder_svg(LADDER)
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert svg.count('fill="#1a7f37"') == 2  # two milestones
     assert svg.count('fill="#c8ccd1"') == 1  # one measured revert (v4 has no latency)
-    assert "v5: 40.2 us (milestone)" in svg
+    assert svg.count('stroke="#cf222e"') == 2  # both dead-ends, v6 on the axis
+    assert "v6: no latency (deadend)" in svg and "v5: 90 us (deadend)" in svg
+    assert svg.count('stroke="#8250df"') == 1 and "v7: reference kernel" in svg
+    assert "v7: 40.2 us (milestone)" in svg
     assert "<polyline" in svg  # the best-so-far steps
     assert "No version" in ladder_svg([LadderPoint("v0", 0, None, "reverted")])
 
@@ -38,13 +43,23 @@ def test_site_holds_records_history_and_trace_pages(store, tmp_path):
         dumps(synthetic.strategy(1)), "insert", trace="softmax-trace", trace_commit="c" * 40
     )
     pages = build_site(store, tmp_path / "site", {"softmax-trace": LADDER})
-    assert [p.name for p in pages] == ["index.html", "trace-softmax-trace.html"]
+    record_id = synthetic.strategy(1)["id"]
+    assert [p.name for p in pages] == [
+        "index.html",
+        "trace-softmax-trace.html",
+        f"record-{record_id}.html",
+    ]
     index = pages[0].read_text()
     assert "Records by type" in index and "strategy" in index and "<script" not in index
-    assert synthetic.strategy(1)["id"] in index and "softmax-trace" in index
+    assert f'<a href="record-{record_id}.html">{record_id}</a>' in index
+    assert '<a href="trace-softmax-trace.html">' in index
     trace = pages[1].read_text()
-    assert "<svg" in trace and synthetic.strategy(1)["id"] in trace
+    assert "<svg" in trace and f'<a href="record-{record_id}.html">' in trace
+    assert "Reference kernel: v7. Dead-ends: v5, v6." in trace
     assert "http://" not in trace.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    record = pages[2].read_text()
+    assert "What an agent is served" in record and "&quot;payload&quot;" in record
+    assert '<a href="trace-softmax-trace.html">softmax-trace</a>' in record
 
 
 def _png_pixels(data: bytes) -> tuple[int, int, bytes]:
@@ -96,8 +111,13 @@ def test_report_cli_plots_a_mined_trace(tmp_path, store):
     assert done.returncode == 0, done.stderr.decode()
     page = (out / "trace-kernel_opt_001_softmax.html").read_text()
     assert page.count('fill="#1a7f37"') >= 2  # milestones of the fixture's ladder
-    assert 'fill="#c8ccd1"' in page or "reverted" in page
+    assert "Reference kernel: v6. Dead-ends: v2, v5." in page
+    assert page.count('stroke="#cf222e"') == 2 and 'stroke="#8250df"' in page
     assert "kernel_opt_001_softmax" in (out / "index.html").read_text()
+    linked = {name.split('"')[0] for name in page.split('<a href="record-')[1:]}
+    assert len(linked) == 8  # every admitted record of the trace has a page of its own
+    for name in linked:
+        assert (out / f"record-{name}").is_file()
 
 
 def test_attestations_show_counts_and_retire_hints(store, tmp_path):

@@ -130,7 +130,7 @@ def test_a_killed_supervisor_is_backed_by_the_token_sweep(marker):
 
 def test_the_external_distiller_runs_contained(tmp_path, marker, monkeypatch):
     """mine's --distiller goes through the same runner: its daemon dies with it."""
-    from gitkb.mine import distill
+    from gitkb.mine.distill import external as distill
 
     script = tmp_path / "distiller.py"
     script.write_text(

@@ -127,15 +127,16 @@ def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
     assert second.data["id"] not in store.view()
 
 
-def test_packets_are_this_contexts_own_copy(sample):
+def test_an_injection_context_mutates_its_own_copy_of_the_packets(sample):
     from gitkb.gates import trace_evidence
-    from gitkb.mine.packets import packets_for_store
+    from gitkb.trace.sources import StoreTraces
 
     store, _ = sample
     ctx = ctx_for(store, candidate(sample))
+    ctx.extra[trace_evidence.MUTABLE_EVIDENCE] = True  # as run_injections marks its contexts
     mine = trace_evidence.packets(ctx, examples.LABEL)
     mine[1].diff = None
-    assert packets_for_store(store.view(), examples.LABEL)[1].diff
+    assert StoreTraces(store.view()).packets(examples.LABEL)[1].diff
     assert trace_evidence.packets(ctx_for(store, candidate(sample)), examples.LABEL)[1].diff
 
 
@@ -153,13 +154,13 @@ def test_conformance_sample_passes_or_skips_every_trace_gate():
     assert {r.status for r in results} <= {"PASS", "SKIP"}
 
 
-def test_without_a_store_only_the_record_level_checks_run(sample):
+def test_without_a_store_or_trace_only_the_record_level_checks_run(sample):
     ctx = ctx_for(None, candidate(sample))
     statuses = {name: run(name, ctx) for name in TRACE_GATES}
     assert statuses["profile"].status == statuses["layout"].status == "PASS"
     for name in TRACE_GATES[2:]:
         assert statuses[name].status == "SKIP", name
-        assert "no store" in statuses[name].reason
+        assert "no store" in statuses[name].reason or "no trace" in statuses[name].reason
 
 
 # --- profile and layout ----------------------------------------------------------------------
@@ -400,10 +401,18 @@ def test_size_limits_are_decided_before_any_content_is_read(hostile, monkeypatch
     assert total > 5 * LARGE and message.endswith("over the 33554432-byte limit")
 
 
-def test_non_granular_mined_records_pass(sample):
+def test_a_promotion_record_cannot_skip_the_gate_by_omitting_its_journal(sample):
+    """Leaving evidence_extra out of a record citing a promotion commit is a failure; a
+    record of a legacy commit needs none."""
     data = candidate(sample)
     del data["evidence"]["raw"]["evidence_extra"]
-    assert run("journal-provenance", ctx_for(sample[0], data)).status == "PASS"
+    (finding,) = run("journal-provenance", ctx_for(sample[0], data)).findings
+    assert finding.message.startswith("cites a long-horizon promotion commit but no journal")
+    legacy = copy.deepcopy(sample[0].read_record("nvidia.h100.triton.softmax.online-rescale-s01"))
+    assert "evidence_extra" not in legacy.data["evidence"]["raw"]
+    assert run("journal-provenance", ctx_for(sample[0], legacy.data, admission=None)).status == (
+        "PASS"
+    )
 
 
 # --- the VCS layer's object sizes -------------------------------------------------------------

@@ -3,26 +3,39 @@ import click
 from gitkb.commands import echo_json, store_option
 from gitkb.record import DSLS
 
-hardware_options = [
+trace_options = [
     click.option("--vendor", help="Override the trace's hardware: vendor (nvidia, amd, generic)."),
     click.option("--arch", help="Override the trace's hardware: arch (hopper, cdna3, ...)."),
     click.option("--product", help="Override the trace's hardware: product token (h100, ...)."),
     click.option("--dsl", type=click.Choice(DSLS), help="Override the DSL sniffed from kernel.py."),
     click.option("--harness", help="How the trace measured (shown as measured_on.harness)."),
     click.option("--label", help="The trace label (default: the trace folder's name)."),
+    click.option(
+        "--operator",
+        help="The operator's name when the trace's metadata names none "
+        "(default: the kernel's entry point; never the trace label).",
+    ),
+    click.option(
+        "--non-target-kernel",
+        "non_target_kernels",
+        multiple=True,
+        help="A kernel name profiler captures may not be about (repeatable; default: the "
+        "store's [mine] non_target_kernels, else torch's RNG fill kernel).",
+    ),
 ]
 
 
 def with_trace_options(func):
-    for option in reversed(hardware_options):
+    for option in reversed(trace_options):
         func = option(func)
     return func
 
 
-def mine_options(vendor, arch, product, dsl, harness):
-    from gitkb.mine.packet import MineOptions
+def mine_options(non_target_kernels=(), **flags):
+    """The TraceOptions the trace flags (all but --label) give."""
+    from gitkb.trace.options import TraceOptions
 
-    return MineOptions(vendor=vendor, arch=arch, product=product, dsl=dsl, harness=harness)
+    return TraceOptions(non_target_kernels=tuple(non_target_kernels), **flags)
 
 
 @click.command("mine")
@@ -40,32 +53,26 @@ def mine_options(vendor, arch, product, dsl, harness):
     help="Write records and reports "
     "into this folder (laid out like a store) instead of admitting them.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="How many packets an external --distiller works on at once.",
+)
 @click.option("--dry-run", is_flag=True, help="Read, partition and distill; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @store_option
 def command(
-    trace,
-    vendor,
-    arch,
-    product,
-    dsl,
-    harness,
-    label,
-    distiller,
-    stage_only,
-    dry_run,
-    as_json,
-    store_path,
+    trace, label, distiller, stage_only, jobs, dry_run, as_json, store_path, **flags
 ) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
-    from gitkb.mine.pipeline import mine
-    from gitkb.store import Store
+    from gitkb.commands import open_store
+    from gitkb.mine.pipeline import mine, store_if_any
 
     # A dry run or a staging run reads a store when there is one (ids, coverage); an
     # admitting run needs one.
-    store = None
-    if not (dry_run or stage_only) or _is_store(store_path):
-        store = Store.open(store_path)
+    store = open_store(store_path) if not (dry_run or stage_only) else store_if_any(store_path)
     bar = None
 
     def progress(done: int, total: int) -> None:
@@ -84,11 +91,12 @@ def command(
             trace,
             store=store,
             label=label,
-            options=mine_options(vendor, arch, product, dsl, harness),
+            options=mine_options(**flags),
             distiller=distiller,
             stage_only=stage_only,
             dry_run=dry_run,
             progress=progress,
+            jobs=jobs,
         )
     finally:
         if bar is not None:
@@ -106,14 +114,3 @@ def command(
     for outcome in result.outcomes:
         if outcome.action == "skip":
             click.echo(f"  skipped {outcome.seg_id}: {outcome.note}")
-
-
-def _is_store(path: str) -> bool:
-    from gitkb.errors import GitkbError
-    from gitkb.store import Store
-
-    try:
-        Store.open(path)
-    except GitkbError:
-        return False
-    return True

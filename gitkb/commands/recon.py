@@ -9,16 +9,16 @@ from gitkb.commands.mine import mine_options, with_trace_options
 @with_trace_options
 @click.option("--json", "as_json", is_flag=True, help="Print the recon as JSON.")
 @store_option
-def command(trace, vendor, arch, product, dsl, harness, label, as_json, store_path) -> None:
+def command(trace, label, as_json, store_path, **flags) -> None:
     """Read TRACE and print its evidence-density report; writes nothing."""
-    from gitkb.commands.mine import _is_store
-    from gitkb.mine.pipeline import run_recon
-    from gitkb.mine.report import recon_markdown
-    from gitkb.store import Store
+    from gitkb.mine.pipeline import run_recon, store_if_any
+    from gitkb.mine.reports import recon_markdown
 
-    store = Store.open(store_path) if _is_store(store_path) else None
     document = run_recon(
-        trace, store=store, label=label, options=mine_options(vendor, arch, product, dsl, harness)
+        trace,
+        store=store_if_any(store_path),
+        label=label,
+        options=mine_options(**flags),
     )
     if as_json:
         echo_json(document)

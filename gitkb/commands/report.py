@@ -21,7 +21,7 @@ def command(out_dir: str, store_path: str) -> None:
     """
     from pathlib import Path
 
-    from gitkb.report import build_site, trace_ladder
+    from gitkb.site import build_site, trace_ladder
     from gitkb.store.layout import TRACE_REFS
 
     store = open_store(store_path)

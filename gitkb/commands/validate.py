@@ -17,24 +17,40 @@ FINDINGS_SHOWN_PER_GATE = 12
     help="Validate this folder against the store at PATH.",
 )
 @click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(exists=True, file_okay=False),
+    help="The trace the records in PATH (a folder) were mined from: the trace gates judge "
+    "them against it.",
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(exists=True, file_okay=False),
+    help="A store holding the traces of the records in PATH (a folder) under "
+    "refs/kb/traces/, and the ids store-overlap checks.",
+)
+@click.option(
     "--injection-tests",
     is_flag=True,
     help="Run every gate's injection cases on the shipped sample.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
+def command(
+    path, full, gate_names, staging, trace_path, store_path, injection_tests, as_json
+) -> None:
     """Run the gates on PATH: a store (its main), or a folder holding records/.
 
     Prints one line per gate (PASS, FAIL or SKIP), then each finding as
-    `record-id: gate: field: what is wrong`. Exits 1 when any gate fails.
+    `record-id: gate: field: what is wrong`. Exits 1 when any gate fails, or when a
+    folder's mined records could not meet their trace (give --trace or --store).
     """
     from gitkb import validate
-    from gitkb.gates import run_gates
-    from gitkb.gates.registry import by_name
+    from gitkb.gates.registry import by_name, checked_names
 
-    gates = by_name(gate_names)
+    names = checked_names(gate_names)
     if injection_tests:
-        outcomes = validate.injection_outcomes(gates)
+        outcomes = validate.injection_outcomes(by_name(names))
         failed = [o for o in outcomes if not o.ok and o.status != "SKIP"]
         if as_json:
             echo_json([o.__dict__ for o in outcomes])
@@ -48,13 +64,14 @@ def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
             click.echo(f"{fired} cases fired, {len(failed)} problems")
         raise SystemExit(1 if failed else 0)
 
-    ctx = validate.context_for(path, staging=staging, full=full)
-    results = run_gates(ctx, gates)
+    done = validate.validate(path, names, staging, full, trace=trace_path, store=store_path)
+    results = done.results
     failed = [r for r in results if r.status == "FAIL"]
+    unrun = validate.could_not_run(results)
     if as_json:
         echo_json(
             {
-                "records": len(ctx.records),
+                "records": done.records,
                 "gates": [
                     {
                         "gate": r.gate.name,
@@ -65,10 +82,11 @@ def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
                     for r in results
                 ],
                 "failed": len(failed),
+                "could_not_run": unrun,
             }
         )
     else:
-        click.echo(validate.census(ctx))
+        click.echo(done.census)
         for result in results:
             click.echo(result.line())
         for result in failed:
@@ -78,4 +96,9 @@ def command(path, full, gate_names, staging, injection_tests, as_json) -> None:
             if hidden > 0:
                 click.echo(f"  ... {hidden} more {result.gate.name} findings (use --json for all)")
         click.echo(f"{len(failed)} of {len(results)} gates failed")
-    raise SystemExit(1 if failed else 0)
+        if unrun:
+            click.echo(
+                f"{len(unrun)} trace gates could not run on mined records: {', '.join(unrun)}; "
+                "pass --trace PATH (the trace they were mined from) or --store STORE"
+            )
+    raise SystemExit(1 if failed or unrun else 0)

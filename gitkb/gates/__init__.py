@@ -38,14 +38,15 @@ class Finding:
 class GateContext:
     """What a gate looks at: record files, the index bytes, and the options of the run.
 
-    ``store`` is the gitkb Store (or None for a bare folder); trace gates
-    resolve evidence through it.
+    ``store`` is a store view (or None for a bare folder). ``traces`` is where trace gates
+    find traces (``gitkb.trace.sources``): None means the store's refs/kb/traces/<label>.
     """
 
     records: list[RecordFile]
     index_raw: bytes | None = None
     full: bool = False
     store: object | None = None
+    traces: object | None = None
     extra: dict = field(default_factory=dict)
     # A gitkb store keeps its index as a cache, not a file: this compares that cache with
     # a fresh rebuild (the index gate calls it with --full).
@@ -148,12 +149,13 @@ def run_injections(sample: GateContext, gates: Iterable[Gate]) -> list[Injection
 
 
 def _fresh(sample: GateContext) -> GateContext:
-    store, index_check = sample.store, sample.index_check
-    sample.store = sample.index_check = None
+    store, index_check, traces = sample.store, sample.index_check, sample.traces
+    sample.store = sample.index_check = sample.traces = None
     try:
         ctx = copy.deepcopy(sample)
     finally:
-        sample.store, sample.index_check = store, index_check
-    ctx.store, ctx.index_check = store, index_check
+        sample.store, sample.index_check, sample.traces = store, index_check, traces
+    ctx.store, ctx.index_check, ctx.traces = store, index_check, traces
     ctx.full = True
+    ctx.extra["mutable_evidence"] = True  # see gates.trace_evidence
     return ctx

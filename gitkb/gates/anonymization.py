@@ -15,17 +15,16 @@ cached by path, mtime and size.
 from __future__ import annotations
 
 import bisect
-import os
 import re
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.record import dig
+from gitkb.trace.scrub import denylist_file, read_denylist
 
 NAME = "anonymization"
 
 CODE_KEYS = frozenset({"snippet", "dispatch_snippet", "attempted_code"})
 SCANNED_SUBTREES = (("payload",), ("retrieval",), ("evidence", "summary"), ("worth", "gain"))
-DENYLIST_VARIABLES = ("GITKB_DENYLIST", "ATREX_WIKI_DENYLIST")
 
 # '/root/', '/home/' or '/Users/' and the path component after it: someone's home directory.
 ABSOLUTE_PATH = re.compile(r"/(?:root|home|Users)/[\w.-]+")
@@ -142,42 +141,6 @@ class Haystack:
             if folded_term in segment.casefold():
                 return path
         return ""
-
-
-# --- the private denylist -----------------------------------------------------------------
-
-_denylist_cache: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
-
-
-def denylist_file() -> tuple[str, str] | None:
-    """(variable, path) of the configured denylist file, or None when none is configured."""
-    for variable in DENYLIST_VARIABLES:
-        path = os.environ.get(variable)
-        if path:
-            return variable, path
-    return None
-
-
-def parse_denylist(text: str) -> tuple[str, ...]:
-    """The case-folded substrings of a denylist: one a line, blank and '#' lines ignored."""
-    terms = (line.strip() for line in text.splitlines())
-    return tuple(dict.fromkeys(t.casefold() for t in terms if t and not t.startswith("#")))
-
-
-def read_denylist(path: str) -> tuple[str, ...]:
-    """The denylist at ``path``, re-read only when its mtime or size changed.
-
-    Raises OSError or UnicodeDecodeError when the file cannot be read.
-    """
-    status = os.stat(path)
-    stamp = (status.st_mtime_ns, status.st_size)
-    cached = _denylist_cache.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    with open(path, encoding="utf-8") as handle:
-        terms = parse_denylist(handle.read())
-    _denylist_cache[path] = (stamp, terms)
-    return terms
 
 
 # --- the check ----------------------------------------------------------------------------

@@ -37,27 +37,38 @@ def check(ctx: GateContext):
             raise Skip("a store's index is a cache under its git directory: --full checks it")
         yield from ctx.index_check()
         return
-    if ctx.index_raw is None:
-        yield Finding(INDEX_PATH, NAME, "records/index.json is missing")
+    found, by_id = whole_index(ctx.index_raw, len(ctx.records))
+    yield from found
+    if by_id is None:
         return
-    try:
-        index = json.loads(ctx.index_raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        yield Finding(INDEX_PATH, NAME, f"records/index.json is not valid JSON: {exc}")
-        return
-    if not isinstance(index, dict) or index.get("schema") != "clean-1.3":
-        yield Finding(INDEX_PATH, NAME, "index schema is not 'clean-1.3'", "schema")
-        return
-    entries = [e for e in index.get("records") or [] if isinstance(e, dict)]
-    by_id = {e.get("id"): e for e in entries}
-    if len(by_id) != len(ctx.records):
-        yield Finding(
-            INDEX_PATH,
-            NAME,
-            f"index has {len(by_id)} distinct ids for {len(ctx.records)} record files",
-        )
     for record_file, record in ctx.parsed():
         yield from disagreements(record_file.id, record, by_id.get(record.get("id")))
+
+
+def whole_index(raw: bytes | None, record_count: int) -> tuple[list[Finding], dict | None]:
+    """What is wrong with a GPU-wiki index file as a whole (missing, unreadable, another
+    schema, a count that does not match ``record_count`` files), and its entries by id;
+    None for the entries when the file cannot be read as an index at all."""
+    if raw is None:
+        return [Finding(INDEX_PATH, NAME, "records/index.json is missing")], None
+    try:
+        index = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [Finding(INDEX_PATH, NAME, f"records/index.json is not valid JSON: {exc}")], None
+    if not isinstance(index, dict) or index.get("schema") != "clean-1.3":
+        return [Finding(INDEX_PATH, NAME, "index schema is not 'clean-1.3'", "schema")], None
+    entries = [e for e in index.get("records") or [] if isinstance(e, dict)]
+    by_id = {e.get("id"): e for e in entries}
+    found = []
+    if len(by_id) != record_count:
+        found.append(
+            Finding(
+                INDEX_PATH,
+                NAME,
+                f"index has {len(by_id)} distinct ids for {record_count} record files",
+            )
+        )
+    return found, by_id
 
 
 def disagreements(record_id: str, record: dict, entry: dict | None):

@@ -1,7 +1,10 @@
 """Trace gate `journal-provenance` (gitkb's own): a granular long-horizon record is
 backed by the episode's journal in the trace.
 
-A granular record carries ``evidence.raw.evidence_extra``:
+A record is granular when it carries ``evidence.raw.evidence_extra``, or when the commit
+it cites is a long-horizon promotion (``episode <E>: promote ...``) or revalidation
+(``v<N>: long-horizon episode <E> <status>``): leaving the citation out is a failure, not
+an exemption. The citation is:
 
     {"journal": "memory/long_horizon_e0003.json",     # or an archived journal.json
      "evidence_files": ["..."],                        # optional further evidence
@@ -22,28 +25,52 @@ import json
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
+    evidence,
     first_mined,
     label_of,
     mined_records,
     raw_of,
     reachable,
-    require_store,
+    require_traces,
+    trace_repo,
     trace_tip,
 )
+from gitkb.trace.messages import long_horizon_commit
 
 NAME = "journal-provenance"
 FIELD = "evidence.raw.evidence_extra"
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_TOTAL_BYTES = 32 * 1024 * 1024
 COMMIT_KEYS = ("promotion_commit", "revalidation_commit")
+OMITTED = (
+    "cites a long-horizon {kind} commit but no journal: a record of a promotion or "
+    "revalidation must name the episode's evidence"
+)
 
 
 def evidence_extra(data: dict) -> object:
     return raw_of(data).get("evidence_extra")
 
 
-def _is_granular(data: dict) -> bool:
+def _declares(data: dict) -> bool:
     return "evidence_extra" in raw_of(data)
+
+
+def cited_kind(ctx: GateContext, data: dict) -> str | None:
+    """``promotion`` or ``revalidation`` when the record's commit is such a long-horizon
+    commit of its trace (read from the trace's own objects), else None."""
+    label, commit = label_of(data), raw_of(data).get("git_commit")
+    if label is None or not isinstance(commit, str) or not commit:
+        return None
+    tip, _ = trace_tip(ctx, label)
+    if tip is None or commit not in reachable(ctx, label):
+        return None  # provenance reports a commit the trace does not hold
+    packet = evidence(ctx, data).packet
+    if packet is not None and packet.provenance.get("git_commit") == commit:
+        # The packet was built from the same commit's subject by the same rule.
+        extra = packet.evidence_extra or {}
+        return next((k.removesuffix("_commit") for k in COMMIT_KEYS if k in extra), None)
+    return long_horizon_commit(trace_repo(ctx, label).commit(commit).subject)
 
 
 def path_problem(path: object) -> str | None:
@@ -61,12 +88,16 @@ def path_problem(path: object) -> str | None:
 
 
 def check(ctx: GateContext):
-    records = [(f, d) for f, d in mined_records(ctx, also=_is_granular) if _is_granular(d)]
-    if not records:
-        return
-    require_store(ctx)
+    records = mined_records(ctx, also=_declares)
+    require_traces(ctx)
     for record_file, data in records:
-        for field, message in _problems(ctx, data):
+        if _declares(data):
+            problems = _problems(ctx, data)
+        elif kind := cited_kind(ctx, data):
+            problems = [(FIELD, OMITTED.format(kind=kind))]
+        else:
+            continue
+        for field, message in problems:
             yield Finding(record_file.id, NAME, message, field)
 
 
@@ -84,7 +115,7 @@ def _problems(ctx: GateContext, data: dict):
         yield "evidence.raw.source_repo", problem
         return
     commits = reachable(ctx, label)
-    repo = ctx.store.repo
+    repo = trace_repo(ctx, label)
 
     canonical = [(k, extra[k]) for k in COMMIT_KEYS if extra.get(k)]
     if not canonical:
@@ -205,6 +236,15 @@ def _unknown_experiment(ctx: GateContext) -> bool:
     return True
 
 
+def _omitted_journal(ctx: GateContext) -> bool:
+    """A distiller that drops the citation from a record of a promotion."""
+    record_file = first_mined(ctx, lambda data: isinstance(evidence_extra(data), dict))
+    if record_file is None:
+        return False
+    del record_file.data["evidence"]["raw"]["evidence_extra"]
+    return True
+
+
 def _unresolved_promotion(ctx: GateContext) -> bool:
     extra = _granular(ctx)
     if extra is None:
@@ -228,5 +268,6 @@ GATE = Gate(
         Injection("journal-provenance/traversal", _set_journal("memory/../../outside.json")),
         Injection("journal-provenance/unknown-experiment", _unknown_experiment),
         Injection("journal-provenance/unresolved-promotion", _unresolved_promotion),
+        Injection("journal-provenance/omitted-journal", _omitted_journal),
     ),
 )

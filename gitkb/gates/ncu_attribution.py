@@ -9,7 +9,7 @@ from gitkb.gates.trace_evidence import (
     first_mined,
     mined_records,
     packet_of,
-    require_store,
+    require_traces,
 )
 
 NAME = "ncu-attribution"
@@ -24,7 +24,7 @@ def basis(data: dict) -> object:
 
 def check(ctx: GateContext):
     records = mined_records(ctx)
-    require_store(ctx)
+    require_traces(ctx)
     for record_file, data in records:
         if basis(data) != "profiler":
             continue

@@ -17,7 +17,8 @@ from gitkb.gates.trace_evidence import (
     mined_records,
     raw_of,
     reachable,
-    require_store,
+    require_traces,
+    trace_repo,
     trace_tip,
 )
 
@@ -32,7 +33,7 @@ def _cites_commit(data: dict) -> bool:
 
 def check(ctx: GateContext):
     records = mined_records(ctx, also=_cites_commit)
-    require_store(ctx)
+    require_traces(ctx)
     expected_label = ctx.extra.get("trace_label")
     for record_file, data in records:
         label, commit = label_of(data), raw_of(data).get("git_commit")
@@ -59,7 +60,8 @@ def check(ctx: GateContext):
             yield Finding(record_file.id, NAME, problem, "evidence.raw.source_repo")
             continue
         if not isinstance(commit, str) or commit not in reachable(ctx, label):
-            kind = ctx.store.repo.object_type(commit) if _SHA.fullmatch(str(commit)) else None
+            repo = trace_repo(ctx, label)
+            kind = repo.object_type(commit) if _SHA.fullmatch(str(commit)) else None
             what = {
                 None: "is not an object in the store",
                 "commit": "is a commit the trace does not reach",
@@ -67,7 +69,7 @@ def check(ctx: GateContext):
             yield Finding(
                 record_file.id,
                 NAME,
-                f"{commit} {what} (refs/kb/traces/{label})",
+                f"{commit} {what} (trace {label})",
                 "evidence.raw.git_commit",
             )
 
@@ -133,7 +135,7 @@ def _other_trace_label(ctx: GateContext) -> bool:
 GATE = Gate(
     name=NAME,
     family="trace",
-    description="git_commit is a commit of refs/kb/traces/<source_repo> in the store",
+    description="git_commit is a commit of the record's trace (refs/kb/traces/<source_repo>)",
     check=check,
     injections=(
         Injection("provenance/unknown-commit", _unknown_commit),

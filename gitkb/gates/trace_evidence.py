@@ -1,14 +1,15 @@
-"""The evidence the trace gates judge a record by, rebuilt from the store's own objects.
+"""The evidence the trace gates judge a record by, rebuilt from the trace's own objects.
 
 A record is *mined* when ``evidence.raw.source_repo`` is a non-empty string: that
-string is the trace label, and the store keeps the trace's commits under
-``refs/kb/traces/<label>``. From there the packet a record was distilled from is
-rebuilt (``gitkb.mine.packets``), so a gate needs no scratch files, on a laptop or
-in a server hook alike.
+string is the trace label. The context's trace source (``ctx.traces``: one trace
+repository, ``git kb validate DIR --trace PATH`` or a mining run's own; else the store's
+``refs/kb/traces/<label>``) gives the trace's commits, from which the packet a record was
+distilled from is rebuilt (``gitkb.trace.sources``), so a gate needs no scratch files, on
+a laptop or in a server hook alike.
 
 Everything is cached on the gate context (``ctx.extra``): one trace's packets are
-rebuilt once per context, and each context holds its own deep copy, so an
-injection case may mutate the evidence without touching anyone else's.
+rebuilt once per context; an injection case's context holds its own deep copy, so it
+may mutate the evidence without touching anyone else's.
 """
 
 from __future__ import annotations
@@ -20,14 +21,10 @@ from dataclasses import dataclass, field
 from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, Skip
 
-TRACE_REFS = "refs/kb/traces/"
 _CACHE_KEY = "trace_evidence"
+MUTABLE_EVIDENCE = "mutable_evidence"  # set on a context whose evidence may be mutated
 # A label becomes a ref name component: git's rules, narrowed to what traces use.
 _LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
-
-
-def trace_ref(label: str) -> str:
-    return TRACE_REFS + label
 
 
 def is_mined(data: dict) -> bool:
@@ -56,9 +53,29 @@ def mined_records(ctx: GateContext, also=None) -> list:
     return found
 
 
-def require_store(ctx: GateContext) -> None:
+NO_TRACE = "no trace: pass --trace PATH, or --store STORE holding refs/kb/traces/<label>"
+
+
+def source(ctx: GateContext):
+    """Where this context finds traces: its own trace source, else the store's copies."""
+    if ctx.traces is not None:
+        return ctx.traces
     if ctx.store is None:
-        raise Skip("no store: trace evidence resolves through the store's refs/kb/traces/<label>")
+        return None
+    from gitkb.trace.sources import StoreTraces
+
+    ctx.traces = StoreTraces(ctx.store)
+    return ctx.traces
+
+
+def require_traces(ctx: GateContext) -> None:
+    if source(ctx) is None:
+        raise Skip(NO_TRACE)
+
+
+def trace_repo(ctx: GateContext, label: str):
+    """The repository that holds trace ``label``'s commits (``require_traces`` first)."""
+    return source(ctx).repo(label)
 
 
 @dataclass
@@ -68,12 +85,8 @@ class TraceEvidence:
 
     label: str
     tip: str | None
-    packet: object | None  # gitkb.mine.packet.Packet
+    packet: object | None  # gitkb.trace.packets.Packet
     problem: str = ""  # why there is no tip or no packet, in words
-
-    @property
-    def missing_trace(self) -> str:
-        return f"trace {self.label} is not in the store: mine it or push {trace_ref(self.label)}"
 
 
 @dataclass
@@ -83,6 +96,7 @@ class _Trace:
     packets: list | None = None
     packet_error: str = ""
     reachable: set[str] | None = None
+    index: object | None = None  # gitkb.trace.packets.PacketIndex of ``packets``
 
 
 @dataclass
@@ -104,15 +118,14 @@ def _trace(ctx: GateContext, label: str) -> _Trace:
         if not _LABEL.fullmatch(label) or ".." in label or label.endswith((".lock", ".")):
             trace = _Trace(None, f"source_repo {label!r} is not a usable trace label")
         else:
-            tip = ctx.store.repo.resolve(trace_ref(label))
-            problem = "" if tip else TraceEvidence(label, None, None).missing_trace
-            trace = _Trace(tip, problem)
+            trace = _Trace(*source(ctx).tip(label))
         cache.traces[label] = trace
     return trace
 
 
 def trace_tip(ctx: GateContext, label: str) -> tuple[str | None, str]:
-    """The tip of ``refs/kb/traces/<label>`` in the store and, when absent, why."""
+    """The tip of trace ``label`` (in the store: ``refs/kb/traces/<label>``) and, when
+    absent, why."""
     trace = _trace(ctx, label)
     return trace.tip, trace.problem
 
@@ -124,26 +137,28 @@ def packets(ctx: GateContext, label: str) -> list:
     if trace.packets is None:
         trace.packets = []
         if trace.tip is not None:
-            from gitkb.mine import packets as packet_builder
-
             try:
-                built = packet_builder.packets_for_store(ctx.store, label)
+                built = source(ctx).packets(label)
             except GitkbError as exc:
                 trace.packet_error = f"the packets of trace {label} cannot be rebuilt: {exc}"
             else:
-                trace.packets = copy.deepcopy(list(built))
+                # Gates only read; an injection case mutates, so it gets its own copy.
+                own = ctx.extra.get(MUTABLE_EVIDENCE)
+                trace.packets = copy.deepcopy(list(built)) if own else list(built)
     return trace.packets
 
 
 def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
-    """The evidence of one mined record (``require_store`` first)."""
+    """The evidence of one mined record (``require_traces`` first)."""
     label = label_of(data) or ""
     trace = _trace(ctx, label)
     if trace.tip is None:
         return TraceEvidence(label, None, None, trace.problem)
-    from gitkb.mine import packets as packet_builder
+    from gitkb.trace.packets import PacketIndex
 
-    found = packet_builder.find_packet(packets(ctx, label), data)
+    if trace.index is None:
+        trace.index = PacketIndex(packets(ctx, label))
+    found = trace.index.find(data)
     problem = trace.packet_error or (
         "" if found else f"no packet of trace {label} matches this record (id, then version)"
     )
@@ -151,11 +166,10 @@ def evidence(ctx: GateContext, data: dict) -> TraceEvidence:
 
 
 def reachable(ctx: GateContext, label: str) -> set[str]:
-    """The commits reachable from the trace's tip in the store (empty when it is missing)."""
+    """The commits reachable from the trace's tip (empty when it is missing)."""
     trace = _trace(ctx, label)
     if trace.reachable is None:
-        repo = ctx.store.repo
-        trace.reachable = {c.sha for c in repo.walk(trace.tip)} if trace.tip else set()
+        trace.reachable = set(source(ctx).commits(label)) if trace.tip else set()
     return trace.reachable
 
 
@@ -171,6 +185,6 @@ def first_mined(ctx: GateContext, wanted=None):
 
 def packet_of(ctx: GateContext, data: dict):
     """The packet this context's evidence holds for ``data`` (for injection cases)."""
-    if ctx.store is None or not is_mined(data):
+    if source(ctx) is None or not is_mined(data):
         return None
     return evidence(ctx, data).packet

@@ -4,7 +4,12 @@ Each quoted line longer than 12 characters (whitespace runs folded to one space)
 must occur in the packet's code (its diff, then the kernel file at the commit),
 folded the same way; shorter lines (braces, `else:`) are too common to prove
 anything. Records without a packet are left to `no-fabrication` and
-`provenance`, which report them."""
+`provenance`, which report them.
+
+Comments in quoted code were scrubbed when the packet was built (rule 11). Where the
+gate's own rebuild could not scrub the same way (a server without the private denylist),
+a quoted line holding one of the scrubber's words for private text matches a code line
+that equals it with that word standing for any text."""
 
 from __future__ import annotations
 
@@ -16,13 +21,15 @@ from gitkb.gates.trace_evidence import (
     first_mined,
     mined_records,
     packet_of,
-    require_store,
+    require_traces,
 )
+from gitkb.trace.scrub import PLACEHOLDERS
 
 NAME = "verbatim"
 MIN_LINE_CHARS = 12
 QUOTING_FIELDS = ("implementation", "attempted_code")
 _WHITESPACE = re.compile(r"\s+")
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 
 
 def fold(text: str) -> str:
@@ -48,7 +55,7 @@ def snippets(data: dict) -> list[tuple[str, str]]:
 
 def check(ctx: GateContext):
     records = mined_records(ctx)
-    require_store(ctx)
+    require_traces(ctx)
     for record_file, data in records:
         quoted = snippets(data)
         if not quoted:
@@ -57,12 +64,16 @@ def check(ctx: GateContext):
         if packet is None:
             continue
         code = fold(packet.code)
+        code_lines = None
         for where, snippet in quoted:
             if not code:
                 yield Finding(record_file.id, NAME, "quotes code but the packet has none", where)
                 continue
             lines = [fold(line) for line in snippet.splitlines()]
             missing = [line for line in lines if len(line) > MIN_LINE_CHARS and line not in code]
+            if missing and any(_PLACEHOLDER.search(line) for line in missing):
+                code_lines = code_lines or [fold(line) for line in packet.code.splitlines()]
+                missing = [line for line in missing if not _scrubbed_from(line, code_lines)]
             if missing:
                 yield Finding(
                     record_file.id,
@@ -71,6 +82,15 @@ def check(ctx: GateContext):
                     f"trace's code, first: {missing[0][:80]!r}",
                     where,
                 )
+
+
+def _scrubbed_from(line: str, code_lines: list[str]) -> bool:
+    """Whether ``line`` is a code line with private text replaced by the scrubber's words."""
+    parts = _PLACEHOLDER.split(line)
+    if len(parts) == 1:
+        return False
+    pattern = re.compile(".+?".join(re.escape(part) for part in parts))
+    return any(pattern.fullmatch(candidate) for candidate in code_lines)
 
 
 def _quoting(ctx: GateContext):

@@ -1,38 +1,48 @@
 """Long-horizon recon: episodes as structured attempts, the incumbent lineage, and which
-journal and commit back each one (TRACE_FORMAT §5, gitkb rule 5)."""
+journal, commit and figure back each one (TRACE_FORMAT §5, gitkb rule 5)."""
 
 from __future__ import annotations
 
-from gitkb.mine.ingest import Ingest
+from gitkb.trace.ingest import Ingest
+from gitkb.trace.ladder import Ladder
 
 
-def long_horizon(ingested: Ingest) -> dict | None:
+def long_horizon(ingested: Ingest, ladder: Ladder) -> dict | None:
     """None when the trace holds no long-horizon evidence."""
     rows = [r for r in ingested.rows if r.long_horizon_status or r.episode is not None]
     if not rows:
         return None
+    steps = {s.n: s for s in ladder.steps}
     attempts = []
     lineage = []
     for row in rows:
+        step = steps[row.n]
         promoted = row.episode is not None and not row.carry_forward
         rejected = [
             e["index"]
             for e in row.experiments
             if str(e.get("decision") or "").lower() in ("revert", "reject_and_continue", "pivot")
         ]
+        journal = row.journal_path or row.experiments_from
+        if journal is None and row.journal is not None:
+            journal = row.journal.path
         attempts.append(
             {
                 "version": row.version,
                 "episode": row.episode,
                 "status": row.long_horizon_status,
                 "promoted": promoted,
+                "ladder": step.kind,
                 "experiments": len(row.experiments),
                 "rejected_experiments": rejected,
-                "journal": row.journal_path or (row.memory_path if row.experiments else None),
+                "journal": journal,
                 "commit": row.event_sha,
+                "commit_kind": row.cited_commit_kind,
                 "carried_from": row.carried_from,
                 "geomean_us": row.geomean,
-                "improvement_pct": row.improvement_pct,
+                "authoritative_improvement_pct": row.improvement_pct if promoted else None,
+                "geomean_improvement_pct": step.geomean_pct,
+                "gain_pct_used": step.improve_pct if step.kind in ("milestone", "mega") else None,
             }
         )
         if promoted:

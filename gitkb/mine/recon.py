@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gitkb import record as rec
-from gitkb.mine.ingest import Ingest
-from gitkb.mine.ladder import Ladder
 from gitkb.mine.longhorizon import long_horizon
+from gitkb.trace.ingest import Ingest
+from gitkb.trace.ladder import Ladder
 
 
 def store_coverage(store, slug: str, label: str) -> dict:
@@ -59,11 +59,12 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
     for capture in ingested.captures:
         kernels[capture.kernel or "(none)"] = kernels.get(capture.kernel or "(none)", 0) + 1
     deadends = ladder.deadends
-    list_form = [s for s in deadends if next(r for r in rows if r.n == s.n).deadend_items]
+    list_form = [s for s in deadends if ingested.row(s.n).deadend_items]
     numbers = [r for r in rows if r.geomean is not None]
     return {
         "identity": {
             "operator": meta.operator_name,
+            "operator_basis": meta.operator_basis,
             "slug": meta.operator_slug,
             "workload_family": meta.workload_family,
             "label": meta.label,
@@ -88,7 +89,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
         },
         "citable_numbers": {
             "milestones_with_geomean": sum(
-                next(r for r in rows if r.n == s.n).geomean is not None for s in milestones
+                ingested.row(s.n).geomean is not None for s in milestones
             ),
             "milestones": len(milestones),
             "versions_with_geomean": len(numbers),
@@ -100,7 +101,7 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
                 "kind": s.kind,
                 "improve_pct": s.improve_pct,
                 "reason": s.reason,
-                "geomean_us": next(r for r in rows if r.n == s.n).geomean,
+                "geomean_us": ingested.row(s.n).geomean,
             }
             for s in ladder.steps
         ],
@@ -127,11 +128,11 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
         "variants": ingested.variants,
         "non_version_files": ingested.non_version_files,
         "store_coverage": store_coverage(store, meta.operator_slug, meta.label),
-        "long_horizon": long_horizon(ingested),
+        "long_horizon": long_horizon(ingested, ladder),
         "expected_yield": {
             "strategies": max(0, len(milestones) - 1),
             "anti_strategies_at_most": sum(
-                len(next(r for r in rows if r.n == s.n).deadend_items) or 1 for s in deadends
+                len(ingested.row(s.n).deadend_items) or 1 for s in deadends
             ),
             "reference_kernels_at_most": 1,
         },

@@ -69,9 +69,9 @@ def _attempts(arch: str, dsl: str | None, operator: str | None) -> list[dict]:
 
 def gather(store_path: str, hardware: str, operator: str | None, source: str) -> Knowledge:
     """Ask the store about the kernel; an answer it cannot give is noted, never fatal."""
-    from gitkb.mine.ingest import sniff_dsl
     from gitkb.query import answer
     from gitkb.query.scope import Request
+    from gitkb.trace.naming import sniff_dsl
 
     dsl = sniff_dsl(source)
     knowledge = Knowledge(store=str(store_path))

@@ -87,7 +87,7 @@ def compile_schema(root: dict) -> Check:
             return lambda v: True
         if len(checks) == 1:
             return checks[0]
-        return lambda v: all(check(v) for check in checks)
+        return _every(checks)
 
     def keyword_check(keyword: str, value, schema: dict) -> Check | None:
         if keyword == "type":
@@ -95,10 +95,15 @@ def compile_schema(root: dict) -> Check:
             tests = [_TYPES[n] for n in names]
             if len(tests) == 1:
                 return tests[0]
+            if set(names) <= {"string", "object", "array", "null"}:
+                # Plain classes, no bool-vs-int subtleties: one isinstance call.
+                classes = tuple({"string": str, "object": dict, "array": list,
+                                 "null": type(None)}[n] for n in names)  # fmt: skip
+                return lambda v: isinstance(v, classes)
             return lambda v: any(t(v) for t in tests)
         if keyword == "enum":
             if all(isinstance(option, str) for option in value):
-                strings = frozenset(value)  # the common case, as one set lookup
+                strings = frozenset(value)  # a string equals a string only: no JSON subtleties
                 return lambda v: isinstance(v, str) and v in strings
             return lambda v: any(json_equal(v, option) for option in value)
         if keyword == "const":
@@ -108,30 +113,16 @@ def compile_schema(root: dict) -> Check:
         if keyword == "$ref":
             return ref(value)
         if keyword == "required":
-            keys = tuple(value)
-            return lambda v: not isinstance(v, dict) or all(k in v for k in keys)
+            return _required(tuple(value))
         if keyword == "properties":
-            props = {k: build(s) for k, s in value.items()}
-
-            def properties(v: object) -> bool:
-                if not isinstance(v, dict):
-                    return True
-                for key, item in v.items():
-                    check = props.get(key)
-                    if check is not None and not check(item):
-                        return False
-                return True
-
-            return properties
+            return _properties(tuple((k, build(s)) for k, s in value.items()))
         if keyword == "additionalProperties":
-            known = set(schema.get("properties", {}))
+            known = frozenset(schema.get("properties", {}))
             if "patternProperties" in schema:
                 raise UnsupportedSchema("patternProperties")
-            extra = build(value)
-            return lambda v: not isinstance(v, dict) or all(extra(v[k]) for k in v.keys() - known)
+            return _additional(known, None if value is False else build(value))
         if keyword == "items":
-            item = build(value)
-            return lambda v: not isinstance(v, list) or all(item(x) for x in v)
+            return _items(build(value))
         if keyword == "minLength":
             return lambda v: not isinstance(v, str) or len(v) >= value
         if keyword == "maxLength":
@@ -152,8 +143,7 @@ def compile_schema(root: dict) -> Check:
             search = re.compile(value).search
             return lambda v: not isinstance(v, str) or search(v) is not None
         if keyword == "allOf":
-            parts = [build(s) for s in value]
-            return lambda v: all(part(v) for part in parts)
+            return _every([build(s) for s in value])
         if keyword == "if":
             condition = build(value)
             then = build(schema["then"]) if "then" in schema else None
@@ -166,6 +156,70 @@ def compile_schema(root: dict) -> Check:
         raise UnsupportedSchema(f"keyword {keyword!r}")
 
     return build(root)
+
+
+# Combinators written as loops: a generator per call costs more than the checks it runs.
+
+
+def _every(checks: list[Check]) -> Check:
+    checks = tuple(checks)
+
+    def check(v: object) -> bool:
+        for part in checks:
+            if not part(v):
+                return False
+        return True
+
+    return check
+
+
+def _required(keys: tuple[str, ...]) -> Check:
+    def check(v: object) -> bool:
+        if isinstance(v, dict):
+            for key in keys:
+                if key not in v:
+                    return False
+        return True
+
+    return check
+
+
+def _properties(props: tuple[tuple[str, Check], ...]) -> Check:
+    def check(v: object) -> bool:
+        if not isinstance(v, dict):
+            return True
+        for key, part in props:
+            if key in v and not part(v[key]):
+                return False
+        return True
+
+    return check
+
+
+def _additional(known: frozenset, extra: Check | None) -> Check:
+    """``additionalProperties``; ``extra`` None: false (no other key allowed)."""
+
+    def check(v: object) -> bool:
+        if not isinstance(v, dict):
+            return True
+        for key in v:
+            if key not in known and (extra is None or not extra(v[key])):
+                return False
+        return True
+
+    return check
+
+
+def _items(item: Check) -> Check:
+    def check(v: object) -> bool:
+        if not isinstance(v, list):
+            return True
+        for x in v:
+            if not item(x):
+                return False
+        return True
+
+    return check
 
 
 def compile_or_none(root: dict) -> Check | None:

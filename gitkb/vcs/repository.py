@@ -26,7 +26,7 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
-from gitkb.vcs import pack
+from gitkb.vcs import pack, rawtree
 from gitkb.vcs.plain import identity
 from gitkb.vcs.trailers import parse_trailers
 
@@ -39,6 +39,20 @@ TREE_MODE = 0o040000
 WORK_TREE_TMP = "gitkb-tmp"
 
 log = logging.getLogger("gitkb")
+_RECENT_RAW = 4
+
+
+def _commit_info(sha: str, obj: Commit) -> CommitInfo:
+    return CommitInfo(
+        sha=sha,
+        parents=tuple(p.decode() for p in obj.parents),
+        author=obj.author.decode("utf-8", "replace"),
+        committer=obj.committer.decode("utf-8", "replace"),
+        author_time=obj.author_time,
+        commit_time=obj.commit_time,
+        message=obj.message.decode("utf-8", "replace"),
+        tree=obj.tree.decode(),
+    )
 
 
 def _b(text: str) -> bytes:
@@ -71,6 +85,7 @@ class CommitInfo:
     author_time: int
     commit_time: int
     message: str
+    tree: str = ""
 
     @property
     def subject(self) -> str:
@@ -93,6 +108,7 @@ class Repository:
         self._pending: dict[bytes, object] | None = None
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
+        self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
 
     # ----------------------------------------------------------------- opening
 
@@ -217,15 +233,7 @@ class Repository:
             raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
         if not isinstance(obj, Commit):
             raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
-        return CommitInfo(
-            sha=sha,
-            parents=tuple(p.decode() for p in obj.parents),
-            author=obj.author.decode("utf-8", "replace"),
-            committer=obj.committer.decode("utf-8", "replace"),
-            author_time=obj.author_time,
-            commit_time=obj.commit_time,
-            message=obj.message.decode("utf-8", "replace"),
-        )
+        return _commit_info(sha, obj)
 
     def tree_of(self, commit: str) -> bytes:
         return self.get_object(_b(commit)).tree
@@ -345,13 +353,50 @@ class Repository:
             )
         return out
 
+    def tree_entries(self, tree: str) -> dict[str, tuple[int, str]]:
+        """The direct entries of the tree ``tree``: name -> (mode, sha)."""
+        return rawtree.parse(self._raw(tree))
+
+    def entry_changes(self, old: str | None, new: str | None, prefix: str = "") -> list[PathChange]:
+        """The direct entries that differ from tree ``old`` to tree ``new`` (None: no tree),
+        one level deep (a changed folder is one entry). The cost in Python follows the
+        change, not the size of the folder (``gitkb.vcs.rawtree``)."""
+        before = self._raw(old) if old is not None else b""
+        after = self._raw(new) if new is not None else b""
+        out = []
+        for name, (was, now) in rawtree.changed(before, after).items():
+            out.append(
+                PathChange(
+                    kind="add" if was is None else "delete" if now is None else "modify",
+                    path=f"{prefix.strip('/')}/{name}" if prefix.strip("/") else name,
+                    old_sha=was[1] if was else None,
+                    new_sha=now[1] if now else None,
+                    old_mode=was[0] if was else 0,
+                    new_mode=now[0] if now else 0,
+                )
+            )
+        return out
+
+    def _raw(self, sha: str) -> bytes:
+        """The body of object ``sha`` without parsing it; the last few are kept, since
+        consecutive entry_changes calls share a tree."""
+        key = _b(sha)
+        if self._pending is not None and key in self._pending:
+            return self._pending[key].as_raw_string()
+        raw = self._recent_raw.get(key)
+        if raw is None:
+            raw = self._recent_raw[key] = self._objects.get_raw(key)[1]
+            if len(self._recent_raw) > _RECENT_RAW:
+                del self._recent_raw[next(iter(self._recent_raw))]
+        return raw
+
     def walk(self, tip: str, exclude: tuple[str, ...] = ()) -> Iterator[CommitInfo]:
         """Commits reachable from ``tip`` and not from ``exclude``, newest first."""
         walker = self._repo.get_walker(
             include=[_b(tip)], exclude=[_b(e) for e in exclude if e and e != ZERO_SHA]
         )
         for entry in walker:
-            yield self.commit(entry.commit.id.decode())
+            yield _commit_info(entry.commit.id.decode(), entry.commit)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:

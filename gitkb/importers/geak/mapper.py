@@ -29,7 +29,7 @@ import re
 
 from gitkb import record as rec
 from gitkb.importers.geak.reader import Entry, count, mapping
-from gitkb.mine.scrub import Scrubber, denylist_from_env
+from gitkb.trace.scrub import Scrubber, denylist_from_env
 from gitkb.warmstart.attest import event_line
 from gitkb.warmstart.curate import number
 
@@ -75,7 +75,7 @@ def section(report: str, title: str) -> str:
 
 
 def scrubber() -> Scrubber:
-    """One entry's scrubber (the project's: mine/scrub.py), with the deployment's denylist."""
+    """One entry's scrubber (the project's: trace/scrub.py), with the deployment's denylist."""
     return Scrubber(denylist_from_env())
 
 

@@ -47,7 +47,7 @@ class Provider(providers.Provider):
     def offer(self, kernel_name: str, hardware: str, baseline_source: str, out: Path) -> dict:
         """Resolve the kernel on ``hardware`` (a token of the target table: its product's
         page, or its family) in the kernel's language into ``out``; return the answer."""
-        from gitkb.mine.ingest import sniff_dsl
+        from gitkb.trace.naming import sniff_dsl
         from gitkb.warmstart.resolve import resolve
 
         # resolve names the kernel by a file's stem and applies strategy diffs to that file.

@@ -12,38 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gitkb.mine.ingest import Ingest, VersionRow
-from gitkb.mine.ladder import Ladder
+from gitkb.trace.facts import fact_precheck
+from gitkb.trace.ingest import Ingest
+from gitkb.trace.ladder import Ladder
+from gitkb.trace.memory import VersionRow
+from gitkb.trace.naming import slugify
+from gitkb.trace.scrub import Scrubber
 
 MIN_ITEM_CHARS = 12
 
-_CONDITION = re.compile(
-    r"\bsm_?\d{2,3}\b|\b(?:b200|b300|h100|h200|a100|mi300x|mi308x|mi355x|blackwell|hopper|"
-    r"ampere|cdna3|cdna4)\b|\b[MNK]\s*(?:<=|>=|<|>|=)\s*\d|\b(?:small|large|tiny)-[mnk]\b|"
-    r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b|"
-    r"\b(?:triton|cuda|cutlass|ptx|driver)\s+\d|\bwhen [a-z]|\bonly (?:if|when|on)\b|"
-    r"\bfor (?:all )?shapes? (?:with|where|below|above)\b|\b\d+\s*(?:KB|MB|KiB|MiB)\b|"
-    r"\b(?:rows?|cols?|columns?)\s*(?:<=|>=|<|>|=|%)",
-    re.IGNORECASE,
-)
-_CAUSE = re.compile(
-    r"because|since|due to|caused by|the reason|as a result of|bound by|limited by|gated by|"
-    r"serializ|contention|saturat|spill|occupancy|bank conflict|scoreboard|barrier|"
-    r"(?:bandwidth|latency|compute)[- ]bound|wave quantization|tail effect|partial wave|"
-    r"launch overhead|does not fit|exceeds|cannot|unsupported|not supported|requires",
-    re.IGNORECASE,
-)
-_MEASUREMENT_ONLY = re.compile(
-    r"no improvement|flat[- ]within[- ]noise|within noise|hw floor (?:re)?confirmed|"
-    r"slower|faster|regress",
-    re.IGNORECASE,
-)
 _VERDICT_BOILERPLATE = re.compile(
     r"^\s*v\d+\s*:\s*|\b(?:committed|reverted|dead-end recorded)\b.*$|\([+-]?\d[^)]*\)",
     re.IGNORECASE,
 )
-_HEXISH = re.compile(r"\b[0-9a-f]{7,40}\b")
-_VERSION_TOKEN = re.compile(r"\bv\d+\b", re.IGNORECASE)
 _SUFFIX = re.compile(r"-([a-z])(\d+)$")
 
 
@@ -66,40 +47,28 @@ class Segment:
     episode_key: str = ""
 
 
-def fact_precheck(text: str) -> str:
-    """ok, or why the text cannot carry an established fact (flags, never drops)."""
-    if len(text.strip()) < MIN_ITEM_CHARS:
-        return "too short to carry a claim"
-    has_condition, has_cause = bool(_CONDITION.search(text)), bool(_CAUSE.search(text))
-    if has_condition and has_cause:
-        return "ok"
-    if _MEASUREMENT_ONLY.search(text) and not has_cause:
-        return "reports a measurement, names no cause"
-    if not has_cause:
-        return "names no cause"
-    return "no checkable condition"
-
-
-def slugify(text: str, default: str = "unnamed") -> str:
-    text = _HEXISH.sub(" ", _VERSION_TOKEN.sub(" ", text.lower()))
-    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
-    if len(slug) > 48:
-        cut = slug[:49].rfind("-")
-        slug = slug[: cut if cut > 12 else 48]
-    return slug.strip("-") or default
-
-
-def _strategy_technique(row: VersionRow) -> str:
-    for candidate in (row.description, _VERDICT_BOILERPLATE.sub("", row.subject)):
+def strategy_technique(row: VersionRow, scrub: Scrubber) -> str:
+    description = scrub.name(row.description)
+    subject = scrub.name(_VERDICT_BOILERPLATE.sub("", row.subject))
+    for candidate in (description, subject):
         if len(candidate.strip()) >= MIN_ITEM_CHARS:
             return slugify(candidate)
     if row.category and row.category not in ("baseline", "exhaustive_search"):
-        return slugify(row.category)
-    return slugify(row.description or row.subject)
+        return slugify(scrub.name(row.category))
+    return slugify(description or scrub.name(row.subject))
 
 
 def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()) -> list[Segment]:
+    """The segments of the ladder, named from scrubbed text (rule 11)."""
     rows = {r.n: r for r in ingest.rows}
+    scrub = ingest.scrubber
+
+    def name(text: str) -> str:
+        return slugify(scrub.name(text))
+
+    def precheck(text: str) -> str:
+        return fact_precheck(scrub.served(text))
+
     segments: list[Segment] = []
     previous = None
     for step in ladder.milestones:
@@ -112,7 +81,7 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                     f"milestone-{step.kind}",
                     "s",
                     row,
-                    _strategy_technique(row),
+                    strategy_technique(row, scrub),
                     improve_pct=step.improve_pct,
                     builds_on={
                         "version": previous.version,
@@ -142,10 +111,10 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                         "journal-experiment",
                         "t",
                         row,
-                        slugify(str(experiment.get("name") or experiment.get("change") or "")),
+                        name(str(experiment.get("name") or experiment.get("change") or "")),
                         text=text,
                         split_by="journal",
-                        fact_precheck=fact_precheck(text),
+                        fact_precheck=precheck(text),
                         experiments=[experiment["index"]],
                     )
                 )
@@ -160,10 +129,10 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                         "deadend-item",
                         "t",
                         row,
-                        slugify(item),
+                        name(item),
                         text=item,
                         split_by="mechanical",
-                        fact_precheck=fact_precheck(item),
+                        fact_precheck=precheck(item),
                     )
                 )
         else:
@@ -175,10 +144,10 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                     "deadend-prose",
                     "t",
                     row,
-                    slugify(_dash_text(row.subject) or row.description or text),
+                    name(_dash_text(row.subject) or row.description or text),
                     text=text,
                     split_by="agent",
-                    fact_precheck=fact_precheck(text),
+                    fact_precheck=precheck(text),
                 )
             )
     for row in ingest.rows:
@@ -197,11 +166,11 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                     "curated-pitfall",
                     "t",
                     row,
-                    slugify(pitfall["pitfall"] or text),
+                    name(pitfall["pitfall"] or text),
                     text=text,
                     fix=pitfall["fix"],
                     split_by="curated",
-                    fact_precheck=fact_precheck(f"{text} {pitfall['fix']}"),
+                    fact_precheck=precheck(f"{text} {pitfall['fix']}"),
                 )
             )
     if ladder.final is not None:
@@ -209,6 +178,20 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
         segments.append(
             Segment("refk-final", "reference-kernel", "final-kernel", "r", row, "reference-impl")
         )
+    megas = [s for s in ladder.milestones if s.kind == "mega"]
+    for i, step in enumerate(megas, 1):
+        # A mega milestone's own snapshot is a reference kernel too (§6.4).
+        if step.n in ingest.snapshots and step.n != ladder.final:
+            segments.append(
+                Segment(
+                    f"refk-{rows[step.n].version}",
+                    "reference-kernel",
+                    "mega-snapshot",
+                    "r",
+                    rows[step.n],
+                    f"reference-impl-milestone{i}",
+                )
+            )
     _allocate_ids(segments, ingest, existing_ids)
     return segments
 

@@ -25,6 +25,7 @@ def recon_markdown(recon: dict) -> str:
                     "operator / slug / family",
                     f"{ident['operator']} / {ident['slug']} / {ident['workload_family']}",
                 ],
+                ["operator named by", ident["operator_basis"]],
                 ["trace label", ident["label"]],
                 ["HEAD", ident["head"]],
                 ["target", f"{target['vendor']} {target['arch']} {target['product'] or 'any'}"],
@@ -90,30 +91,51 @@ def recon_markdown(recon: dict) -> str:
         )
         out.append(f"Highest id numbers: {store['highest_id_number'] or 'none'}")
     out.append("")
+    if recon["long_horizon"]:
+        out += ["Long-horizon episodes: see long-horizon.md.", ""]
+    return "\n".join(out) + "\n"
+
+
+def long_horizon_markdown(recon: dict, segments: list[dict]) -> str:
+    """``long-horizon.md``: each episode's outcome, the figure its records use (the
+    supervisor's authoritative gain over the geomean delta), its journal and records."""
     lh = recon["long_horizon"]
-    if lh:
-        out += [
-            "## Long-horizon episodes",
-            "",
-            _table(
-                ["version", "episode", "status", "promoted", "experiments", "rejected", "journal"],
-                [
-                    [
-                        a["version"],
-                        a["episode"],
-                        a["status"],
-                        a["promoted"],
-                        a["experiments"],
-                        a["rejected_experiments"],
-                        a["journal"],
-                    ]
-                    for a in lh["attempts"]
-                ],
-            ),
-            "",
-            "Incumbent lineage: " + (" -> ".join(lh["incumbent_lineage"]) or "none"),
-            "",
+    by_version: dict[str, list[str]] = {}
+    for segment in segments:
+        by_version.setdefault(segment["version"], []).append(segment["seg_id"])
+    rows = [
+        [
+            a["version"],
+            a["episode"],
+            a["status"],
+            "yes" if a["promoted"] else "no",
+            a["ladder"],
+            a["authoritative_improvement_pct"],
+            a["geomean_improvement_pct"],
+            a["gain_pct_used"],
+            f"{a['experiments']} ({len(a['rejected_experiments'])} rejected)",
+            a["journal"] or "none",
+            ", ".join(by_version.get(a["version"], [])),
         ]
+        for a in lh["attempts"]
+    ]
+    headers = ["version", "episode", "status", "promoted", "ladder", "authoritative %",
+               "geomean %", "gain % used", "experiments", "journal", "segments"]  # fmt: skip
+    out = [
+        f"# Long-horizon episodes: {recon['identity']['label']}",
+        "",
+        "The gain a promotion's records state is the supervisor's authoritative, same-"
+        "allocation figure when its journal or memory states one; the geomean delta "
+        "against the best earlier version is shown beside it.",
+        "",
+        _table(headers, rows),
+        "",
+        "Incumbent lineage: " + (" -> ".join(lh["incumbent_lineage"]) or "none"),
+        "",
+        "Status counts: " + ", ".join(f"{k} x{v}" for k, v in lh["status_counts"].items()),
+        "",
+        "Journals cited: " + (", ".join(lh["journals"]) or "none"),
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -144,7 +166,17 @@ def mine_markdown(summary: dict) -> str:
     ]
     for record_type, fields in summary["missing_by_type"].items():
         out.append(f"- {record_type}: {', '.join(fields) or 'none'}")
+    skipped = [o for o in summary["outcomes"] if o["action"] == "skip" and o.get("lever")]
+    if skipped:
+        out += ["", "## Levers not kept", ""]
+        out += ["A dead-end the trace stated but no record holds, with the reason:", ""]
+        for o in skipped:
+            out += [f"- {o['seg_id']}: {o['note']}", f"  > {_one_line(o['lever'])}"]
     return "\n".join(out) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def dumps(document: dict) -> bytes:

@@ -1,23 +1,22 @@
 """Packets: one self-contained, scrubbed evidence bundle per segment (TRACE_FORMAT §6.5).
 
-``build_packets`` is a deterministic function of (the trace's objects at ``tip``, the
-label, the options): mining calls it to distill records, and the trace gates call it
-again on the store's ``refs/kb/traces/<label>`` copy to check a record's code and
-numbers. ``find_packet`` is how a record finds its packet; ``packets_for_store``
-caches the store-side build per (label, tip).
+A packet is a deterministic function of (the trace's objects at ``tip``, the label, the
+options): mining builds packets to distill records, and the trace gates build the same
+packets again (``gitkb.trace.sources``) to check a record's code and numbers, so nothing a
+gate needs lives only in scratch files. ``find_packet`` is how a record finds its packet.
 """
 
 from __future__ import annotations
 
-from gitkb.mine.ingest import Ingest, VersionRow, ingest
-from gitkb.mine.ladder import Ladder, build_ladder
-from gitkb.mine.packet import MineOptions, Packet
-from gitkb.mine.partition import Segment, partition
-from gitkb.mine.scrub import Scrubber
-from gitkb.store import layout
-from gitkb.vcs.repository import Repository
+from dataclasses import dataclass, field
 
-__all__ = ["MineOptions", "Packet", "build_packets", "find_packet", "packets_for_store"]
+from gitkb.trace.files import TraceFiles
+from gitkb.trace.ingest import Ingest, ingest
+from gitkb.trace.ladder import Ladder, build_ladder
+from gitkb.trace.memory import VersionRow
+from gitkb.trace.options import TraceOptions
+from gitkb.trace.partition import Segment, partition
+from gitkb.vcs.repository import Repository
 
 DIFF_LIMIT = 60_000
 KERNEL_LIMIT = 40_000
@@ -31,12 +30,78 @@ FACT_RULE = (
 VERDICTS = ("accuracy-gate/ceiling", "api-limitation", "not-worth-it-here", "performance-ceiling")
 
 
+@dataclass
+class Packet:
+    """Everything one record may be distilled from, and checked against."""
+
+    seg_id: str  # strategy-v<N>, anti-v<N>-NN, pitfall-v<N>-NN, refk-final, refk-v<N>
+    record_type: str  # strategy, anti-strategy, reference-kernel
+    seg_kind: str
+    # {id, episode_key, output_dir, scope{vendor, arch, product, dsl, operator_family},
+    #  workload_family, level, schema}
+    target: dict
+    agent_facing: dict  # scrubbed evidence the distiller sees (TRACE_FORMAT §6.5)
+    # {source_repo, version, git_commit, ncu_dirs, report_dir, shape_label_note}
+    provenance: dict
+    diff: str | None = None  # the `.diff` sibling: git diff parent..sha -- kernel.py
+    kernel: str | None = None  # the `.py` sibling: kernel.py at the segment's commit
+    usable_captures: list[str] = field(default_factory=list)  # dirs that measured the kernel
+    evidence_extra: dict | None = None  # long-horizon granular evidence (journal, experiments)
+    evidence_chars: int = 0  # size of agent_facing as text
+    code_bytes: int = 0  # size of the diff and kernel siblings
+
+    def as_json(self) -> dict:
+        """The packet file a distiller reads (code siblings inline)."""
+        return {
+            "seg_id": self.seg_id,
+            "record_type": self.record_type,
+            "seg_kind": self.seg_kind,
+            "target": self.target,
+            "agent_facing": self.agent_facing,
+            "provenance": self.provenance,
+            "diff": self.diff,
+            "kernel": self.kernel,
+            "evidence_extra": self.evidence_extra,
+            "evidence_chars": self.evidence_chars,
+            "code_bytes": self.code_bytes,
+        }
+
+    @property
+    def code(self) -> str:
+        """The packet's code as the verbatim and no-fabrication gates read it."""
+        return (self.diff or "") + (self.kernel or "")
+
+
 def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kernel.py") -> str:
     """A unified diff of one file between two commits (root commit: against nothing)."""
+    before = repo.read(parent, path) if parent else None
+    return unified_diff(before, repo.read(sha, path), path)
+
+
+def kernel_diff(repo: Repository, row: VersionRow) -> str:
+    """``kernel.py`` from the code commit's parent to the code commit; by blob id when
+    ingest saw both sides as regular files (each blob is read once)."""
+    if row.kernel_blob is None:
+        return diff_text(repo, row.parent, row.code_sha)
+    before = _blob(repo, row.parent_kernel_blob) if row.parent_kernel_blob else None
+    return unified_diff(before, _blob(repo, row.kernel_blob), "kernel.py")
+
+
+_BLOBS: dict[str, bytes] = {}
+
+
+def _blob(repo: Repository, sha: str) -> bytes:
+    """A kernel blob; consecutive diffs share one side."""
+    if sha not in _BLOBS:
+        if len(_BLOBS) > 8:
+            _BLOBS.pop(next(iter(_BLOBS)))
+        _BLOBS[sha] = repo.blob(sha)
+    return _BLOBS[sha]
+
+
+def unified_diff(before: bytes | None, after: bytes | None, path: str) -> str:
     import difflib
 
-    before = repo.read(parent, path) if parent else None
-    after = repo.read(sha, path)
     if before == after:
         return ""
     old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
@@ -46,10 +111,10 @@ def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kerne
 
 
 def build_packets(
-    repo: Repository, tip: str, label: str, options: MineOptions | None = None
+    repo: Repository, tip: str, label: str, options: TraceOptions | None = None
 ) -> list[Packet]:
     """Every packet of the trace at ``tip``, in segment order."""
-    options = options or MineOptions()
+    options = options or TraceOptions()
     ingested = ingest(repo, tip, label, options)
     ladder = build_ladder(ingested.rows)
     segments = partition(ingested, ladder, tuple(options.existing_ids))
@@ -61,7 +126,7 @@ def packets_from(
     ingested: Ingest,
     ladder: Ladder,
     segments: list[Segment],
-    options: MineOptions,
+    options: TraceOptions,
 ) -> list[Packet]:
     comparable = not any(s != ingested.meta.label for s in options.store_sources)
     return [_packet(repo, ingested, ladder, segment, options, comparable) for segment in segments]
@@ -81,11 +146,11 @@ def _packet(
     ingested: Ingest,
     ladder: Ladder,
     segment: Segment,
-    options: MineOptions,
+    options: TraceOptions,
     comparable: bool,
 ) -> Packet:
     meta, row = ingested.meta, segment.row
-    scrub = Scrubber(tuple(options.denylist), meta.label)
+    scrub = ingested.scrubber.for_packet()
     captures = [c for c in ingested.captures if c.n == row.n]
     usable = [c.dir for c in captures if c.usable]
     report = next((c for c in captures if c.conclusion), None)
@@ -106,18 +171,19 @@ def _packet(
         "level": "operator",
         "schema": "clean-1.3",
     }
-    step = next((s for s in ladder.steps if s.n == row.n), None)
-    baseline = (
-        next((r for r in ingested.rows if r.n == ladder.milestones[0].n), None)
-        if (ladder.milestones)
-        else None
-    )
+    step = ladder.step(row.n)
+    baseline = ingested.row(ladder.milestones[0].n) if ladder.milestones else None
     vs_baseline = None
     if baseline and baseline.geomean and row.geomean and not row.carry_forward:
         vs_baseline = round((baseline.geomean - row.geomean) / baseline.geomean * 100.0, 2)
     measurements = {
         "geomean_us": row.geomean,
         "improve_pct_vs_best_so_far": segment.improve_pct,
+        "improvement_basis": "the long-horizon supervisor's authoritative same-allocation "
+        "verification against the incumbent"
+        if step and step.authoritative
+        else "geomean against the best earlier version",
+        "geomean_improve_pct_vs_best_so_far": step.geomean_pct if step else None,
         "best_so_far_geomean_us": step.best_before if step else None,
         "baseline_geomean_us": baseline.geomean if baseline else None,
         "improve_pct_vs_baseline": vs_baseline,
@@ -186,6 +252,8 @@ def _packet(
             "was_the_untouched_baseline": builds_on.get("is_baseline", False),
             "previous_approach": scrub.text(builds_on.get("description") or ""),
         }
+    if row.journal is not None:
+        agent_facing["journal"] = scrub.value(row.journal.excerpt())
     if segment.experiments and row.experiments:
         agent_facing["journal_experiments"] = [
             scrub.value(
@@ -200,12 +268,16 @@ def _packet(
         ]
     diff = kernel = None
     if segment.record_type == "reference-kernel":
-        source = repo.read(row.code_sha, "kernel.py") if row.code_sha else None
+        if segment.seg_kind == "mega-snapshot":
+            snapshot = ingested.snapshots[row.n]
+            source = TraceFiles(repo, meta.head, ingested.refused).read(snapshot)
+        else:
+            source = repo.read(row.code_sha, "kernel.py") if row.code_sha else None
         if source is not None:
             kernel = scrub.code(source.decode("utf-8", "replace")[:KERNEL_LIMIT])
             agent_facing["kernel_file"] = f"{segment.seg_id}.py"
     elif row.code_sha:
-        diff = scrub.code(diff_text(repo, row.parent, row.code_sha)[:DIFF_LIMIT]) or None
+        diff = scrub.code(kernel_diff(repo, row)[:DIFF_LIMIT]) or None
         if diff:
             agent_facing["diff_file"] = f"{segment.seg_id}.diff"
     provenance = {
@@ -236,78 +308,52 @@ def _packet(
 
 
 def _evidence_extra(row: VersionRow, segment: Segment) -> dict | None:
-    """Long-horizon granular evidence: the journal, the experiments, the canonical commit."""
-    if not segment.experiments or segment.record_type == "reference-kernel":
+    """Long-horizon granular evidence of a segment whose commit is a promotion or a
+    revalidation (rule 5): the journal, its experiments this record stands on, and that
+    canonical commit. Every record citing such a commit carries it (journal-provenance)."""
+    if row.cited_commit_kind is None or row.sha is None:
         return None
-    if row.journal_path and row.event_sha:
-        return {
-            "journal": row.journal_path,
-            "experiments": list(segment.experiments),
-            "promotion_commit": row.event_sha,
-        }
-    if row.memory_path and row.event_sha and row.long_horizon_status:
-        # A non-promotion's canonical memory holds the journal's experiments; its commit
-        # re-validated the incumbent the numbers describe.
-        return {
-            "journal": row.memory_path,
-            "experiments": list(segment.experiments),
-            "revalidation_commit": row.event_sha,
-        }
-    return None
+    if row.cited_commit_kind == "promotion":
+        journal = row.journal_path or row.experiments_from or row.memory_path
+    else:
+        # A non-promotion's memory holds the episode's experiments (else a committed
+        # journal does); its commit re-validated the incumbent the numbers describe.
+        journal = row.experiments_from or row.memory_path
+    return {
+        "journal": journal,
+        "experiments": list(segment.experiments),
+        f"{row.cited_commit_kind}_commit": row.sha,
+    }
+
+
+class PacketIndex:
+    """The packets of a trace, looked up by record (``find``) in constant time."""
+
+    def __init__(self, packets: list[Packet]) -> None:
+        self.by_id: dict[str, Packet] = {}
+        self.by_version: dict[tuple, list[Packet]] = {}
+        for packet in packets:
+            self.by_id.setdefault(packet.target.get("id"), packet)
+            key = (packet.provenance["source_repo"], packet.provenance["version"])
+            self.by_version.setdefault(key, []).append(packet)
+
+    def find(self, record: dict) -> Packet | None:
+        """The packet of a record: same target id; else same (source_repo, version) and
+        the same episode key; else the first with the same (source_repo, version)."""
+        found = self.by_id.get(record.get("id"))
+        if found is not None:
+            return found
+        raw = ((record.get("evidence") or {}).get("raw")) or {}
+        key = (raw.get("source_repo"), raw.get("version"))
+        if not key[1]:
+            return None
+        same = self.by_version.get(key, [])
+        episode_key = record.get("episode_key")
+        for packet in same:
+            if packet.target.get("episode_key") == episode_key:
+                return packet
+        return same[0] if same else None
 
 
 def find_packet(packets: list[Packet], record: dict) -> Packet | None:
-    """The packet of a record: same target id; else same (source_repo, version) and the same
-    episode key; else the first with the same (source_repo, version)."""
-    record_id = record.get("id")
-    for packet in packets:
-        if packet.target.get("id") == record_id:
-            return packet
-    raw = ((record.get("evidence") or {}).get("raw")) or {}
-    key = (raw.get("source_repo"), raw.get("version"))
-    if not key[1]:
-        return None
-    same = [p for p in packets if (p.provenance["source_repo"], p.provenance["version"]) == key]
-    episode_key = record.get("episode_key")
-    for packet in same:
-        if packet.target.get("episode_key") == episode_key:
-            return packet
-    return same[0] if same else None
-
-
-_STORE_CACHE: dict[tuple[str, str, str, str], list[Packet]] = {}
-
-
-def packets_for_store(store, label: str) -> list[Packet]:
-    """The packets of the trace copied into ``store`` under ``refs/kb/traces/<label>``;
-    built once per (store, label, tip) in this process. Hardware comes from the trace, or
-    from the flags mining recorded in the store's ``refs/kb/traces`` commit (none: the
-    trace's own tokens)."""
-    from gitkb.errors import GitkbError
-
-    ref = layout.trace_ref(label)
-    tip = store.repo.resolve(ref)
-    if tip is None:
-        raise GitkbError(f"the store has no trace {label} ({ref})")
-    options = stored_options(store, label)
-    key = (str(store.repo.git_dir), label, tip, repr(options))
-    if key not in _STORE_CACHE:
-        _STORE_CACHE[key] = build_packets(store.repo, tip, label, options)
-    return _STORE_CACHE[key]
-
-
-def stored_options(store, label: str) -> MineOptions:
-    """The hardware/dsl overrides a mining run recorded for this trace in the store, if any
-    (``traces/<label>.json`` on main), so a rebuild resolves hardware like the run did.
-    ``store`` is a store view: a pushed commit's view reads the file beside its records."""
-    import json
-
-    raw = store.read_file(layout.TRACE_OPTIONS_PATH.format(label=label))
-    if raw is None:
-        return MineOptions()
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return MineOptions()
-    fields = ("vendor", "arch", "product", "dsl", "harness")
-    return MineOptions(**{k: data.get(k) for k in fields if isinstance(data.get(k), str)})
+    return PacketIndex(packets).find(record)

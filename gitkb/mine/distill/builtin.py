@@ -1,67 +1,31 @@
-"""Distillation: one packet in, at most one record out (TRACE_FORMAT §7).
+"""The built-in distiller: one packet in, at most one record out (TRACE_FORMAT §7).
 
-The built-in distiller copies; it never composes facts. Every number it writes is a
-number of the packet, every snippet line is a line of the packet's code, every
-mechanism is the trace's own sentence. What the packet cannot support is left out and
-named in the result's ``missing`` list; an anti-strategy without a checkable condition
-and a cause of at least forty characters is not written at all.
-
-``run_external`` hands one packet and the brief to an external command instead and
-takes back its record and its short report.
+It copies; it never composes facts. Every number it writes is a number of the packet,
+every snippet line is a line of the packet's code, every mechanism is the trace's own
+sentence. What the packet cannot support is left out and named in the result's
+``missing`` list; an anti-strategy without a checkable condition and a cause of at least
+forty characters is not written at all.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shlex
-import shutil
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from gitkb import runner
-from gitkb.errors import GitkbError
 from gitkb.gates.established_fact import NON_MECHANISM
-from gitkb.mine.packet import Packet
+from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
 from gitkb.record import new_track
-from gitkb.resources import data_dir
+from gitkb.trace import facts
+from gitkb.trace.packets import Packet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 SOURCE_FORMAT = "source (verbatim)"
 SNIPPET_LINES = 40
 MIN_MECHANISM = 40
-EXTERNAL_TIMEOUT_S = 600
 
-_SM = re.compile(r"\bsm_?\d{2,3}[a-z]?\b", re.IGNORECASE)
-_DTYPE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b", re.IGNORECASE)
-_SHAPE = re.compile(
-    r"\b(?:[MNK]|rows?|cols?|columns?|hidden|batch|seq(?:len)?)\s*(?:<=|>=|<|>|==|=|%)\s*\d+"
-    r"(?:\s*!=\s*\d+)?|\b\d+\s*(?:KB|MB|KiB|MiB)\b(?:[^.;,]*)?",
-    re.IGNORECASE,
-)
-_CAUSE = re.compile(
-    r"because|since|due to|caused by|bound by|limited by|serializ|contention|saturat|spill|"
-    r"occupancy|bank conflict|does not fit|exceeds|cannot|unsupported|not supported|requires|"
-    r"breaks|misaligned",
-    re.IGNORECASE,
-)
 _API = re.compile(r"unsupported|not supported|cannot express|does not exist|no api", re.I)
 _ACCURACY = re.compile(r"accuracy|tolerance|\bnan\b|mismatch|incorrect|precision", re.I)
 _CEILING = re.compile(r"does not fit|exceeds|limit|capacity|ceiling|saturat", re.I)
-
-
-@dataclass
-class Distilled:
-    """A record (or None) and what the packet was too thin to fill."""
-
-    seg_id: str
-    record: dict | None
-    missing: list[str] = field(default_factory=list)
-    skipped: str = ""  # why no record was written
-    distiller: str = "builtin"
 
 
 def _diff_snippet(diff: str) -> str:
@@ -144,6 +108,24 @@ def _raw(packet: Packet, effect: dict | None) -> dict:
     return raw
 
 
+def _measured_evidence(packet: Packet, pct: float | None, against_parent: bool) -> dict:
+    """A measured record's evidence: the summary, and the raw effect in absolute geomeans
+    (a strategy's against the best earlier version; it alone notes the profiler)."""
+    m = packet.agent_facing["measurements"]
+    effect = {"basis": "measured", "new_geomean_us": m["geomean_us"]}
+    if against_parent:
+        effect["parent_geomean_us"] = m["best_so_far_geomean_us"]
+    effect |= {
+        "baseline_geomean_us": m["baseline_geomean_us"],
+        "delta_pct": pct,
+        "comparable": bool(m["comparable_with_the_store"]),
+    }
+    return {
+        "summary": _summary(packet, "measured", profiler_note=against_parent),
+        "raw": _raw(packet, effect),
+    }
+
+
 def _problem(packet: Packet) -> dict:
     op = packet.agent_facing["operator"]
     problem = {
@@ -168,9 +150,7 @@ def _measured_gain(packet: Packet, pct: float, against: str) -> dict:
         "before": None,
         "after": None,
         "unit": "%",
-        "measured_over": f"geomean over {n} shapes, against {against}"
-        if n
-        else f"geomean, against {against}",
+        "measured_over": f"over {n} shapes: {against}" if n else against,
         "source": "harness",
     }
     gain = {
@@ -255,39 +235,15 @@ def _strategy(packet: Packet) -> Distilled:
     if not record["payload"]["next_steps"]:
         missing.append("payload.next_steps")
     missing += ["payload.applies_when", "payload.problem.bottleneck", "retrieval.signals.symptoms"]
-    record["evidence"] = {
-        "summary": _summary(packet, "measured", profiler_note=True),
-        "raw": _raw(
-            packet,
-            {
-                "basis": "measured",
-                "new_geomean_us": m["geomean_us"],
-                "parent_geomean_us": m["best_so_far_geomean_us"],
-                "baseline_geomean_us": m["baseline_geomean_us"],
-                "delta_pct": pct,
-                "comparable": bool(m["comparable_with_the_store"]),
-            },
-        ),
-    }
+    record["evidence"] = _measured_evidence(packet, pct, against_parent=True)
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
-        "gain": _measured_gain(packet, pct, "the best earlier version"),
+        "gain": _measured_gain(
+            packet, pct, m.get("improvement_basis") or "the best earlier version"
+        ),
         "track": new_track({"step_gain_pct": pct}),
     }
     return Distilled(packet.seg_id, record, missing)
-
-
-def _condition(text: str, dsl: str) -> dict:
-    condition: dict = {}
-    if match := _SM.search(text):
-        condition["sm_arch"] = match.group(0)
-    if match := _SHAPE.search(text):
-        condition["shape_regime"] = match.group(0).strip()
-    if match := _DTYPE.search(text):
-        condition["dtype"] = match.group(0)
-    if dsl and dsl != "any":
-        condition["toolchain"] = dsl
-    return condition
 
 
 def _verdict(text: str) -> str:
@@ -305,9 +261,8 @@ def _anti(packet: Packet) -> Distilled:
     lever = af["the_failed_lever"]
     fix = af["how_it_was_fixed"]
     mechanism = lever.strip()
-    condition = _condition(lever, af["operator"]["dsl"])
-    checkable = {k: v for k, v in condition.items() if k != "toolchain"}
-    if len(mechanism) < MIN_MECHANISM or not _CAUSE.search(mechanism):
+    condition = facts.conditions(lever, af["operator"]["dsl"])
+    if len(mechanism) < MIN_MECHANISM or not facts.states_mechanism(mechanism):
         return Distilled(
             packet.seg_id,
             None,
@@ -317,7 +272,7 @@ def _anti(packet: Packet) -> Distilled:
         return Distilled(
             packet.seg_id, None, skipped="the trace's text is bookkeeping, not a mechanism"
         )
-    if not checkable:
+    if not facts.checkable(lever):
         return Distilled(
             packet.seg_id,
             None,
@@ -378,14 +333,20 @@ def _anti(packet: Packet) -> Distilled:
 def _reference(packet: Packet) -> Distilled:
     af = packet.agent_facing
     m = af["measurements"]
+    snapshot = packet.seg_kind == "mega-snapshot"
     if not packet.kernel:
-        return Distilled(packet.seg_id, None, skipped="the terminal version's kernel.py is missing")
+        what = "the milestone's snapshot" if snapshot else "the terminal version's kernel.py"
+        return Distilled(packet.seg_id, None, skipped=f"{what} is missing")
     op = af["operator"]
     said = af["what_the_run_said"]
     record = _base(packet, "reference-kernel")
+    start = (
+        "the snapshot of a milestone of this trace, a step that cut the latency by at least a fifth"
+        if snapshot
+        else "the best measured version of this trace"
+    )
     record["payload"] = {
-        "goal": f"Start a {op['dsl']} {op['name']} kernel for {op['gpu']} from the best "
-        "measured version of this trace.",
+        "goal": f"Start a {op['dsl']} {op['name']} kernel for {op['gpu']} from {start}.",
         "problem": _problem(packet),
         "trace": {
             "builds_on": {
@@ -398,93 +359,16 @@ def _reference(packet: Packet) -> Distilled:
     pct = m["improve_pct_vs_baseline"]
     missing = []
     if pct is not None and pct > 0:
-        gain = _measured_gain(packet, pct, "the trace's baseline")
+        gain = _measured_gain(packet, pct, "geomean against the trace's baseline")
         speedup = round(m["baseline_geomean_us"] / m["geomean_us"], 2)
     else:
         gain = {"basis": "measured", "kind": "performance", "pct": None, "metrics": []}
         missing.append("worth.gain.pct (no baseline to compare with)")
         speedup = None
-    record["evidence"] = {
-        "summary": _summary(packet, "measured", profiler_note=False),
-        "raw": _raw(
-            packet,
-            {
-                "basis": "measured",
-                "new_geomean_us": m["geomean_us"],
-                "baseline_geomean_us": m["baseline_geomean_us"],
-                "delta_pct": pct,
-                "comparable": bool(m["comparable_with_the_store"]),
-            },
-        ),
-    }
+    record["evidence"] = _measured_evidence(packet, pct, against_parent=False)
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
         "gain": gain,
         "track": new_track({"best_speedup_x": speedup}),
     }
     return Distilled(packet.seg_id, record, missing)
-
-
-# --------------------------------------------------------------------------- external
-
-
-def brief_text() -> str:
-    return (data_dir("templates") / "distill-brief.md").read_text(encoding="utf-8")
-
-
-def run_external(command: str, packet: Packet) -> Distilled:
-    """Run ``command`` for one packet: it reads ``$GITKB_PACKET`` (the packet JSON) and
-    ``$GITKB_BRIEF``, writes ``$GITKB_OUT/record.json`` (or nothing, to skip) and
-    ``$GITKB_OUT/report.json`` ({"missing": [...], "skipped": "..."})."""
-    with tempfile.TemporaryDirectory(prefix="gitkb-distill-") as work:
-        folder = Path(work)
-        (folder / "packet.json").write_text(json.dumps(packet.as_json(), indent=1))
-        (folder / "brief.md").write_text(brief_text())
-        out = folder / "out"
-        out.mkdir()
-        env = dict(
-            os.environ,
-            GITKB_PACKET=str(folder / "packet.json"),
-            GITKB_BRIEF=str(folder / "brief.md"),
-            GITKB_OUT=str(out),
-        )
-        try:
-            argv = shlex.split(command)
-        except ValueError as exc:
-            raise GitkbError(f"--distiller is not a command line: {exc}") from None
-        found = shutil.which(argv[0]) if argv else None
-        if found is None:
-            raise GitkbError(f"--distiller: command not found: {command}", 2)
-        argv[0] = os.path.abspath(found)
-        # The one runner: a timeout, and every process the distiller starts dies with it.
-        done = runner.run(argv, timeout_s=EXTERNAL_TIMEOUT_S, cwd=work, env=env, capture=True)
-        if done.timed_out:
-            return Distilled(
-                packet.seg_id, None, skipped="the distiller timed out", distiller=command
-            )
-        if not done.ok:
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            return Distilled(
-                packet.seg_id,
-                None,
-                skipped=f"the distiller {done.describe()}: {tail[0][:200]}",
-                distiller=command,
-            )
-        report = _read_json(out / "report.json") or {}
-        record = _read_json(out / "record.json")
-        if record is not None and not isinstance(record, dict):
-            return Distilled(packet.seg_id, None, skipped="record.json is not an object")
-        missing = [str(m) for m in report.get("missing", [])] if isinstance(report, dict) else []
-        skipped = str(report.get("skipped") or "") if isinstance(report, dict) else ""
-        if record is None and not skipped:
-            skipped = "the distiller wrote no record"
-        if record is not None:
-            record.setdefault("worth", {})["rank"] = rank(record)
-        return Distilled(packet.seg_id, record, missing, skipped, distiller=command)
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None

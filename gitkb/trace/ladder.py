@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gitkb.mine.ingest import VersionRow
+from gitkb.trace.memory import VersionRow
 
 MILESTONE_PCT = 1.5
 MEGA_PCT = 20.0
@@ -40,6 +40,8 @@ class Step:
     reason: str = ""
     improve_pct: float | None = None  # vs the best so far, 2 decimals
     best_before: float | None = None
+    geomean_pct: float | None = None  # the geomean delta, when an authoritative figure rules
+    authoritative: bool = False  # improve_pct is the long-horizon supervisor's verified gain
 
 
 @dataclass
@@ -48,16 +50,17 @@ class Ladder:
     final: int | None  # the terminal reference kernel's version number
     best: float | None
 
+    def __post_init__(self) -> None:
+        self._by_n = {s.n: s for s in self.steps}
+        self.milestones = [s for s in self.steps if s.kind in ("baseline", "milestone", "mega")]
+        self.deadends = [s for s in self.steps if s.kind == "deadend"]
+
+    def step(self, n: int) -> Step | None:
+        return self._by_n.get(n)
+
     def kind(self, n: int) -> str:
-        return next((s.kind for s in self.steps if s.n == n), "rejected")
-
-    @property
-    def milestones(self) -> list[Step]:
-        return [s for s in self.steps if s.kind in ("baseline", "milestone", "mega")]
-
-    @property
-    def deadends(self) -> list[Step]:
-        return [s for s in self.steps if s.kind == "deadend"]
+        step = self._by_n.get(n)
+        return step.kind if step is not None else "rejected"
 
 
 def _infra(row: VersionRow) -> bool:
@@ -114,13 +117,17 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
         if geo > best * REBASELINE_FACTOR:
             step.reason = "re-baselining (over 5x the best so far)"
             continue
-        improve = (best - geo) / best * 100.0
+        measured = (best - geo) / best * 100.0
+        # A promotion's verified same-allocation gain outranks the geomean delta (§5.6).
+        step.authoritative = row.episode is not None and row.improvement_pct is not None
+        improve = row.improvement_pct if step.authoritative else measured
         step.improve_pct = round(improve, 2)
+        step.geomean_pct = round(measured, 2)
         if improve >= MILESTONE_PCT and not _NO_CHANGE.search(row.text):
             step.kind = "mega" if improve >= MEGA_PCT else "milestone"
-            best = geo
+            best = min(best, geo)
         elif improve > 0:
-            best = geo  # the floor moves, but a step that claims no change owns nothing
+            best = min(best, geo)  # the floor moves, but a step claiming no change owns nothing
             step.reason = (
                 "declares no change"
                 if improve >= MILESTONE_PCT

@@ -1,0 +1,158 @@
+"""A mined trace's version ladder, rebuilt from the store's copy of the trace by the mining
+stages, and drawn as an inline SVG: latency per version, milestones and the best-so-far
+line, dead-ends marked, the reference kernels ringed."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+# Ladder point kinds, drawn in this order (later on top): colour and legend text.
+KIND_STYLE = {
+    "reverted": ("#c8ccd1", "reverted or rejected"),
+    "kept": ("#57606a", "kept, not a new best"),
+    "deadend": ("#cf222e", "dead-end (a failed lever the trace states)"),
+    "baseline": ("#0969da", "baseline"),
+    "milestone": ("#1a7f37", "milestone (new best-so-far)"),
+}
+REFERENCE_STYLE = ("#8250df", "reference kernel")
+
+
+@dataclass(frozen=True)
+class LadderPoint:
+    version: str
+    n: int
+    geomean_us: float | None
+    kind: str  # one of KIND_STYLE
+    reference: bool = False  # the terminal reference kernel, or a milestone's snapshot
+
+
+def trace_ladder(store, label: str) -> list[LadderPoint]:
+    """The version ladder of a trace the store holds, rebuilt from its copied commits
+    by the mining stages (ingest, ladder) exactly as mining saw it."""
+    from gitkb.store.layout import trace_ref
+    from gitkb.trace.ingest import ingest
+    from gitkb.trace.ladder import build_ladder
+    from gitkb.trace.sources import StoreTraces
+
+    tip = store.repo.resolve(trace_ref(label))
+    if tip is None:
+        return []
+    ingested = ingest(store.repo, tip, label, StoreTraces(store.view()).options(label))
+    ladder = build_ladder(ingested.rows)
+    snapshots = {s.n for s in ladder.milestones if s.kind == "mega"} & set(ingested.snapshots)
+    points = []
+    for row, step in zip(ingested.rows, ladder.steps, strict=True):
+        if step.kind == "baseline":
+            kind = "baseline"
+        elif step.kind in ("milestone", "mega"):
+            kind = "milestone"
+        elif step.kind == "deadend":
+            kind = "deadend"
+        elif step.kind == "rejected" and step.improve_pct is not None and not row.reverted:
+            kind = "kept"  # measured and kept, but no new best
+        else:
+            kind = "reverted"
+        # Carried-forward numbers describe the incumbent, not this version: not plotted.
+        latency = None if row.carry_forward else row.geomean
+        reference = row.n == ladder.final or row.n in snapshots
+        points.append(LadderPoint(row.version, row.n, latency, kind, reference))
+    return points
+
+
+def ladder_svg(points: list[LadderPoint], width: int = 760, height: int = 300) -> str:
+    """Latency per version; milestones green, the best-so-far as a step line, dead-ends red
+    (on the axis when they carry no latency), reference kernels ringed."""
+    measured = [p for p in points if p.geomean_us and p.geomean_us > 0]
+    if not measured:
+        return '<p class="muted">No version of this trace carries a usable latency.</p>'
+    pad_l, pad_r, pad_t, pad_b = 64, 16, 16, 40
+    n_lo, n_hi = min(p.n for p in points), max(p.n for p in points)
+    y_lo = min(p.geomean_us for p in measured)
+    y_hi = max(p.geomean_us for p in measured)
+    log_lo, log_hi = math.log10(y_lo), math.log10(y_hi) if y_hi > y_lo else math.log10(y_lo) + 1
+    floor = height - pad_b - 6  # where a dead-end without a latency is marked
+
+    def x(n: int) -> float:
+        return pad_l + (n - n_lo) / max(1, n_hi - n_lo) * (width - pad_l - pad_r)
+
+    def y(us: float) -> float:
+        return pad_t + (log_hi - math.log10(us)) / (log_hi - log_lo) * (height - pad_t - pad_b)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="latency per version">',
+        f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_r}" y2="{height - pad_b}" '
+        'stroke="#8c959f"/>',
+        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{height - pad_b}" stroke="#8c959f"/>',
+    ]
+    for us in (y_lo, math.sqrt(y_lo * y_hi), y_hi):
+        parts.append(
+            f'<text x="{pad_l - 6}" y="{y(us) + 4:.1f}" text-anchor="end" font-size="11" '
+            f'fill="#57606a">{us:.3g} us</text>'
+        )
+    for p in (points[0], points[-1]):
+        parts.append(
+            f'<text x="{x(p.n):.1f}" y="{height - pad_b + 16}" text-anchor="middle" '
+            f'font-size="11" fill="#57606a">{html.escape(p.version)}</text>'
+        )
+    best = [(x(p.n), y(p.geomean_us)) for p in measured if p.kind in ("baseline", "milestone")]
+    if len(best) > 1:
+        steps = [f"{best[0][0]:.1f},{best[0][1]:.1f}"]
+        for (_, y0), (x1, y1) in zip(best, best[1:], strict=False):
+            steps += [f"{x1:.1f},{y0:.1f}", f"{x1:.1f},{y1:.1f}"]
+        parts.append(
+            f'<polyline points="{" ".join(steps)}" fill="none" stroke="#1a7f37" '
+            'stroke-width="1.5" stroke-dasharray="4 3"/>'
+        )
+    for kind, (color, _) in KIND_STYLE.items():
+        for p in points:
+            if p.kind != kind or not (p.geomean_us or kind == "deadend"):
+                continue
+            cx, cy = x(p.n), y(p.geomean_us) if p.geomean_us else floor
+            title = f"{p.version}: " + (f"{p.geomean_us:.4g} us" if p.geomean_us else "no latency")
+            parts.append(_mark(kind, cx, cy, color, f"{title} ({kind})"))
+    ring = REFERENCE_STYLE[0]
+    for p in measured:
+        if p.reference:
+            parts.append(
+                f'<circle cx="{x(p.n):.1f}" cy="{y(p.geomean_us):.1f}" r="9" fill="none" '
+                f'stroke="{ring}" stroke-width="2"><title>{html.escape(p.version)}: reference '
+                "kernel</title></circle>"
+            )
+    parts.append(
+        f'<text x="{width / 2:.0f}" y="{height - 6}" text-anchor="middle" font-size="12" '
+        'fill="#57606a">version</text></svg>'
+    )
+    return "".join(parts)
+
+
+def _mark(kind: str, cx: float, cy: float, color: str, title: str) -> str:
+    title = html.escape(title)
+    if kind == "deadend":  # a cross: a lever that failed
+        d = 4.5
+        return (
+            f'<path d="M{cx - d:.1f},{cy - d:.1f}L{cx + d:.1f},{cy + d:.1f}M{cx - d:.1f},'
+            f'{cy + d:.1f}L{cx + d:.1f},{cy - d:.1f}" stroke="{color}" stroke-width="2.5">'
+            f"<title>{title}</title></path>"
+        )
+    radius = 5 if kind in ("milestone", "baseline") else 3.5
+    return (
+        f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius}" fill="{color}">'
+        f"<title>{title}</title></circle>"
+    )
+
+
+def legend() -> str:
+    items = "".join(
+        f'<span><svg width="12" height="12"><circle cx="6" cy="6" r="5" fill="{color}"/></svg> '
+        f"{html.escape(label)}</span>"
+        for color, label in KIND_STYLE.values()
+    )
+    color, label = REFERENCE_STYLE
+    items += (
+        f'<span><svg width="14" height="14"><circle cx="7" cy="7" r="5.5" fill="none" '
+        f'stroke="{color}" stroke-width="2"/></svg> {label}</span>'
+    )
+    return f'<p class="legend">{items}</p>'

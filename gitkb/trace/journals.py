@@ -1,0 +1,135 @@
+"""Long-horizon journals (TRACE_FORMAT §5, gitkb rule 5): what an episode tried, and the
+supervisor's authoritative figure for what it gained.
+
+Two places hold them in a trace's commits: the promotion's own
+``memory/long_horizon_e<EEEE>.json`` (the attempt record with its ``journal``), and, where
+a trace commits it, the supervisor's ``.atrex_long_horizon/episodes/e<EEEE>/`` folder
+(``episode_runtime/journal.json`` and ``attempt.json``). Experiment ids are 1-based
+positions in the journal; the authoritative gain is ``verification.improvement_pct``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from gitkb.trace.files import MAX_EVIDENCE_BYTES, TraceFiles
+from gitkb.trace.memory import VersionRow, number, object_of, text_of
+
+SUPERVISOR_DIR = ".atrex_long_horizon"
+_EPISODE_FILE = re.compile(
+    rf"^{re.escape(SUPERVISOR_DIR)}/episodes/e(\d+)/(episode_runtime/journal\.json|attempt\.json)$"
+)
+_VERSION = re.compile(r"^v(\d+)$")
+_OUTCOME_EPISODE = re.compile(r"\blong-horizon episode (\d+)\b", re.IGNORECASE)
+
+
+@dataclass
+class Journal:
+    episode: int
+    path: str  # the file the experiments are cited from (relative to the trace root)
+    experiments: list[dict] = field(default_factory=list)  # each with its 1-based "index"
+    version: int | None = None  # the memory version the episode recorded
+    improvement_pct: float | None = None  # the supervisor's verified gain over the incumbent
+    status: str | None = None
+    summary: str = ""
+
+    def excerpt(self) -> dict:
+        """What a distiller is shown of the journal (scrubbed by the packet builder)."""
+        return {
+            "episode": self.episode,
+            "status": self.status,
+            "summary": self.summary,
+            "authoritative_improvement_pct": self.improvement_pct,
+            "experiments": [
+                {k: str(e.get(k) or "") for k in ("index", "name", "hypothesis", "change")}
+                | {k: str(e.get(k) or "") for k in ("evidence", "result", "decision")}
+                for e in self.experiments
+            ],
+        }
+
+
+def promotion_journal(files: TraceFiles, path: str, episode: int) -> Journal | None:
+    """The journal of ``memory/long_horizon_e<EEEE>.json`` as the promotion committed it."""
+    document = object_of(files.json(path))
+    if not document:
+        return None
+    return _journal(episode, path, object_of(document.get("journal")), document)
+
+
+def supervisor_journals(files: TraceFiles) -> dict[int, Journal]:
+    """Episode -> journal, from a committed ``.atrex_long_horizon/`` folder (none: {})."""
+    found: dict[int, dict[str, str]] = {}
+    for path, _sha in files.repo.list_tree(files.commit, SUPERVISOR_DIR):
+        match = _EPISODE_FILE.match(path)
+        if match:
+            found.setdefault(int(match.group(1)), {})[match.group(2)] = path
+    budget = [0]
+    journals = {}
+    for episode, paths in sorted(found.items()):
+        if budget[0] > MAX_EVIDENCE_BYTES:
+            break
+        journal = _read(files, paths.get("episode_runtime/journal.json"), budget)
+        attempt = _read(files, paths.get("attempt.json"), budget)
+        if not journal and not attempt:
+            continue
+        path = paths.get("episode_runtime/journal.json") or paths["attempt.json"]
+        journals[episode] = _journal(episode, path, journal, attempt)
+    return journals
+
+
+def attach(rows: list[VersionRow], journals: dict[int, Journal]) -> None:
+    """Give each long-horizon row its committed journal: experiments and the authoritative
+    figure where its memory states none."""
+    by_version = {j.version: j for j in journals.values() if j.version is not None}
+    for row in rows:
+        episode = row.episode
+        if episode is None and (found := _OUTCOME_EPISODE.search(row.subject)):
+            episode = int(found.group(1))
+        journal = journals.get(episode) if episode is not None else by_version.get(row.n)
+        if journal is None or (journal.version is not None and journal.version != row.n):
+            continue
+        row.journal = row.journal or journal
+        if not row.experiments:
+            row.experiments = [dict(e) for e in journal.experiments]
+            row.experiments_from = journal.path
+        if row.improvement_pct is None and row.episode is not None:
+            row.improvement_pct = journal.improvement_pct
+
+
+def _read(files: TraceFiles, path: str | None, budget: list[int]) -> dict:
+    if path is None:
+        return {}
+    data = files.read(path, budget)
+    if data is None:
+        return {}
+    try:
+        return object_of(json.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError):
+        files.refused.append(f"{path}: not UTF-8 JSON, ignored")
+        return {}
+
+
+def _journal(episode: int, path: str, journal: dict, attempt: dict) -> Journal:
+    experiments = journal.get("experiments")
+    indexed = [
+        {**entry, "index": position}
+        for position, entry in enumerate(experiments if isinstance(experiments, list) else [], 1)
+        if isinstance(entry, dict)
+    ]
+    version = attempt.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        memory = _VERSION.match(text_of(journal.get("memory_version")))
+        version = int(memory.group(1)) if memory else None
+    verification = object_of(attempt.get("verification"))
+    outcome = object_of(journal.get("outcome"))
+    return Journal(
+        episode=episode,
+        path=path,
+        experiments=indexed,
+        version=version,
+        improvement_pct=number(verification.get("improvement_pct")),
+        status=text_of(attempt.get("status")) or text_of(journal.get("state")) or None,
+        summary=text_of(outcome.get("summary")) or text_of(attempt.get("summary")),
+    )

@@ -1,0 +1,200 @@
+"""One version of a trace, and what its ``memory/v<N>.json`` says (TRACE_FORMAT §2, rules 2,
+4 and 7): bad input degrades the version (no numbers) with the reason kept, never raises."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class VersionRow:
+    version: str
+    n: int
+    sha: str | None = None  # the segment's commit: the code commit, else the memory event
+    code_sha: str | None = None  # the commit that supplies kernel.py and the diff
+    parent: str | None = None  # code_sha's first parent
+    event_sha: str | None = None  # first commit adding memory/v<N>.json (rule 1)
+    subject: str = ""
+    body: str = ""
+    has_commit: bool = False
+    has_memory: bool = False
+    memory_path: str | None = None
+    reverted: bool = False
+    deadend_items: list[str] = field(default_factory=list)
+    deadend_blob: str = ""
+    deadend_streak: int | None = None
+    next_direction: str = ""
+    dsl: str = "any"
+    # numbers (None when the memory is missing or degraded)
+    geomean: float | None = None
+    arith_mean: float | None = None
+    by_shape: list[tuple[str, float]] = field(default_factory=list)
+    speedup_vs_ref: float | None = None
+    correctness: str | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    gate: str | None = None
+    gate_failure: str = ""
+    measurement_status: str | None = None
+    measurement_subject: str | None = None
+    measurement_source: str | None = None
+    carried_from: str | None = None
+    improvement_pct: float | None = None
+    category: str = ""
+    description: str = ""
+    expected_impact: str = ""
+    open_directions: list[dict] = field(default_factory=list)
+    pitfalls: list[dict] = field(default_factory=list)
+    experiments: list[dict] = field(default_factory=list)
+    long_horizon_status: str | None = None
+    episode: int | None = None
+    journal_path: str | None = None  # memory/long_horizon_e<EEEE>.json of a promotion
+    journal: object | None = None  # its gitkb.trace.journals.Journal, or a committed one
+    experiments_from: str | None = None  # the file the experiments' ids refer to
+    cited_commit_kind: str | None = None  # promotion / revalidation (long-horizon) or None
+    kernel_blob: str | None = None  # kernel.py at the code commit (a regular file)
+    parent_kernel_blob: str | None = None  # kernel.py at its parent, for the diff
+    git_commit_hash: str | None = None
+    masked: bool = False
+    problems: list[str] = field(default_factory=list)  # per-version degradations (rule 7)
+
+    @property
+    def carry_forward(self) -> bool:
+        """Numbers that describe the incumbent, not this version's code (rule 2)."""
+        return (
+            (self.measurement_subject not in (None, "candidate"))
+            or self.measurement_source == "canonical_incumbent_carry_forward"
+            or bool(self.carried_from)
+            or self.gate == "FAIL"
+        )
+
+    @property
+    def text(self) -> str:
+        """The version's own words: subject, body, description and gate failure."""
+        parts = [self.subject, self.body, self.description, self.gate_failure]
+        return "\n".join(p for p in parts if p)
+
+
+def number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def text_of(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def object_of(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def normalize_pitfall(entry: object) -> dict | None:
+    """Both dialects (rule 4) -> {pitfall, explanation, fix}; strings kept, nulls dropped."""
+    if isinstance(entry, str):
+        return {"pitfall": entry.strip(), "explanation": "", "fix": ""} if entry.strip() else None
+    if not isinstance(entry, dict):
+        return None
+    if any(k in entry for k in ("pitfall", "explanation", "fix")):
+        out = {k: text_of(entry.get(k)) for k in ("pitfall", "explanation", "fix")}
+    else:
+        out = {
+            "pitfall": text_of(entry.get("error_message")),
+            "explanation": text_of(entry.get("root_cause")),
+            "fix": text_of(entry.get("fix_applied")) or text_of(entry.get("lesson")),
+        }
+    return out if any(out.values()) else None
+
+
+def read_memory(row: VersionRow, raw: bytes | None, refused: str | None) -> None:
+    """Fill ``row`` from the bytes of its memory file (None: unreadable, ``refused`` says why)."""
+    if raw is None:
+        row.problems.append(refused or "memory file unreadable")
+        return
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        row.problems.append(f"memory is not UTF-8 (byte {exc.start}); no numbers")
+        return
+    except json.JSONDecodeError as exc:
+        row.problems.append(f"memory is not JSON ({exc.msg}, line {exc.lineno}); no numbers")
+        return
+    if not isinstance(doc, dict):
+        row.problems.append(f"memory is a JSON {type(doc).__name__}, not an object; no numbers")
+        return
+    row.masked = doc.get("masked") is True
+    for key in ("performance", "correctness", "quality_gate", "long_horizon", "experience"):
+        if key in doc and doc[key] is not None and not isinstance(doc[key], dict):
+            row.problems.append(f"{key} is a {type(doc[key]).__name__}, not an object; ignored")
+    _performance(row, doc)
+    correctness = object_of(doc.get("correctness"))
+    row.correctness = text_of(correctness.get("status")) or None
+    row.max_abs_err = number(correctness.get("max_abs_err"))
+    row.max_rel_err = number(correctness.get("max_rel_err"))
+    gate = object_of(doc.get("quality_gate"))
+    row.gate = text_of(gate.get("result")) or None
+    row.gate_failure = text_of(gate.get("failure_reason"))[:2000]
+    _words(row, doc)
+    experiments = object_of(doc.get("experience")).get("experiments")
+    for position, entry in enumerate(experiments if isinstance(experiments, list) else [], 1):
+        if isinstance(entry, dict):
+            row.experiments.append({**entry, "index": position})
+    if row.experiments:
+        row.experiments_from = row.memory_path
+    row.long_horizon_status = text_of(object_of(doc.get("long_horizon")).get("status")) or None
+    commit_hash = doc.get("git_commit_hash")
+    if isinstance(commit_hash, (str, int)) and not isinstance(commit_hash, bool):
+        row.git_commit_hash = str(commit_hash)
+
+
+def _performance(row: VersionRow, doc: dict) -> None:
+    perf = object_of(doc.get("performance"))
+    geo = number(perf.get("latency_us_geomean"))
+    row.geomean = geo if geo and geo > 0 else None
+    if geo is None and perf.get("latency_us") is not None:
+        row.problems.append("only latency_us present: no usable geomean")
+    arith = number(perf.get("latency_us_arith_mean"))
+    row.arith_mean = arith if arith and arith > 0 else None
+    shapes = perf.get("latency_us_by_shape")
+    if shapes is not None and not isinstance(shapes, dict):
+        row.problems.append("latency_us_by_shape is not an object; ignored")
+    dropped = 0
+    for key, value in object_of(shapes).items():
+        latency = number(value)
+        if latency is None or latency <= 0:
+            dropped += 1
+            continue
+        row.by_shape.append((str(key), latency))
+    if dropped:
+        row.problems.append(f"{dropped} per-shape latencies are not positive numbers; dropped")
+    row.speedup_vs_ref = number(perf.get("speedup_vs_ref_geomean"))
+    row.measurement_status = text_of(perf.get("measurement_status")) or None
+    row.measurement_subject = text_of(perf.get("measurement_subject")) or None
+    row.measurement_source = text_of(perf.get("measurement_source")) or None
+    row.carried_from = text_of(perf.get("carried_from_version")) or None
+    row.improvement_pct = number(perf.get("authoritative_improvement_pct"))
+
+
+def _words(row: VersionRow, doc: dict) -> None:
+    optimization = doc.get("optimization")
+    if isinstance(optimization, str):
+        row.description = optimization.strip()
+    else:
+        optimization = object_of(optimization)
+        row.category = text_of(optimization.get("action_category"))
+        row.description = text_of(optimization.get("action_description"))
+        row.expected_impact = text_of(optimization.get("expected_impact"))
+    directions = doc.get("open_directions")
+    for entry in directions if isinstance(directions, list) else []:
+        if isinstance(entry, dict) and text_of(entry.get("direction")):
+            row.open_directions.append(
+                {
+                    "direction": text_of(entry["direction"]),
+                    "rationale": text_of(entry.get("rationale")),
+                }
+            )
+    pitfalls = doc.get("pitfalls_and_fixes")
+    for entry in pitfalls if isinstance(pitfalls, list) else []:
+        row.pitfalls.append(normalize_pitfall(entry))
