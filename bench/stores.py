@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitkb import record as rec
-from gitkb import synthetic
+from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.store.writer import Change
 

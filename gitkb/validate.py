@@ -136,11 +136,11 @@ def example_context() -> GateContext:
 
 def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     """The trace gates' valid sample, built under ``workdir``: a mined record about to be
-    inserted into a store that holds its trace (``gitkb.examples``), so every trace gate
+    inserted into a store that holds its trace (``gitkb.samples.trace``), so every trace gate
     rebuilds real evidence from the store."""
-    from gitkb import examples
+    from gitkb.samples import trace as sample_trace
 
-    store, candidate = examples.sample_store(workdir)
+    store, candidate = sample_trace.sample_store(workdir)
     return GateContext(records=[candidate], store=store.view(), extra={"admission": "insert"})
 
 

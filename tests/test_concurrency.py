@@ -10,10 +10,10 @@ import time
 
 from conftest import ROOT, git
 
-from gitkb import synthetic
 from gitkb.gates import run_gates
 from gitkb.gates.registry import by_name
 from gitkb.record import dumps
+from gitkb.samples import synthetic
 from gitkb.store import Store
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import example_files, git
 
-from gitkb import synthetic
 from gitkb.record import dumps
+from gitkb.samples import synthetic
 from gitkb.store import Store
 
 

@@ -14,10 +14,10 @@ import pytest
 from conftest import ROOT, git, kb
 
 from gitkb import record as rec
-from gitkb import synthetic
 from gitkb.hooks.install import server_shim
 from gitkb.hooks.local import commit_msg
 from gitkb.resources import data_dir
+from gitkb.samples import synthetic
 from gitkb.store import Store
 
 

@@ -17,10 +17,10 @@ from conftest import example_files, git, kb
 from test_hooks import put_git_kb_on_path
 
 from gitkb import record as rec
-from gitkb import synthetic
 from gitkb.gates.registry import record_level
 from gitkb.hooks import local as hooks
 from gitkb.record.index import INDEX_PATH
+from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.store.layout import BRANCH
 from gitkb.validate import example_context

@@ -9,10 +9,10 @@ import pytest
 from conftest import example_files, git, kb
 
 from gitkb import record as rec
-from gitkb import synthetic
 from gitkb.query import answer
 from gitkb.query.feedback import feedback
 from gitkb.query.scope import Request
+from gitkb.samples import synthetic
 from gitkb.store import Store
 
 STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"

@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from gitkb import synthetic
 from gitkb.record import dumps
+from gitkb.samples import synthetic
 from gitkb.site import LadderPoint, build_site, ladder_svg
 
 LADDER = [

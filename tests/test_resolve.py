@@ -8,9 +8,10 @@ import shutil
 import pytest
 from conftest import git, kb
 
-from gitkb import synthetic, targets
+from gitkb import targets
 from gitkb.errors import GitkbError
 from gitkb.record import dumps
+from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.warmstart.attest import attest
 from gitkb.warmstart.resolve import resolve

@@ -7,10 +7,10 @@ import json
 import pytest
 from conftest import example_files, git, kb, needs_conformance
 
-from gitkb import synthetic
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
 from gitkb.importers.gpu_wiki import export_tree, import_tree
 from gitkb.record import dumps
+from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.vcs.repository import Repository
 

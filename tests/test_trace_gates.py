@@ -1,7 +1,7 @@
 """Tests for the eight trace gates (RECORD_FORMAT §7 and gitkb's journal-provenance).
 
 Evidence always comes from a real store: traces written with the VCS layer
-(``gitkb.examples``) or with C git (``trace_factory``) and copied under
+(``gitkb.samples.trace``) or with C git (``trace_factory``) and copied under
 ``refs/kb/traces/<label>``; packets are rebuilt from those objects by the
 mining pipeline, never handed to a gate from scratch files.
 """
@@ -15,12 +15,12 @@ import pytest
 from conftest import git, kb, needs_conformance
 from trace_factory import Symlink, Trace, kernel_source
 
-from gitkb import examples
 from gitkb import record as rec
 from gitkb.gates import GateContext, run_gates
 from gitkb.gates import journal_provenance as jp
 from gitkb.gates import no_fabrication as nf
 from gitkb.gates.registry import GATE_MODULES, all_gates, by_name
+from gitkb.samples import trace as sample_trace
 from gitkb.store import Store
 from gitkb.validate import context_for, example_context, injection_outcomes
 from gitkb.vcs.repository import Repository
@@ -40,7 +40,7 @@ TRACE_GATES = (
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     """The example store (trace ref + first milestone admitted) and the second milestone."""
-    return examples.sample_store(tmp_path_factory.mktemp("sample"))
+    return sample_trace.sample_store(tmp_path_factory.mktemp("sample"))
 
 
 def ctx_for(store, *records: dict, admission: str | None = "insert") -> GateContext:
@@ -92,7 +92,7 @@ def test_cli_injection_tests_cover_all_seventeen_gates():
 
 
 def test_a_store_of_mined_records_passes_all_seventeen_gates(tmp_path):
-    store, second = examples.sample_store(tmp_path)
+    store, second = sample_trace.sample_store(tmp_path)
     store.admit(second.raw, "insert", source="example")
     results = run_gates(store.gate_context(full=True), all_gates())
     assert {r.gate.name: r.status for r in results} == {g.name: "PASS" for g in all_gates()}
@@ -118,7 +118,7 @@ def test_git_kb_mine_output_passes_all_seventeen_gates(tmp_path):
 
 
 def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
-    store, second = examples.sample_store(tmp_path)
+    store, second = sample_trace.sample_store(tmp_path)
     forged = copy.deepcopy(second.data)
     forged["worth"]["gain"]["pct"] = 35.5
     with pytest.raises(Exception) as refused:
@@ -134,10 +134,10 @@ def test_an_injection_context_mutates_its_own_copy_of_the_packets(sample):
     store, _ = sample
     ctx = ctx_for(store, candidate(sample))
     ctx.extra[trace_evidence.MUTABLE_EVIDENCE] = True  # as run_injections marks its contexts
-    mine = trace_evidence.packets(ctx, examples.LABEL)
+    mine = trace_evidence.packets(ctx, sample_trace.LABEL)
     mine[1].diff = None
-    assert StoreTraces(store.view()).packets(examples.LABEL)[1].diff
-    assert trace_evidence.packets(ctx_for(store, candidate(sample)), examples.LABEL)[1].diff
+    assert StoreTraces(store.view()).packets(sample_trace.LABEL)[1].diff
+    assert trace_evidence.packets(ctx_for(store, candidate(sample)), sample_trace.LABEL)[1].diff
 
 
 # --- what the trace gates do not check ------------------------------------------------------
@@ -264,8 +264,8 @@ def test_provenance_resolves_commits_through_the_store_only(sample, tmp_path):
     bare = Store.init(tmp_path / "other", bare=True)
     (finding,) = run("provenance", ctx_for(bare, data)).findings
     assert finding.message == (
-        f"trace {examples.LABEL} is not in the store: "
-        f"mine it or push refs/kb/traces/{examples.LABEL}"
+        f"trace {sample_trace.LABEL} is not in the store: "
+        f"mine it or push refs/kb/traces/{sample_trace.LABEL}"
     )
 
 
@@ -336,7 +336,7 @@ def hostile(tmp_path_factory):
 
 def granular(tip: str, **extra) -> dict:
     data = copy.deepcopy(
-        examples.mined_records(examples.ExampleTrace(None, "", {"v1": tip, "v2": tip}))[0]
+        sample_trace.mined_records(sample_trace.ExampleTrace(None, "", {"v1": tip, "v2": tip}))[0]
     )
     data["evidence"]["raw"]["source_repo"] = HOSTILE
     data["evidence"]["raw"]["evidence_extra"] = {

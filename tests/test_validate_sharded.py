@@ -9,11 +9,11 @@ import pytest
 from conftest import needs_conformance
 
 from gitkb import record as rec
-from gitkb import synthetic
 from gitkb.errors import GitkbError
 from gitkb.gates import run_gates, sharded
 from gitkb.gates.registry import GATE_NAMES, all_gates
 from gitkb.record.index import Index, index_entry
+from gitkb.samples import synthetic
 from gitkb.validate import folder_context, validate
 
 

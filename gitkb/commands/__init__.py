@@ -17,6 +17,13 @@ store_option = click.option(
 )
 
 
+# retract and unretract: the why and the who of a tombstone or its lifting.
+reason_option = click.option(
+    "--reason", required=True, help="Why (kept in the commit trailers and the ledger)."
+)
+by_option = click.option("--by", help="Who (default: the committer identity).")
+
+
 def open_store(path: str):
     from gitkb.store import Store
 

@@ -10,6 +10,7 @@ list G (spec 5.3), so a record passes here only what both reference tools pass.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
@@ -109,25 +110,17 @@ def _fact(ctx: GateContext) -> dict | None:
     return None if payload is None else payload.setdefault("established_fact", {})
 
 
-def _noise_band_mechanism(ctx: GateContext) -> bool:
-    fact = _fact(ctx)
-    if fact is None:
-        return False
-    fact["mechanism"] = (
-        "All four block-size variants were flat within noise on H100 at these widths."
-    )
-    return True
+def _mechanism(text: str) -> Callable[[GateContext], bool]:
+    """An injection that states ``text`` as the anti-strategy's mechanism."""
 
+    def mutate(ctx: GateContext) -> bool:
+        fact = _fact(ctx)
+        if fact is None:
+            return False
+        fact["mechanism"] = text
+        return True
 
-def _consecutive_stall_mechanism(ctx: GateContext) -> bool:
-    fact = _fact(ctx)
-    if fact is None:
-        return False
-    fact["mechanism"] = (
-        "The search stopped after the third consecutive stall, so the whole-row variant "
-        "was dropped from the sweep."
-    )
-    return True
+    return mutate
 
 
 def _missing_fact(ctx: GateContext) -> bool:
@@ -160,8 +153,19 @@ GATE = Gate(
     description="anti-strategies state a condition and a causal mechanism",
     check=check,
     injections=(
-        Injection("established-fact/noise-band-mechanism", _noise_band_mechanism),
-        Injection("established-fact/consecutive-stall-mechanism", _consecutive_stall_mechanism),
+        Injection(
+            "established-fact/noise-band-mechanism",
+            _mechanism(
+                "All four block-size variants were flat within noise on H100 at these widths."
+            ),
+        ),
+        Injection(
+            "established-fact/consecutive-stall-mechanism",
+            _mechanism(
+                "The search stopped after the third consecutive stall, so the whole-row variant "
+                "was dropped from the sweep."
+            ),
+        ),
         Injection("established-fact/missing-fact", _missing_fact),
         Injection("established-fact/no-condition", _no_condition),
         Injection("established-fact/short-mechanism", _short_mechanism),

@@ -9,6 +9,7 @@ A record that cites a trace commit without naming its trace is reported too."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
@@ -78,20 +79,17 @@ def _first(ctx: GateContext):
     return first_mined(ctx, lambda data: bool(raw_of(data).get("git_commit")))
 
 
-def _unknown_commit(ctx: GateContext) -> bool:
-    record_file = _first(ctx)
-    if record_file is None:
-        return False
-    record_file.data["evidence"]["raw"]["git_commit"] = UNKNOWN_COMMIT
-    return True
+def _set_raw(key: str, value: object) -> Callable[[GateContext], bool]:
+    """An injection that sets ``evidence.raw.<key>`` of the first mined record."""
 
+    def mutate(ctx: GateContext) -> bool:
+        record_file = _first(ctx)
+        if record_file is None:
+            return False
+        record_file.data["evidence"]["raw"][key] = value
+        return True
 
-def _trace_not_in_store(ctx: GateContext) -> bool:
-    record_file = _first(ctx)
-    if record_file is None:
-        return False
-    record_file.data["evidence"]["raw"]["source_repo"] = "kernel_opt_999_never_mined"
-    return True
+    return mutate
 
 
 def _commit_outside_trace(ctx: GateContext) -> bool:
@@ -119,14 +117,6 @@ def _blob_not_commit(ctx: GateContext) -> bool:
     return True
 
 
-def _source_repo_dropped(ctx: GateContext) -> bool:
-    record_file = _first(ctx)
-    if record_file is None:
-        return False
-    record_file.data["evidence"]["raw"]["source_repo"] = None
-    return True
-
-
 def _other_trace_label(ctx: GateContext) -> bool:
     ctx.extra["trace_label"] = "kernel_opt_998_another_trace"
     return _first(ctx) is not None
@@ -138,11 +128,13 @@ GATE = Gate(
     description="git_commit is a commit of the record's trace (refs/kb/traces/<source_repo>)",
     check=check,
     injections=(
-        Injection("provenance/unknown-commit", _unknown_commit),
-        Injection("provenance/trace-not-in-store", _trace_not_in_store),
+        Injection("provenance/unknown-commit", _set_raw("git_commit", UNKNOWN_COMMIT)),
+        Injection(
+            "provenance/trace-not-in-store", _set_raw("source_repo", "kernel_opt_999_never_mined")
+        ),
         Injection("provenance/commit-outside-trace", _commit_outside_trace),
         Injection("provenance/blob-not-commit", _blob_not_commit),
-        Injection("provenance/source-repo-dropped", _source_repo_dropped),
+        Injection("provenance/source-repo-dropped", _set_raw("source_repo", None)),
         Injection("provenance/label-mismatch", _other_trace_label),
     ),
 )

@@ -87,6 +87,13 @@ def _read_work_file(root: Path, path: str) -> bytes | None:
         return None
 
 
+def _require(program: str, missing: str) -> None:
+    import shutil
+
+    if shutil.which(program) is None:
+        raise GitkbError(missing)
+
+
 def _last_lines(text: bytes, lines: int = 12, limit: int = 1500) -> str:
     shown = text.decode("utf-8", "replace").strip().splitlines()[-lines:]
     return " | ".join(line.rstrip() for line in shown if line.strip())[-limit:]
@@ -133,10 +140,7 @@ class GitKernelRepo:
     vcs = "git"
 
     def __init__(self, root: Path) -> None:
-        import shutil
-
-        if shutil.which("git") is None:
-            raise GitkbError(f"{root} is a git repository but C git (`git`) is not on PATH")
+        _require("git", f"{root} is a git repository but C git (`git`) is not on PATH")
         self.root = root
         self.env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
         self.git_dir = Path(self._git("rev-parse", "--absolute-git-dir").decode().strip())
@@ -319,10 +323,7 @@ class HgKernelRepo:
     vcs = "hg"
 
     def __init__(self, root: Path) -> None:
-        import shutil
-
-        if shutil.which("hg") is None:
-            raise GitkbError(f"{root} is a Mercurial repository but `hg` is not on PATH")
+        _require("hg", f"{root} is a Mercurial repository but `hg` is not on PATH")
         self.root = root
 
     def _hg(self, *args: str, check: bool = True) -> bytes:
