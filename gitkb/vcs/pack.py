@@ -24,9 +24,19 @@ def write_pack(object_store, objects: Iterable) -> None:
     """Store ``objects`` (dulwich ShaFile objects) in ``object_store`` as one pack. The
     index is renamed into place last: until then git and dulwich ignore the pack."""
     from dulwich.file import GitFile
-    from dulwich.pack import full_unpacked_object, write_pack_data, write_pack_index
+    from dulwich.pack import UnpackedObject, write_pack_data, write_pack_index
 
-    records = [full_unpacked_object(obj) for obj in objects]
+    # One chunk an object: a tree's entries would otherwise each go through zlib alone.
+    records = [
+        UnpackedObject(
+            obj.type_num,
+            delta_base=None,
+            crc32=None,
+            decomp_chunks=[obj.as_raw_string()],
+            sha=obj.sha().digest(),
+        )
+        for obj in objects
+    ]
     pack_dir = Path(object_store.path) / "pack"
     pack_dir.mkdir(exist_ok=True)
     tmp = pack_dir / f"{PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
