@@ -28,13 +28,12 @@ import logging
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.record.index import index_entry
 from gitkb.store.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
+from gitkb.store.rows import COLUMNS, Row, row_values
 from gitkb.vcs.plain import blob_id
 
 log = logging.getLogger("gitkb")
@@ -84,85 +83,10 @@ CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 """
 # One script, one transaction: two processes creating the cache at once both succeed.
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
-_COLUMNS = (
-    "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
-    "language, signature, source, entry, error"
-)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One record file as the cache knows it; ``entry`` is None when it does not parse."""
-
-    path: str
-    blob: str
-    id: str | None
-    entry: dict | None
-    error: str | None
-    source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
 
 
 class Lie(GitkbError):
     """The cache held bytes that are not the blob it named: rebuild it and ask again."""
-
-
-def kernel_names(record: dict) -> list[str]:
-    """The names a record files code under: its scope's operators, else its family."""
-    scope = rec.scope_of(record)
-    listed = scope.get("operators") if isinstance(scope.get("operators"), list) else []
-    names = [o for o in listed if isinstance(o, str) and o.strip()]
-    family = scope.get("operator_family")
-    return names or ([family] if isinstance(family, str) and family.strip() else [])
-
-
-def record_arches(record: dict) -> list[str]:
-    """The architectures a record's scope lists besides its ``arch`` (which the records
-    table holds, indexed with the vendor)."""
-    scope = rec.scope_of(record)
-    listed = scope.get("architectures") if isinstance(scope.get("architectures"), list) else []
-    return sorted({a for a in listed if isinstance(a, str) and a and a != scope.get("arch")})
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str], list[str]]:
-    """The ``records`` row of one record file, its kernel names and its architectures."""
-    loaded = (
-        rec.load(path, raw)
-        if raw is not None
-        else rec.RecordFile(path, b"", None, "missing object")
-    )
-    data = loaded.data
-    if data is None:
-        # Filed under its family's folder all the same, so a reader of that kernel sees
-        # (and counts) the broken record.
-        parts = path.split("/")
-        kernels = parts[5:6] if len(parts) == 7 else []
-        return (path, blob, *([None] * 14), loaded.error), kernels, []
-    scope = rec.scope_of(data)
-    entry = index_entry(data, path)
-    values = (
-        path,
-        blob,
-        _text(data.get("id")),
-        _text(data.get("type")),
-        _text(data.get("status")),
-        _text(data.get("episode_key")),
-        _text(scope.get("vendor")),
-        _text(scope.get("arch")),
-        _text(scope.get("dsl")),
-        _text(scope.get("operator_family")),
-        _text(scope.get("product")),
-        _text(rec.dig(data, "evidence", "summary", "measured_on", "gpu")),
-        rec.language_of(data),
-        entry["content_signature"],
-        _text(rec.dig(data, "evidence", "raw", "source_repo")),
-        json.dumps(entry, ensure_ascii=False),
-        None,
-    )
-    return values, kernel_names(data), record_arches(data)
 
 
 def _tracked(path: str) -> bool:
@@ -374,7 +298,7 @@ class IndexCache:
         if not last:
             return True
         picks = self._db.execute(
-            f"SELECT {_COLUMNS} FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
+            f"SELECT {COLUMNS} FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
             (last, _SAMPLE),
         ).fetchall()
         check_tree = self._open_repo.loaded()
@@ -387,7 +311,7 @@ class IndexCache:
             raw = _unpack(stored[1])
             if stored[1] is not None and (raw is None or blob_id(raw) != blob):
                 return False
-            if raw is not None and _row_values(path, blob, raw)[0] != tuple(held):
+            if raw is not None and row_values(path, blob, raw)[0] != tuple(held):
                 return False
             if check_tree and self.repo.blob_sha(self._commit, path) != blob:
                 return False
@@ -484,7 +408,7 @@ class IndexCache:
         for path, blob, raw in files:
             stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
             if rec.is_record_path(path):
-                values, names, archs = _row_values(path, blob, raw)
+                values, names, archs = row_values(path, blob, raw)
                 rows.append(values)
                 kernels += [(name, path) for name in names]
                 arches += [(arch, path) for arch in archs]
@@ -494,7 +418,7 @@ class IndexCache:
         db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
         db.executemany("DELETE FROM arches WHERE path = ?", replaced)
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
-        db.executemany(f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES "
+        db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES "
                        f"({', '.join('?' * 17)})", rows)  # fmt: skip
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.cache import IndexCache, Lie, Row
+from gitkb.store.cache import IndexCache, Lie
+from gitkb.store.rows import Row
 
 
 class StoreView:

@@ -14,8 +14,9 @@ from typing import Protocol
 
 from gitkb.errors import GitkbError, RefMoved
 from gitkb.fs import atomic_write
+from gitkb.vcs.commits import FILE_MODE
 from gitkb.vcs.plain import identity
-from gitkb.vcs.repository import FILE_MODE, WORK_TREE_TMP
+from gitkb.vcs.repository import WORK_TREE_TMP
 
 # Variables that would point C git at another repository, index or object store than the
 # kernel's own (a caller running inside a hook, say).

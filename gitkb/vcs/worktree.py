@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from gitkb.errors import LockTimeout
 from gitkb.fs import atomic_write
-from gitkb.vcs.repository import FILE_MODE, WORK_TREE_TMP, Repository
+from gitkb.vcs.commits import FILE_MODE
+from gitkb.vcs.repository import WORK_TREE_TMP, Repository
 
 log = logging.getLogger("gitkb")
 

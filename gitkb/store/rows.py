@@ -1,0 +1,87 @@
+"""What the index cache keeps of one record file: its ``records`` row (the columns
+readers select on, and the GPU-wiki index entry), the names it files code under and
+the architectures it lists."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gitkb import record as rec
+from gitkb.record.index import index_entry
+
+COLUMNS = (
+    "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
+    "language, signature, source, entry, error"
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record file as the cache knows it; ``entry`` is None when it does not parse."""
+
+    path: str
+    blob: str
+    id: str | None
+    entry: dict | None
+    error: str | None
+    source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
+
+
+def kernel_names(record: dict) -> list[str]:
+    """The names a record files code under: its scope's operators, else its family."""
+    scope = rec.scope_of(record)
+    listed = scope.get("operators") if isinstance(scope.get("operators"), list) else []
+    names = [o for o in listed if isinstance(o, str) and o.strip()]
+    family = scope.get("operator_family")
+    return names or ([family] if isinstance(family, str) and family.strip() else [])
+
+
+def record_arches(record: dict) -> list[str]:
+    """The architectures a record's scope lists besides its ``arch`` (which the records
+    table holds, indexed with the vendor)."""
+    scope = rec.scope_of(record)
+    listed = scope.get("architectures") if isinstance(scope.get("architectures"), list) else []
+    return sorted({a for a in listed if isinstance(a, str) and a and a != scope.get("arch")})
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str], list[str]]:
+    """The ``records`` row of one record file, its kernel names and its architectures."""
+    loaded = (
+        rec.load(path, raw)
+        if raw is not None
+        else rec.RecordFile(path, b"", None, "missing object")
+    )
+    data = loaded.data
+    if data is None:
+        # Filed under its family's folder all the same, so a reader of that kernel sees
+        # (and counts) the broken record.
+        parts = path.split("/")
+        kernels = parts[5:6] if len(parts) == 7 else []
+        return (path, blob, *([None] * 14), loaded.error), kernels, []
+    scope = rec.scope_of(data)
+    entry = index_entry(data, path)
+    values = (
+        path,
+        blob,
+        _text(data.get("id")),
+        _text(data.get("type")),
+        _text(data.get("status")),
+        _text(data.get("episode_key")),
+        _text(scope.get("vendor")),
+        _text(scope.get("arch")),
+        _text(scope.get("dsl")),
+        _text(scope.get("operator_family")),
+        _text(scope.get("product")),
+        _text(rec.dig(data, "evidence", "summary", "measured_on", "gpu")),
+        rec.language_of(data),
+        entry["content_signature"],
+        _text(rec.dig(data, "evidence", "raw", "source_repo")),
+        json.dumps(entry, ensure_ascii=False),
+        None,
+    )
+    return values, kernel_names(data), record_arches(data)
