@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
-from stores import build_store, fresh_records  # noqa: E402
+from stores import build_store, fresh_records, installed_env  # noqa: E402
 
 from gitkb import record as rec  # noqa: E402
 
@@ -100,9 +100,7 @@ def main() -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        # Bytecode as an installed gitkb has it: compiled once, into a private cache folder.
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(work / "pycache"))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env = installed_env(work, ROOT)
         for size in sizes:
             folder = work / str(size)
             folder.mkdir()

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
 from resolve import interleaved, timed_ms  # noqa: E402
-from stores import build_store  # noqa: E402
+from stores import installed_env, kept_store  # noqa: E402
 
 TARGET_MS = 50  # over `git kb --version`
 HEADLINE = "agent: arch+dsl+family"
@@ -55,14 +53,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
-        store_dir = work / "kb.git"
-        start = time.perf_counter()
-        if not store_dir.exists():
-            work.mkdir(parents=True, exist_ok=True)
-            build_store(store_dir, args.records)
-        built_s = time.perf_counter() - start
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(work / "pycache"))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        store_dir, built_s = kept_store(work, args.records)
+        env = installed_env(work, ROOT)
         base = [sys.executable, "-m", "gitkb"]
         commands = {"--version": [*base, "--version"]}
         answers = {}

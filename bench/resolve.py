@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
-from stores import build_store  # noqa: E402
+from stores import installed_env, kept_store  # noqa: E402
 
 TARGET_OVER_VERSION_MS = 50
 
@@ -56,15 +55,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
-        store_dir = work / "kb.git"
-        start = time.perf_counter()
-        if not store_dir.exists():
-            work.mkdir(parents=True, exist_ok=True)
-            build_store(store_dir, args.records)
-        built_s = time.perf_counter() - start
-        # Bytecode as an installed gitkb has it: compiled once, into a private cache folder.
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(work / "pycache"))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        store_dir, built_s = kept_store(work, args.records)
+        env = installed_env(work, ROOT)
         resolve_argv = [sys.executable, "-m", "gitkb", "resolve", "--kernel", "op007"]
         resolve_argv += ["--arch", "hopper", "--store", str(store_dir)]
         answer = json.loads(timed_ms(resolve_argv, env)[1])

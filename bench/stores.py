@@ -7,6 +7,8 @@ built once, as a store in use has it.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from gitkb import record as rec
@@ -39,3 +41,22 @@ def build_store(path: Path, size: int) -> Store:
 def fresh_records(size: int, count: int) -> list[bytes]:
     """``count`` records the store of ``size`` does not hold, as admission payloads."""
     return [rec.dumps(synthetic.strategy(size + 1_000_000 + n)) for n in range(count)]
+
+
+def installed_env(work: Path, root: Path) -> dict:
+    """The environment of a gitkb command timed as an installed gitkb runs: its bytecode
+    compiled once, into a private cache folder under ``work``."""
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=str(work / "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def kept_store(work: Path, size: int) -> tuple[Path, float]:
+    """``work/kb.git`` with ``size`` records, built unless already there (``--keep``); its
+    path and the seconds the build took."""
+    store_dir = work / "kb.git"
+    start = time.perf_counter()
+    if not store_dir.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        build_store(store_dir, size)
+    return store_dir, time.perf_counter() - start
