@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb
+from conftest import git, kb, lose_object
 from test_optimize_loop import make_bundle, replay_dir, run, variant
 
 from gitkb.store import Store
@@ -210,22 +210,8 @@ def test_mine_files_an_optimizer_trace_under_the_label_it_states(tmp_path, store
 def test_an_unreadable_store_is_a_cold_start_with_its_reason(tmp_path, store):
     """A store that exists but cannot be read (its main's tree lost, the cache gone) does not
     abort a warm-started run: the run goes on cold and says why."""
-    import shutil
-
     first_run(tmp_path, store, variant(COST=50.0))
-    git("repack", "-a", "-d", "-q", cwd=store.location)
-    tree = git("rev-parse", "main^{tree}", cwd=store.location).stdout.strip()
-    objects = git("rev-list", "--objects", "--all", cwd=store.location).stdout.splitlines()
-    keep = [line.split()[0] for line in objects if line.split()[0] != tree]
-    (tmp_path / "pack").mkdir()
-    git("pack-objects", "-q", str(tmp_path / "pack" / "pack"), cwd=store.location,
-        input="\n".join(keep) + "\n")  # fmt: skip
-    packs = store.location / ".git" / "objects" / "pack"
-    for pack in packs.glob("pack-*"):
-        pack.unlink()
-    for pack in (tmp_path / "pack").iterdir():
-        shutil.move(pack, packs / pack.name)
-    shutil.rmtree(store.location / ".git" / "gitkb-cache")
+    lose_object(store.location, git("rev-parse", "main^{tree}", cwd=store.location).stdout.strip())
     bundle = make_bundle(tmp_path, cases=CASES_SMALL)
     result, lines = run(
         tmp_path,
