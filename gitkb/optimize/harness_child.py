@@ -12,17 +12,23 @@ other value fails, and the diagnostic names the value received, so a harness
 returning ``"FAIL"`` or ``{"passed": "false"}`` cannot promote a wrong kernel.
 """
 
+import hashlib
 import importlib.util
 import inspect
 import json
 import math
 import os
+import re
 import sys
+import threading
 import traceback
 
-# Profile payloads larger than this are written to a file and referenced.
-MAX_INLINE_PROFILE_BYTES = 1 << 20
+# Profile payloads larger than this are written to a file and referenced (TLX's limit).
+MAX_INLINE_PROFILE_BYTES = 1_000_000
 PASSES = "only True or {'passed': True} passes"
+# What the harness prints is kept up to this much from the start, plus this much of the end.
+OUTPUT_HEAD_BYTES = 1 << 20
+OUTPUT_TAIL_BYTES = 64 << 10
 
 
 def _describe(exc: BaseException) -> str:
@@ -123,8 +129,31 @@ def _takes_request(function) -> bool:
     return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
+def safe_case_id(case_id) -> str:
+    """A case id as a folder name: unsafe runs of characters become ``-``; a name that had
+    to change (or is long) gets 8 hex digits of its SHA-1, so two ids never share a folder
+    (the TLX agent's naming)."""
+    raw = str(case_id)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("._-") or "case"
+    if safe == raw and len(safe) <= 96:
+        return safe
+    digest = hashlib.sha1(raw.encode("utf-8")).hexdigest()[:8]
+    return f"{safe[:80].rstrip('._-') or 'case'}-{digest}"
+
+
+def case_request(request, case_id):
+    """The run's profile request for one case: its own ``artifacts_dir``, created."""
+    folder = request.get("artifacts_dir")
+    if not folder:
+        return dict(request)
+    folder = os.path.join(folder, safe_case_id(case_id))
+    os.makedirs(folder, exist_ok=True)
+    return dict(request, artifacts_dir=folder)
+
+
 def _profile(harness, artifact, case, request):
     profile = harness.profile
+    request = case_request(request, case["case_id"])
     try:
         if _takes_request(profile):
             payload = profile(artifact, case, request)
@@ -133,12 +162,14 @@ def _profile(harness, artifact, case, request):
     except Exception as exc:  # noqa: BLE001 - a profiler failure is data, not a crash
         return {"error": _describe(exc)}
     text = json.dumps(payload, default=repr)
-    if len(text.encode("utf-8")) > MAX_INLINE_PROFILE_BYTES:
-        os.makedirs(request["artifacts_dir"], exist_ok=True)
-        spill = os.path.join(request["artifacts_dir"], f"profile-{case['case_id']}.json")
+    size = len(text.encode("utf-8"))
+    if size > MAX_INLINE_PROFILE_BYTES:
+        if not request.get("artifacts_dir"):
+            return {"error": "profile payload exceeded inline limit (1MB)", "size_bytes": size}
+        spill = os.path.join(request["artifacts_dir"], "raw_profile.json")
         with open(spill, "w", encoding="utf-8") as fh:
             fh.write(text)
-        return {"spilled_to": spill, "bytes": len(text)}
+        return {"artifact": spill, "size_bytes": size, "truncated": True}
     return json.loads(text)
 
 
@@ -179,13 +210,71 @@ def evaluate(request):
     return response
 
 
+class CappedOutput:
+    """Fds 1 and 2 through a pipe into the log they were: the first OUTPUT_HEAD_BYTES are
+    written as they come, the last OUTPUT_TAIL_BYTES are kept aside, what is between is
+    counted and dropped, and ``close`` ends the log with a truncation notice. A harness that
+    prints 100 MB leaves about 1 MB."""
+
+    def __init__(self) -> None:
+        self.log = os.dup(1)
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(write_end, 1)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        self.read_end = read_end
+        self.written = 0
+        self.tail = bytearray()
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            block = os.read(self.read_end, 1 << 16)
+            if not block:
+                return
+            room = OUTPUT_HEAD_BYTES - self.written
+            if room > 0:
+                os.write(self.log, block[:room])
+                self.written += min(room, len(block))
+                block = block[room:]
+            self.tail += block
+            if len(self.tail) > OUTPUT_TAIL_BYTES:
+                self.dropped += len(self.tail) - OUTPUT_TAIL_BYTES
+                del self.tail[: len(self.tail) - OUTPUT_TAIL_BYTES]
+
+    def close(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        # A grandchild still holding the pipe must not keep the evaluation waiting.
+        self.thread.join(timeout=1.0)
+        if self.dropped:
+            notice = (
+                f"\n[gitkb] harness output truncated: {self.dropped} bytes dropped after the "
+                f"first {OUTPUT_HEAD_BYTES}; the last {len(self.tail)} follow\n"
+            )
+            os.write(self.log, notice.encode())
+        os.write(self.log, bytes(self.tail))
+
+
 def main():
-    request = json.load(sys.stdin)
-    response = evaluate(request)
-    tmp = request["response"] + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(response, fh, default=repr)
-    os.replace(tmp, request["response"])
+    output = CappedOutput()
+    try:
+        request = json.load(sys.stdin)
+        response = evaluate(request)
+        tmp = request["response"] + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(response, fh, default=repr)
+        os.replace(tmp, request["response"])
+    finally:
+        output.close()
 
 
 if __name__ == "__main__":

@@ -22,12 +22,19 @@ from gitkb.optimize import (
     warm,
     writeback,
 )
-from gitkb.optimize.evaluate import Measurement, measure
-from gitkb.optimize.experiments import announce, decide_line, exclusion, record
-from gitkb.optimize.freeze import BundleChanged
+from gitkb.optimize.evaluate import Measurement, diagnose, measure, merge_diagnostics
+from gitkb.optimize.experiments import (
+    announce,
+    decide_line,
+    exclusion,
+    progress_line,
+    record,
+    stage_line,
+)
+from gitkb.optimize.freeze import BundleChanged, KernelTouched
 from gitkb.optimize.providers import ProposalContext
 from gitkb.optimize.revalidate import revalidate
-from gitkb.optimize.setup import Run, RunConfig, hardware_tokens, prepare
+from gitkb.optimize.setup import CommitRefused, Run, RunConfig, hardware_tokens, prepare
 from gitkb.optimize.trace import memory_record
 from gitkb.optimize.validation import validate
 
@@ -126,10 +133,11 @@ class _Loop:
         budget = self.run.budget
         for round_no in range(1, budget.max_rounds + 1):
             promoted = False
-            for index in range(1, budget.candidates_per_round + 1):
+            for index in range(budget.candidates_per_round):  # TLX counts from c000
                 if self.run.elapsed() > budget.max_total_seconds:
                     return "time_budget_exhausted"
                 exp_id = f"r{round_no:03d}-c{index:03d}"
+                self.run.say(stage_line(exp_id, "generating"))
                 candidate = self.run.provider.propose(self.context(exp_id))
                 if candidate is None:
                     return "no_candidates"
@@ -172,12 +180,13 @@ class _Loop:
             decide_line(run, exp, best["aggregate"])
             return {"status": "failed", "experiment": exp}
         refusal = scoring.precheck(candidate.source, best["source"], self.seen)
-        if refusal:
+        if refusal:  # never evaluated: TLX's "failed", as for a candidate that raised
             why = [f"pre-evaluation: {refusal}"]
-            exp = record(run, exp_id, round_no, parent, "rejected", candidate, None, why, None)
+            exp = record(run, exp_id, round_no, parent, "failed", candidate, None, why, None)
             decide_line(run, exp, best["aggregate"])
-            return {"status": "rejected", "experiment": exp}
+            return {"status": "failed", "experiment": exp}
         self.seen.add(scoring.source_key(candidate.source))
+        run.say(stage_line(exp_id, "evaluating"))
         self.version += traced
         version = self.version if traced else None
         measurement, verdict = self.measure_and_decide(candidate, exp_id, best["aggregate"])
@@ -227,7 +236,9 @@ class _Loop:
         if given:
             experiment["kb_feedback"] = given
             outputs_path = self.run.output / "experiments" / experiment["id"] / "result.json"
-            outputs_path.write_bytes(experiments.dumps(experiment))
+            outputs_path.write_bytes(
+                experiments.dumps(outputs.experiment_json(self.run.output, experiment))
+            )
             self.run.say(
                 f"[gitkb] {experiment['id']} feedback {given.get('outcome')} on "
                 f"{', '.join(given.get('records', [])) or given.get('error', '-')}"
@@ -298,8 +309,22 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         final, revalidation = revalidate(run, loop.best, loop.base)
         if revalidation["passed"]:
             winner = loop.best
+            if run.config.diagnostic_proton_intra_kernel:
+                traces = diagnose(run, winner["source"], "final", "final_winner_diagnostic")
+                merge_diagnostics(final, traces)
         else:
             stopping = "finalist_revalidation_failed"
+    final_cases = (final if winner else loop.base).score.cases
+    run.say(
+        progress_line(
+            {
+                "id": "final",
+                "status": "revalidated" if winner else "baseline",
+                "aggregate_speedup": final.score.aggregate if winner else 1.0,
+                "cases": [c.as_json() for c in final_cases],
+            }
+        )
+    )
     commit_result = None
     if winner is not None and run.plan is not None:
         run.frozen.verify("before the winner commit")
@@ -316,7 +341,7 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         write_back = {"attempted": False, "reason": "the knowledge base could not be read"}
     document = outputs.write(run, ending, loop.base)
     if run.warm_report is not None:
-        document.update(warm.speedups(run, winner, document["aggregate_speedup"]))
+        document.update(warm.speedups(run, winner, document["final"]["aggregate_speedup"]))
         document["warm_start"] = run.warm_report
     if write_back is not None:
         document["write_back"] = write_back
@@ -334,7 +359,11 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
 
 def run(config: RunConfig) -> RunResult:
     """Run one optimization; see the module docstring."""
-    state = prepare(config)
+    try:
+        state = prepare(config)
+    except CommitRefused as refused:  # TLX: a failed auto_commit on stdout, exit 3, no run
+        config.progress(refused.result.event_line())
+        return RunResult(refused.result.as_json(), EXIT_COMMIT_FAILED)
     if state.warm is not None:
         warm.offer(state)
     if config.kb:
@@ -349,6 +378,9 @@ def run(config: RunConfig) -> RunResult:
     base = None
     try:
         base = validate(state)
+        if config.diagnostic_proton_intra_kernel:
+            traces = diagnose(state, state.baseline_source, "baseline", "baseline_diagnostic")
+            merge_diagnostics(base, traces)
         loop = _Loop(state, base)
         loop.record_baseline()
         adopted = None
@@ -364,5 +396,6 @@ def run(config: RunConfig) -> RunResult:
         return _finish(state, loop, loop.rounds())
     except BundleChanged as exc:
         state.say(f"[gitkb] run stopped: {exc.message}")
-        document = outputs.write(state, outputs.Ending("bundle_changed", error=exc.message), base)
+        stopping = "kernel_changed" if isinstance(exc, KernelTouched) else "bundle_changed"
+        document = outputs.write(state, outputs.Ending(stopping, error=exc.message), base)
         return RunResult(document, EXIT_STOPPED)

@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "codex": "gitkb.optimize.providers.codex",
     "claude": "gitkb.optimize.providers.claude",
     "replay": "gitkb.optimize.providers.replay",
+    "mock": "gitkb.optimize.providers.mock",
     "warm-start": "gitkb.optimize.providers.warmstart",  # --warm-start, not --provider
 }
 
