@@ -51,7 +51,7 @@ def test_knobs_skip_what_an_anti_strategy_ruled_out(tmp_path):
     result, lines = run(tmp_path, bundle, provider="knobs", kb=str(store.location))
     knowledge = result.document["knowledge"]
     assert ANTI_ID in knowledge["records"] and knowledge["asked"][0]["family"] == "bundle"
-    changes = [e["change"] for e in result.document["experiments"][1:]]
+    changes = [e["mutation_summary"] for e in result.document["experiments"][1:]]
     assert changes == ["set COST from 100.0 to 80.0"]  # 120.0 was never proposed
     first = result.document["experiments"][1]
     assert first["kb_excluded_by"] == [ANTI_ID] and first["kb_cited"] == []

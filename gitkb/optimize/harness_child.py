@@ -20,15 +20,11 @@ import math
 import os
 import re
 import sys
-import threading
 import traceback
 
 # Profile payloads larger than this are written to a file and referenced (TLX's limit).
 MAX_INLINE_PROFILE_BYTES = 1_000_000
 PASSES = "only True or {'passed': True} passes"
-# What the harness prints is kept up to this much from the start, plus this much of the end.
-OUTPUT_HEAD_BYTES = 1 << 20
-OUTPUT_TAIL_BYTES = 64 << 10
 
 
 def _describe(exc: BaseException) -> str:
@@ -210,71 +206,13 @@ def evaluate(request):
     return response
 
 
-class CappedOutput:
-    """Fds 1 and 2 through a pipe into the log they were: the first OUTPUT_HEAD_BYTES are
-    written as they come, the last OUTPUT_TAIL_BYTES are kept aside, what is between is
-    counted and dropped, and ``close`` ends the log with a truncation notice. A harness that
-    prints 100 MB leaves about 1 MB."""
-
-    def __init__(self) -> None:
-        self.log = os.dup(1)
-        read_end, write_end = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(write_end, 1)
-        os.dup2(write_end, 2)
-        os.close(write_end)
-        self.read_end = read_end
-        self.written = 0
-        self.tail = bytearray()
-        self.dropped = 0
-        self.thread = threading.Thread(target=self._pump, daemon=True)
-        self.thread.start()
-
-    def _pump(self) -> None:
-        while True:
-            block = os.read(self.read_end, 1 << 16)
-            if not block:
-                return
-            room = OUTPUT_HEAD_BYTES - self.written
-            if room > 0:
-                os.write(self.log, block[:room])
-                self.written += min(room, len(block))
-                block = block[room:]
-            self.tail += block
-            if len(self.tail) > OUTPUT_TAIL_BYTES:
-                self.dropped += len(self.tail) - OUTPUT_TAIL_BYTES
-                del self.tail[: len(self.tail) - OUTPUT_TAIL_BYTES]
-
-    def close(self) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.close(devnull)
-        # A grandchild still holding the pipe must not keep the evaluation waiting.
-        self.thread.join(timeout=1.0)
-        if self.dropped:
-            notice = (
-                f"\n[gitkb] harness output truncated: {self.dropped} bytes dropped after the "
-                f"first {OUTPUT_HEAD_BYTES}; the last {len(self.tail)} follow\n"
-            )
-            os.write(self.log, notice.encode())
-        os.write(self.log, bytes(self.tail))
-
-
 def main():
-    output = CappedOutput()
-    try:
-        request = json.load(sys.stdin)
-        response = evaluate(request)
-        tmp = request["response"] + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(response, fh, default=repr)
-        os.replace(tmp, request["response"])
-    finally:
-        output.close()
+    request = json.load(sys.stdin)
+    response = evaluate(request)
+    tmp = request["response"] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(response, fh, default=repr)
+    os.replace(tmp, request["response"])
 
 
 if __name__ == "__main__":

@@ -261,7 +261,7 @@ def prepare(config: RunConfig) -> Run:
     provider = providers.load(config.provider, config.provider_options, checked.tunables)
 
     # Absolute from here on: agents (codex --cd) and harnesses run in other folders.
-    output = (Path(config.output) if config.output else default_output(files)).absolute()
+    output = (Path(config.output) if config.output else default_output(files)).resolve()
     if output.exists() and any(output.iterdir()):
         raise GitkbError(f"output folder is not empty ({output})")
     copies = freeze_mod.collect(files, exclude=(output,))
