@@ -19,9 +19,9 @@ HEADER_EDIT = BASE.replace("line 2\n", "line 2 edited by the user\n")
 
 
 def message() -> str:
-    passed = {"passed": True}
-    cases = [{"case_id": "a", "median_us": 10.0, "cv": 0.01, "speedup": 1.0, "verification": passed}]
-    winner = [{"case_id": "a", "median_us": 5.0, "cv": 0.02, "speedup": 2.0, "verification": passed}]
+    ok = {"passed": True}
+    cases = [{"case_id": "a", "median_us": 10.0, "cv": 0.01, "speedup": 1.0, "verification": ok}]
+    winner = [{"case_id": "a", "median_us": 5.0, "cv": 0.02, "speedup": 2.0, "verification": ok}]
     return build_message("Tune line 15", "Line 15 tuned.", cases, winner, 2.0, "trace-1", "a" * 40)
 
 

@@ -410,7 +410,8 @@ def test_cli_commits_the_winner_into_git(tmp_path):
     assert (repo / "other.txt").read_text() == "staged and dirty\n"
     assert git("show", ":other.txt", cwd=repo).stdout == "staged\n"
     auto = json.loads((tmp_path / "out" / "auto_commit.json").read_text())
-    assert auto["success"] and auto["commit_revision"] == git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    head = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    assert auto["success"] and auto["commit_revision"] == head
 
 
 def test_cli_exit_3_when_head_moves_during_the_run(tmp_path):

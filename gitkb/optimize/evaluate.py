@@ -133,14 +133,14 @@ def diagnose(run: Run, source: str, exp_id: str, reason: str) -> dict[str, dict]
         error = "build failed: " + "; ".join(evaluation.response["build"]["diagnostics"])
     if error is not None:
         return {c.case_id: {"error": error} for c in run.bundle.cases}
-    return {
-        c["case_id"]: c["profile"] for c in evaluation.response["cases"] if "profile" in c
-    }
+    return {c["case_id"]: c["profile"] for c in evaluation.response["cases"] if "profile" in c}
 
 
 def merge_diagnostics(measurement: Measurement, diagnostics: dict[str, dict]) -> None:
     """Each case's diagnostic profile under ``diagnostic_proton_intra_kernel`` (TLX's key)."""
     for case in measurement.score.cases:
         if case.case_id in diagnostics:
-            case.profile = dict(case.profile, diagnostic_proton_intra_kernel=diagnostics[case.case_id])
+            case.profile = dict(
+                case.profile, diagnostic_proton_intra_kernel=diagnostics[case.case_id]
+            )
             measurement.profiles[case.case_id] = case.profile

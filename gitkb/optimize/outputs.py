@@ -94,6 +94,10 @@ def write(run: Run, ending: Ending, base) -> dict:
     (out / "baseline_profile.json").write_bytes(dumps(base_profiles))
     final_profiles = ending.final.profiles if winner and ending.final else base_profiles
     (out / "best_profile.json").write_bytes(dumps(final_profiles))
+    final_folder = out / "experiments" / "final"
+    if not (final_folder / "profile.json").exists():  # no finalist: TLX's final is the baseline
+        final_folder.mkdir(parents=True, exist_ok=True)
+        (final_folder / "profile.json").write_bytes(dumps(final_profiles))
     baseline = performance([c.as_json() for c in base_score.cases] if base_score else [], 1.0)
     final = baseline
     if final_score is not None:
