@@ -126,6 +126,7 @@ class _Loop:
             workspace=run.output / "workspaces" / exp_id,
             references=run.references,
             knowledge=run.knowledge.records if run.knowledge is not None else [],
+            kb_context=run.kb_context,
         )
 
     def rounds(self) -> str:
@@ -346,7 +347,11 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
     if write_back is not None:
         document["write_back"] = write_back
     if run.knowledge is not None:
-        document["knowledge"] = run.knowledge.report()
+        document["knowledge"] = dict(
+            run.knowledge.report(),
+            context_documents=run.kb_context_files,
+            context_bytes=len(run.kb_context.encode("utf-8")),
+        )
     outputs.save(run.output, document)
     if winner is None:
         why = "; ".join(revalidation["reasons"]) if revalidation else stopping
@@ -355,6 +360,23 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
     if commit_result is not None and not commit_result["success"]:
         return RunResult(document, EXIT_COMMIT_FAILED)
     return RunResult(document, EXIT_OK)
+
+
+def tlx_context(run: Run) -> None:
+    """The store's knowledge as TLX's agent context: the documents ``git kb export
+    tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
+    beside the wider ones), joined widest first, headed by file, within 16 KiB."""
+    from gitkb.importers import tlx_knowledge
+
+    target = run.bundle.target
+    found = tlx_knowledge.topics(tlx_knowledge.store_records(run.kb))
+    run.kb_context, run.kb_context_files = tlx_knowledge.context(
+        found, target.get("backend"), target.get("architecture"), run.operator
+    )
+    run.say(
+        f"[gitkb] knowledge context: {', '.join(run.kb_context_files) or 'none'} "
+        f"({len(run.kb_context.encode('utf-8'))} bytes)"
+    )
 
 
 def run(config: RunConfig) -> RunResult:
@@ -375,6 +397,8 @@ def run(config: RunConfig) -> RunResult:
             f"[gitkb] knowledge base: {len(state.knowledge.records)} records in the kernel's "
             f"scope ({', '.join(state.knowledge.ids) or 'none'})"
         )
+        if state.kb is not None:
+            tlx_context(state)
     base = None
     try:
         base = validate(state)

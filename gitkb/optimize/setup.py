@@ -83,6 +83,8 @@ class Run:
     warm_report: dict | None = None
     references: Path | None = None
     knowledge: object | None = None  # knowledge.Knowledge: the store's answer (--kb)
+    kb_context: str = ""  # the store's TLX knowledge documents for this target (--kb)
+    kb_context_files: list[str] = field(default_factory=list)
     adopted_source: str | None = None
     validation: dict | None = None  # what the bundle validation found
     experiments: list[dict] = field(default_factory=list)
