@@ -478,9 +478,10 @@ def render_table(args) -> str:
         ("profiler", profiler_text(Path(args.run_1))),
         (
             "run 1 (cold)",
-            f"winner {first.get('winner')}, {fmt(first.get('aggregate_speedup'), 'x', 3)}, "
+            f"winner {first.get('winner')}, "
+            f"{fmt(dig(first, 'final', 'aggregate_speedup'), 'x', 3)}, "
             f"{len(first.get('experiments') or [])} experiments, "
-            f"commit {str(dig(first, 'commit', 'commit', default='-'))[:12]}, "
+            f"commit {str(dig(first, 'auto_commit', 'commit_revision', default='-'))[:12]}, "
             f"stopped: {first.get('stopping_reason')}",
         ),
         (

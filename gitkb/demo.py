@@ -294,9 +294,7 @@ class _Demo:
                 f"demo: the second run adopted no warm start; see {self.paths['run_2']}"
             )
         own = [
-            e
-            for e in document["experiments"]
-            if e["status"] == "promoted" and e["round_index"] > 0
+            e for e in document["experiments"] if e["status"] == "promoted" and e["round_index"] > 0
         ]
         self.detail(
             f"adopted at {adopted['aggregate_speedup']:.2f}x; the run's own knob sweep "
