@@ -502,6 +502,8 @@ def test_the_tlx_command_line_runs_unchanged(tmp_path, marker):
     assert document["auto_commit"]["success"] and document["winner"] == "r001-c000"
     assert git("log", "-1", "--format=%s", cwd=repo).stdout.strip() == "Halve the cost"
     assert "reference_kernel.py" in document["bundle"]["sha256"]
+    reference = (bundle / "reference_kernel.py").read_text()
+    assert (tmp_path / "out" / "reference_kernel.py").read_text() == reference  # TLX's copy
     assert document["device"]["architecture"] == "x86_64"
     assert document["cases"] == [
         {"case_id": "a", "parameters": {"n": 1024}, "weight": 1.0, "protected": True}
