@@ -230,9 +230,11 @@ def test_failed_final_revalidation_restores_the_baseline(tmp_path):
 
 def test_near_threshold_candidate_is_rerun(tmp_path):
     bundle = make_bundle(tmp_path, {"min_speedup": 1.02})
-    result, _ = run(tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=100 / 1.025)))
+    result, lines = run(tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=100 / 1.025)))
     assert statuses(result)[1] == ("r001-c000", "promoted")
     assert (tmp_path / "out" / "experiments" / "r001-c000-rerun" / "response.json").exists()
+    line = "[tlx-agent] r001-c000 status=near-threshold-profiling diagnostics=reason=near_threshold"
+    assert line in lines
 
 
 def test_trace_format(tmp_path):

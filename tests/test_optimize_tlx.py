@@ -413,3 +413,25 @@ def test_harness_output_is_capped_with_a_notice(tmp_path):
     assert len(log) < worker.LOG_HEAD_BYTES + worker.LOG_TAIL_BYTES + 200
     assert b"harness output truncated:" in log and log.rstrip().endswith(b"THE END")
     assert os.path.getsize(ev.log) == len(log)
+
+
+def test_a_dirty_target_commits_only_the_winners_change_revalidated(tmp_path):
+    repo = kernel_repo(tmp_path, CONSTANTS_KERNEL + "# end\n")
+    (repo / "kernel.py").write_text(CONSTANTS_KERNEL + "# end, edited by the user\n")
+    bundle = tlx_bundle(tmp_path / "bundle")
+    candidates = tmp_path / "candidates"
+    candidates.mkdir()
+    winner = "LATENCY_US = 9.0\nCORRECT = True\n# end, edited by the user\n"
+    (candidates / "01.py").write_text(winner)
+    done = kb(
+        "optimize", "--kernel", str(repo / "kernel.py"), str(bundle), "-o", str(tmp_path / "out"),
+        "--provider", "replay", "--replay-dir", str(candidates),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    auto = json.loads(done.stdout)["auto_commit"]
+    assert auto["success"] and auto["dirty_target_at_start"] and auto["reverified"]
+    committed = git("show", "HEAD:kernel.py", cwd=repo).stdout
+    assert committed == "LATENCY_US = 9.0\nCORRECT = True\n# end\n"
+    assert (repo / "kernel.py").read_text() == winner
+    revalidation = json.loads((tmp_path / "out" / "commit_revalidation.json").read_text())
+    assert performance_problems(revalidation, "commit_revalidation") == []

@@ -267,6 +267,9 @@ class _Loop:
                 again = f"benchmark and profile disagree ({disagree[0]})"
         if again is None:
             return measurement, verdict
+        if verdict.rerun:  # TLX's line for the same step
+            line = stage_line(exp_id, "near-threshold-profiling")
+            run.say(f"{line} diagnostics=reason=near_threshold")
         run.say(f"[gitkb] {exp_id} measured again with a deep profile: {again}")
         measurement = measure(run, candidate.source, f"{exp_id}-rerun", "deep", again, base)
         if not measurement.measured:
@@ -298,6 +301,10 @@ class _Loop:
         )  # fmt: skip
         if not found.measured:
             return False, "; ".join(found.diagnostics)
+        cases = [c.as_json() for c in found.score.cases]  # TLX keeps this one at the root
+        (self.run.output / "commit_revalidation.json").write_bytes(
+            experiments.dumps(outputs.performance(cases, found.score.aggregate))
+        )
         if not found.score.protected_pass:
             return False, f"protected cases failed: {', '.join(found.score.failed_protected())}"
         return True, ""
