@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "renumber": ("renumber", "Give this clone's unpushed admission of an id a fresh id."),
     "validate": ("validate", "Run the gates on a store or a records folder."),
     "import": ("import_", "Import another tool's records (gpu-wiki, geak)."),
-    "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
+    "export": ("export", "Export the store in another tool's layout (gpu-wiki, tlx-knowledge)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
     "report": ("report", "Write the reviewer's summary of the store as a static HTML site."),
     "examples": ("examples", "Print the paths of the example records shipped with gitkb."),
