@@ -47,20 +47,18 @@ class Reader:
         self.cache = cache
         self.request = request
         self.now = now
-        self._enriched: dict[str, pool.Candidate] = {}
-        self._all: list[pool.Candidate] | None = None
+        # id -> (worth, tier, speedup) as enriched: each scope's rows are read afresh (their
+        # text tests differ), the records behind them are read once
+        self._enriched: dict[str, tuple] = {}
         self._with_feedback = queries.feedback_paths(cache)
 
-    def candidates(self, scoped_by: scope.Scope | None) -> list[pool.Candidate]:
-        if scoped_by is None and self._all is not None:
-            return self._all
+    def candidates(self, scoped_by: scope.Scope) -> list[pool.Candidate]:
         found = pool.candidates(self.cache, scoped_by)
-        fresh = [c for c in found if c.id not in self._enriched]
-        self._enrich(fresh)
-        out = [self._enriched.setdefault(c.id, c) for c in found]
-        if scoped_by is None:
-            self._all = out
-        return out
+        for c in found:
+            if c.id in self._enriched:
+                c.worth, c.tier, c.speedup = self._enriched[c.id]
+        self._enrich([c for c in found if c.id not in self._enriched])
+        return found
 
     def _enrich(self, fresh: list[pool.Candidate]) -> None:
         folding = {c.id for c in fresh if feedback_path(c.id) in self._with_feedback}
@@ -84,6 +82,7 @@ class Reader:
                 c.worth, c.tier = folded_rank(record, events, self.now)
             if c.id in speedless:
                 c.speedup = speedup(record)
+            self._enriched[c.id] = (c.worth, c.tier, c.speedup)
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""

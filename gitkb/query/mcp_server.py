@@ -43,11 +43,14 @@ def _sdk():
 
 
 def _as_tool_errors(tool_error: type[Exception]) -> Callable:
-    """A gitkb error inside a tool becomes the tool's error result with its one line."""
+    """A tool run on the server's own thread (the SDK hands a plain function to a worker
+    thread, and the open store's SQLite connection belongs to this one; the calls of one
+    stdio client are answered in turn all the same), a gitkb error inside it becoming the
+    tool's error result with its one line."""
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
-        def call(*args, **kwargs):
+        async def call(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
             except GitkbError as exc:

@@ -44,10 +44,15 @@ class Candidate(RankRow):
         return min(1.0, max(0.0, float(value)))
 
 
-def candidates(cache, scope: Scope | None) -> list[Candidate]:
-    """The records the cache's columns can tell may be in ``scope`` (None: every record),
-    by id."""
-    return rank_rows(cache, _narrowing(scope) if scope is not None else None, Candidate)
+def texts(scope: Scope) -> tuple[str, ...]:
+    """What a candidate's ``contains`` answers for ``scope``: its terms, in order, then the
+    symptom as a text mention would spell it."""
+    return (*scope.terms, *((scope.symptom.replace("-", " "),) if scope.symptom else ()))
+
+
+def candidates(cache, scope: Scope) -> list[Candidate]:
+    """The records the cache's columns can tell may be in ``scope``, by id."""
+    return rank_rows(cache, _narrowing(scope), texts(scope), Candidate)
 
 
 def _narrowing(scope: Scope) -> Narrowing:
@@ -95,7 +100,7 @@ def symptom_match(candidate: Candidate, symptom: str) -> str | None:
     only mentions it, else None."""
     if candidate.bottleneck == symptom or symptom in strings(candidate.symptoms):
         return "signal"
-    if symptom.replace("-", " ") in candidate.search_text:
+    if candidate.contains[-1]:  # the symptom's text comes last (``texts``)
         return "text"
     return None
 

@@ -34,7 +34,7 @@ def text_hits(candidate: Candidate, terms: tuple[str, ...], any_term: bool) -> i
     terms, or any one under ``any_term``); 1 when there are no terms."""
     if not terms:
         return 1
-    hits = sum(1 for term in terms if term in candidate.search_text)
+    hits = sum(candidate.contains[: len(terms)])  # the terms come first (``pool.texts``)
     if hits == 0 or (not any_term and hits != len(terms)):
         return 0
     return hits

@@ -63,18 +63,19 @@ CREATE TABLE IF NOT EXISTS records (
     language TEXT,
     signature TEXT,
     source TEXT,
-    entry TEXT,
-    error TEXT,
     level TEXT,
     tier TEXT,
     worth REAL,
     gain REAL,
     speedup REAL,
-    search_text TEXT,
     architectures TEXT,
     operators TEXT,
     symptoms TEXT,
-    bottleneck TEXT
+    bottleneck TEXT,
+    search_text TEXT,
+    -- the entry last: a column after it would be read through its overflow pages
+    entry TEXT,
+    error TEXT
 );
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_signature ON records(signature);
@@ -87,6 +88,7 @@ CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
 CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
 CREATE INDEX IF NOT EXISTS records_type ON records(type);
 CREATE INDEX IF NOT EXISTS records_family ON records(family);
+CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
 CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
 CREATE INDEX IF NOT EXISTS arches_path ON arches(path);

@@ -25,14 +25,16 @@ ENTRY_LISTS = {
 }
 _RANKED = (
     "id, path, type, status, vendor, arch, dsl, family, level, tier, worth, gain, speedup, "
-    "search_text, architectures, operators, symptoms, bottleneck"
+    "architectures, operators, symptoms, bottleneck"
 )
 
 
 @dataclass(slots=True)
 class RankRow:
     """One record as ranking reads it. The list fields (``architectures``, ``operators``,
-    ``symptoms``) stay JSON text until a filter asks for them (``strings``)."""
+    ``symptoms``) stay JSON text until a filter asks for them (``strings``); ``contains``
+    says whether the record's retrieval text holds each text the query asked about (the
+    text itself stays in the cache)."""
 
     id: str
     path: str
@@ -47,11 +49,11 @@ class RankRow:
     worth: float | None
     gain: float | None
     speedup: float | None
-    search_text: str
     architectures: str | None
     operators: str | None
     symptoms: str | None
     bottleneck: str | None
+    contains: tuple[bool, ...] = ()
 
 
 def strings(listed: str | None) -> list[str]:
@@ -136,12 +138,25 @@ def _where(narrowing: Narrowing) -> tuple[str, tuple]:
     return " AND ".join(where), tuple(params)
 
 
-def rank_rows(cache: IndexCache, narrowing: Narrowing | None, row_type: type = RankRow) -> list:
+def rank_rows(
+    cache: IndexCache,
+    narrowing: Narrowing | None,
+    texts: tuple[str, ...] = (),
+    row_type: type = RankRow,
+) -> list:
     """The records with an id and an entry that ``narrowing`` may reach (None: all), by id,
-    each as ``row_type`` (``RankRow`` or a subclass) built from ``RankRow``'s fields."""
+    each as ``row_type`` (``RankRow`` or a subclass), its ``contains`` in ``texts`` order
+    (a case-sensitive substring test, as Python's ``in``)."""
     where, params = _where(narrowing or Narrowing())
-    found = cache.select(f"SELECT {_RANKED} FROM records WHERE {where} ORDER BY id, path", params)
-    return [row_type(*values) for values in found]
+    tests = "".join(", instr(search_text, ?) > 0" for _ in texts)
+    found = cache.select(
+        f"SELECT {_RANKED}{tests} FROM records WHERE {where} ORDER BY id, path",
+        (*texts, *params),
+    )
+    width = len(RankRow.__slots__) - 1
+    if not texts:
+        return [row_type(*values) for values in found]
+    return [row_type(*values[:width], tuple(map(bool, values[width:]))) for values in found]
 
 
 def record_count(cache: IndexCache) -> int:
