@@ -19,7 +19,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
-from stores import fresh_records, installed_env, kept_store  # noqa: E402
+from stores import bench_store, fresh_records, store_arguments  # noqa: E402
 
 # This script's own folder leaves the path: its name would hide the MCP SDK's package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
@@ -75,14 +74,10 @@ def main() -> None:
     import anyio
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
+    store_arguments(parser)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--keep", help="Build the store here and keep it (reused if present).")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(args.keep) if args.keep else Path(tmp)
-        store_dir, built_s = kept_store(work, args.records)
-        env = installed_env(work, ROOT)
+    with bench_store(args, ROOT) as (work, store_dir, built_s, env):
         subprocess.run([sys.executable, "-m", "gitkb", "--version"], env=env, check=True,
                        capture_output=True)  # fmt: skip
         incoming = work / "incoming.json"

@@ -86,7 +86,7 @@ class Reader:
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""
-        return len(rank.ranked(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by))
+        return rank.matches(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by)
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
@@ -163,9 +163,9 @@ def query(store: Store, request: scope.Request, now: float | None = None) -> dic
         in_scope = pool.scoped(reader.candidates(s), s)
         resolved = _resolved(s)
         if s.symptom:
-            signal = any(pool.symptom_match(c, s.symptom) == "signal" for c, _ in in_scope)
+            signal = any(pool.symptom_match(c, s) == "signal" for c, _ in in_scope)
             resolved["symptom_match_mode"] = "signal" if signal else "text"
-        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s)[: request.limit]]
+        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s, request.limit)]
         result: dict = {
             "kind": "matches",
             "served": 0,

@@ -21,6 +21,7 @@ decided exactly here, in one place:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gitkb.query.feedback import number
@@ -39,9 +40,11 @@ class Candidate(RankRow):
     def importance(self) -> float:
         """worth.rank.score as ranking uses it: a number in [0, 1], 0 when missing."""
         value = self.worth
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if type(value) not in (float, int):  # None, and a boolean, count as missing
             return 0.0
-        return min(1.0, max(0.0, float(value)))
+        if 0 <= value <= 1:
+            return float(value)
+        return 1.0 if value > 1 else 0.0
 
 
 def texts(scope: Scope) -> tuple[str, ...]:
@@ -95,58 +98,64 @@ def reach(candidate: Candidate, scope: Scope) -> str | None:
     return OTHER if request.cross_arch and own else None
 
 
-def symptom_match(candidate: Candidate, symptom: str) -> str | None:
-    """``signal`` when the record holds the symptom as a recorded signal, ``text`` when it
-    only mentions it, else None."""
+def symptom_match(candidate: Candidate, scope: Scope) -> str | None:
+    """``signal`` when the record holds the scope's symptom as a recorded signal, ``text``
+    when it only mentions it, else None."""
+    symptom = scope.symptom
     if candidate.bottleneck == symptom or symptom in strings(candidate.symptoms):
         return "signal"
-    if candidate.contains[-1]:  # the symptom's text comes last (``texts``)
+    if candidate.contains >> len(scope.terms) & 1:  # the symptom's text comes last (``texts``)
         return "text"
     return None
 
 
+def _tests(scope: Scope) -> list[Callable[[Candidate], bool]]:
+    """The exact filters ``scope`` sets besides arch and symptom, one test each."""
+    request = scope.request
+    tests: list[Callable[[Candidate], bool]] = []
+    for value, test in (
+        (scope.vendor, lambda c: c.vendor in (scope.vendor, "generic")),
+        (scope.dsl, lambda c: c.dsl in (scope.dsl, "any")),
+        (scope.family, lambda c: c.family == scope.family),
+        (scope.operator, lambda c: scope.operator in strings(c.operators)),
+        (scope.type, lambda c: c.type == scope.type),
+        (scope.level, lambda c: c.level == scope.level),
+        (scope.status, lambda c: c.status == scope.status),
+        (scope.tier, lambda c: c.tier == scope.tier),
+    ):
+        if value:
+            tests.append(test)
+    if not scope.status and not request.include_retired:
+        tests.append(lambda c: c.status not in RETIRED_STATUSES)
+    if request.min_importance is not None:
+        tests.append(lambda c: c.importance >= request.min_importance)
+    if request.min_gain is not None:
+        tests.append(lambda c: _at_least(c.gain, request.min_gain))
+    if request.min_speedup is not None:
+        tests.append(lambda c: _at_least(c.speedup, request.min_speedup))
+    if request.exclude:
+        tests.append(lambda c: c.id not in request.exclude)
+    return tests
+
+
+def _at_least(value: object, floor: float) -> bool:
+    found = number(value)
+    return found is not None and found >= floor
+
+
 def scoped(pool: list[Candidate], scope: Scope) -> list[tuple[Candidate, str]]:
     """(candidate, reach) of every candidate in ``scope``, in the pool's order."""
-    request = scope.request
+    tests = _tests(scope)
     kept: list[tuple[Candidate, str, str | None]] = []
     for c in pool:
-        how = reach(c, scope)
-        if how is None:
+        how = reach(c, scope) if scope.arch else EXACT
+        if how is None or not all(test(c) for test in tests):
             continue
-        if scope.vendor and c.vendor not in (scope.vendor, "generic"):
-            continue
-        if scope.dsl and c.dsl not in (scope.dsl, "any"):
-            continue
-        if scope.family and c.family != scope.family:
-            continue
-        if scope.operator and scope.operator not in strings(c.operators):
-            continue
-        if scope.type and c.type != scope.type:
-            continue
-        if scope.level and c.level != scope.level:
-            continue
-        if scope.status and c.status != scope.status:
-            continue
-        if not scope.status and not request.include_retired and c.status in RETIRED_STATUSES:
-            continue
-        if scope.tier and c.tier != scope.tier:
-            continue
-        if request.min_importance is not None and c.importance < request.min_importance:
-            continue
-        gain = number(c.gain)
-        if request.min_gain is not None and (gain is None or gain < request.min_gain):
-            continue
-        if request.min_speedup is not None:
-            found = number(c.speedup)
-            if found is None or found < request.min_speedup:
-                continue
         strength = None
         if scope.symptom:
-            strength = symptom_match(c, scope.symptom)
+            strength = symptom_match(c, scope)
             if strength is None:
                 continue
-        if c.id in request.exclude:
-            continue
         kept.append((c, how, strength))
     # A recorded signal beats a passing mention: serving both buries the records that are
     # about this bottleneck under those that only use its words.

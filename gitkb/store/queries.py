@@ -32,9 +32,9 @@ _RANKED = (
 @dataclass(slots=True)
 class RankRow:
     """One record as ranking reads it. The list fields (``architectures``, ``operators``,
-    ``symptoms``) stay JSON text until a filter asks for them (``strings``); ``contains``
-    says whether the record's retrieval text holds each text the query asked about (the
-    text itself stays in the cache)."""
+    ``symptoms``) stay JSON text until a filter asks for them (``strings``); bit ``i`` of
+    ``contains`` says whether the record's retrieval text holds the query's ``i``-th text
+    (the text itself stays in the cache)."""
 
     id: str
     path: str
@@ -53,7 +53,7 @@ class RankRow:
     operators: str | None
     symptoms: str | None
     bottleneck: str | None
-    contains: tuple[bool, ...] = ()
+    contains: int = 0
 
 
 def strings(listed: str | None) -> list[str]:
@@ -138,6 +138,10 @@ def _where(narrowing: Narrowing) -> tuple[str, tuple]:
     return " AND ".join(where), tuple(params)
 
 
+def _by_id_and_path(values: tuple) -> tuple:
+    return values[0], values[1]
+
+
 def rank_rows(
     cache: IndexCache,
     narrowing: Narrowing | None,
@@ -145,18 +149,17 @@ def rank_rows(
     row_type: type = RankRow,
 ) -> list:
     """The records with an id and an entry that ``narrowing`` may reach (None: all), by id,
-    each as ``row_type`` (``RankRow`` or a subclass), its ``contains`` in ``texts`` order
-    (a case-sensitive substring test, as Python's ``in``)."""
+    each as ``row_type`` (``RankRow`` or a subclass), its ``contains`` a bit per text (a
+    case-sensitive substring test, as Python's ``in``)."""
     where, params = _where(narrowing or Narrowing())
-    tests = "".join(", instr(search_text, ?) > 0" for _ in texts)
+    bits = " | ".join(f"((instr(search_text, ?) > 0) << {n})" for n in range(len(texts)))
     found = cache.select(
-        f"SELECT {_RANKED}{tests} FROM records WHERE {where} ORDER BY id, path",
-        (*texts, *params),
+        f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}", (*texts, *params)
     )
-    width = len(RankRow.__slots__) - 1
-    if not texts:
-        return [row_type(*values) for values in found]
-    return [row_type(*values[:width], tuple(map(bool, values[width:]))) for values in found]
+    # Sorted here, not by SQL: ORDER BY walks the id index into the table row by row, a
+    # scan reads it in order (UTF-8 byte order is code point order: the same sort).
+    found.sort(key=_by_id_and_path)
+    return [row_type(*values) for values in found]
 
 
 def record_count(cache: IndexCache) -> int:
@@ -180,9 +183,14 @@ def _column(name: str) -> str:
 
 
 def vendors(cache: IndexCache) -> set[str]:
-    """Every vendor value the store holds (a walk of the (vendor, arch, family) index)."""
-    return {row[0] for row in cache.select("SELECT DISTINCT vendor FROM records "
-                                           "WHERE vendor NOT NULL")}  # fmt: skip
+    """Every vendor value the store holds: one probe of the (vendor, arch, family) index per
+    vendor (a skip scan), not a walk of every record's entry in it."""
+    found: set[str] = set()
+    vendor = cache.select("SELECT min(vendor) FROM records")[0][0]
+    while vendor is not None:
+        found.add(vendor)
+        vendor = cache.select("SELECT min(vendor) FROM records WHERE vendor > ?", (vendor,))[0][0]
+    return found
 
 
 def holds_arch(cache: IndexCache, store_vendors: tuple[str, ...], arch: str) -> bool:
