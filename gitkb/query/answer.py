@@ -1,9 +1,12 @@
 """``git kb query``: the store's scoped, ranked knowledge for an agent, as one answer.
 
 Reads ``main`` through the index cache (a bare clone works, no checkout): the
-scope is resolved and the pool chosen from the cache's columns and a few entry
-fields; record bytes are read only for the hits served (and for records whose
-feedback or speedup must be folded in), so the query costs what it returns.
+scope is resolved and the pool chosen from the cache's columns (named rows of
+``gitkb.store.queries``; no entry is decoded); record bytes are read only for the
+hits served (and for records whose feedback or speedup must be folded in), so the
+query costs what it returns. The store comes opened (``Store.open``): a caller
+that keeps it (the MCP server) asks every question of the commit ``main`` names
+then.
 
 The answer is self-describing, so stdout alone cannot mislead: ``query`` is the
 scope as resolved, ``result.kind`` says ``matches``, ``empty`` or ``fallback``
