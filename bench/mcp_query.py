@@ -9,7 +9,10 @@ words, brief, a budget): the server keeps one open store, so a warm call pays th
 query, not the opening. Halfway through, another process admits a record, moving
 `main`; the calls after it must see the new record (the server follows `main`).
 
-    python bench/mcp.py [--records 10000] [--calls 200] [--keep DIR]
+(Not bench/mcp.py: a script of that name, on the path as bench/ is for the other
+benches and tests, would hide the MCP SDK's own ``mcp`` package.)
+
+    python bench/mcp_query.py [--records 10000] [--calls 200] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -27,9 +30,6 @@ sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
 from stores import bench_store, fresh_records, store_arguments  # noqa: E402
-
-# This script's own folder leaves the path: its name would hide the MCP SDK's package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
 
 TARGET_P50_MS = 5
 TARGET_P99_MS = 20
