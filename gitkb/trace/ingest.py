@@ -26,6 +26,7 @@ from gitkb.trace.messages import (
     episode_of,
     is_reverted,
     long_horizon_commit,
+    outcome_episode,
     parse_deadends,
 )
 from gitkb.trace.naming import entry_point, operator_slug, sniff_dsl, workload_family
@@ -161,7 +162,7 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
 def _read_journals(files: TraceFiles, rows: list[VersionRow]) -> None:
     """Promotions read their own journal; a committed supervisor folder fills in the rest."""
     for row in rows:
-        if row.journal_path and row.event_sha and row.episode is not None:
+        if row.journal_path and row.event_sha and row.promotion:
             row.journal = promotion_journal(files.at(row.event_sha), row.journal_path, row.episode)
             if row.journal is not None and row.improvement_pct is None:
                 row.improvement_pct = row.journal.improvement_pct
@@ -296,8 +297,11 @@ def _row(repo, files, history: _History, n: int) -> tuple[VersionRow, str | None
     row.deadend_streak = deadend_streak(message)
     episode = episode_of(history.by_sha[event].subject) if event else None
     if episode is not None:
-        row.episode = episode
+        row.episode, row.promotion = episode, True
         row.journal_path = history.journals.get(event)
+    else:
+        # A non-promotion names its episode in its subject (rule 14).
+        row.episode = outcome_episode(row.subject)
     if row.code_sha:
         row.parent = (history.by_sha[row.code_sha].parents or (None,))[0]
     if n in history.memory_blob:
@@ -364,9 +368,9 @@ def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
 
 
 def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMeta:
-    vendor, arch, product, basis = hardware
+    vendor, arch, product, hardware_basis = hardware
     definition = object_of(files.json("definition.json"))
-    name, basis = _operator(files, definition, options)
+    name, operator_basis = _operator(files, definition, options)
     description = text_of(definition.get("description"))
     axes = object_of(definition.get("axes"))
     constants = {
@@ -384,7 +388,7 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         label=label,
         head=tip,
         operator_name=name,
-        operator_basis=basis,
+        operator_basis=operator_basis,
         operator_slug="",  # set from the scrubbed name
         workload_family="",
         description=description,
@@ -394,6 +398,6 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         vendor=vendor,
         arch=arch,
         product=product,
-        hardware_basis=basis,
+        hardware_basis=hardware_basis,
         harness=options.harness or DEFAULT_HARNESS,
     )

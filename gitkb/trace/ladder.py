@@ -119,7 +119,7 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
             continue
         measured = (best - geo) / best * 100.0
         # A promotion's verified same-allocation gain outranks the geomean delta (§5.6).
-        step.authoritative = row.episode is not None and row.improvement_pct is not None
+        step.authoritative = row.promotion and row.improvement_pct is not None
         improve = row.improvement_pct if step.authoritative else measured
         step.improve_pct = round(improve, 2)
         step.geomean_pct = round(measured, 2)

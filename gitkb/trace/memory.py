@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
+
+from gitkb.trace.files import JsonProblem, parse_json
 
 
 @dataclass
@@ -49,7 +50,8 @@ class VersionRow:
     pitfalls: list[dict] = field(default_factory=list)
     experiments: list[dict] = field(default_factory=list)
     long_horizon_status: str | None = None
-    episode: int | None = None
+    episode: int | None = None  # the long-horizon episode, promoted or not
+    promotion: bool = False  # an ``episode <E>: promote ...`` commit recorded this version
     journal_path: str | None = None  # memory/long_horizon_e<EEEE>.json of a promotion
     journal: object | None = None  # its gitkb.trace.journals.Journal, or a committed one
     experiments_from: str | None = None  # the file the experiments' ids refer to
@@ -114,12 +116,9 @@ def read_memory(row: VersionRow, raw: bytes | None, refused: str | None) -> None
         row.problems.append(refused or "memory file unreadable")
         return
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        row.problems.append(f"memory is not UTF-8 (byte {exc.start}); no numbers")
-        return
-    except json.JSONDecodeError as exc:
-        row.problems.append(f"memory is not JSON ({exc.msg}, line {exc.lineno}); no numbers")
+        doc = parse_json(raw)
+    except JsonProblem as problem:
+        row.problems.append(f"memory is {problem}; no numbers")
         return
     if not isinstance(doc, dict):
         row.problems.append(f"memory is a JSON {type(doc).__name__}, not an object; no numbers")
