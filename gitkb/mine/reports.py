@@ -166,6 +166,17 @@ def mine_markdown(summary: dict) -> str:
     ]
     for record_type, fields in summary["missing_by_type"].items():
         out.append(f"- {record_type}: {', '.join(fields) or 'none'}")
+    for record_type, fields in summary.get("fields_by_type", {}).items():
+        out += ["", f"### {record_type}: fields filled from the trace", ""]
+        rows = [
+            [
+                name,
+                f"{c['filled']} of {c['records']}",
+                "; ".join(f"{why} ({n})" for why, n in c["missing_because"].items()),
+            ]
+            for name, c in fields.items()
+        ]
+        out.append(_table(["field", "records with it", "why the others have none"], rows))
     skipped = [o for o in summary["outcomes"] if o["action"] == "skip" and o.get("lever")]
     if skipped:
         out += ["", "## Levers not kept", ""]

@@ -94,7 +94,11 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
         if row.reverted and row.has_commit:
             if _infra(row):
                 step.reason = "infrastructure"
-            elif row.deadend_items or len(row.text) > DEADEND_MIN_CHARS:
+            elif (
+                row.deadend_items
+                or len(row.text) > DEADEND_MIN_CHARS
+                or any(p and p["explanation"] for p in row.pitfalls)
+            ):
                 step.kind = "deadend"
             else:
                 step.reason = "reverted, nothing said"

@@ -28,6 +28,16 @@ FACT_RULE = (
     "because of a mechanism of at least forty characters taken from the trace's own words."
 )
 VERDICTS = ("accuracy-gate/ceiling", "api-limitation", "not-worth-it-here", "performance-ceiling")
+SPLIT_INSTRUCTIONS = {
+    "mechanical": "one record for this one listed lever",
+    "curated": "one record for this one recorded pitfall",
+    "agent": "one record for the most substantial lever; name the others in the lesson",
+    "journal": "one record for this one rejected experiment",
+    "rejected-candidate": "one record for this one candidate the supervisor's verification "
+    "rejected",
+}
+# Journal experiment keys beyond the ones the producer asks for, kept when an agent wrote them.
+EXTRA_EXPERIMENT_FIELDS = ("conclusion", "expected_effect")
 
 
 @dataclass
@@ -223,6 +233,7 @@ def _packet(
         "profiler": {
             "conclusion": scrub.text(report.conclusion) if report else "",
             "ncu_measured_the_kernel_under_test": bool(usable),
+            "stated_finding": scrub.value(row.profiler_finding),
         },
         "open_directions": [
             scrub.value(d) for d in row.open_directions[:LIST_LIMIT] if isinstance(d, dict)
@@ -233,13 +244,12 @@ def _packet(
     }
     if segment.record_type == "anti-strategy":
         agent_facing["the_failed_lever"] = scrub.text(segment.text)
+        agent_facing["attempted"] = scrub.text(segment.attempted)
+        agent_facing["stated_cause"] = scrub.text(segment.cause)
         agent_facing["how_it_was_fixed"] = scrub.text(segment.fix)
-        agent_facing["split_instruction"] = {
-            "mechanical": "one record for this one listed lever",
-            "curated": "one record for this one recorded pitfall",
-            "agent": "one record for the most substantial lever; name the others in the lesson",
-            "journal": "one record for this one rejected experiment",
-        }[segment.split_by]
+        agent_facing["split_instruction"] = SPLIT_INSTRUCTIONS.get(
+            segment.seg_kind, SPLIT_INSTRUCTIONS[segment.split_by]
+        )
         agent_facing["established_fact_required"] = {
             "rule": FACT_RULE,
             "verdict_must_conclude": list(VERDICTS),
@@ -262,6 +272,7 @@ def _packet(
                     for k in ("index", "name", "hypothesis", "change", "evidence", "result")
                 }
                 | {"decision": str(e.get("decision") or "")}
+                | {k: e[k] for k in EXTRA_EXPERIMENT_FIELDS if isinstance(e.get(k), str)}
             )
             for e in row.experiments
             if e["index"] in segment.experiments
