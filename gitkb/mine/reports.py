@@ -27,6 +27,7 @@ def recon_markdown(recon: dict) -> str:
                 ],
                 ["operator named by", ident["operator_basis"]],
                 ["trace label", ident["label"]],
+                ["label from", ident.get("label_note") or ident.get("label_basis")],
                 ["HEAD", ident["head"]],
                 ["target", f"{target['vendor']} {target['arch']} {target['product'] or 'any'}"],
                 ["hardware decided by", ident["hardware_basis"]],

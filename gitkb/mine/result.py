@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitkb.mine import reports
+from gitkb.mine.labels import LabelChoice
 from gitkb.trace.ingest import Ingest
 from gitkb.trace.ladder import Ladder
 from gitkb.trace.partition import Segment
@@ -61,6 +62,7 @@ class MineResult:
     segments: list[Segment]
     outcomes: list[Outcome]
     reports: dict[str, bytes]
+    label_choice: LabelChoice
 
     def summary(self) -> dict:
         counts: dict[str, int] = {}
@@ -73,6 +75,8 @@ class MineResult:
         kinds = [s.seg_kind for s in self.segments]
         return {
             "label": self.label,
+            "label_basis": self.label_choice.basis,
+            "label_note": self.label_choice.note(),
             "head": self.head,
             "versions": len(self.ingest.rows),
             "milestones": sum(1 for s in self.ladder.milestones if s.kind != "baseline"),

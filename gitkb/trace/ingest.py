@@ -71,7 +71,13 @@ class Ingest:
     scrubber: Scrubber  # the trace's scrubber, its user names learned from all its text
     snapshots: dict[int, str] = field(default_factory=dict)  # N -> versions/kernel_v<N>.py
     commits: frozenset[str] = frozenset()  # every commit reachable from the tip
+    root: str = ""  # the oldest commit: stable while the trace grows
+    kernel_sources: dict[int, str] = field(default_factory=dict)  # N -> kernel.py text
     _by_n: dict[int, VersionRow] = field(default_factory=dict, repr=False)
+
+    def texts(self):
+        """Every text a record or report may be built from, code included (rule 11)."""
+        return _all_text(self.meta, self.rows, self.captures, self.kernel_sources.values())
 
     def row(self, n: int) -> VersionRow | None:
         if len(self._by_n) != len(self.rows):
@@ -134,7 +140,7 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     meta = _meta(files, label, tip, hardware, options)
     captures = read_captures(files, non_target, kernels)
     _read_journals(files, rows)
-    scrubber = Scrubber(options.denylist, label)
+    scrubber = Scrubber(options.denylist)
     for text in _all_text(meta, rows, captures, kernels.values()):
         scrubber.learn(text)
     # Names are made from scrubbed text only (rule 11).
@@ -151,6 +157,8 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
         refused=files.refused,
         scrubber=scrubber,
         commits=frozenset(history.by_sha),
+        root=history.commits[0].sha if history.commits else tip,
+        kernel_sources=kernels,
         snapshots={
             int(m.group(1)): path
             for path, _ in repo.list_tree(tip, "versions")

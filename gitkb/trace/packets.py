@@ -28,6 +28,10 @@ FACT_RULE = (
     "because of a mechanism of at least forty characters taken from the trace's own words."
 )
 VERDICTS = ("accuracy-gate/ceiling", "api-limitation", "not-worth-it-here", "performance-ceiling")
+AUTHORITATIVE_BASIS = (
+    "the supervisor's authoritative same-allocation verification against the incumbent"
+)
+GEOMEAN_BASIS = "geomean against the best earlier version"
 SPLIT_INSTRUCTIONS = {
     "mechanical": "one record for this one listed lever",
     "curated": "one record for this one recorded pitfall",
@@ -189,10 +193,7 @@ def _packet(
     measurements = {
         "geomean_us": row.geomean,
         "improve_pct_vs_best_so_far": segment.improve_pct,
-        "improvement_basis": "the long-horizon supervisor's authoritative same-allocation "
-        "verification against the incumbent"
-        if step and step.authoritative
-        else "geomean against the best earlier version",
+        "improvement_basis": AUTHORITATIVE_BASIS if step and step.authoritative else GEOMEAN_BASIS,
         "geomean_improve_pct_vs_best_so_far": step.geomean_pct if step else None,
         "best_so_far_geomean_us": step.best_before if step else None,
         "baseline_geomean_us": baseline.geomean if baseline else None,

@@ -43,7 +43,7 @@ def open_trace(path: str | Path) -> tuple[Repository, str, str]:
         raise TraceError(f"{location}: the repository has no commits")
     if repo.object_type(head) != "commit":
         raise TraceError(f"{location}: HEAD is not a commit")
-    stated = _stated_label(repo, head)
+    stated = stated_label(repo, head)
     if stated is not None:
         return repo, head, stated
     name = location.resolve().name
@@ -146,7 +146,8 @@ class TraceRepo:
         return self._packets
 
 
-def _stated_label(repo: Repository, head: str) -> str | None:
+def stated_label(repo: Repository, head: str) -> str | None:
+    """The label a trace states for itself (``solution.json`` ``trace_label``), if usable."""
     raw = repo.read(head, "solution.json")
     try:
         label = object_of(parse_json(raw)).get("trace_label") if raw else None

@@ -16,7 +16,7 @@ from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
 from gitkb.record import new_track
 from gitkb.trace import facts
-from gitkb.trace.packets import Packet
+from gitkb.trace.packets import AUTHORITATIVE_BASIS, GEOMEAN_BASIS, Packet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 SOURCE_FORMAT = "source (verbatim)"
@@ -26,6 +26,37 @@ MIN_MECHANISM = 40
 _API = re.compile(r"unsupported|not supported|cannot express|does not exist|no api", re.I)
 _ACCURACY = re.compile(r"accuracy|tolerance|\bnan\b|mismatch|incorrect|precision", re.I)
 _CEILING = re.compile(r"does not fit|exceeds|limit|capacity|ceiling|saturat", re.I)
+GENERIC_LESSON = (
+    "Under the stated condition this change made the kernel worse; do not repeat it "
+    "without removing the cause."
+)
+# Every fixed phrase this distiller writes into a record, so the trace's label can be kept
+# out of them (TRACE_FORMAT rule 15): a label inside one would be echoed by every record.
+PHRASES = (
+    DIFF_FORMAT,
+    SOURCE_FORMAT,
+    GENERIC_LESSON,
+    "optimizing a kernel on",
+    "considering this change for a kernel on",
+    "Lower the latency of the kernel on",
+    "Know which change not to repeat on the kernel",
+    "Start a kernel for from",
+    "the snapshot of a milestone of this trace, a step that cut the latency by at least a fifth",
+    "the best measured version of this trace",
+    "the previous best version of this kernel",
+    "the trace's final kernel",
+    "the trace's correctness check",
+    "the trace's correctness check passed",
+    "no correctness verdict in the trace",
+    "the store already holds this operator from another trace or harness",
+    "geomean against the trace's baseline",
+    "over shapes:",
+    "harness",
+    "ncu",
+    "latency lower-better %",
+    AUTHORITATIVE_BASIS,
+    GEOMEAN_BASIS,
+)
 # Categories whose expected impact is the supervisor's or the seed's bookkeeping, not the
 # agent's account of why the change works.
 SUPERVISOR_CATEGORIES = (
@@ -366,10 +397,7 @@ def _anti(packet: Packet) -> Distilled:
     record["retrieval"]["triggers"] = [
         f"considering this change for a {op['dsl']} {op['name']} kernel on {op['gpu']}: {attempted}"
     ]
-    lesson = fix or (
-        "Under the stated condition this change made the kernel worse; do not repeat it "
-        "without removing the cause."
-    )
+    lesson = fix or GENERIC_LESSON
     if not fix:
         missing.append("payload.lesson (no fix recorded; generic lesson)")
     problem = _problem(packet)
