@@ -126,8 +126,8 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     files = TraceFiles(repo, tip)
     if repo.read(tip, "kernel.py") is None and not repo.is_symlink(tip, "kernel.py"):
         raise TraceError(f"{label}: the trace's HEAD has no kernel.py")
-    hardware = resolve_hardware(files, options)
     history = _walk(repo, tip)
+    hardware = resolve_hardware(files, options, _earlier_solutions(repo, files, history))
     rows, kernels = [], {}
     for n in sorted(set(history.first_add) | set(history.prefix_commits)):
         row, source = _row(repo, files, history, n)
@@ -165,6 +165,17 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
             if (m := _SNAPSHOT.match(path))
         },
     )
+
+
+def _earlier_solutions(repo: Repository, files: TraceFiles, history: _History):
+    """(commit, solution.json) of each distinct earlier manifest, newest first."""
+    seen: set[str] = set()
+    for info in reversed(history.commits):
+        entry = history.root(repo, info.sha).get("solution.json")
+        if entry is None or entry[1] in seen or not stat.S_ISREG(entry[0]):
+            continue
+        seen.add(entry[1])
+        yield info.sha, files.at(info.sha).json("solution.json")
 
 
 def _read_journals(files: TraceFiles, rows: list[VersionRow]) -> None:
