@@ -150,8 +150,8 @@ def experiment_cause(experiment: dict) -> str:
 
 def _deadends(ingest: Ingest, ladder: Ladder, rows: dict, name, precheck) -> list[Segment]:
     """Legacy dead-ends: a listed lever each; a prose dead-end once, or once per recorded
-    pitfall when its cause sits only there (rule 13); curated pitfalls of every other
-    version."""
+    pitfall when its cause sits only there (rule 13); curated pitfalls of every version
+    that is not a dead-end."""
     segments: list[Segment] = []
     merged: set[int] = set()
     for step in ladder.deadends:
@@ -175,6 +175,7 @@ def _deadends(ingest: Ingest, ladder: Ladder, rows: dict, name, precheck) -> lis
                 )
             )
         if items:
+            merged.add(row.n)  # its pitfalls restate the listed levers
             continue
         lever = _dash_text(row.subject) or row.description
         text = row.body or row.description or row.gate_failure or row.subject
