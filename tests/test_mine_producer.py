@@ -13,7 +13,11 @@ cause sits only in ``pitfalls_and_fixes`` of either dialect.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import git, kb
@@ -343,3 +347,64 @@ def test_memory_nested_5000_deep_degrades_its_version(tmp_path):
     problems = {d["version"]: d["problems"] for d in recon["degradations"]}
     assert problems["v2"] == ["memory is JSON nested deeper than 64 levels; no numbers"]
     assert problems["v3"] == ["memory is JSON nested deeper than 64 levels; no numbers"]
+
+
+ATREX = os.environ.get("GITKB_ATREX_REFERENCE")
+
+
+def _producer_checkout(tmp_path) -> Path:
+    """A work tree of the producer (the variable may name a checkout or a bare clone)."""
+    clone = Path(ATREX)
+    if (clone / "long_horizon").is_dir():
+        return clone
+    git_dir = clone if (clone / "objects").is_dir() else clone / ".git"
+    export = tmp_path / "atrex"
+    export.mkdir()
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "archive", "HEAD", "long_horizon", "orchestrator"],
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(export)], input=archive.stdout, check=True)
+    return export
+
+
+@pytest.mark.skipif(not ATREX, reason="GITKB_ATREX_REFERENCE names no producer clone")
+def test_a_trace_the_producers_own_code_wrote(tmp_path, store):
+    """The producer's supervisor, driven on a CPU by a scripted agent and a fixed ABBA
+    verifier (tests/atrex_driver.py), in a folder named like the operator's first letter."""
+    workspace = tmp_path / "t"
+    driver = Path(__file__).parent / "atrex_driver.py"
+    done = subprocess.run(
+        [sys.executable, str(driver), str(_producer_checkout(tmp_path)), str(workspace)],
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    result = mine(workspace, store=store)
+    assert result.label.startswith("kernel_opt_softmax_")
+    assert {o.seg_id: o.action for o in result.outcomes} == {
+        "strategy-v1": "insert",
+        "strategy-v2": "insert",
+        "strategy-v5": "insert",
+        "anti-v2-02": "insert",
+        "anti-v3-01": "insert",
+        "candidate-v4": "insert",
+        "refk-final": "insert",
+    }, [(o.seg_id, o.note) for o in result.outcomes]
+    assert result.recon["identity"]["hardware_basis"].startswith("solution.json")
+    assert result.recon["final_reference_kernel"] == "v5"
+    by_seg = {o.seg_id: store.read_record(o.record_id).data for o in result.outcomes}
+    observed = by_seg["candidate-v4"]["payload"]["observed"]
+    assert observed.startswith("candidate improvement -2.70") and "0.000%" in observed
+    check = kb("validate", "--full", str(store.location))
+    assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
+
+
+def test_a_trace_of_loose_objects_mines_dry(tmp_path):
+    """Small traces (and C git's own commits) are loose objects, whose deflate streams may
+    open with Huffman tables: the gates' size probe reads on until the header is inflated."""
+    trace = long_horizon_producer(tmp_path / LABEL).path
+    assert not list((trace / ".git" / "objects" / "pack").glob("*.pack"))
+    done = kb("mine", str(trace), "--dry-run", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["counts"] == {"dry-run": 7}

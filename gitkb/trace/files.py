@@ -34,6 +34,8 @@ def parse_json(data: bytes) -> object:
         raise JsonProblem(f"not JSON ({exc.msg}, line {exc.lineno})") from None
     except RecursionError:
         raise JsonProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+        return value  # too few brackets to nest that deep
     level: list = [value]
     for _ in range(MAX_JSON_DEPTH):
         level = [
