@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, kb
-from trace_factory import Trace, kernel_source, memory
+from trace_factory import TMA_EXPERIMENT, Trace, kernel_source, memory
 
 from gitkb.mine.pipeline import mine, run_recon
 from gitkb.store import Store
@@ -35,10 +35,7 @@ SMEM = (
     "slower on sm_100 for rows of 4096 columns because the shared-memory round trip costs "
     "more than the second global read, which the L2 already serves"
 )
-TMA = (
-    "slower on sm_100 because the TMA descriptor setup per row exceeds the load time of a "
-    "16 KB row, so the copy engine never overlaps"
-)
+TMA = TMA_EXPERIMENT["result"]
 FP16 = (
     "on sm_90 the accumulation overflows because the fp16 sum of squares overflows past "
     "65504 for rows of 8192 columns"
@@ -85,23 +82,7 @@ def long_horizon_producer(path) -> Trace:
             },
         ],
     )
-    t.non_promotion(
-        3,
-        2,
-        "pivot",
-        "v2",
-        80.0,
-        experiments=[
-            {
-                "name": "tma row loads",
-                "hypothesis": "bulk copies hide the load latency",
-                "change": "load each row with a TMA descriptor",
-                "evidence": "slower on every shape",
-                "result": TMA,
-                "decision": "revert",
-            }
-        ],
-    )
+    t.non_promotion(3, 2, "pivot", "v2", 80.0, experiments=[TMA_EXPERIMENT])
     t.rejected_candidate(
         4,
         3,

@@ -601,6 +601,17 @@ SPILL_DEADEND = (
 SMEM_DEADEND = "double buffering in shared memory does not fit on sm_90 at 228 KB per SM"
 
 
+TMA_EXPERIMENT = {
+    "name": "tma row loads",
+    "hypothesis": "bulk copies hide the load latency",
+    "change": "load each row with a TMA descriptor",
+    "evidence": "slower on every shape",
+    "result": "slower on sm_100 because the TMA descriptor setup per row exceeds the load "
+    "time of a 16 KB row, so the copy engine never overlaps",
+    "decision": "revert",
+}
+
+
 def legacy_trace(path: Path, hardware: str | None = "NVIDIA H100", bare: bool = False) -> Path:
     """A legacy trace: v0 baseline 100 us, v1 80 us (milestone), v2 reverted with two listed
     dead-ends, v3 60 us (milestone, memory in a follow-up commit, with a curated pitfall),
@@ -673,17 +684,7 @@ def long_horizon_trace(path: Path, hardware: str | None = "NVIDIA B200", bare: b
         "pivot",
         "v2",
         80.0,
-        experiments=[
-            {
-                "name": "tma row loads",
-                "hypothesis": "bulk copies hide the load latency",
-                "change": "load each row with a TMA descriptor",
-                "evidence": "slower on every shape",
-                "result": "slower on sm_100 because the TMA descriptor setup per row exceeds "
-                "the load time of a 16 KB row, so the copy engine never overlaps",
-                "decision": "revert",
-            }
-        ],
+        experiments=[TMA_EXPERIMENT],
     )
     t.promote(
         3,
