@@ -73,6 +73,7 @@ class Ingest:
     commits: frozenset[str] = frozenset()  # every commit reachable from the tip
     root: str = ""  # the oldest commit: stable while the trace grows
     kernel_sources: dict[int, str] = field(default_factory=dict)  # N -> kernel.py text
+    kernel_texts: dict[str, str] = field(default_factory=dict)  # blob -> text, as read once
     _by_n: dict[int, VersionRow] = field(default_factory=dict, repr=False)
 
     def texts(self):
@@ -159,6 +160,7 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
         commits=frozenset(history.by_sha),
         root=history.commits[0].sha if history.commits else tip,
         kernel_sources=kernels,
+        kernel_texts={blob: text for blob, (text, _) in history.kernels.items() if text},
         snapshots={
             int(m.group(1)): path
             for path, _ in repo.list_tree(tip, "versions")

@@ -92,13 +92,18 @@ def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kerne
     return unified_diff(before, repo.read(sha, path), path)
 
 
-def kernel_diff(repo: Repository, row: VersionRow) -> str:
+def kernel_diff(repo: Repository, row: VersionRow, texts: dict[str, str] | None = None) -> str:
     """``kernel.py`` from the code commit's parent to the code commit; by blob id when
-    ingest saw both sides as regular files (each blob is read once)."""
+    ingest saw both sides as regular files (``texts``: the sources ingest already read)."""
     if row.kernel_blob is None:
         return diff_text(repo, row.parent, row.code_sha)
-    before = _blob(repo, row.parent_kernel_blob) if row.parent_kernel_blob else None
-    return unified_diff(before, _blob(repo, row.kernel_blob), "kernel.py")
+    texts = texts or {}
+
+    def side(sha: str) -> str | bytes:
+        return texts[sha] if sha in texts else _blob(repo, sha)
+
+    before = side(row.parent_kernel_blob) if row.parent_kernel_blob else None
+    return unified_diff(before, side(row.kernel_blob), "kernel.py")
 
 
 _BLOBS: dict[str, bytes] = {}
@@ -113,15 +118,21 @@ def _blob(repo: Repository, sha: str) -> bytes:
     return _BLOBS[sha]
 
 
-def unified_diff(before: bytes | None, after: bytes | None, path: str) -> str:
+def unified_diff(before: str | bytes | None, after: str | bytes | None, path: str) -> str:
     import difflib
 
-    if before == after:
+    old, new = _text(before), _text(after)
+    if old == new:
         return ""
-    old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
-    new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    old, new = old.splitlines(keepends=True), new.splitlines(keepends=True)
     lines = difflib.unified_diff(old, new, f"a/{path}", f"b/{path}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _text(side: str | bytes | None) -> str:
+    if isinstance(side, bytes):
+        return side.decode("utf-8", "replace")
+    return side or ""
 
 
 def build_packets(
@@ -289,7 +300,7 @@ def _packet(
             kernel = scrub.code(source.decode("utf-8", "replace")[:KERNEL_LIMIT])
             agent_facing["kernel_file"] = f"{segment.seg_id}.py"
     elif row.code_sha:
-        diff = scrub.code(kernel_diff(repo, row)[:DIFF_LIMIT]) or None
+        diff = scrub.code(kernel_diff(repo, row, ingested.kernel_texts)[:DIFF_LIMIT]) or None
         if diff:
             agent_facing["diff_file"] = f"{segment.seg_id}.diff"
     provenance = {
