@@ -81,13 +81,13 @@ def collision(label: str, ingested: Ingest) -> str:
     needle = label.lower()
     meta = ingested.meta
     if needle in vocabulary():
-        return "it is a word gitkb's records use"
+        return "is a word gitkb's records use"
     own = (meta.operator_name, meta.operator_slug, meta.workload_family, meta.vendor,
            meta.arch, meta.product or "", meta.harness)  # fmt: skip
     if any(needle in text.lower() for text in own):
-        return "it is part of the operator's name or target"
+        return "is part of the operator's name or target"
     if any(needle in text.lower() for text in ingested.texts()):
-        return "it occurs in the trace's own text or code"
+        return "occurs in the trace's own text or code"
     return ""
 
 
@@ -134,7 +134,7 @@ def choose_label(
         reason = _private(explicit, ingested) or collision(explicit, ingested)
         if reason:
             raise GitkbError(
-                f"--label {explicit!r} cannot name this trace: {reason}, so every record "
+                f"--label {explicit!r} cannot name this trace: it {reason}, so every record "
                 "would echo evidence.raw.source_repo; pass another --label, or none and "
                 "gitkb picks one",
                 2,
@@ -153,11 +153,11 @@ def choose_label(
 
 def _private(label: str, ingested: Ingest) -> str:
     if ingested.scrubber.mentions_private(label):
-        return "it holds a denylisted term or a user name from the trace's paths"
+        return "holds a denylisted term or a user name from the trace's paths"
     return ""
 
 
 def _unusable(label: str) -> str:
     if not usable_label(label) or label.endswith("."):
-        return "it is not usable as a ref name (A-Z a-z 0-9 . _ -)"
+        return "is not usable as a ref name (A-Z a-z 0-9 . _ -)"
     return ""
