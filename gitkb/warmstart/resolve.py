@@ -20,7 +20,7 @@ from pathlib import Path
 from gitkb import targets
 from gitkb.errors import GitkbError, NotAStore, writing
 from gitkb.store.layout import ledger_path
-from gitkb.warmstart import curate
+from gitkb.warmstart import curate, geak
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 DEFAULT_TOP_N = 3
@@ -87,16 +87,49 @@ def language_for(kernel: str, dsl: str | None) -> tuple[str | None, str | None]:
     return wanted, "--dsl"
 
 
-def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]]:
-    """The kernel match over the names the store files code under, and the matched
-    records' rows (id, type, status, vendor, arch, dsl, path, blob, product, measured,
-    language): from the index cache, so no record is read to choose."""
+def _rows(store, tip: str, kernel: str, hardware: targets.Hardware, language: str | None
+          ) -> tuple[curate.KernelMatch, list[tuple]]:  # fmt: skip
+    """The kernel match and the matched records' rows (id, type, status, vendor, arch, dsl,
+    path, blob, product, measured, language): from the index cache, so no record is read
+    to choose. The tiers run per page, as GEAK's do: among the kernels with code filed on
+    the caller's page and language only, so a same-named kernel elsewhere never makes the
+    match ambiguous; failing that, among every kernel, to name the pages it is on."""
     with store.cache.snapshot(tip) as cache:
         by_canonical: dict[str, set[str]] = {}
         for name in cache.kernel_names():
             by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
-        match = curate.match_kernel(kernel, set(by_canonical))
-        found = cache.kernel_rows(n for c in match.names for n in by_canonical.get(c, ()))
+        related = curate.related_names(kernel, set(by_canonical))
+        rows_of = {c: _usable(cache.kernel_rows(by_canonical[c])) for c in sorted(related)}
+    on_page = {c for c, rows in rows_of.items() if any(_filed_on(hardware, language, r) for r in rows)}
+    match = curate.match_kernel(kernel, on_page)
+    if match.tier is not None:
+        match.on_page = True
+    elif not match.ambiguous:
+        match = curate.match_kernel(kernel, related)
+        if match.ambiguous:  # only off the page: GEAK reads no page for it
+            match = curate.KernelMatch(None)
+    seen, rows = set(), []
+    for c in sorted(match.names):
+        for row in rows_of.get(c, ()):
+            if row[6] not in seen:
+                seen.add(row[6])
+                rows.append(row)
+    return match, rows
+
+
+def _filed_on(hardware: targets.Hardware, language: str | None, row: tuple) -> bool:
+    """Whether a code row is filed on the caller's page and language (GEAK's page folder)."""
+    if row[1] not in curate.CODE_TYPES:
+        return False
+    page = curate.page_of(row[8], None) or curate.page_of(None, row[9])
+    if not _on_page(hardware, row[3], row[4], page):
+        return False
+    return not language or (row[10] or curate.ANY_LANGUAGE) == language
+
+
+def _usable(found: list[tuple]) -> list[tuple]:
+    """Rows of the record kinds resolve reads; a corrupt record's row is rebuilt from its
+    path so it is counted where it is filed."""
     rows = []
     for row in found:
         if row[1] is None:
@@ -108,7 +141,7 @@ def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]
                          parts[4]))  # fmt: skip
         elif row[1] in _KINDS and row[0] is not None:
             rows.append(row)
-    return match, rows
+    return rows
 
 
 def _open(store_path) -> object:
@@ -148,6 +181,7 @@ def _answer(store_path, tip, kernel, top_n, min_speedup, include_retired, dsl, s
                 "beyond_top_n",
                 "no_code",
                 "corrupt",
+                "mislabeled",
             ),
             0,
         ),  # fmt: skip
@@ -169,8 +203,11 @@ def resolve(
     include_retired: bool = False,
     dsl: str | None = None,
     out: str | None = None,
+    shape: str = "gitkb",
 ) -> dict:
-    """The resolve answer (one JSON-ready dict); with ``out``, also the audit folder."""
+    """The resolve answer (one JSON-ready dict); with ``out``, also the audit folder.
+    ``shape`` "geak": GEAK's answer (``warmstart/geak.py``), ``out`` laid out as its lane
+    reads it (``kb_artifacts/`` entries and ``kb_references/``)."""
     from gitkb.record import load
 
     if top_n < 1:
@@ -187,7 +224,7 @@ def resolve(
     counts = answer["counts"]
     if hardware is None:
         answer["read_reason"] = "missing_arch"
-        return answer
+        return _shaped(answer, shape, [], language, out)
     answer["hardware"] = {
         "vendor": hardware.vendor,
         "arch": hardware.arch,
@@ -195,15 +232,15 @@ def resolve(
         "page": hardware.page,
         "token": hardware.token,
     }
-    match, rows = _rows(store, tip, kernel)
-    answer["kernel"].update(tier=match.tier, matched=sorted(match.names))
+    match, rows = _rows(store, tip, kernel, hardware, language)
+    answer["kernel"].update(tier=match.tier, matched=sorted(match.names), on_page=match.on_page)
     if match.ambiguous:
         answer["kernel"]["ambiguous"] = match.ambiguous
         answer["read_reason"] = "ambiguous"
-        return answer
+        return _shaped(answer, shape, [], language, out)
     if match.tier is None:
         answer["read_reason"] = "kernel_not_found"
-        return answer
+        return _shaped(answer, shape, [], language, out)
 
     wanted: list[tuple] = []  # (row, retired, page) of the same-page code records to load
     pitfall_paths: list[str] = []
@@ -213,9 +250,14 @@ def resolve(
     for row in rows:
         _, kind, status, vendor, record_arch, _, path, _, record_product, measured = row[:10]
         record_language = row[10] or curate.ANY_LANGUAGE
-        page = curate.page_of(record_product, measured)
+        filed, stated = curate.page_of(record_product, None), curate.page_of(None, measured)
+        page = stated or filed
         is_code = kind in curate.CODE_TYPES
         counts["total"] += is_code
+        if filed and stated and filed != stated:
+            # Measured on one page, filed on another: GEAK serves it on neither.
+            counts["mislabeled"] += is_code
+            continue
         key = (vendor, record_arch, page, record_language)
         if not _on_page(hardware, vendor, record_arch, page):
             if is_code:
@@ -255,8 +297,8 @@ def resolve(
     counts["same_arch"] = same_page_total
     answer["other_arch_pages"] = _pages(other_pages)
     answer["other_language_pages"] = _pages(other_language)
-    curated = curate.curate(candidates, min_speedup, top_n, include_retired,
-                            _fits(kernel_file))  # fmt: skip
+    fits = _fits(kernel_file) if shape != "geak" else None  # GEAK never sets code aside
+    curated = curate.curate(candidates, min_speedup, top_n, include_retired, fits)
     counts["below_floor"] = curated.below_floor
     counts["reference_only"] = len(curated.reference_only)
     counts["collapsed"] = curated.collapsed
@@ -265,6 +307,9 @@ def resolve(
     answer["ranks"] = [_rank(n, c, first_key) for n, c in enumerate(curated.ranks, 1)]
     answer["reference_only"] = [_reference(c, kernel_file) for c in curated.reference_only]
     answer["read_reason"] = _reason(answer, curated, same_page_total)
+    answer["geak_keys"] = geak.page_keys(candidates)
+    if shape == "geak":
+        return _shaped(answer, shape, curated.ranks, language, out)
     if out is not None:
         from gitkb.warmstart.references import write_out
 
@@ -280,6 +325,19 @@ def resolve(
                 kernel_file,
             )
     return answer
+
+
+def _shaped(answer: dict, shape: str, ranks: list, language, out) -> dict:
+    """``answer`` in the shape asked for; GEAK's writes its ``--out`` tree first."""
+    if shape != "geak":
+        return answer
+    if out is None or not ranks:
+        return geak.answer(answer, ranks, language, "", [""] * len(ranks))
+    from gitkb.warmstart.references import write_geak_out
+
+    with writing(out):
+        root, prose = write_geak_out(Path(out), answer, ranks)
+    return geak.answer(answer, ranks, language, str(root), prose)
 
 
 def _on_page(hardware: targets.Hardware, vendor, arch, page) -> bool:
@@ -333,6 +391,7 @@ def _candidate(row: tuple, retired: bool, page: str | None, blobs: dict):
             bench_key=curate.bench_key(record),
             direction=curate.direction(record),
             reproductions=curate.reproductions(record),
+            exp_id=geak.exp_id_of(record),
             retired=retired,
             counts=counts,
             retire_hint=retire_hint(counts),
@@ -370,6 +429,7 @@ def _rank(number: int, candidate: curate.Candidate, first_key: str | None) -> di
         "attestations": candidate.counts,
         "retire_hint": candidate.retire_hint,
         "retired": candidate.retired,
+        "geak_keys": geak.keys_of(candidate),
         "record_path": candidate.path,
         "applies": candidate.applies,
         "code_path": None,
