@@ -117,6 +117,28 @@ def fidelity_tree(base: Path) -> Path:
     return root
 
 
+def _edit(root: Path, where: str, **fields) -> None:
+    path = root / where / "meta.yaml"
+    meta = yaml.safe_load(path.read_text())
+    meta.update(fields)
+    path.write_text(yaml.safe_dump(meta, sort_keys=False))
+
+
+def curate_fidelity_tree(root: Path) -> None:
+    """What GEAK does to the fidelity tree between two imports: its curation retires an
+    entry, a lane's attestations land (lifting a hint), a rewrite of entry 1's code counts a
+    reproduction (so it now wins its tie), and a new entry is written."""
+    page = "gfx942/norm/rmsnorm__triton__gfx942"
+    _edit(root, f"{page}/20250602_100000_cccccc", retained=False,
+          retired_reason="dominated by entry 1")  # fmt: skip
+    _edit(root, f"{page}/20250604_100000_eeeeee", attestations={
+        "recalls": 4, "validations": 1, "failures": 2, "not_reproduced": 1,
+        "history": [{"at": "2025-06-05T10:00:00Z", "outcome": "failed"},
+                    {"at": "2025-07-01T10:00:00Z", "outcome": "validated", "by": "box-9"}]})
+    _edit(root, f"{page}/20250601_100000_aaaaaa", reproductions=2, lifecycle="active")
+    entry(root, "gfx942", "rmsnorm", "triton", "20250623_100000_bcdbcd", 1.5, "new idea", 25)
+
+
 # (gitkb resolve options, GEAK resolve options): the same question to both.
 QUERIES = [
     ({"kernel": "rmsnorm", "product": "gfx942", "dsl": "triton", "top_n": 10},

@@ -298,10 +298,16 @@ def strategy(entry: Entry) -> dict:
     }
 
 
-def measurement_keys(entry: Entry) -> list[str]:
-    """One confirm key per measurement of the entry's code beyond its first (GEAK's
-    ``reproductions`` counts the first too), so a re-import counts only new ones."""
-    return [f"geak:{entry.where}#{n}" for n in range(2, count(entry.meta.get("reproductions"), 1) + 1)]
+def measurements(entry: Entry) -> int:
+    """How many times GEAK measured the entry's code: its ``reproductions``, the first
+    included (a missing or zero count is one, as GEAK reads it)."""
+    return max(1, count(entry.meta.get("reproductions"), 1))
+
+
+def measurement_keys(entry: Entry, first: int = 2) -> list[str]:
+    """One confirm key per measurement of the entry's code from the ``first``-th on, so a
+    re-import counts only new ones."""
+    return [f"geak:{entry.where}#{n}" for n in range(first, measurements(entry) + 1)]
 
 
 def measured_track(entry: Entry) -> dict:

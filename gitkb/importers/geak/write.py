@@ -110,18 +110,17 @@ def _gated(store, entry: reader.Entry, record: dict, report: ImportReport) -> li
     return kept
 
 
-def _twin_in_store(view, record: dict) -> str | None:
-    """The store's record holding the same code on the same page, if any."""
+def _twin_in_store(view, record: dict) -> tuple[str | None, set[str]]:
+    """The store's record holding the same code on the same page, if any, and the
+    measurements (confirm keys) it has counted."""
     signature = content_signature(record)
-    if not signature:
-        return None
-    for row in view.rows_with_signature(signature):
+    for row in view.rows_with_signature(signature) if signature else []:
         if row.id is None or row.entry is None or row.entry.get("type") != record["type"]:
             continue
         held = view.read_row(row).data
         if held is not None and _page(held) == _page(record):
-            return row.id
-    return None
+            return row.id, set(rec.dig(held, "worth", "track", "confirm_keys") or [])
+    return None, set()
 
 
 def plan(store, folder) -> tuple[ImportReport, list[Step]]:
@@ -146,7 +145,7 @@ def plan(store, folder) -> tuple[ImportReport, list[Step]]:
     inserts: dict[str, Step] = {}
     for members in fresh.values():
         members.sort(key=_best_first)
-        holder_id = _twin_in_store(view, members[0][1])
+        holder_id, counted = _twin_in_store(view, members[0][1])
         rest = members
         if holder_id is None:
             entry, record = members[0]
@@ -160,8 +159,9 @@ def plan(store, folder) -> tuple[ImportReport, list[Step]]:
                 inserts[kept["id"]] = step
             holder_id, rest = record["id"], members[1:]
         for entry, _record in rest:
-            keys = [f"geak:{entry.where}#{n}"
-                    for n in range(1, reader.count(entry.meta.get("reproductions"), 1) + 1)]
+            keys = [k for k in mapper.measurement_keys(entry, first=1) if k not in counted]
+            if not keys:
+                continue
             steps.append(Step("confirm", holder_id, [entry.where],
                               f"same code as {holder_id} at {entry.speedup!r}x: a reproduction",
                               keys=keys))  # fmt: skip
