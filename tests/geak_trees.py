@@ -41,8 +41,15 @@ def entry(root: Path, gfx: str, kernel: str, language: str, exp_id: str, speedup
           n: int, *, kernel_class: str = "norm", bench: dict | None = None,
           gpu_arch: str | None = None, **fields) -> Path:  # fmt: skip
     """One entry as GEAK's write leaves it (``fields`` override or add meta keys)."""
-    metric = {"speedup": speedup, "wall_ms": None, "baseline_wall_ms": None,
-              "gpu_arch": gpu_arch or gfx, "metric_kind": "", "bench_key": "", "case_names": []}
+    metric = {
+        "speedup": speedup,
+        "wall_ms": None,
+        "baseline_wall_ms": None,
+        "gpu_arch": gpu_arch or gfx,
+        "metric_kind": "",
+        "bench_key": "",
+        "case_names": [],
+    }
     metric.update(bench or {})
     meta = {
         "lifecycle": "candidate",
@@ -78,10 +85,20 @@ def fidelity_tree(base: Path) -> Path:
       bench=SUITE)  # fmt: skip
     e(root, "gfx942", "rmsnorm", "triton", "20250601_090000_bbbbbb", 1.45, "two-pass", 2,
       bench=SUITE)  # fmt: skip  # ties with 1: the older exp id (by its time) leads
-    e(root, "gfx942", "rmsnorm", "triton", "20250602_100000_cccccc", "1.4", "evict-first  loads ", 3)
+    e(
+        root,
+        "gfx942",
+        "rmsnorm",
+        "triton",
+        "20250602_100000_cccccc",
+        "1.4",
+        "evict-first  loads ",
+        3,
+    )
     e(root, "gfx942", "rmsnorm", "triton", "20250603_100000_dddddd", 1.30, "evict-first loads", 4,
       bench={"bench_key": "b:opaque-harness"})  # fmt: skip
-    e(root, "gfx942", "rmsnorm", "triton", "20250604_100000_eeeeee", 1.4499999, "persistent rows", 5,
+    e(root, "gfx942", "rmsnorm", "triton", "20250604_100000_eeeeee", 1.4499999, "persistent rows",
+      5,
       attestations={"recalls": 3, "validations": 0, "failures": 2, "not_reproduced": 1,
                     "history": [{"at": "2025-06-05T10:00:00Z", "outcome": "failed"}]})  # fmt: skip
     e(root, "gfx942", "rmsnorm", "triton", "20250605_100000_ffffff", 1.2, "persistent rows", 6)
@@ -98,7 +115,17 @@ def fidelity_tree(base: Path) -> Path:
     e(root, "gfx942", "rmsnorm", "hip", "20250611_100000_f0f0f0", 2.5, "LDS tiling", 13)
     e(root, "gfx942", "rmsnorm", "ck", "20250612_100000_abcdef", 3.0, "xdl pipeline", 14)
     # A kernel with a page in HIP only; two same-length names on one page (ambiguous there).
-    e(root, "gfx942", "gemm_a8w8", "hip", "20250613_100000_111111", 1.6, "", 15, kernel_class="gemm")
+    e(
+        root,
+        "gfx942",
+        "gemm_a8w8",
+        "hip",
+        "20250613_100000_111111",
+        1.6,
+        "",
+        15,
+        kernel_class="gemm",
+    )
     e(root, "gfx942", "softmax_fwd", "triton", "20250614_100000_222222", 1.3, "", 16,
       kernel_class="softmax")  # fmt: skip
     e(root, "gfx942", "softmax_bwd", "triton", "20250615_100000_333333", 1.3, "", 17,
@@ -131,51 +158,106 @@ def curate_fidelity_tree(root: Path) -> None:
     page = "gfx942/norm/rmsnorm__triton__gfx942"
     _edit(root, f"{page}/20250602_100000_cccccc", retained=False,
           retired_reason="dominated by entry 1")  # fmt: skip
-    _edit(root, f"{page}/20250604_100000_eeeeee", attestations={
-        "recalls": 4, "validations": 1, "failures": 2, "not_reproduced": 1,
-        "history": [{"at": "2025-06-05T10:00:00Z", "outcome": "failed"},
-                    {"at": "2025-07-01T10:00:00Z", "outcome": "validated", "by": "box-9"}]})
+    _edit(
+        root,
+        f"{page}/20250604_100000_eeeeee",
+        attestations={
+            "recalls": 4,
+            "validations": 1,
+            "failures": 2,
+            "not_reproduced": 1,
+            "history": [
+                {"at": "2025-06-05T10:00:00Z", "outcome": "failed"},
+                {"at": "2025-07-01T10:00:00Z", "outcome": "validated", "by": "box-9"},
+            ],
+        },
+    )
     _edit(root, f"{page}/20250601_100000_aaaaaa", reproductions=2, lifecycle="active")
     entry(root, "gfx942", "rmsnorm", "triton", "20250623_100000_bcdbcd", 1.5, "new idea", 25)
 
 
 # (gitkb resolve options, GEAK resolve options): the same question to both.
 QUERIES = [
-    ({"kernel": "rmsnorm", "product": "gfx942", "dsl": "triton", "top_n": 10},
-     {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "triton", "top_n": 10}),
-    ({"kernel": "triton_rmsnorm.py", "product": "gfx942"},
-     {"kernel_name": "triton_rmsnorm.py", "gfx": "gfx942", "language": "triton"}),
-    ({"kernel": "rmsnorm", "product": "gfx942", "dsl": "triton", "top_n": 10, "min_speedup": 0.9},
-     {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "triton", "top_n": 10,
-      "min_speedup": 0.9}),
-    ({"kernel": "rmsnorm", "product": "gfx942", "dsl": "triton", "include_retired": True},
-     {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "triton", "include_retired": True}),
-    ({"kernel": "rmsnorm", "product": "gfx942", "dsl": "hip"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "hip"}),
-    ({"kernel": "rmsnorm", "product": "gfx942", "dsl": "ck"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "ck"}),
-    ({"kernel": "rmsnorm", "product": "gfx90a", "dsl": "triton"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx90a", "language": "triton"}),
-    ({"kernel": "rmsnorm", "product": "mi250", "dsl": "triton"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx90a", "language": "triton"}),
-    ({"kernel": "rmsnorm", "product": "gfx950", "dsl": "triton"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx950", "language": "triton"}),
-    ({"kernel": "rmsnorm", "product": "gfx1201", "dsl": "triton"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx1201", "language": "triton"}),
-    ({"kernel": "layernorm", "product": "gfx942", "dsl": "triton"},
-     {"kernel_name": "layernorm", "gfx": "gfx942", "language": "triton"}),
-    ({"kernel": "layernorm", "product": "gfx950", "dsl": "triton"},
-     {"kernel_name": "layernorm", "gfx": "gfx950", "language": "triton"}),
-    ({"kernel": "softmax", "product": "gfx942", "dsl": "triton"},
-     {"kernel_name": "softmax", "gfx": "gfx942", "language": "triton"}),
-    ({"kernel": "gemm_a8w8", "product": "gfx942", "dsl": "triton"},
-     {"kernel_name": "gemm_a8w8", "gfx": "gfx942", "language": "triton"}),
-    ({"kernel": "gemm_a8w8", "product": "gfx942", "dsl": "hip"},
-     {"kernel_name": "gemm_a8w8", "gfx": "gfx942", "language": "hip"}),
-    ({"kernel": "no_such_kernel", "product": "gfx942", "dsl": "triton"},
-     {"kernel_name": "no_such_kernel", "gfx": "gfx942", "language": "triton"}),
-    ({"kernel": "rmsnorm", "product": "gfx1200", "dsl": "triton"},
-     {"kernel_name": "rmsnorm", "gfx": "gfx1200", "language": "triton"}),
+    (
+        {"kernel": "rmsnorm", "product": "gfx942", "dsl": "triton", "top_n": 10},
+        {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "triton", "top_n": 10},
+    ),
+    (
+        {"kernel": "triton_rmsnorm.py", "product": "gfx942"},
+        {"kernel_name": "triton_rmsnorm.py", "gfx": "gfx942", "language": "triton"},
+    ),
+    (
+        {
+            "kernel": "rmsnorm",
+            "product": "gfx942",
+            "dsl": "triton",
+            "top_n": 10,
+            "min_speedup": 0.9,
+        },
+        {
+            "kernel_name": "rmsnorm",
+            "gfx": "gfx942",
+            "language": "triton",
+            "top_n": 10,
+            "min_speedup": 0.9,
+        },
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx942", "dsl": "triton", "include_retired": True},
+        {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "triton", "include_retired": True},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx942", "dsl": "hip"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "hip"},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx942", "dsl": "ck"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx942", "language": "ck"},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx90a", "dsl": "triton"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx90a", "language": "triton"},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "mi250", "dsl": "triton"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx90a", "language": "triton"},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx950", "dsl": "triton"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx950", "language": "triton"},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx1201", "dsl": "triton"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx1201", "language": "triton"},
+    ),
+    (
+        {"kernel": "layernorm", "product": "gfx942", "dsl": "triton"},
+        {"kernel_name": "layernorm", "gfx": "gfx942", "language": "triton"},
+    ),
+    (
+        {"kernel": "layernorm", "product": "gfx950", "dsl": "triton"},
+        {"kernel_name": "layernorm", "gfx": "gfx950", "language": "triton"},
+    ),
+    (
+        {"kernel": "softmax", "product": "gfx942", "dsl": "triton"},
+        {"kernel_name": "softmax", "gfx": "gfx942", "language": "triton"},
+    ),
+    (
+        {"kernel": "gemm_a8w8", "product": "gfx942", "dsl": "triton"},
+        {"kernel_name": "gemm_a8w8", "gfx": "gfx942", "language": "triton"},
+    ),
+    (
+        {"kernel": "gemm_a8w8", "product": "gfx942", "dsl": "hip"},
+        {"kernel_name": "gemm_a8w8", "gfx": "gfx942", "language": "hip"},
+    ),
+    (
+        {"kernel": "no_such_kernel", "product": "gfx942", "dsl": "triton"},
+        {"kernel_name": "no_such_kernel", "gfx": "gfx942", "language": "triton"},
+    ),
+    (
+        {"kernel": "rmsnorm", "product": "gfx1200", "dsl": "triton"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx1200", "language": "triton"},
+    ),
 ]
 
 
@@ -183,6 +265,7 @@ def comparable_view(answer: dict) -> dict:
     """What the fidelity checks compare of a GEAK-shaped answer: the read reason, the page,
     the filter counts, and each candidate's entry (relative to its tree), speedup, bench
     key, comparability, direction, hint, counts and alternates, in order."""
+
     def rel(path: str) -> str:
         parts = path.split("/")
         return "/".join(parts[-4:])
@@ -203,8 +286,9 @@ def comparable_view(answer: dict) -> dict:
                 "retire_hint": c["retire_hint"],
                 "validations": c["validations"],
                 "recalls": c["recalls"],
-                "alternates": [[rel(a["exp_dir"]), a["speedup"], a["bench_key"]]
-                               for a in c["alternates"]],  # fmt: skip
+                "alternates": [
+                    [rel(a["exp_dir"]), a["speedup"], a["bench_key"]] for a in c["alternates"]
+                ],  # fmt: skip
             }
             for c in answer.get("candidates", [])
         ],

@@ -4,7 +4,8 @@ The expected answers in tests/data/geak_expected.json are GEAK's own: they were
 recorded by running GEAK's ``experience_store.py resolve`` (iAmir97/GEAK @ a6a9d0e,
 stdlib + PyYAML) on the trees of tests/geak_trees.py, with
 
-    python bench/geak.py --geak PATH/TO/experience_store.py --write-expected tests/data/geak_expected.json
+    python bench/geak.py --geak PATH/TO/experience_store.py \
+        --write-expected tests/data/geak_expected.json
 
 which also runs gitkb beside it and printed 17 of 17 agreeing for each set: the
 fidelity tree ("tree"), that tree after GEAK's curation re-imported as a sync
@@ -136,10 +137,15 @@ def test_resolve_format_geak_and_its_out_tree(store, tmp_path):
     answer = json.loads(done.stdout)
     assert comparable_view(answer) == EXPECTED["tree"][1]
     first = answer["candidates"][0]
-    assert first["exp_dir"] == str(out / "kb_artifacts" / first["exp_dir"].split("kb_artifacts/")[1])
-    assert Path(first["patch_path"]).read_text() == (
-        tree / "gfx942/norm/rmsnorm__triton__gfx942/20250608_100000_c0c0c0/patch.diff"
-    ).read_text()
+    assert first["exp_dir"] == str(
+        out / "kb_artifacts" / first["exp_dir"].split("kb_artifacts/")[1]
+    )
+    assert (
+        Path(first["patch_path"]).read_text()
+        == (
+            tree / "gfx942/norm/rmsnorm__triton__gfx942/20250608_100000_c0c0c0/patch.diff"
+        ).read_text()
+    )
     assert Path(first["prose_path"]).is_file() and (out / "kb_references" / "index.md").is_file()
     for alternate in (a for c in answer["candidates"] for a in c["alternates"]):
         assert Path(alternate["patch_path"]).is_file()

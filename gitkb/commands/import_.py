@@ -8,7 +8,9 @@ from gitkb.importers import IMPORTERS
 @click.argument("kind", type=click.Choice(list(IMPORTERS)))
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
-@click.option("--dry-run", is_flag=True, help="Print the plan (what would be written); write nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan (what would be written); write nothing."
+)
 @store_option
 def command(kind: str, directory: str, as_json: bool, dry_run: bool, store_path: str) -> None:
     """Import another tool's records from DIRECTORY.

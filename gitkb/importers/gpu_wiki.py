@@ -73,7 +73,9 @@ def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
                  for f in files]  # fmt: skip
         return ImportReport("gpu-wiki", None, imported=len(files), steps=steps, dry_run=True)
     [admission] = store.commit([build])
-    return ImportReport("gpu-wiki", admission.commit, imported=len(files), commits=[admission.commit])
+    return ImportReport(
+        "gpu-wiki", admission.commit, imported=len(files), commits=[admission.commit]
+    )
 
 
 def export_tree(store, folder: str | os.PathLike) -> int:

@@ -155,7 +155,9 @@ class GeakEntry:
 
 def geak_fields(record: dict) -> dict:
     """``evidence.raw.geak`` of a record imported from GEAK; {} for any other."""
-    raw = record.get("evidence", {}).get("raw") if isinstance(record.get("evidence"), dict) else None
+    raw = (
+        record.get("evidence", {}).get("raw") if isinstance(record.get("evidence"), dict) else None
+    )
     found = raw.get("geak") if isinstance(raw, dict) else None
     return found if isinstance(found, dict) else {}
 
@@ -345,7 +347,7 @@ def answer(found: dict, ranks: list[curate.Candidate], language: str | None, roo
     filtered["same_direction_collapsed"] = counts["collapsed"]
     first_key = ranks[0].bench_key or ""
     candidates = []
-    for n, (candidate, entry, prose_path) in enumerate(zip(ranks, entries, prose), 1):
+    for n, (candidate, entry, prose_path) in enumerate(zip(ranks, entries, prose, strict=True), 1):
         bench = candidate.bench_key or ""
         exp_dir = _where(entry, root)
         candidates.append({

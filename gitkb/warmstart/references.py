@@ -245,7 +245,9 @@ def note_tried(references: Path, tried: list[dict]) -> None:
     _write(index, text + "\n".join(lines) + "\n")
 
 
-def write_geak_out(out: Path, answer: dict, ranks: list[curate.Candidate]) -> tuple[Path, list[str]]:
+def write_geak_out(
+    out: Path, answer: dict, ranks: list[curate.Candidate]
+) -> tuple[Path, list[str]]:
     """GEAK's lane layout, written before any verdict: every offered entry and its
     alternates as ``kb_artifacts/<gfx>/<kernel_class>/<slug>/<exp_id>/`` (meta.yaml,
     patch.diff, report.md), and the prose as ``kb_references/index.md`` and
@@ -274,7 +276,8 @@ def write_geak_out(out: Path, answer: dict, ranks: list[curate.Candidate]) -> tu
         record = candidate.record
         _write(path, (
             f"# Reference {n:02d} — {kernel}\n\n"
-            f"- speedup: {candidate.speedup or 0.0:.4f}x (bench `{candidate.bench_key or 'none'}`)\n"
+            f"- speedup: {candidate.speedup or 0.0:.4f}x "
+            f"(bench `{candidate.bench_key or 'none'}`)\n"
             f"- direction: {candidate.direction or 'unlabeled'}\n"
             f"- gitkb record: {candidate.record_id}\n"
             f"- same-direction alternates: {len(candidate.alternates)}\n\n---\n\n"

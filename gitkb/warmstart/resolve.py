@@ -100,7 +100,9 @@ def _rows(store, tip: str, kernel: str, hardware: targets.Hardware, language: st
             by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
         related = curate.related_names(kernel, set(by_canonical))
         rows_of = {c: _usable(cache.kernel_rows(by_canonical[c])) for c in sorted(related)}
-    on_page = {c for c, rows in rows_of.items() if any(_filed_on(hardware, language, r) for r in rows)}
+    on_page = {
+        c for c, rows in rows_of.items() if any(_filed_on(hardware, language, r) for r in rows)
+    }
     match = curate.match_kernel(kernel, on_page)
     if match.tier is not None:
         match.on_page = True

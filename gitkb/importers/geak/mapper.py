@@ -234,8 +234,7 @@ def strategy(entry: Entry) -> dict:
         payload["config"] = config
     return {
         "schema": rec.SCHEMA_NAME,
-        "id": f"{hw.vendor}.{page}.{_dsl(entry)}.{kernel}."
-        f"{technique[:40].strip('-')}-{stamp}",
+        "id": f"{hw.vendor}.{page}.{_dsl(entry)}.{kernel}.{technique[:40].strip('-')}-{stamp}",
         "type": "strategy",
         "level": "operator",
         "status": "deprecated" if is_retired else "active",

@@ -233,8 +233,11 @@ def _import_change(root_name: str, inserts: list[Step], report: ImportReport):
             edits,
             body=f"Imported {len(inserts)} GEAK records; {len(report.skipped)} entries "
             "not importable.",
-            trailers=[("KB-Source", "geak"), ("KB-Records", str(len(inserts))),
-                      ("KB-Skipped", str(len(report.skipped)))],  # fmt: skip
+            trailers=[
+                ("KB-Source", "geak"),
+                ("KB-Records", str(len(inserts))),
+                ("KB-Skipped", str(len(report.skipped))),
+            ],  # fmt: skip
         )
 
     return build
