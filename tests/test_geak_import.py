@@ -119,7 +119,7 @@ def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
     assert dict(info.trailers)["KB-Source"] == "geak"
     record = json.loads(
         store.read_record(
-            "amd.gfx942.triton.rmsnorm.evict-first-loads-for-activations-20250601-101500-a1b2c3"
+            "amd.gfx942.triton.rmsnorm.geak-20250601-101500-a1b2c3"
         ).raw
     )
     assert record["retrieval"]["scope"]["arch"] == "cdna3"

@@ -96,14 +96,16 @@ def geak_tree(tmp_path):
     return root
 
 
-def strategy_id(gfx, dsl, technique, exp_id):
-    return f"amd.{gfx}.{dsl}.rmsnorm.{technique}-{exp_id.replace('_', '-')}"
+def strategy_id(gfx, dsl, exp_id, language=""):
+    """An entry's record id: its page, language, kernel and exp id (its path, not its meta)."""
+    tail = f"{language}-" if language else ""
+    return f"amd.{gfx}.{dsl}.rmsnorm.geak-{tail}{exp_id.replace('_', '-')}"
 
 
-C = strategy_id("gfx942", "triton", "eviction-policy", "20250603_100000_cccccc")
-I = strategy_id("gfx942", "triton", "split-reduction", "20250609_100000_c0c0c0")  # noqa: E741
-K = strategy_id("gfx942", "triton", "evict-first-loads", "20250611_100000_e0e0e0")
-L = strategy_id("gfx942", "triton", "two-pass", "20250612_100000_f0f0f0")
+C = strategy_id("gfx942", "triton", "20250603_100000_cccccc")
+I = strategy_id("gfx942", "triton", "20250609_100000_c0c0c0")  # noqa: E741
+K = strategy_id("gfx942", "triton", "20250611_100000_e0e0e0")
+L = strategy_id("gfx942", "triton", "20250612_100000_f0f0f0")
 
 
 def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
@@ -144,19 +146,19 @@ def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
 
     assert only("triton_rmsnorm.py", product="gfx950") == []  # the mislabeled entry
     assert only("triton_rmsnorm.py", product="gfx1201") == [
-        strategy_id("gfx1201", "triton", "wave32", "20250615_100000_222222")
+        strategy_id("gfx1201", "triton", "20250615_100000_222222")
     ]
     assert only("rmsnorm", product="mi250x", dsl="triton") == [
-        strategy_id("gfx90a", "triton", "mfma-tiles", "20250616_100000_333333")
+        strategy_id("gfx90a", "triton", "20250616_100000_333333")
     ]
     assert only("rmsnorm", product="gfx1100", dsl="triton") == [
-        strategy_id("gfx1100", "triton", "wave32", "20250617_100000_444444")
+        strategy_id("gfx1100", "triton", "20250617_100000_444444")
     ]
     assert only("hip_rmsnorm.hip", product="gfx942") == [
-        strategy_id("gfx942", "any", "lds-tiling", "20250606_100000_ffffff")
+        strategy_id("gfx942", "any", "20250606_100000_ffffff", "hip")
     ]
     assert only("rmsnorm", product="gfx942", dsl="ck") == [
-        strategy_id("gfx942", "any", "xdl-pipeline", "20250607_100000_a0a0a0")
+        strategy_id("gfx942", "any", "20250607_100000_a0a0a0", "ck")
     ]
 
 
@@ -173,27 +175,25 @@ def test_what_the_records_keep(store, tmp_path):
     assert k["retrieval"]["signals"]["metrics"]["speedup_x"] == 1.5  # the higher of the two
     assert k["evidence"]["raw"]["geak"]["exp_id"] == "20250611_100000_e0e0e0"
     assert record(C)["evidence"]["raw"]["bench_key"] is None
-    hip = record(strategy_id("gfx942", "any", "lds-tiling", "20250606_100000_ffffff"))
+    hip = record(strategy_id("gfx942", "any", "20250606_100000_ffffff", "hip"))
     assert hip["retrieval"]["scope"]["dsl"] == "any" and hip["payload"]["problem"]["dsl"] == "hip"
     assert "cannot name it" in hip["payload"]["applies_when"][0]
-    mislabeled = record(
-        strategy_id("gfx942", "triton", "rewrite-as-persistent", "20250605_100000_eeeeee")
-    )
+    mislabeled = record(strategy_id("gfx942", "triton", "20250605_100000_eeeeee"))
     assert mislabeled["retrieval"]["scope"]["product"] == "gfx942"
     assert mislabeled["evidence"]["summary"]["measured_on"]["gpu"] == "gfx950"
-    mi250x = record(strategy_id("gfx90a", "triton", "mfma-tiles", "20250616_100000_333333"))
+    mi250x = record(strategy_id("gfx90a", "triton", "20250616_100000_333333"))
     assert mi250x["evidence"]["raw"]["geak"]["filed_under"] == "gfx90"
     assert (mi250x["retrieval"]["scope"]["arch"], mi250x["retrieval"]["scope"]["product"]) == (
         "generic", "gfx90a"
     )  # fmt: skip
-    tuned = record(strategy_id("gfx942", "triton", "tuned-launch-table", "20250613_100000_abcdef"))
+    tuned = record(strategy_id("gfx942", "triton", "20250613_100000_abcdef"))
     assert tuned["payload"]["implementation"] == {"format": "none"}
     config = tuned["payload"]["config"]
     assert (
         config["carrier"] == "tuned_artifact" and "num_warps" in config["artifacts"]["tuned.json"]
     )
     assert config["apply_env"] == {"RMSNORM_TUNED_TABLE": "artifact/tuned.json"}
-    retired = strategy_id("gfx942", "triton", "persistent-rows", "20250608_100000_b0b0b0")
+    retired = strategy_id("gfx942", "triton", "20250608_100000_b0b0b0")
     assert store.view().entry(retired)["status"] == "deprecated"
     assert store.view().entry(I)["status"] == "active"  # GEAK's resolve serves it
     assert kb("validate", str(store.location)).returncode == 0

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from gitkb import record as rec
-from gitkb.importers.geak.reader import Entry, count, mapping
+from gitkb.importers.geak.reader import Entry, count, mapping, stamp_of
 from gitkb.trace.scrub import Scrubber, denylist_from_env
 from gitkb.warmstart.attest import OUTCOMES, Ledger, event_line
 from gitkb.warmstart.curate import number
@@ -107,7 +107,22 @@ def _rank(score: float, tier: str) -> dict:
 
 
 def _dsl(entry: Entry) -> str:
-    return entry.language if entry.language in _DSLS else "any"
+    return dsl_of(entry.language)
+
+
+def dsl_of(language: str) -> str:
+    return language if language in _DSLS else "any"
+
+
+def record_id(hardware, language: str, kernel: str, exp_id: str) -> str:
+    """The id of an entry's strategy, from its path alone (page, language, kernel, exp id),
+    so a re-import finds it without reading the entry. A language clean-1.3 cannot name
+    (HIP, CK) is spelled in the tail, so two languages' entries never share an id."""
+    dsl = dsl_of(language)
+    tail = (
+        f"geak-{stamp_of(exp_id)}" if dsl != "any" else f"geak-{slug(language)}-{stamp_of(exp_id)}"
+    )
+    return f"{hardware.vendor}.{hardware.page}.{dsl}.{slug(kernel)}.{tail}"
 
 
 def _language_note(entry: Entry) -> str:
@@ -130,6 +145,7 @@ def _geak_raw(entry: Entry, scrub: Scrubber) -> dict:
         "strategy": as_written(scrub, str(meta.get("strategy") or "")),
         "metric_kind": str(entry.metric.get("metric_kind") or ""),
         "entry": entry.where,
+        "digest": entry.digest,
         "exp_id": entry.exp_id,
         "slug": entry.slug,
         "kernel_name": entry.kernel_name,
@@ -234,7 +250,7 @@ def strategy(entry: Entry) -> dict:
         payload["config"] = config
     return {
         "schema": rec.SCHEMA_NAME,
-        "id": f"{hw.vendor}.{page}.{_dsl(entry)}.{kernel}.{technique[:40].strip('-')}-{stamp}",
+        "id": record_id(entry.hardware, entry.language, entry.kernel, entry.exp_id),
         "type": "strategy",
         "level": "operator",
         "status": "deprecated" if is_retired else "active",

@@ -65,6 +65,7 @@ class Entry:
     diff: str = ""
     report: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> text (tuned_artifact)
+    digest: str = ""  # of the entry's files, as imported
 
     @property
     def metric(self) -> dict:
@@ -76,12 +77,68 @@ class Entry:
 
     @property
     def stamp(self) -> str:
-        """The exp id as an id part: ``YYYYmmdd-HHMMSS-xxxxxx``, or the folder name slugged
-        (a backlog exp id of another format)."""
-        found = EXP_ID.fullmatch(self.exp_id)
-        if found:
-            return "-".join(found.groups())
-        return re.sub(r"[^a-z0-9]+", "-", self.exp_id.lower()).strip("-")[:40] or "x"
+        return stamp_of(self.exp_id)
+
+
+@dataclass(frozen=True)
+class Location:
+    """What an entry's path says: its page, kernel and language, its exp id. Read before
+    its files, so a re-import finds the entry's record without parsing meta.yaml."""
+
+    where: str
+    gfx_key: str
+    hardware: targets.Hardware
+    slug: str
+    kernel: str
+    language: str
+    kernel_class: str
+    exp_id: str
+
+
+def stamp_of(exp_id: str) -> str:
+    """The exp id as an id part: ``YYYYmmdd-HHMMSS-xxxxxx``, or the folder name slugged
+    (a backlog exp id of another format)."""
+    found = EXP_ID.fullmatch(exp_id)
+    if found:
+        return "-".join(found.groups())
+    return re.sub(r"[^a-z0-9]+", "-", exp_id.lower()).strip("-")[:40] or "x"
+
+
+def locate(folder: Path, root: Path) -> Location:
+    """The entry's ``Location``; a ``Skip`` when GEAK's resolve would never read it there."""
+    where = folder.relative_to(root).as_posix()
+    gfx_dir, kernel_class_dir, slug, exp_id = folder.relative_to(root).parts[-4:]
+    key = geak.gfx_key(gfx_dir)
+    if key != gfx_dir:
+        raise Skip(
+            f"folder {gfx_dir!r} is not a GEAK page: GEAK reads <root>/{key or 'gfx<digits>'} "
+            "only (it files gfx90a as gfx90)"
+        )
+    # The slug splits from the right (kernel names may contain '__'); GEAK matches pages
+    # on the slug's name and language, not on meta.
+    parts = slug.rsplit("__", 2)
+    if len(parts) != 3:
+        raise Skip(f"slug {slug!r} is not <kernel>__<language>__<gfx>")
+    kernel = canonical_kernel(parts[0])
+    if not re.sub(r"[^a-z0-9]+", "", kernel):
+        raise Skip("no kernel name")
+    language = parts[1].strip().lower() or "unknown"
+    hardware = geak.page_for_gfx(key)
+    return Location(where, key, hardware, slug, kernel, language, kernel_class_dir, exp_id)
+
+
+def digest(folder: Path) -> str:
+    """A digest of the entry's files (names and bytes): equal digests, same entry."""
+    import hashlib
+
+    found = hashlib.sha256()
+    files = []
+    for top, _, names in os.walk(folder):
+        files += [os.path.join(top, n) for n in names if not os.path.islink(os.path.join(top, n))]
+    for path in sorted(files):
+        with open(path, "rb") as handle:
+            found.update(os.path.relpath(path, folder).encode() + b"\0" + handle.read() + b"\0")
+    return "sha256:" + found.hexdigest()[:32]
 
 
 def mapping(value: object) -> dict:
@@ -170,32 +227,16 @@ def _text(folder: Path, name: str) -> str:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
-def read_entry(folder: Path, root: Path) -> Entry:
+def read_entry(folder: Path, root: Path, location: Location | None = None) -> Entry:
     """One entry folder as an ``Entry``; a ``Skip`` naming the reason when it cannot become
     a record (or GEAK's resolve never reads it)."""
-    where = folder.relative_to(root).as_posix()
-    gfx_dir, kernel_class_dir, slug, exp_id = folder.relative_to(root).parts[-4:]
-    key = geak.gfx_key(gfx_dir)
-    if key != gfx_dir:
-        raise Skip(
-            f"folder {gfx_dir!r} is not a GEAK page: GEAK reads <root>/{key or 'gfx<digits>'} "
-            "only (it files gfx90a as gfx90)"
-        )
-    hardware = geak.page_for_gfx(key)
+    place = location or locate(folder, root)
+    key, hardware = place.gfx_key, place.hardware
     meta = read_meta(folder)
     metric = mapping(meta.get("metric"))
     # GEAK's own check of a mislabeled entry: what it states it was measured on, else its gfx.
     stated = geak.gfx_key(str(metric.get("gpu_arch") or meta.get("gfx") or key)) or key
     measured = hardware if stated == key else geak.page_for_gfx(stated)
-    # The slug splits from the right (kernel names may contain '__'); GEAK matches pages
-    # on the slug's name and language, not on meta.
-    parts = slug.rsplit("__", 2)
-    if len(parts) != 3:
-        raise Skip(f"slug {slug!r} is not <kernel>__<language>__<gfx>")
-    kernel = canonical_kernel(parts[0])
-    if not re.sub(r"[^a-z0-9]+", "", kernel):
-        raise Skip("no kernel name")
-    language = parts[1].strip().lower()
     speedup = number(metric.get("speedup"))
     if speedup is None or speedup <= 0:
         raise Skip(f"speedup {metric.get('speedup')!r} is not a finite positive number")
@@ -203,21 +244,22 @@ def read_entry(folder: Path, root: Path) -> Entry:
     if carrier not in CARRIERS:
         raise Skip(f"unknown carrier {carrier!r}")
     entry = Entry(
-        where=where,
+        where=place.where,
         meta=meta,
-        exp_id=exp_id,
+        exp_id=place.exp_id,
         gfx_key=key,
         gfx=hardware.page,
         measured_gfx=measured.page,
         hardware=hardware,
-        kernel=kernel,
-        kernel_name=str(meta.get("kernel_name") or parts[0]),
-        slug=slug,
-        kernel_class=str(meta.get("kernel_class") or kernel_class_dir or "unknown"),
-        language=language or "unknown",
+        kernel=place.kernel,
+        kernel_name=str(meta.get("kernel_name") or place.slug.rsplit("__", 2)[0]),
+        slug=place.slug,
+        kernel_class=str(meta.get("kernel_class") or place.kernel_class or "unknown"),
+        language=place.language,
         speedup=speedup,
         carrier=carrier,
         report=_text(folder, "report.md"),
+        digest=digest(folder),
     )
     if carrier == "patch":
         entry.diff = _text(folder, "patch.diff")

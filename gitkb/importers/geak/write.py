@@ -31,6 +31,7 @@ from gitkb.importers import ImportReport
 from gitkb.importers.geak import mapper, reader
 from gitkb.record.signature import content_signature
 from gitkb.store.layout import ledger_path
+from gitkb.warmstart import geak
 from gitkb.warmstart.attest import appended, parse_ledger
 from gitkb.warmstart.curate import RETIRED_STATUSES, page_of
 
@@ -69,17 +70,35 @@ def _page(record: dict) -> tuple:
     )
 
 
-def _read(root, report: ImportReport) -> list[tuple[reader.Entry, dict]]:
-    """(entry, its strategy record) of every readable entry; the rest are skipped."""
+def _skip(report: ImportReport, where: str, exc: reader.Skip) -> None:
+    report.skipped.append({"entry": where, "reason": str(exc)})
+
+
+def _read(view, root, report: ImportReport) -> tuple[int, list[tuple[reader.Entry, dict]]]:
+    """(entry, its strategy record) of every entry to compare with the store; the rest
+    are skipped. An entry whose files are byte for byte those its record was imported
+    from is not read again (its record id follows from its path): a re-import costs in
+    proportion to what changed. Also how many entry folders the tree holds."""
     folders, skipped = reader.entries(root)
     report.skipped.extend(skipped)
     read = []
     for folder in folders:
+        where = folder.relative_to(root).as_posix()
         try:
-            entry = reader.read_entry(folder, root)
+            place = reader.locate(folder, root)
         except reader.Skip as exc:
-            report.skipped.append({"entry": folder.relative_to(root).as_posix(),
-                                   "reason": str(exc)})  # fmt: skip
+            _skip(report, where, exc)
+            continue
+        held_id = mapper.record_id(place.hardware, place.language, place.kernel, place.exp_id)
+        if held_id in view:
+            held = view.read_record(held_id).data or {}
+            stated = geak.geak_fields(held).get("digest")
+            if stated and stated == reader.digest(folder):
+                continue
+        try:
+            entry = reader.read_entry(folder, root, place)
+        except reader.Skip as exc:
+            _skip(report, where, exc)
             continue
         if entry.mislabeled:
             report.notes.append({
@@ -88,7 +107,7 @@ def _read(root, report: ImportReport) -> list[tuple[reader.Entry, dict]]:
                 "(metric.gpu_arch): mislabeled, served on neither page (as GEAK does)",
             })  # fmt: skip
         read.append((entry, mapper.strategy(entry)))
-    return read
+    return len(folders), read
 
 
 def _best_first(item: tuple[reader.Entry, dict]) -> tuple:
@@ -127,10 +146,24 @@ def plan(store, folder) -> tuple[ImportReport, list[Step]]:
     """The steps that bring the store up to the tree, against the store's tip."""
     root = reader.store_root(folder)
     report = ImportReport("geak", None)
-    read = _read(root, report)
-    if not read and not report.skipped:
-        raise GitkbError(f"{folder}: no GEAK entries (<gfx>/<kernel_class>/<slug>/<exp_id>/meta.*)")
     view = store.view()
+    # One cache snapshot for the whole comparison: each read of the view would open (and
+    # check) one of its own.
+    with view.cache.snapshot(view.tip):
+        found, read = _read(view, root, report)
+        if not found and not report.skipped:
+            raise GitkbError(
+                f"{folder}: no GEAK entries (<gfx>/<kernel_class>/<slug>/<exp_id>/meta.*)"
+            )
+        steps, inserts = _compare(store, view, read, report)
+    ordered = list(inserts.values()) + steps
+    report.imported = len(inserts)
+    report.steps = [s.as_json() for s in ordered]
+    return report, ordered
+
+
+def _compare(store, view, read, report: ImportReport) -> tuple[list[Step], dict[str, Step]]:
+    """The tree's entries against the store: (steps on known records, inserts by id)."""
     steps: list[Step] = []
     # Entries the store has not seen, grouped by the code they carry on their page: the
     # highest speedup (then the older exp id) is the record, the others its reproductions.
@@ -165,10 +198,7 @@ def plan(store, folder) -> tuple[ImportReport, list[Step]]:
             steps.append(Step("confirm", holder_id, [entry.where],
                               f"same code as {holder_id} at {entry.speedup!r}x: a reproduction",
                               keys=keys))  # fmt: skip
-    ordered = list(inserts.values()) + steps
-    report.imported = len(inserts)
-    report.steps = [s.as_json() for s in ordered]
-    return report, ordered
+    return steps, inserts
 
 
 def _insert_detail(entry: reader.Entry, record: dict) -> str:
