@@ -143,18 +143,22 @@ def main() -> int:
         store = Store.init(work / "store", bare=True)
         first, report = timed(store, work / "tree")
         print(f"import of {args.entries} entries: {first:.2f} s ({report.imported} records)")
+        same, report = timed(store, work / "tree")
+        print(f"re-import of the unchanged tree: {same:.2f} s ({len(report.steps)} steps; "
+              "the floor: every entry's files hashed, its record read)")  # fmt: skip
         curate_tree(folders, args.changes)
         again, report = timed(store, work / "tree")
         print(f"re-import after {args.changes} changes: {again:.2f} s "
               f"({len(report.steps)} steps, {len(report.commits)} commits)")  # fmt: skip
-        same, report = timed(store, work / "tree")
-        print(f"re-import of the unchanged tree: {same:.2f} s ({len(report.steps)} steps)")
-        share = args.changes / args.entries
-        ratio = again / first
-        print(f"re-import / import: {ratio:.3f} (changed share of the tree: {share:.3f})")
-        # The re-import still reads the whole tree (it must, to find the changes), so its
-        # floor is that read; the target: within 5x of the changed share, and under a half.
-        figure("geak_reimport_ratio", ratio, "x", min(0.5, 5 * share + 0.1), "lower")
+        per_change = max(0.0, again - same) / args.changes
+        per_entry = first / args.entries
+        print(f"per change {per_change * 1000:.1f} ms vs per imported entry "
+              f"{per_entry * 1000:.1f} ms; re-import / import {again / first:.3f} "
+              f"(changed share of the tree {args.changes / args.entries:.3f})")  # fmt: skip
+        # A change costs about what importing its entry did (its record is read, compared
+        # and committed), never a re-read of the whole tree: target within 2x.
+        figure("geak_reimport_per_change_vs_import_per_entry", per_change / per_entry, "x",
+               2.0, "lower")  # fmt: skip
     return 0
 
 

@@ -201,3 +201,24 @@ def test_gpu_wiki_import_refuses_a_symlink(store, tmp_path):
     done = kb("import", "gpu-wiki", str(tree), "--store", str(store.location))
     assert done.returncode != 0
     assert done.stderr.decode().count("\n") == 1 and b"is a symlink" in done.stderr
+
+
+def test_a_synced_store_passes_the_server_hook(tmp_path, monkeypatch):
+    """Every commit a sync writes (import, confirm, attest, retract) is one the server's
+    pre-receive hook accepts: pushed through C git to a hooked bare store."""
+    from conftest import git
+    from test_hooks import put_git_kb_on_path
+
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    server = Store.init(tmp_path / "server.git", bare=True)
+    assert kb("hooks", "install", "--server", str(server.location)).returncode == 0
+    tree = fidelity_tree(tmp_path / "geak")
+    git("clone", "-q", str(server.location), str(tmp_path / "work"))
+    work = Store.open(tmp_path / "work")
+    import_tree("geak", work, tree.parent)
+    curate_fidelity_tree(tree)
+    synced = import_tree("geak", work, tree.parent)
+    assert len(synced.commits) == 4
+    pushed = git("push", "-q", "origin", "main", cwd=work.location, check=False)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert Store.open(server.location).tip == work.tip
