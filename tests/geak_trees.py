@@ -219,6 +219,10 @@ QUERIES = [
         {"kernel_name": "rmsnorm", "gfx": "gfx90a", "language": "triton"},
     ),
     (
+        {"kernel": "rmsnorm", "product": "gfx90", "dsl": "triton"},
+        {"kernel_name": "rmsnorm", "gfx": "gfx90", "language": "triton"},
+    ),
+    (
         {"kernel": "rmsnorm", "product": "mi250", "dsl": "triton"},
         {"kernel_name": "rmsnorm", "gfx": "gfx90a", "language": "triton"},
     ),

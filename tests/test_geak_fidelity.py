@@ -7,7 +7,7 @@ stdlib + PyYAML) on the trees of tests/geak_trees.py, with
     python bench/geak.py --geak PATH/TO/experience_store.py \
         --write-expected tests/data/geak_expected.json
 
-which also runs gitkb beside it and printed 17 of 17 agreeing for each set: the
+which also runs gitkb beside it and printed 18 of 18 agreeing for each set: the
 fidelity tree ("tree"), that tree after GEAK's curation re-imported as a sync
 ("curated") and imported fresh ("curated_fresh"), and the tree ``git kb export geak``
 wrote ("exported"). The keys below were checked with GEAK's kb/identity.py

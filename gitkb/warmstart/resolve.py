@@ -30,11 +30,12 @@ _KINDS = (*curate.CODE_TYPES, "anti-strategy")
 
 def _token(text: str) -> targets.Hardware | None:
     """A hardware token exactly as the table spells it (a typo must not pick a near token),
-    or a whole gfx id, known or not."""
+    or a gfx id, known or not, read GEAK's way too (``gfx90`` is the gfx90a page;
+    ``gfx942:sramecc+:xnack-`` is gfx942)."""
     wanted = text.strip().lower()
     found = targets.table().get(wanted)
-    if found is None and targets.GFX.fullmatch(wanted):
-        found = targets.identify(wanted)
+    if found is None and targets.GFX.match(wanted):
+        found = geak.page_for_gfx(targets.gfx_of(wanted))
     return found
 
 
