@@ -161,10 +161,11 @@ def main() -> int:
         print(f"per change {per_change * 1000:.1f} ms vs per imported entry "
               f"{per_entry * 1000:.1f} ms; re-import / import {again / first:.3f} "
               f"(changed share of the tree {args.changes / args.entries:.3f})")  # fmt: skip
-        # A change costs about what importing its entry did (its record is read, compared
-        # and committed), never a re-read of the whole tree: target within 2x.
+        # A change costs about what importing its entry did, never a re-read of the tree:
+        # within 3x, as each change is a commit of its own (a retraction gates the record
+        # again) where an import lands all its records in one.
         figure("geak_reimport_per_change_vs_import_per_entry", per_change / per_entry, "x",
-               2.0, "lower")  # fmt: skip
+               3.0, "lower")  # fmt: skip
     return 0
 
 
