@@ -297,6 +297,34 @@ class Candidate:
         return (-(self.speedup or 0.0), -self.reproductions, self.exp_id, self.record_id)
 
 
+def candidate_of(
+    record: dict,
+    path: str,
+    retired: bool,
+    counts: dict,
+    page: str | None,
+    language: str,
+    exp_id: str,
+    retire_hint: str | None = None,
+) -> Candidate:
+    """A record as curation ranks it: its speedup, bench key, direction, reproductions."""
+    return Candidate(
+        record_id=record["id"],
+        record=record,
+        path=path,
+        speedup=speedup(record),
+        bench_key=bench_key(record),
+        direction=direction(record),
+        reproductions=reproductions(record),
+        exp_id=exp_id,
+        retired=retired,
+        counts=counts,
+        retire_hint=retire_hint,
+        page=page,
+        language=language,
+    )
+
+
 @dataclass
 class Curated:
     ranks: list[Candidate]

@@ -386,21 +386,9 @@ def _candidate(row: tuple, retired: bool, page: str | None, blobs: dict):
         counts = ledger.counts()
         if ledger.bad_lines:
             counts["unreadable_lines"] = len(ledger.bad_lines)
-        return curate.Candidate(
-            record_id=record_id,
-            record=record,
-            path=path,
-            speedup=curate.speedup(record),
-            bench_key=curate.bench_key(record),
-            direction=curate.direction(record),
-            reproductions=curate.reproductions(record),
-            exp_id=geak.exp_id_of(record),
-            retired=retired,
-            counts=counts,
-            retire_hint=retire_hint(counts),
-            page=page,
-            language=row[10] or curate.ANY_LANGUAGE,
-        )
+        language = row[10] or curate.ANY_LANGUAGE
+        return curate.candidate_of(record, path, retired, counts, page, language,
+                                   geak.exp_id_of(record), retire_hint(counts))  # fmt: skip
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
 

@@ -28,19 +28,12 @@ def _candidate(record: dict, path: str, ledger_raw: bytes | None):
     ledger = parse_ledger(ledger_path(record["id"]), ledger_raw)
     scope = rec.scope_of(record)
     product = scope.get("product") if isinstance(scope.get("product"), str) else None
-    return curate.Candidate(
-        record_id=record["id"],
-        record=record,
-        path=path,
-        speedup=curate.speedup(record),
-        bench_key=curate.bench_key(record),
-        direction=curate.direction(record),
-        reproductions=curate.reproductions(record),
-        retired=record.get("status") in curate.RETIRED_STATUSES,
-        counts=ledger.counts(),
-        page=curate.page_of(product, None),
-        language=rec.language_of(record) or curate.ANY_LANGUAGE,
-    ), ledger
+    retired = record.get("status") in curate.RETIRED_STATUSES
+    language = rec.language_of(record) or curate.ANY_LANGUAGE
+    found = curate.candidate_of(record, path, retired, ledger.counts(),
+                                curate.page_of(product, None), language,
+                                geak.exp_id_of(record))  # fmt: skip
+    return found, ledger
 
 
 def export_tree(store, folder: str | os.PathLike) -> dict:

@@ -32,7 +32,7 @@ from gitkb.importers.geak import mapper, reader
 from gitkb.record.signature import content_signature
 from gitkb.store.layout import ledger_path
 from gitkb.warmstart import geak
-from gitkb.warmstart.attest import appended, parse_ledger
+from gitkb.warmstart.attest import appended, confirm_change, parse_ledger
 from gitkb.warmstart.curate import RETIRED_STATUSES, page_of
 
 _BY = "geak import"
@@ -274,24 +274,13 @@ def _import_change(root_name: str, inserts: list[Step], report: ImportReport):
 
 
 def _confirm_change(record_id: str, keys: list[str], entries: list[str]):
-    from gitkb.store.admission import count_confirmation
-    from gitkb.store.writer import Change
-
-    def build(view) -> Change:
-        held = view.read_record(record_id)
-        if held.data is None:
-            raise GitkbError(f"{record_id} is unreadable ({held.error}); not confirmed")
-        counted = [c for c in (count_confirmation(held.data, key) for key in keys) if c]
-        if not counted:
-            return Change("confirm", record_id, {}, held.path, note="already counted, skipped")
-        return Change(
-            "confirm",
+    def build(view):
+        return confirm_change(
+            view,
             record_id,
-            {held.path: rec.dumps(held.data)},
-            held.path,
+            keys,
             f"GEAK measured this code again: {', '.join(entries)}.",
             [("KB-Source", "geak"), ("KB-Confirmed-By", entries[0])],
-            f"verified_effective is now {counted[-1]}",
         )
 
     return build
