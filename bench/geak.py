@@ -86,7 +86,7 @@ def geak_answer(geak: str, root: Path, query: dict, refs: Path) -> dict:
 def gitkb_answer(store, query: dict) -> dict:
     options = dict(query)
     kernel = options.pop("kernel")
-    return geak_trees.comparable_view(resolve(store.location, kernel, shape="geak", **options))
+    return geak_trees.comparable_view(resolve(store, kernel, shape="geak", **options))
 
 
 def side_by_side(geak: str, work: Path, expected_out: str | None) -> int:

@@ -39,7 +39,7 @@ def answers(store) -> list[dict]:
     for ours, _ in QUERIES:
         options = dict(ours)
         kernel = options.pop("kernel")
-        found.append(comparable_view(resolve(store.location, kernel, shape="geak", **options)))
+        found.append(comparable_view(resolve(store, kernel, shape="geak", **options)))
     return found
 
 
@@ -55,9 +55,9 @@ def test_resolve_answers_as_geak_does(store, tmp_path):
     assert [n["entry"].rsplit("/", 1)[-1] for n in report.notes] == ["20250606_100000_a0a0a0"]
     check(answers(store), EXPECTED["tree"])
     # gitkb's own shape counts the mislabeled entry GEAK drops, on the page it was filed on.
-    mine = resolve(store.location, "rmsnorm", product="gfx942", dsl="triton")
+    mine = resolve(store, "rmsnorm", product="gfx942", dsl="triton")
     assert mine["counts"]["mislabeled"] == 1
-    assert resolve(store.location, "rmsnorm", product="gfx950", dsl="triton")["ranks"][0][
+    assert resolve(store, "rmsnorm", product="gfx950", dsl="triton")["ranks"][0][
         "speedup"
     ] == 1.8  # not the 20x entry filed under gfx942  # fmt: skip
 

@@ -118,9 +118,7 @@ def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
     assert info.subject == "kb import geak:kb_artifacts"
     assert dict(info.trailers)["KB-Source"] == "geak"
     record = json.loads(
-        store.read_record(
-            "amd.gfx942.triton.rmsnorm.geak-20250601-101500-a1b2c3"
-        ).raw
+        store.read_record("amd.gfx942.triton.rmsnorm.geak-20250601-101500-a1b2c3").raw
     )
     assert record["retrieval"]["scope"]["arch"] == "cdna3"
     assert record["retrieval"]["scope"]["product"] == "gfx942"
@@ -133,7 +131,7 @@ def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
     assert "evict-first keeps" not in text or "bandwidth-bound" in record["payload"]["mechanism"]
     validated = kb("validate", str(store.location))
     assert validated.returncode == 0, validated.stdout.decode()
-    answer = resolve(store.location, "triton_rmsnorm.py", product="gfx942")
+    answer = resolve(store, "triton_rmsnorm.py", product="gfx942")
     assert answer["read_reason"] == "read" and len(answer["ranks"]) == 1  # one direction
     assert len(answer["ranks"][0]["alternates"]) == 1
     assert answer["ranks"][0]["bench_key"] == "bk:rmsnorm-suite"
@@ -194,7 +192,7 @@ def test_entries_that_cannot_be_records_are_listed_with_the_reason(store, tmp_pa
     assert "empty diff" in reasons["20250601_000006_000006"]
     assert "unreadable" in reasons["20250601_000007_000007"]
     assert "<kernel>__<language>__<gfx>" in reasons["20250601_000010_00000a"]
-    low = resolve(store.location, "triton_rmsnorm.py", product="gfx942", min_speedup=0.9)
+    low = resolve(store, "triton_rmsnorm.py", product="gfx942", min_speedup=0.9)
     [rank] = low["ranks"]  # one direction
     assert [rank["speedup"]] + [a["speedup"] for a in rank["alternates"]] == [1.25, 1.25, 0.97]
     result = kb("import", "geak", str(tmp_path), "--store", str(store.location))
@@ -208,7 +206,7 @@ def test_retired_entries_are_deprecated_and_never_offered(store, tmp_path):
     entry = store.view().entry(record_id)
     assert report.imported == 1 and entry["status"] == "deprecated" and entry["worth_score"] == 0
     assert read_ledger(store, record_id).open_retraction()["reason"] == "wrong on odd N"
-    answer = resolve(store.location, "rmsnorm", arch="cdna3")
+    answer = resolve(store, "rmsnorm", arch="cdna3")
     assert answer["read_reason"] == "all_retired"
     unretract(store, record_id, "fixed and revalidated")
     assert store.view().entry(record_id)["status"] == "active"

@@ -118,7 +118,7 @@ def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
     ]
     assert [n["entry"].rsplit("/", 1)[-1] for n in report.notes] == ["20250605_100000_eeeeee"]
 
-    answer = resolve(store.location, "triton_rmsnorm.py", product="gfx942", top_n=4)
+    answer = resolve(store, "triton_rmsnorm.py", product="gfx942", top_n=4)
     # gfx942 + triton: I 1.80 (lifecycle retracted, still retained), K 1.50 (A's code,
     # measured twice), L 1.45, C 1.40, B 1.30 (its direction has two inner spaces: its own),
     # D 1.20; the 20x entry measured on gfx950 (mislabeled), the retired 1.90, the 1.03
@@ -142,7 +142,7 @@ def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
 
     # The other pages, each with its own code.
     def only(kernel, **hardware):
-        return [r["id"] for r in resolve(store.location, kernel, **hardware)["ranks"]]
+        return [r["id"] for r in resolve(store, kernel, **hardware)["ranks"]]
 
     assert only("triton_rmsnorm.py", product="gfx950") == []  # the mislabeled entry
     assert only("triton_rmsnorm.py", product="gfx1201") == [

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 from gitkb.importers import IMPORTERS
 
 
@@ -12,7 +12,7 @@ from gitkb.importers import IMPORTERS
     "--dry-run", is_flag=True, help="Print the plan (what would be written); write nothing."
 )
 @store_option
-def command(kind: str, directory: str, as_json: bool, dry_run: bool, store_path: str) -> None:
+def command(kind: str, directory: str, as_json: bool, dry_run: bool, store) -> None:
     """Import another tool's records from DIRECTORY.
 
     gpu-wiki: a records tree (DIRECTORY/records/...) in one commit; records keep
@@ -25,7 +25,7 @@ def command(kind: str, directory: str, as_json: bool, dry_run: bool, store_path:
     """
     from gitkb.importers import import_tree
 
-    report = import_tree(kind, open_store(store_path), directory, dry_run=dry_run)
+    report = import_tree(kind, store, directory, dry_run=dry_run)
     if as_json:
         echo_json(report.as_json())
         return

@@ -63,7 +63,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     help="Print only the page's GEAK service keys (geak:kernel:<gfx>:<kernel_name>:<backend>:"
     "rocm[:<major.minor>]).",
 )
-def command(kernel, arch, product, dsl, store_path, top_n, min_speedup, include_retired, out,
+def command(kernel, arch, product, dsl, store, top_n, min_speedup, include_retired, out,
             shape, geak_key):  # fmt: skip
     """Print the store's best same-hardware code for a kernel, as one JSON document.
 
@@ -73,7 +73,7 @@ def command(kernel, arch, product, dsl, store_path, top_n, min_speedup, include_
     from gitkb.warmstart.resolve import resolve
 
     answer = resolve(
-        store_path,
+        store,
         kernel,
         arch=arch,
         product=product,
