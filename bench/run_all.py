@@ -29,6 +29,7 @@ SCRIPTS = {
     "optimize.py": ["--candidates", "10"],
     "query.py": ["--records", "2000", "--runs", "7"],
     "mcp_query.py": ["--records", "2000", "--calls", "50"],
+    "geak.py": ["--entries", "400", "--changes", "20"],
 }
 
 

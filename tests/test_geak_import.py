@@ -118,9 +118,7 @@ def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
     assert info.subject == "kb import geak:kb_artifacts"
     assert dict(info.trailers)["KB-Source"] == "geak"
     record = json.loads(
-        store.read_record(
-            "amd.gfx942.triton.rmsnorm.evict-first-loads-for-activations-20250601-a1b2c3"
-        ).raw
+        store.read_record("amd.gfx942.triton.rmsnorm.geak-20250601-101500-a1b2c3").raw
     )
     assert record["retrieval"]["scope"]["arch"] == "cdna3"
     assert record["retrieval"]["scope"]["product"] == "gfx942"
@@ -166,29 +164,37 @@ def test_entries_that_cannot_be_records_are_listed_with_the_reason(store, tmp_pa
         "20250601_000001_000001": dict(
             gfx_dir="unknown", data=meta(gfx=None, metric={"speedup": 1.25})
         ),
+        "20250601_000009_000009": dict(gfx_dir="gfx90a", slug="rmsnorm__triton__gfx90a"),
         "20250601_000002_000002": dict(data=meta(metric={"speedup": float("nan")})),
-        "20250601_000003_000003": dict(data=meta(metric={"speedup": 0.97})),
         "20250601_000004_000004": dict(data=meta(carrier="ptx_blob")),
         "20250601_000005_000005": dict(data=meta(carrier="tuned_artifact")),
         "20250601_000008_000008": dict(data=meta(metric={"speedup": "1.2x"})),
         "20250601_000006_000006": dict(diff=""),
         "20250601_000007_000007": dict(raw_meta="metric: [unclosed\n"),
-        "2025-06-01-oops": dict(),
+        "20250601_000010_00000a": dict(slug="rmsnorm-no-language"),
     }
     for exp_id, options in bad.items():
         write_entry(tmp_path, exp_id=exp_id, **options)
+    # What GEAK's resolve reads although its write gate would refuse it: a sub-unity
+    # speedup (served under a lower --min-speedup) and a backlog exp id.
+    write_entry(tmp_path, exp_id="20250601_000003_000003", data=meta(metric={"speedup": 0.97}),
+                diff=DIFF.replace('"evict_first"', '"evict_last"'))  # fmt: skip
+    write_entry(tmp_path, exp_id="2025-06-01-oops", diff=DIFF.replace("cols < N", "cols <= N"))
     report = import_tree("geak", store, tmp_path)
     reasons = {s["entry"].rsplit("/", 1)[-1]: s["reason"] for s in report.skipped}
-    assert report.imported == 1
-    assert "missing arch" in reasons["20250601_000001_000001"]
-    assert "not a finite number" in reasons["20250601_000002_000002"]
-    assert "not above 1.0" in reasons["20250601_000003_000003"]
+    assert report.imported == 3 and len(reasons) == len(bad)
+    assert "'unknown' is not a GEAK page" in reasons["20250601_000001_000001"]
+    assert "files gfx90a as gfx90" in reasons["20250601_000009_000009"]
+    assert "not a finite positive number" in reasons["20250601_000002_000002"]
     assert "unknown carrier" in reasons["20250601_000004_000004"]
     assert "no artifact" in reasons["20250601_000005_000005"]
-    assert "'1.2x' is not a finite number" in reasons["20250601_000008_000008"]
+    assert "'1.2x' is not a finite positive number" in reasons["20250601_000008_000008"]
     assert "empty diff" in reasons["20250601_000006_000006"]
     assert "unreadable" in reasons["20250601_000007_000007"]
-    assert "exp id" in reasons["2025-06-01-oops"]
+    assert "<kernel>__<language>__<gfx>" in reasons["20250601_000010_00000a"]
+    low = resolve(store, "triton_rmsnorm.py", product="gfx942", min_speedup=0.9)
+    [rank] = low["ranks"]  # one direction
+    assert [rank["speedup"]] + [a["speedup"] for a in rank["alternates"]] == [1.25, 1.25, 0.97]
     result = kb("import", "geak", str(tmp_path), "--store", str(store.location))
     assert result.returncode == 0 and b"skipped" in result.stdout
 

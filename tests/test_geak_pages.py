@@ -1,14 +1,17 @@
 """A GEAK kb_artifacts tree, imported and resolved: the ranks GEAK's rules pick.
 
-The tree holds one kernel (rmsnorm) on several gfx ids, in three languages, with
-cased and empty directions, string speedups, opaque and missing bench keys, a
-mislabeled gpu_arch, retired and retracted entries, a reproduction with other
-paths and a tuned table. The expected ranks below are worked out by hand from
-GEAK's rules (its experience store and kb/curate): page = gfx (metric.gpu_arch
-re-checked) + kernel + language; retired (retained: false or a reason) dropped;
-floor; order by speedup, then reproductions; one rank per direction (case and
-whitespace folded, an empty direction alone); comparable only on a known,
-equal bench key; a second entry with the same code is a reproduction.
+The tree holds one kernel (rmsnorm) on several gfx ids (gfx90a filed as GEAK files
+it, under gfx90), in three languages, with cased and empty directions, string
+speedups, opaque and missing bench keys, a mislabeled gpu_arch, retired and
+retracted entries, byte-identical code under other paths and a tuned table. The
+ranks below follow GEAK's rules (its experience store and kb/curate; the
+side-by-side runs against GEAK itself are in test_geak_fidelity.py): page = gfx
+folder + kernel + language, a mislabeled entry on neither page; retired
+(retained: false or a reason; a ``lifecycle: retracted`` alone is still served)
+dropped; floor; order by speedup, then reproductions, then the older exp id; one
+rank per direction (trimmed and lowercased, an empty direction alone); comparable
+only on a known, equal bench key; of two entries with the same code the higher
+speedup is the record and the other its reproduction.
 """
 
 from __future__ import annotations
@@ -88,83 +91,74 @@ def geak_tree(tmp_path):
     # Other products.
     e("gfx1200", "triton", "20250614_100000_111111", 1.70, "wave32", 14)
     e("gfx1201", "triton", "20250615_100000_222222", 1.40, "wave32", 15)
-    e("gfx90a", "triton", "20250616_100000_333333", 1.50, "mfma tiles", 16)
+    e("gfx90", "triton", "20250616_100000_333333", 1.50, "mfma tiles", 16, gpu_arch="gfx90a")
     e("gfx1100", "triton", "20250617_100000_444444", 1.35, "wave32", 17)  # not in the table
     return root
 
 
-def strategy_id(gfx, dsl, technique, exp_id):
-    date, _, hexid = exp_id.split("_")
-    return f"amd.{gfx}.{dsl}.rmsnorm.{technique}-{date}-{hexid}"
+def strategy_id(gfx, dsl, exp_id, language=""):
+    """An entry's record id: its page, language, kernel and exp id (its path, not its meta)."""
+    tail = f"{language}-" if language else ""
+    return f"amd.{gfx}.{dsl}.rmsnorm.geak-{tail}{exp_id.replace('_', '-')}"
 
 
-A = strategy_id("gfx942", "triton", "evict-first-loads", "20250601_100000_aaaaaa")
-B = strategy_id("gfx942", "triton", "evict-first-loads", "20250602_100000_bbbbbb")
-C = strategy_id("gfx942", "triton", "eviction-policy", "20250603_100000_cccccc")
-D = strategy_id("gfx942", "triton", "eviction-policy", "20250604_100000_dddddd")
-L = strategy_id("gfx942", "triton", "two-pass", "20250612_100000_f0f0f0")
+C = strategy_id("gfx942", "triton", "20250603_100000_cccccc")
+I = strategy_id("gfx942", "triton", "20250609_100000_c0c0c0")  # noqa: E741
+K = strategy_id("gfx942", "triton", "20250611_100000_e0e0e0")
+L = strategy_id("gfx942", "triton", "20250612_100000_f0f0f0")
 
 
 def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
     root = geak_tree(tmp_path)
     report = import_tree("geak", store, root.parent)
     assert report.skipped == [], report.skipped
-    assert report.imported == 16  # 17 entries, one of them a reproduction
+    assert report.imported == 16  # 17 entries, two of them the same code
     assert report.reproductions == [
-        {"entry": "gfx942/norm/rmsnorm__triton__gfx942/20250611_100000_e0e0e0", "record": A}
+        {"entry": "gfx942/norm/rmsnorm__triton__gfx942/20250601_100000_aaaaaa", "record": K}
     ]
     assert [n["entry"].rsplit("/", 1)[-1] for n in report.notes] == ["20250605_100000_eeeeee"]
 
     answer = resolve(store, "triton_rmsnorm.py", product="gfx942", top_n=4)
-    # By hand, gfx942 + triton: A 1.45 (measured twice), L 1.45 (once), C 1.40, B 1.30
-    # (A's direction, case and spaces aside), D 1.20; the gfx950-measured 20x, the retired
-    # 1.90, the retracted 1.80, the 1.03 under the floor, HIP and CK are not on the page.
-    # One rank per direction: B rides with A; C and D have none and stand alone.
-    assert [r["id"] for r in answer["ranks"]] == [A, L, C, D]
-    ranks = {r["id"]: r for r in answer["ranks"]}
-    assert [a["id"] for a in ranks[A]["alternates"]] == [B]
-    assert [r["speedup"] for r in answer["ranks"]] == [1.45, 1.45, 1.4, 1.2]
-    assert [r["reproductions"] for r in answer["ranks"]] == [1, 0, 0, 0]
-    assert [r["bench_key"] for r in answer["ranks"]] == [
-        "b2:rmsnorm-suite", "b2:rmsnorm-suite", None, "b:opaque-harness"
-    ]  # fmt: skip
-    assert [r["comparable"] for r in answer["ranks"]] == [True, True, False, False]
-    assert ranks[A]["direction"] == "evict-first loads" and ranks[C]["direction"] == ""
+    # gfx942 + triton: I 1.80 (lifecycle retracted, still retained), K 1.50 (A's code,
+    # measured twice), L 1.45, C 1.40, B 1.30 (its direction has two inner spaces: its own),
+    # D 1.20; the 20x entry measured on gfx950 (mislabeled), the retired 1.90, the 1.03
+    # under the floor, the tuned table (no code), HIP and CK are not offered.
+    assert [r["id"] for r in answer["ranks"]] == [I, K, L, C]
+    assert [r["speedup"] for r in answer["ranks"]] == [1.8, 1.5, 1.45, 1.4]
+    assert [r["reproductions"] for r in answer["ranks"]] == [0, 1, 0, 0]
+    assert [r["bench_key"] for r in answer["ranks"]] == [None, None, "b2:rmsnorm-suite", None]
+    assert [r["comparable"] for r in answer["ranks"]] == [False] * 4
+    assert all(r["alternates"] == [] for r in answer["ranks"])
     counts = answer["counts"]
-    assert (counts["retired"], counts["below_floor"], counts["collapsed"]) == (2, 1, 1)
-    assert counts["no_code"] == 1  # the tuned table: knowledge, not code to adopt
+    assert (counts["retired"], counts["below_floor"], counts["collapsed"]) == (1, 1, 0)
+    assert (counts["no_code"], counts["mislabeled"], counts["beyond_top_n"]) == (1, 1, 2)
     assert counts["other_language"] == 2 and counts["other_product"] == 0
     assert {(p["product"], p["language"]) for p in answer["other_language_pages"]} == {
         ("gfx942", "hip"), ("gfx942", "ck")
     }  # fmt: skip
     assert {p["product"] for p in answer["other_arch_pages"]} == {
-        "gfx950", "gfx1200", "gfx1201", "gfx90a", "gfx1100"
+        "gfx1200", "gfx1201", "gfx90a", "gfx1100"
     }  # fmt: skip
-
-    top3 = resolve(store, "triton_rmsnorm.py", product="gfx942")
-    assert [r["id"] for r in top3["ranks"]] == [A, L, C] and top3["counts"]["beyond_top_n"] == 1
 
     # The other pages, each with its own code.
     def only(kernel, **hardware):
         return [r["id"] for r in resolve(store, kernel, **hardware)["ranks"]]
 
-    assert only("triton_rmsnorm.py", product="gfx950") == [
-        strategy_id("gfx950", "triton", "rewrite-as-persistent", "20250605_100000_eeeeee")
-    ]
+    assert only("triton_rmsnorm.py", product="gfx950") == []  # the mislabeled entry
     assert only("triton_rmsnorm.py", product="gfx1201") == [
-        strategy_id("gfx1201", "triton", "wave32", "20250615_100000_222222")
+        strategy_id("gfx1201", "triton", "20250615_100000_222222")
     ]
     assert only("rmsnorm", product="mi250x", dsl="triton") == [
-        strategy_id("gfx90a", "triton", "mfma-tiles", "20250616_100000_333333")
+        strategy_id("gfx90a", "triton", "20250616_100000_333333")
     ]
     assert only("rmsnorm", product="gfx1100", dsl="triton") == [
-        strategy_id("gfx1100", "triton", "wave32", "20250617_100000_444444")
+        strategy_id("gfx1100", "triton", "20250617_100000_444444")
     ]
     assert only("hip_rmsnorm.hip", product="gfx942") == [
-        strategy_id("gfx942", "any", "lds-tiling", "20250606_100000_ffffff")
+        strategy_id("gfx942", "any", "20250606_100000_ffffff", "hip")
     ]
     assert only("rmsnorm", product="gfx942", dsl="ck") == [
-        strategy_id("gfx942", "any", "xdl-pipeline", "20250607_100000_a0a0a0")
+        strategy_id("gfx942", "any", "20250607_100000_a0a0a0", "ck")
     ]
 
 
@@ -175,32 +169,33 @@ def test_what_the_records_keep(store, tmp_path):
     def record(record_id):
         return json.loads(store.read_record(record_id).raw)
 
-    a = record(A)
-    assert a["evidence"]["raw"]["geak"]["reproductions"] == 1
-    assert a["worth"]["track"]["counters"]["verified_effective"] == 1  # measured twice in all
-    assert a["retrieval"]["signals"]["metrics"]["speedup_x"] == 1.45  # the original's number
+    k = record(K)
+    assert k["evidence"]["raw"]["geak"]["reproductions"] == 1
+    assert k["worth"]["track"]["counters"]["verified_effective"] == 1  # A measured it too
+    assert k["retrieval"]["signals"]["metrics"]["speedup_x"] == 1.5  # the higher of the two
+    assert k["evidence"]["raw"]["geak"]["exp_id"] == "20250611_100000_e0e0e0"
     assert record(C)["evidence"]["raw"]["bench_key"] is None
-    hip = record(strategy_id("gfx942", "any", "lds-tiling", "20250606_100000_ffffff"))
+    hip = record(strategy_id("gfx942", "any", "20250606_100000_ffffff", "hip"))
     assert hip["retrieval"]["scope"]["dsl"] == "any" and hip["payload"]["problem"]["dsl"] == "hip"
     assert "cannot name it" in hip["payload"]["applies_when"][0]
-    mislabeled = record(
-        strategy_id("gfx950", "triton", "rewrite-as-persistent", "20250605_100000_eeeeee")
-    )
-    assert mislabeled["retrieval"]["scope"]["arch"] == "cdna4"
-    assert mislabeled["evidence"]["raw"]["geak"]["filed_under"] == "gfx942"
-    mi250x = record(strategy_id("gfx90a", "triton", "mfma-tiles", "20250616_100000_333333"))
+    mislabeled = record(strategy_id("gfx942", "triton", "20250605_100000_eeeeee"))
+    assert mislabeled["retrieval"]["scope"]["product"] == "gfx942"
+    assert mislabeled["evidence"]["summary"]["measured_on"]["gpu"] == "gfx950"
+    mi250x = record(strategy_id("gfx90a", "triton", "20250616_100000_333333"))
+    assert mi250x["evidence"]["raw"]["geak"]["filed_under"] == "gfx90"
     assert (mi250x["retrieval"]["scope"]["arch"], mi250x["retrieval"]["scope"]["product"]) == (
         "generic", "gfx90a"
     )  # fmt: skip
-    tuned = record(strategy_id("gfx942", "triton", "tuned-launch-table", "20250613_100000_abcdef"))
+    tuned = record(strategy_id("gfx942", "triton", "20250613_100000_abcdef"))
     assert tuned["payload"]["implementation"] == {"format": "none"}
     config = tuned["payload"]["config"]
     assert (
         config["carrier"] == "tuned_artifact" and "num_warps" in config["artifacts"]["tuned.json"]
     )
     assert config["apply_env"] == {"RMSNORM_TUNED_TABLE": "artifact/tuned.json"}
-    retracted = strategy_id("gfx942", "triton", "split-reduction", "20250609_100000_c0c0c0")
-    assert store.view().entry(retracted)["status"] == "deprecated"
+    retired = strategy_id("gfx942", "triton", "20250608_100000_b0b0b0")
+    assert store.view().entry(retired)["status"] == "deprecated"
+    assert store.view().entry(I)["status"] == "active"  # GEAK's resolve serves it
     assert kb("validate", str(store.location)).returncode == 0
 
 
@@ -221,6 +216,6 @@ def test_the_cli_pair_from_the_issue(store, tmp_path):
                "--store", str(store.location))  # fmt: skip
     assert found.returncode == 0, found.stderr
     answer = json.loads(found.stdout)
-    assert [r["id"] for r in answer["ranks"]] == [A, L, C]
+    assert [r["id"] for r in answer["ranks"]] == [I, K, L]
     assert all(r["applies"] for r in answer["ranks"])
-    assert "other=1.0" in (out / "candidates" / "01" / "kernel.py").read_text()
+    assert "other=9.0" in (out / "candidates" / "01" / "kernel.py").read_text()

@@ -1,10 +1,10 @@
 import click
 
-from gitkb.commands import store_option
+from gitkb.commands import echo_json, store_option
 
 
 @click.command("export")
-@click.argument("kind", type=click.Choice(["gpu-wiki", "tlx-knowledge"]))
+@click.argument("kind", type=click.Choice(["gpu-wiki", "tlx-knowledge", "geak"]))
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option(
     "--target",
@@ -16,7 +16,14 @@ from gitkb.commands import store_option
 @store_option
 def command(kind: str, directory: str, target_file: str | None, store) -> None:
     """Write the store into DIRECTORY in another tool's layout: gpu-wiki (records and
-    index) or tlx-knowledge (the TLX agent's <vendor>/<topic>/manifest.json and Markdown)."""
+    index), tlx-knowledge (the TLX agent's <vendor>/<topic>/manifest.json and Markdown) or
+    geak (a GEAK kb_artifacts tree, DIRECTORY/kb_artifacts/<gfx>/<kernel_class>/<slug>/
+    <exp_id>/, that GEAK's own resolve reads; a JSON report)."""
+    if kind == "geak":
+        from gitkb.importers.geak.export import export_tree as export_geak
+
+        echo_json(export_geak(store, directory))
+        return
     if kind == "gpu-wiki":
         from gitkb.importers.gpu_wiki import export_tree
 

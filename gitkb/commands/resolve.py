@@ -45,9 +45,26 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    help="Write candidates/NN/ and kb_references/ here (before any verdict).",
+    help="Write candidates/NN/ and kb_references/ here (before any verdict); with --format "
+    "geak, GEAK's layout: kb_artifacts/<gfx>/<class>/<slug>/<exp_id>/ and kb_references/.",
 )
-def command(kernel, arch, product, dsl, store, top_n, min_speedup, include_retired, out):
+@click.option(
+    "--format",
+    "shape",
+    type=click.Choice(["gitkb", "geak"]),
+    default="gitkb",
+    show_default=True,
+    help="geak: GEAK's resolve answer (candidates with exp_dir and patch_path; its read "
+    "reasons), so GEAK's lane reads gitkb unchanged.",
+)
+@click.option(
+    "--geak-key",
+    is_flag=True,
+    help="Print only the page's GEAK service keys (geak:kernel:<gfx>:<kernel_name>:<backend>:"
+    "rocm[:<major.minor>]).",
+)
+def command(kernel, arch, product, dsl, store, top_n, min_speedup, include_retired, out,
+            shape, geak_key):  # fmt: skip
     """Print the store's best same-hardware code for a kernel, as one JSON document.
 
     Exit 0 for every answer that is a fact about the store (read_reason says
@@ -55,16 +72,20 @@ def command(kernel, arch, product, dsl, store, top_n, min_speedup, include_retir
     """
     from gitkb.warmstart.resolve import resolve
 
-    echo_json(
-        resolve(
-            store,
-            kernel,
-            arch=arch,
-            product=product,
-            top_n=top_n,
-            min_speedup=min_speedup,
-            include_retired=include_retired,
-            dsl=dsl,
-            out=out,
-        )
+    answer = resolve(
+        store,
+        kernel,
+        arch=arch,
+        product=product,
+        top_n=top_n,
+        min_speedup=min_speedup,
+        include_retired=include_retired,
+        dsl=dsl,
+        out=None if geak_key else out,
+        shape="gitkb" if geak_key else shape,
     )
+    if geak_key:
+        hardware = answer["hardware"] or {}
+        answer = {"read_reason": answer["read_reason"], "product": hardware.get("page"),
+                  "kernel": answer["kernel"], "keys": answer.get("geak_keys", [])}  # fmt: skip
+    echo_json(answer)

@@ -25,11 +25,14 @@ class ImportReport:
     reproductions: list[dict] = field(default_factory=list)  # {"entry", "record"}
     skipped: list[dict] = field(default_factory=list)  # {"entry", "reason"}
     notes: list[dict] = field(default_factory=list)  # {"entry", "note"}: imported, with a remark
+    steps: list[dict] = field(default_factory=list)  # a sync's plan: {"action", "record", ...}
+    commits: list[str] = field(default_factory=list)  # every commit the import wrote
+    dry_run: bool = False
 
     def as_json(self) -> dict:
         return dict(self.__dict__)
 
 
-def import_tree(kind: str, store, folder) -> ImportReport:
+def import_tree(kind: str, store, folder, dry_run: bool = False) -> ImportReport:
     module = importlib.import_module(f"gitkb.importers.{IMPORTERS[kind]}")
-    return module.import_tree(store, folder)
+    return module.import_tree(store, folder, dry_run=dry_run)

@@ -21,10 +21,26 @@ from gitkb.store.admission import gates_figure, refuse_findings
 from gitkb.store.writer import Change
 
 
-def import_tree(store, folder) -> ImportReport:
+def linked_paths(folder: str | os.PathLike) -> list[str]:
+    """Symlinks under ``<folder>/records`` (files and folders): an import never follows one."""
+    found = []
+    for top, dirs, names in os.walk(Path(folder) / rec.RECORDS_DIR):
+        for name in sorted(dirs + names):
+            if os.path.islink(os.path.join(top, name)):
+                found.append(Path(top, name).relative_to(folder).as_posix())
+    return found
+
+
+def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
     from gitkb.gates import GateContext
     from gitkb.gates.registry import record_level
 
+    linked = linked_paths(folder)
+    if linked:
+        raise RecordError(
+            f"{folder}: {linked[0]} is a symlink ({len(linked)} in the tree); an import never "
+            "follows one: replace it with the file it points to"
+        )
     files = rec.read_folder(folder)
     if not files:
         raise RecordError(f"{folder}: no record files under records/")
@@ -52,8 +68,14 @@ def import_tree(store, folder) -> ImportReport:
             ],
         )
 
+    if dry_run:
+        steps = [{"action": "import", "record": f.id, "entries": [f.path], "detail": ""}
+                 for f in files]  # fmt: skip
+        return ImportReport("gpu-wiki", None, imported=len(files), steps=steps, dry_run=True)
     [admission] = store.commit([build])
-    return ImportReport("gpu-wiki", admission.commit, imported=len(files))
+    return ImportReport(
+        "gpu-wiki", admission.commit, imported=len(files), commits=[admission.commit]
+    )
 
 
 def export_tree(store, folder: str | os.PathLike) -> int:

@@ -188,31 +188,45 @@ def attest(
     return store.commit([build])[0]
 
 
+def confirm_change(view, record_id: str, keys: list[str], body: str, trailers: list):
+    """The ``confirm`` change counting each of ``keys`` once on ``record_id``
+    (``worth.track.confirm_keys``), the record otherwise unchanged; an empty change when
+    every key is counted already."""
+    from gitkb import record as rec
+    from gitkb.store.admission import count_confirmation
+    from gitkb.store.writer import Change
+
+    held = view.read_record(record_id)
+    if held.data is None:
+        raise GitkbError(f"{record_id} is unreadable ({held.error}); not confirmed")
+    counted = [c for c in (count_confirmation(held.data, key) for key in keys) if c is not None]
+    if not counted:
+        return Change("confirm", record_id, {}, held.path, note="already counted, skipped")
+    return Change(
+        "confirm",
+        record_id,
+        {held.path: rec.dumps(held.data)},
+        held.path,
+        body,
+        trailers,
+        f"verified_effective is now {counted[-1]}",
+    )
+
+
 def confirm_adoption(store, record_id: str, trace: str, trace_commit: str):
     """Count a run that adopted ``record_id``'s code (and validated it on its box) as one
     confirmation of the record: one ``confirm`` commit, counted once per trace and commit
     (``worth.track.confirm_keys``), the record otherwise unchanged. Adopting store code is
     evidence for that record, never a new one."""
-    from gitkb import record as rec
-    from gitkb.store.admission import count_confirmation
-    from gitkb.store.writer import Change
 
-    def build(view) -> Change:
-        held = view.read_record(record_id)
-        if held.data is None:
-            raise GitkbError(f"{record_id} is unreadable ({held.error}); not confirmed")
-        count = count_confirmation(held.data, f"{trace}@{trace_commit}")
-        if count is None:
-            return Change("confirm", record_id, {}, held.path, note="already counted, skipped")
-        return Change(
-            "confirm",
+    def build(view):
+        return confirm_change(
+            view,
             record_id,
-            {held.path: rec.dumps(held.data)},
-            held.path,
+            [f"{trace}@{trace_commit}"],
             f"Adopted by the warm start of run {trace} and validated there: the store's code "
             "reproduced on another run, so it confirms this record (no new record).",
             [("KB-Confirmed-By", trace), ("KB-Trace", trace), ("KB-Trace-Commit", trace_commit)],
-            f"verified_effective is now {count}",
         )
 
     return store.commit([build])[0]

@@ -4,11 +4,13 @@ Pure functions over records and index entries; ``resolve`` does the reading.
 The page is GEAK's: one kernel, one product (a gfx id, an NVIDIA product) and
 one language. Order (WARM_START.md): retracted dropped, floor, strategies whose
 diff does not apply to the caller's kernel set aside as reference only, rank by
-measured speedup (reproductions, then id, break ties), one rank per direction
-(compared case- and whitespace-folded; an empty direction stands alone) with
-the runners-up as alternates (a record with a retire hint sorts behind clean
-siblings), top N, and bench-key comparability against rank 1 (unknown is not a
-match).
+measured speedup at full precision (more reproductions, then the older GEAK
+exp id, break ties), one rank per direction (compared as GEAK does: trimmed and
+lowercased; an empty direction stands alone) with the runners-up as alternates,
+top N, and bench-key comparability against rank 1 (unknown is not a match).
+Hints never reorder: the GEAK followed (iAmir97/GEAK @ a6a9d0e) keeps them
+advisory; a later GEAK's ``demote_hinted`` is not followed. Collapsed runners-up
+are counted as GEAK counts them: only in the groups that reach the top N.
 """
 
 from __future__ import annotations
@@ -75,6 +77,19 @@ class KernelMatch:
     tier: str | None  # exact, normalized, fuzzy; None when nothing or ambiguous
     names: set[str] = field(default_factory=set)  # canonical names that count as the kernel
     ambiguous: list[str] = field(default_factory=list)
+    on_page: bool = False  # matched among the caller's page's kernels
+
+
+def related_names(query: str, names: set[str]) -> set[str]:
+    """The names any matching tier could pick for ``query``."""
+    wanted = canonical_kernel(query)
+    folded = _folded(wanted)
+    return {
+        n for n in names
+        if n == wanted or (folded and _folded(n) == folded)
+        or (len(folded) >= FUZZY_MIN and len(_folded(n)) >= FUZZY_MIN
+            and (_folded(n) in folded or folded in _folded(n)))
+    }  # fmt: skip
 
 
 def match_kernel(query: str, names: set[str]) -> KernelMatch:
@@ -147,7 +162,7 @@ def speedup(record: dict) -> float | None:
     for key in ("speedup_x", "page_best_speedup_x"):
         stated = number(metrics.get(key))
         if stated and stated > 0:
-            return round(stated, 4)
+            return stated
     gain = _mapping(dig(record, "worth", "gain"))
     primary = gain.get("primary")
     for metric in _list(gain.get("metrics")):
@@ -157,13 +172,13 @@ def speedup(record: dict) -> float | None:
         if delta is None:
             continue
         if metric.get("direction") == "higher-better":
-            return round(1 + delta / 100, 4)
-        return round(100 / (100 - delta), 4) if delta < 100 else None
+            return 1 + delta / 100
+        return 100 / (100 - delta) if delta < 100 else None
     effect = _mapping(dig(record, "evidence", "raw", "effect"))
     parent = number(effect.get("parent_geomean_us"))
     new = number(effect.get("new_geomean_us"))
     if parent and new and new > 0:
-        return round(parent / new, 4)
+        return parent / new
     return None
 
 
@@ -205,8 +220,8 @@ def comparable(key: str | None, first: str | None) -> bool:
 
 
 def fold_direction(text: str) -> str:
-    """A direction as compared: case and runs of whitespace folded."""
-    return " ".join(text.split()).lower()
+    """A direction as compared, GEAK's way: trimmed and lowercased (inner spaces count)."""
+    return text.strip().lower()
 
 
 def direction(record: dict) -> str:
@@ -275,10 +290,39 @@ class Candidate:
     page: str | None = None
     language: str = ANY_LANGUAGE
     applies: bool | None = None  # whether a strategy's diff applies to the caller's kernel
+    exp_id: str = ""  # GEAK's exp id (the older one wins a tie); a mined record has none
     alternates: list[Candidate] = field(default_factory=list)
 
     def order(self) -> tuple:
-        return (-(self.speedup or 0.0), -self.reproductions, self.record_id)
+        return (-(self.speedup or 0.0), -self.reproductions, self.exp_id, self.record_id)
+
+
+def candidate_of(
+    record: dict,
+    path: str,
+    retired: bool,
+    counts: dict,
+    page: str | None,
+    language: str,
+    exp_id: str,
+    retire_hint: str | None = None,
+) -> Candidate:
+    """A record as curation ranks it: its speedup, bench key, direction, reproductions."""
+    return Candidate(
+        record_id=record["id"],
+        record=record,
+        path=path,
+        speedup=speedup(record),
+        bench_key=bench_key(record),
+        direction=direction(record),
+        reproductions=reproductions(record),
+        exp_id=exp_id,
+        retired=retired,
+        counts=counts,
+        retire_hint=retire_hint,
+        page=page,
+        language=language,
+    )
 
 
 @dataclass
@@ -324,13 +368,12 @@ def curate(
             alone.append(candidate)
     leaders = list(alone)
     for members in groups.values():
-        # a hinted record sorts behind its clean siblings, so it cannot push them out
-        members.sort(key=lambda c: (c.retire_hint is not None, c.order()))
+        members.sort(key=Candidate.order)
         leader, *rest = members
         leader.alternates = rest
-        result.collapsed += len(rest)
         leaders.append(leader)
     leaders.sort(key=Candidate.order)
     result.ranks = leaders[:top_n]
+    result.collapsed = sum(len(c.alternates) for c in result.ranks)
     result.beyond_top_n = max(0, len(leaders) - top_n)
     return result

@@ -243,3 +243,49 @@ def note_tried(references: Path, tried: list[dict]) -> None:
     index = references / "index.md"
     text = index.read_text(encoding="utf-8") if index.is_file() else ""
     _write(index, text + "\n".join(lines) + "\n")
+
+
+def write_geak_out(
+    out: Path, answer: dict, ranks: list[curate.Candidate]
+) -> tuple[Path, list[str]]:
+    """GEAK's lane layout, written before any verdict: every offered entry and its
+    alternates as ``kb_artifacts/<gfx>/<kernel_class>/<slug>/<exp_id>/`` (meta.yaml,
+    patch.diff, report.md), and the prose as ``kb_references/index.md`` and
+    ``kb_references/sets/<digest>/reference_NN.md``; (the kb_artifacts root, prose paths)."""
+    import hashlib
+
+    from gitkb.warmstart import geak
+
+    root = out / "kb_artifacts"
+    wheres = []
+    for candidate in [*ranks, *(alt for c in ranks for alt in c.alternates)]:
+        found = geak.files_of(candidate)
+        if found is None:
+            continue
+        where, files = found
+        wheres.append(where)
+        for name, data in files.items():
+            _write(root / where / name, data.decode())
+    refs = out / "kb_references"
+    digest = hashlib.sha256("|".join(wheres[: len(ranks)]).encode()).hexdigest()[:7]
+    kernel = answer["kernel"]["query"]
+    index = [f"# Warm-start references — {kernel} ({answer['commit'] or 'empty store'})", ""]
+    paths = []
+    for n, candidate in enumerate(ranks, 1):
+        path = refs / "sets" / digest / f"reference_{n:02d}.md"
+        record = candidate.record
+        _write(path, (
+            f"# Reference {n:02d} — {kernel}\n\n"
+            f"- speedup: {candidate.speedup or 0.0:.4f}x "
+            f"(bench `{candidate.bench_key or 'none'}`)\n"
+            f"- direction: {candidate.direction or 'unlabeled'}\n"
+            f"- gitkb record: {candidate.record_id}\n"
+            f"- same-direction alternates: {len(candidate.alternates)}\n\n---\n\n"
+            f"{geak.report_of(record)}"
+        ))  # fmt: skip
+        paths.append(str(path))
+        index.append(f"- Rank {n}: `{path}` | speedup {candidate.speedup or 0.0:.4f}x | "
+                     f"direction `{candidate.direction or 'unlabeled'}` | "
+                     f"{len(candidate.alternates)} alternate(s) | status `read`")  # fmt: skip
+    _write(refs / "index.md", "\n".join(index) + "\n")
+    return root, paths

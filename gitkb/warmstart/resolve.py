@@ -22,7 +22,7 @@ from gitkb import targets
 from gitkb.errors import GitkbError, writing
 from gitkb.store.layout import ledger_path
 from gitkb.store.rows import KernelRow
-from gitkb.warmstart import curate
+from gitkb.warmstart import curate, geak
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 DEFAULT_TOP_N = 3
@@ -35,11 +35,12 @@ if TYPE_CHECKING:
 
 def _token(text: str) -> targets.Hardware | None:
     """A hardware token exactly as the table spells it (a typo must not pick a near token),
-    or a whole gfx id, known or not."""
+    or a gfx id, known or not, read GEAK's way too (``gfx90`` is the gfx90a page;
+    ``gfx942:sramecc+:xnack-`` is gfx942)."""
     wanted = text.strip().lower()
     found = targets.table().get(wanted)
-    if found is None and targets.GFX.fullmatch(wanted):
-        found = targets.identify(wanted)
+    if found is None and targets.GFX.match(wanted):
+        found = geak.page_for_gfx(targets.gfx_of(wanted))
     return found
 
 
@@ -92,15 +93,50 @@ def language_for(kernel: str, dsl: str | None) -> tuple[str | None, str | None]:
     return wanted, "--dsl"
 
 
-def _rows(store: Store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[KernelRow]]:
-    """The kernel match over the names the store files code under, and the matched
-    records' rows: from the index cache, so no record is read to choose."""
+def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
+          language: str | None) -> tuple[curate.KernelMatch, list[KernelRow]]:  # fmt: skip
+    """The kernel match and the matched records' rows: from the index cache, so no record
+    is read to choose. The tiers run per page, as GEAK's do: among the kernels with code
+    filed on the caller's page and language only, so a same-named kernel elsewhere never
+    makes the match ambiguous; failing that, among every kernel, to name the pages it is on."""
     with store.cache.snapshot(tip) as cache:
         by_canonical: dict[str, set[str]] = {}
         for name in cache.kernel_names():
             by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
-        match = curate.match_kernel(kernel, set(by_canonical))
-        found = cache.kernel_rows(n for c in match.names for n in by_canonical.get(c, ()))
+        related = curate.related_names(kernel, set(by_canonical))
+        rows_of = {c: _usable(cache.kernel_rows(by_canonical[c])) for c in sorted(related)}
+    on_page = {
+        c for c, rows in rows_of.items() if any(_filed_on(hardware, language, r) for r in rows)
+    }
+    match = curate.match_kernel(kernel, on_page)
+    if match.tier is not None:
+        match.on_page = True
+    elif not match.ambiguous:
+        match = curate.match_kernel(kernel, related)
+        if match.ambiguous:  # only off the page: GEAK reads no page for it
+            match = curate.KernelMatch(None)
+    seen, rows = set(), []
+    for c in sorted(match.names):
+        for row in rows_of.get(c, ()):
+            if row.path not in seen:
+                seen.add(row.path)
+                rows.append(row)
+    return match, rows
+
+
+def _filed_on(hardware: targets.Hardware, language: str | None, row: KernelRow) -> bool:
+    """Whether a code row is filed on the caller's page and language (GEAK's page folder)."""
+    if row.type not in curate.CODE_TYPES:
+        return False
+    page = curate.page_of(row.product, None) or curate.page_of(None, row.measured)
+    if not _on_page(hardware, row.vendor, row.arch, page):
+        return False
+    return not language or (row.language or curate.ANY_LANGUAGE) == language
+
+
+def _usable(found: list[KernelRow]) -> list[KernelRow]:
+    """Rows of the record kinds resolve reads; a corrupt record's row is rebuilt from its
+    path so it is counted where it is filed."""
     rows = []
     for row in found:
         if row.type is None:
@@ -112,7 +148,7 @@ def _rows(store: Store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list
                                   row.blob, product, None, parts[4]))  # fmt: skip
         elif row.type in _KINDS and row.id is not None:
             rows.append(row)
-    return match, rows
+    return rows
 
 
 def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl, source) -> dict:
@@ -143,6 +179,7 @@ def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl,
                 "beyond_top_n",
                 "no_code",
                 "corrupt",
+                "mislabeled",
             ),
             0,
         ),  # fmt: skip
@@ -164,8 +201,11 @@ def resolve(
     include_retired: bool = False,
     dsl: str | None = None,
     out: str | None = None,
+    shape: str = "gitkb",
 ) -> dict:
-    """The resolve answer (one JSON-ready dict); with ``out``, also the audit folder."""
+    """The resolve answer (one JSON-ready dict); with ``out``, also the audit folder.
+    ``shape`` "geak": GEAK's answer (``warmstart/geak.py``), ``out`` laid out as its lane
+    reads it (``kb_artifacts/`` entries and ``kb_references/``)."""
     from gitkb.record import load
 
     if top_n < 1:
@@ -181,7 +221,7 @@ def resolve(
     counts = answer["counts"]
     if hardware is None:
         answer["read_reason"] = "missing_arch"
-        return answer
+        return _shaped(answer, shape, [], language, out)
     answer["hardware"] = {
         "vendor": hardware.vendor,
         "arch": hardware.arch,
@@ -189,15 +229,15 @@ def resolve(
         "page": hardware.page,
         "token": hardware.token,
     }
-    match, rows = _rows(store, tip, kernel)
-    answer["kernel"].update(tier=match.tier, matched=sorted(match.names))
+    match, rows = _rows(store, tip, kernel, hardware, language)
+    answer["kernel"].update(tier=match.tier, matched=sorted(match.names), on_page=match.on_page)
     if match.ambiguous:
         answer["kernel"]["ambiguous"] = match.ambiguous
         answer["read_reason"] = "ambiguous"
-        return answer
+        return _shaped(answer, shape, [], language, out)
     if match.tier is None:
         answer["read_reason"] = "kernel_not_found"
-        return answer
+        return _shaped(answer, shape, [], language, out)
 
     wanted: list[tuple[KernelRow, bool, str | None]] = []  # the same-page code records to load
     pitfall_paths: list[str] = []
@@ -208,9 +248,14 @@ def resolve(
         kind, status, vendor, record_arch, path = (row.type, row.status, row.vendor, row.arch,
                                                    row.path)  # fmt: skip
         record_language = row.language or curate.ANY_LANGUAGE
-        page = curate.page_of(row.product, row.measured)
+        filed, stated = curate.page_of(row.product, None), curate.page_of(None, row.measured)
+        page = stated or filed
         is_code = kind in curate.CODE_TYPES
         counts["total"] += is_code
+        if filed and stated and filed != stated:
+            # Measured on one page, filed on another: GEAK serves it on neither.
+            counts["mislabeled"] += is_code
+            continue
         key = (vendor, record_arch, page, record_language)
         if not _on_page(hardware, vendor, record_arch, page):
             if is_code:
@@ -250,8 +295,8 @@ def resolve(
     counts["same_arch"] = same_page_total
     answer["other_arch_pages"] = _pages(other_pages)
     answer["other_language_pages"] = _pages(other_language)
-    curated = curate.curate(candidates, min_speedup, top_n, include_retired,
-                            _fits(kernel_file))  # fmt: skip
+    fits = _fits(kernel_file) if shape != "geak" else None  # GEAK never sets code aside
+    curated = curate.curate(candidates, min_speedup, top_n, include_retired, fits)
     counts["below_floor"] = curated.below_floor
     counts["reference_only"] = len(curated.reference_only)
     counts["collapsed"] = curated.collapsed
@@ -260,6 +305,9 @@ def resolve(
     answer["ranks"] = [_rank(n, c, first_key) for n, c in enumerate(curated.ranks, 1)]
     answer["reference_only"] = [_reference(c, kernel_file) for c in curated.reference_only]
     answer["read_reason"] = _reason(answer, curated, same_page_total)
+    answer["geak_keys"] = geak.page_keys(candidates)
+    if shape == "geak":
+        return _shaped(answer, shape, curated.ranks, language, out)
     if out is not None:
         from gitkb.warmstart.references import write_out
 
@@ -275,6 +323,19 @@ def resolve(
                 kernel_file,
             )
     return answer
+
+
+def _shaped(answer: dict, shape: str, ranks: list, language, out) -> dict:
+    """``answer`` in the shape asked for; GEAK's writes its ``--out`` tree first."""
+    if shape != "geak":
+        return answer
+    if out is None or not ranks:
+        return geak.answer(answer, ranks, language, "", [""] * len(ranks))
+    from gitkb.warmstart.references import write_geak_out
+
+    with writing(out):
+        root, prose = write_geak_out(Path(out), answer, ranks)
+    return geak.answer(answer, ranks, language, str(root), prose)
 
 
 def _on_page(hardware: targets.Hardware, vendor, arch, page) -> bool:
@@ -320,20 +381,9 @@ def _candidate(row: KernelRow, retired: bool, page: str | None, blobs: dict):
         counts = ledger.counts()
         if ledger.bad_lines:
             counts["unreadable_lines"] = len(ledger.bad_lines)
-        return curate.Candidate(
-            record_id=record_id,
-            record=record,
-            path=path,
-            speedup=curate.speedup(record),
-            bench_key=curate.bench_key(record),
-            direction=curate.direction(record),
-            reproductions=curate.reproductions(record),
-            retired=retired,
-            counts=counts,
-            retire_hint=retire_hint(counts),
-            page=page,
-            language=row.language or curate.ANY_LANGUAGE,
-        )
+        language = row.language or curate.ANY_LANGUAGE
+        return curate.candidate_of(record, path, retired, counts, page, language,
+                                   geak.exp_id_of(record), retire_hint(counts))  # fmt: skip
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
 
@@ -365,6 +415,7 @@ def _rank(number: int, candidate: curate.Candidate, first_key: str | None) -> di
         "attestations": candidate.counts,
         "retire_hint": candidate.retire_hint,
         "retired": candidate.retired,
+        "geak_keys": geak.keys_of(candidate),
         "record_path": candidate.path,
         "applies": candidate.applies,
         "code_path": None,

@@ -7,8 +7,12 @@ measurement). A tuned_artifact entry becomes a strategy with no code
 how they are applied (``apply_env``, ``apply_route``, ``tuner``,
 ``cache_invalidation``): knowledge the store keeps, not code a run adopts.
 
-The page is GEAK's: the gfx id the entry was measured on is the record's product
-(and picks its arch), the language stays the entry's. clean-1.3's dsl enum has
+The page is GEAK's: the ``<gfx>`` folder is the record's product (and picks its
+arch; GEAK's ``gfx90`` is the gfx90a page), what the entry states it was measured
+on is ``evidence.summary.measured_on`` (when the two differ the entry is
+mislabeled and resolve serves it nowhere), the language stays the slug's, the raw
+``kernel_name`` and the exp id are kept in ``evidence.raw.geak``, the speedup at
+full precision. clean-1.3's dsl enum has
 no HIP or CK: such a record says ``any`` in ``retrieval.scope.dsl`` and keeps its
 language in ``payload.problem.dsl``, where resolve reads it, and says so in
 ``payload.applies_when``. The direction is stated in ``evidence.raw.direction``
@@ -28,9 +32,9 @@ from __future__ import annotations
 import re
 
 from gitkb import record as rec
-from gitkb.importers.geak.reader import Entry, count, mapping
+from gitkb.importers.geak.reader import Entry, count, mapping, stamp_of
 from gitkb.trace.scrub import Scrubber, denylist_from_env
-from gitkb.warmstart.attest import event_line
+from gitkb.warmstart.attest import OUTCOMES, Ledger, event_line
 from gitkb.warmstart.curate import number
 
 _DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
@@ -53,6 +57,7 @@ _GEAK_FIELDS = (
     "retained",
     "retired_reason",
 )
+_COUNTS = ("recalls", "validations", "failures", "not_reproduced", "inapplicable")
 _TUNED_FIELDS = ("tuner", "apply_route", "apply_env", "cache_invalidation")
 
 
@@ -83,13 +88,18 @@ def _prose(scrub: Scrubber, value: object) -> str:
     return scrub.text(value if isinstance(value, str) else "")
 
 
+def as_written(scrub: Scrubber, value: object) -> str:
+    """A short GEAK field as GEAK wrote it (its resolve groups and prints it verbatim),
+    unless the scrubber finds something to take out: then the scrubbed text."""
+    text = value if isinstance(value, str) else ""
+    cleaned = scrub.text(text)
+    return text if cleaned == " ".join(text.split()) else cleaned
+
+
 def retired(meta: dict) -> bool:
-    """GEAK's curation verdict (``retained: false`` or a reason), or a retracted lifecycle."""
-    return (
-        meta.get("retained") is False
-        or bool(meta.get("retired_reason"))
-        or meta.get("lifecycle") == "retracted"
-    )
+    """GEAK's curation verdict, as its resolve reads it: ``retained: false`` or a reason
+    (a ``lifecycle`` of ``retracted`` alone is still served there, and here)."""
+    return meta.get("retained") is False or bool(meta.get("retired_reason"))
 
 
 def _rank(score: float, tier: str) -> dict:
@@ -97,7 +107,22 @@ def _rank(score: float, tier: str) -> dict:
 
 
 def _dsl(entry: Entry) -> str:
-    return entry.language if entry.language in _DSLS else "any"
+    return dsl_of(entry.language)
+
+
+def dsl_of(language: str) -> str:
+    return language if language in _DSLS else "any"
+
+
+def record_id(hardware, language: str, kernel: str, exp_id: str) -> str:
+    """The id of an entry's strategy, from its path alone (page, language, kernel, exp id),
+    so a re-import finds it without reading the entry. A language clean-1.3 cannot name
+    (HIP, CK) is spelled in the tail, so two languages' entries never share an id."""
+    dsl = dsl_of(language)
+    tail = (
+        f"geak-{stamp_of(exp_id)}" if dsl != "any" else f"geak-{slug(language)}-{stamp_of(exp_id)}"
+    )
+    return f"{hardware.vendor}.{hardware.page}.{dsl}.{slug(kernel)}.{tail}"
 
 
 def _language_note(entry: Entry) -> str:
@@ -109,13 +134,24 @@ def _language_note(entry: Entry) -> str:
     )
 
 
-def _geak_raw(entry: Entry) -> dict:
+def _geak_raw(entry: Entry, scrub: Scrubber) -> dict:
+    """What GEAK's resolve and service key read of the entry, kept as GEAK wrote it (prose
+    scrubbed): the raw kernel name, techniques, strategy and metric kind beside the rest."""
     meta = entry.meta
     kept = {k: meta.get(k) for k in _GEAK_FIELDS if meta.get(k) is not None}
+    techniques = meta.get("techniques") if isinstance(meta.get("techniques"), list) else []
     return kept | {
+        "techniques": [as_written(scrub, str(t).strip()) for t in techniques if str(t).strip()],
+        "strategy": as_written(scrub, str(meta.get("strategy") or "")),
+        "metric_kind": str(entry.metric.get("metric_kind") or ""),
         "entry": entry.where,
+        "digest": entry.digest,
+        "exp_id": entry.exp_id,
+        "slug": entry.slug,
+        "kernel_name": entry.kernel_name,
         "gfx": entry.gfx,
-        "filed_under": entry.filed_gfx,
+        "filed_under": entry.gfx_key,
+        "measured_on": entry.measured_gfx,
         "language": entry.language,
     }
 
@@ -146,13 +182,13 @@ def strategy(entry: Entry) -> dict:
     measured = bool(bench_key and cases)
     speedup = entry.speedup
     pct = round((1 - 1 / speedup) * 100, 2)
-    direction = _prose(scrub, meta.get("direction"))[:120]
+    direction = as_written(scrub, meta.get("direction"))
     techniques = [slug(str(t)) for t in meta.get("techniques") or [] if slug(str(t))]
-    date, hexid = entry.stamp
+    stamp = entry.stamp
     kernel, arch, page = slug(entry.kernel), hw.arch, entry.gfx
     # An undirected entry shares no episode key with another: it stands alone.
     technique = slug(direction) or (techniques[0] if techniques else "patch")
-    episode_technique = slug(direction) or f"undirected-{hexid}"
+    episode_technique = slug(direction) or f"undirected-{stamp}"
     lines = (line.strip("# ").strip() for line in entry.report.splitlines())
     first_line = next((line for line in lines if line), "")
     strategy_text = _prose(scrub, meta.get("strategy") or first_line)[:300]
@@ -166,7 +202,7 @@ def strategy(entry: Entry) -> dict:
         "detail_file": f"geak:{entry.where}",
         "direction": direction,
         "bench_key": bench_key,
-        "geak": _geak_raw(entry),
+        "geak": _geak_raw(entry, scrub),
     }
     if cases:
         raw["bench_cases"] = sorted(cases)
@@ -182,8 +218,6 @@ def strategy(entry: Entry) -> dict:
             "delta_pct": pct,
             "comparable": measured,
         }
-    # GEAK counts every measurement of the code, the first included.
-    reproductions = max(0, count(meta.get("reproductions"), 1) - 1)
     payload = {
         "goal": f"Speed up the {where} kernel on {arch}.",
         "problem": {
@@ -216,8 +250,7 @@ def strategy(entry: Entry) -> dict:
         payload["config"] = config
     return {
         "schema": rec.SCHEMA_NAME,
-        "id": f"{hw.vendor}.{page}.{_dsl(entry)}.{kernel}."
-        f"{technique[:40].strip('-')}-{date}-{hexid}",
+        "id": record_id(entry.hardware, entry.language, entry.kernel, entry.exp_id),
         "type": "strategy",
         "level": "operator",
         "status": "deprecated" if is_retired else "active",
@@ -238,7 +271,7 @@ def strategy(entry: Entry) -> dict:
             "generality": {"arch": arch, "language": _dsl(entry)},
             "signals": {
                 "bottleneck": None,
-                "metrics": {"speedup_x": round(speedup, 4)},
+                "metrics": {"speedup_x": speedup},  # full precision: GEAK ranks on it
                 "shape_regime": {"n_shapes": len(cases)} if cases else {},
                 "symptoms": [],
             },
@@ -249,7 +282,7 @@ def strategy(entry: Entry) -> dict:
         "evidence": {
             "summary": {
                 "confidence": "measured" if measured else "documented",
-                "measured_on": {"gpu": page},
+                "measured_on": {"gpu": entry.measured_gfx},
             },
             "raw": raw,
         },
@@ -275,9 +308,26 @@ def strategy(entry: Entry) -> dict:
                 "regressions": [],
                 "comparable": measured,
             },
-            "track": rec.new_track(verified_effective=reproductions),
+            "track": measured_track(entry),
         },
     }
+
+
+def measurements(entry: Entry) -> int:
+    """How many times GEAK measured the entry's code: its ``reproductions``, the first
+    included (a missing or zero count is one, as GEAK reads it)."""
+    return max(1, count(entry.meta.get("reproductions"), 1))
+
+
+def measurement_keys(entry: Entry, first: int = 2) -> list[str]:
+    """One confirm key per measurement of the entry's code from the ``first``-th on, so a
+    re-import counts only new ones."""
+    return [f"geak:{entry.where}#{n}" for n in range(first, measurements(entry) + 1)]
+
+
+def measured_track(entry: Entry) -> dict:
+    keys = measurement_keys(entry)
+    return rec.new_track(verified_effective=len(keys)) | {"confirm_keys": keys}
 
 
 def anti_strategies(entry: Entry, parent: dict) -> list[dict]:
@@ -285,7 +335,7 @@ def anti_strategies(entry: Entry, parent: dict) -> list[dict]:
     out = []
     scrub = scrubber()
     hw = entry.hardware
-    _, hexid = entry.stamp
+    stamp = entry.stamp
     for n, item in enumerate(entry.meta.get("dead_ends") or [], 1):
         if isinstance(item, str):
             item = {"what": item}
@@ -300,7 +350,7 @@ def anti_strategies(entry: Entry, parent: dict) -> list[dict]:
             {
                 "schema": rec.SCHEMA_NAME,
                 "id": f"{hw.vendor}.{entry.gfx}.{_dsl(entry)}.misc.anti."
-                f"{technique}-{hexid}-t{n:02d}",
+                f"{technique}-{stamp}-t{n:02d}",
                 "type": "anti-strategy",
                 "level": "operator",
                 "status": "active",
@@ -343,45 +393,50 @@ def anti_strategies(entry: Entry, parent: dict) -> list[dict]:
     return out
 
 
-def ledger_events(entry: Entry, record: dict) -> list[dict]:
-    """Attestation history as ledger lines (a tally line for what the history dropped), and
-    the retract line of a retired entry."""
+def _geak_lines(ledger: Ledger | None) -> list[dict]:
+    return [e for e in (ledger.events if ledger else []) if e.get("source") == "geak"]
+
+
+def attest_events(entry: Entry, known: Ledger | None = None) -> list[dict]:
+    """GEAK's attestation ledger (``meta.attestations``) as the ledger lines ``known`` (the
+    record's ledger in the store) does not hold yet: one ``attest`` line per history item
+    not there (matched on time and outcome), then a tally line for counts beyond those."""
     scrub = scrubber()
-    meta = entry.meta
+    att = mapping(entry.meta.get("attestations"))
+    held = _geak_lines(known)
+    seen_items = {(e.get("at"), e.get("outcome")) for e in held if e.get("event") == "attest"}
     events = []
-    att = mapping(meta.get("attestations"))
-    history = [h for h in att.get("history") or [] if isinstance(h, dict)]
-    seen = {"recalls": 0, "validations": 0, "failures": 0, "not_reproduced": 0, "inapplicable": 0}
-    names = {"validated": "validations", "failed": "failures"}
-    for item in history:
-        outcome = item.get("outcome")
-        if outcome not in ("validated", "failed", "not_reproduced", "inapplicable"):
+    for item in (h for h in att.get("history") or [] if isinstance(h, dict)):
+        outcome, at = item.get("outcome"), str(item.get("at") or "")
+        if outcome not in OUTCOMES or (at, outcome) in seen_items:
             continue
-        seen["recalls"] += 1
-        seen[names.get(outcome, outcome)] += 1
-        events.append(
-            {
-                "event": "attest",
-                "at": str(item.get("at") or ""),
-                "outcome": outcome,
-                "by": scrub.text(str(item.get("by") or "geak")),
-                "source": "geak",
-            }
-        )
-    rest = {k: count(att.get(k)) - seen[k] for k in seen if att.get(k) is not None}
+        seen_items.add((at, outcome))
+        by = scrub.text(str(item.get("by") or "geak"))
+        events.append({"event": "attest", "at": at, "outcome": outcome, "by": by,
+                       "source": "geak"})  # fmt: skip
+    have = Ledger("", events=held + events).counts()
+    rest = {k: count(att.get(k)) - have[k] for k in _COUNTS if att.get(k) is not None}
     rest = {k: v for k, v in rest.items() if v > 0}
     if rest:
         events.append({"event": "attest-counts", "counts": rest, "source": "geak"})
+    return events
+
+
+def retired_reason(entry: Entry) -> str:
+    """Why GEAK's curation retired the entry, in words fit for a retract line."""
+    stated = _prose(scrubber(), str(entry.meta.get("retired_reason") or ""))
+    return " ".join(stated.split()) or "retired in the GEAK store (retained: false)"
+
+
+def ledger_events(entry: Entry, record: dict) -> list[dict]:
+    """The lines a newly imported record's ledger starts with: its attestations, and the
+    retract line of a retired entry."""
+    events = attest_events(entry)
     if record["status"] == "deprecated":
-        reason = _prose(scrub, str(meta.get("retired_reason") or "")) or (
-            "retracted in the GEAK store"
-            if meta.get("lifecycle") == "retracted"
-            else "retired in the GEAK store"
-        )
         events.append(
             event_line(
                 "retract",
-                reason=reason,
+                reason=retired_reason(entry),
                 by="geak import",
                 was={"status": "active", "score": STRATEGY_PRIOR},
             )
