@@ -283,7 +283,7 @@ def test_main_is_append_only(server, clone):
 # --------------------------------------------------------------------------- trace refs
 
 
-def test_trace_refs_are_only_created_or_fast_forwarded_while_cited(tmp_path, monkeypatch):
+def test_trace_refs_are_only_created_or_fast_forwarded(tmp_path, monkeypatch):
     put_git_kb_on_path(tmp_path, monkeypatch)
     server = tmp_path / "server.git"
     Store.init(server, bare=True)
@@ -306,7 +306,7 @@ def test_trace_refs_are_only_created_or_fast_forwarded_while_cited(tmp_path, mon
 
     deleted = push(work, ":refs/kb/traces/x")
     assert deleted.returncode != 0
-    line = f"gitkb: refs/kb/traces/x {ZERO_SHA}: {record['id']}: trace-refs: cites trace x"
+    line = f"gitkb: refs/kb/traces/x {ZERO_SHA}: x: trace-refs: refs/kb/traces/x cannot be deleted"
     assert line in deleted.stderr, deleted.stderr
     assert git("rev-parse", "refs/kb/traces/x", cwd=server).stdout.strip() == v1
 
@@ -323,7 +323,9 @@ def test_trace_refs_are_only_created_or_fast_forwarded_while_cited(tmp_path, mon
     y = work.repo.write_commit(None, {"kernel.py": b"y\n"}, "y\n")
     work.repo.update_ref("refs/kb/traces/y", None, y)
     assert push(work, "refs/kb/traces/y").returncode == 0
-    assert push(work, ":refs/kb/traces/y").returncode == 0, "an uncited trace may go"
+    uncited = push(work, ":refs/kb/traces/y")
+    assert uncited.returncode != 0, "a push deletes no trace ref, cited or not"
+    assert "refs/kb/traces/y cannot be deleted by a push" in uncited.stderr
 
 
 # --------------------------------------------------------------------------- robustness

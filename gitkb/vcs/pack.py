@@ -79,8 +79,14 @@ def object_size(object_store, sha: str) -> int | None:
 
 def _loose_object_size(path: Path) -> int:
     """The size a loose object's header states (``<type> <size>\\0``), inflating only it."""
+    inflate, head = zlib.decompressobj(), b""
     with open(path, "rb") as fh:
-        head = zlib.decompressobj().decompress(fh.read(_SIZE_PROBE), _SIZE_PROBE)
+        # A deflate stream's code tables may come first: read on until the header is out.
+        while b"\0" not in head:
+            chunk = fh.read(4096)
+            if not chunk:
+                raise ValueError(f"{path}: no object header")
+            head += inflate.decompress(chunk, _SIZE_PROBE)
     return int(head.split(b"\0", 1)[0].split(b" ", 1)[1])
 
 

@@ -1,0 +1,252 @@
+"""A push, judged: which refs it may move, and every commit it brings through the
+store's history rules (``gitkb.store.history``) and the record gates. Incremental, so
+the cost follows the push: each commit is read as its tree diff against its first
+parent; the record gates run on the records it adds or changes, against the store as
+it stood before it (the server's index cache, moved by tree diffs and rolled back).
+
+Refs: ``main`` only moves forward; ``refs/kb/traces/*`` may be created or
+fast-forwarded, never deleted or rewritten by a push; any other ref is refused
+unless ``gitkb.toml`` (``[refs] allow``) names its pattern, and then it is held to
+main's rules. ``transaction_problems`` is the ``reference-transaction`` side: with
+the ref locks held, main may not land citing a trace commit no trace ref reaches.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+
+from gitkb import record as rec
+from gitkb.gates import Finding, GateContext, run_gates
+from gitkb.store import control, history, layout
+from gitkb.store.cache import IndexCache
+from gitkb.store.view import StoreView
+from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    old: str | None  # None: the ref is created
+    new: str | None  # None: the ref is deleted
+    ref: str
+
+
+def check_push(updates: list[RefUpdate], repo: Repository) -> list[str]:
+    """Problem lines ``<ref> <commit>: <record-id>: <rule>: <what>``; empty accepts."""
+    pushed = repo.with_refs({u.ref: u.new for u in updates})
+    cache = IndexCache.of(repo)
+    held = tuple(repo.refs("refs").values())  # what the repository holds before the push
+    held_main = repo.resolve(layout.BRANCH)
+    config = _config(repo, held_main)
+    ids = history.IdLookup(repo)
+    problems: list[str] = []
+    for update in updates:
+        if update.ref.startswith(layout.TRACE_REFS):
+            findings = _check_trace_ref(pushed, update)
+        elif update.ref == layout.BRANCH or control.allowed_ref(config, update.ref):
+            findings = _check_branch(pushed, cache, ids, update, held, config)
+        else:
+            what = (
+                f"{update.ref} is no ref this store takes (main and refs/kb/traces/*; "
+                "gitkb.toml [refs] allow names others)"
+            )
+            findings = [(update.new or ZERO_SHA, Finding("-", "refs", what))]
+        problems += [f"{update.ref} {sha}: {finding.line()}" for sha, finding in findings]
+    return problems
+
+
+def _config(repo: Repository, tip: str | None) -> dict:
+    raw = repo.read(tip, layout.CONFIG_PATH) if tip else None
+    try:
+        return tomllib.loads((raw or b"").decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+# --------------------------------------------------------------------------- branches
+
+
+def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict):
+    if update.new is None:
+        what = "the records branch cannot be deleted" if update.ref == layout.BRANCH else (
+            f"{update.ref} cannot be deleted"
+        )
+        return [(ZERO_SHA, Finding("-", "history", what))]
+    # A new branch is checked from where it leaves what the repository already holds.
+    exclude = (update.old,) if update.old else held
+    commits = _oldest_first(list(repo.walk(update.new, exclude=exclude)))
+    if update.old and update.new != update.old and not _descends(commits, update.old):
+        what = f"not a fast-forward of {update.old}: the admission history is append-only"
+        return [(update.new, Finding("-", "history", what))]
+    if not commits:
+        return []
+    if update.old:
+        # Bring the server's cache up to the branch as it stands, so the push's own
+        # checks cost the push.
+        with cache.snapshot(update.old):
+            pass
+    before = history.Before(repo, ids, control.max_record_bytes(config))
+    out: list[tuple[str, Finding]] = []
+    changed: dict[str, rec.RecordFile] = {}  # record path -> its state at the new tip
+    base = commits[0].parents[0] if commits[0].parents else None
+    with cache.snapshot(base, keep=False):
+        for commit in commits:
+            findings = history.check_commit(before, commit)
+            findings += _gate_findings(before, cache, commit, changed)
+            out += [(commit.sha, f) for f in findings]
+        tip = StoreView(repo, cache, update.new)
+        for record_file in changed.values():
+            if record_file.data is not None:
+                out += [(update.new, f) for f in _dangling_links(record_file, tip)]
+    return out
+
+
+def _gate_findings(before_commit: history.Before, cache, commit: CommitInfo, changed: dict):
+    """The record gates on the records ``commit`` adds or changes, against the store
+    before it. Ids are the history rules' (checked against the tree, naming both
+    commits); "push" tells the store-overlap gate so."""
+    repo = before_commit.repo
+    parent = commit.parents[0] if commit.parents else None
+    changes = repo.changes(parent, commit.sha, rec.RECORDS_DIR)
+    records = [c for c in changes if rec.is_record_path(c.path) and c.kind != "delete"]
+    checked = []
+    for change in records:
+        if not change.regular[1]:
+            continue  # the entry rules refuse it
+        record_file = rec.load(change.path, before_commit.documents.pop(change.new_sha, None)
+                               or repo.blob(change.new_sha))  # fmt: skip
+        if record_file.data is None:
+            continue  # the strict-document rule refuses it
+        changed[change.path] = record_file
+        checked.append(record_file)
+    if not checked:
+        return []
+    from gitkb.gates.registry import record_level
+
+    before = StoreView(
+        repo,
+        cache,
+        parent,
+        hidden=frozenset(c.path for c in changes if c.kind != "add"),
+        files_at=commit.sha,
+    )
+    ctx = GateContext(records=checked, store=before, extra={"admission": "push"})
+    return [f for result in run_gates(ctx, record_level()) for f in result.findings]
+
+
+def _dangling_links(record_file: rec.RecordFile, tip: StoreView):
+    """The relations gate for a record the push changed: its links resolve at the new tip."""
+    from gitkb.gates.relations import dangling_links
+
+    class _Ids:
+        def __contains__(self, record_id: object) -> bool:
+            return isinstance(record_id, str) and record_id in tip
+
+    yield from dangling_links(record_file.id, record_file.data, _Ids())
+
+
+# --------------------------------------------------------------------------- trace refs
+
+
+def _check_trace_ref(repo: Repository, update: RefUpdate):
+    label = update.ref[len(layout.TRACE_REFS) :]
+    if not history.PATH_CLASSES["trace-options"].fullmatch(f"traces/{label}.json"):
+        return [(update.new or ZERO_SHA, Finding(label, "refs", f"{label!r} is no trace label"))]
+    if update.old is None or update.new == update.old:
+        return []
+    if update.new is not None:
+        if _descends(list(repo.walk(update.new, exclude=(update.old,))), update.old):
+            return []
+        what = f"{update.ref} cannot be rewritten (only fast-forwards are allowed)"
+        return [(update.new, Finding(label, "trace-refs", what))]
+    what = (
+        f"{update.ref} cannot be deleted by a push: records may cite it (removing an unused "
+        "trace is the server administrator's act)"
+    )
+    return [(ZERO_SHA, Finding(label, "trace-refs", what))]
+
+
+# --------------------------------------------------------------------------- the transaction
+
+
+def transaction_problems(updates: list[RefUpdate], repo: Repository) -> list[str]:
+    """In git's ``reference-transaction`` hook, ``prepared`` state (the ref locks held):
+    the records a move of main adds cite trace commits that some trace ref reaches, as
+    the refs stand with this transaction's updates applied. So a push that moves main
+    and creates the trace ref it cites lands whole or not at all, and no concurrent
+    push can slip a different history under that ref in between."""
+    after = repo.with_refs({u.ref: u.new for u in updates})
+    problems = []
+    for update in updates:
+        if update.ref != layout.BRANCH or update.new is None:
+            continue
+        for label, cited in _cited_traces(repo, update.old, update.new):
+            tip = after.resolve(layout.trace_ref(label))
+            if tip is not None and repo.has_object(cited) and repo.is_ancestor(cited, tip):
+                continue
+            what = (
+                f"cites trace commit {cited} of {label}, which {layout.trace_ref(label)} does "
+                "not reach: push the trace ref first, or both with git push --atomic"
+            )
+            problems.append(f"{update.ref} {update.new}: {label}: trace-refs: {what}")
+    return problems
+
+
+def _cited_traces(repo: Repository, old: str | None, new: str) -> set[tuple[str, str]]:
+    """(label, trace commit) pairs the records changed from ``old`` to ``new`` cite."""
+    cited = set()
+    for change in repo.changes(old, new, rec.RECORDS_DIR):
+        if change.kind == "delete" or not rec.is_record_path(change.path):
+            continue
+        data = rec.load(change.path, repo.blob(change.new_sha)).data
+        raw = rec.dig(data, "evidence", "raw")
+        if isinstance(raw, dict):
+            label, commit = raw.get("source_repo"), raw.get("git_commit")
+            if isinstance(label, str) and isinstance(commit, str) and len(commit) == 40:
+                cited.add((label, commit))
+    return cited
+
+
+# --------------------------------------------------------------------------- history
+
+
+def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
+    """``git kb validate --history``: the history rules replayed over every commit that
+    ``tip`` reaches, oldest first, as (commit, finding)."""
+    ids = history.IdLookup(repo)
+    before = history.Before(repo, ids, control.max_record_bytes(_config(repo, tip)))
+    out = []
+    for commit in _oldest_first(list(repo.walk(tip))):
+        out += [(commit.sha, f) for f in history.check_commit(before, commit)]
+    return out
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _descends(commits: list[CommitInfo], old: str) -> bool:
+    """Whether the commits walked from a new tip, excluding ``old``, reach ``old``: then
+    one of them has it as a parent (cost: the pushed commits, not the history)."""
+    return any(old in c.parents for c in commits)
+
+
+def _oldest_first(commits: list[CommitInfo]) -> list[CommitInfo]:
+    """The pushed commits, parents before children, whatever their dates say."""
+    pushed = {c.sha: c for c in commits}
+    children: dict[str, list[str]] = {}
+    waiting: dict[str, int] = {}
+    for c in commits:
+        inside = [p for p in c.parents if p in pushed]
+        waiting[c.sha] = len(inside)
+        for p in inside:
+            children.setdefault(p, []).append(c.sha)
+    ready = [c.sha for c in reversed(commits) if waiting[c.sha] == 0]
+    out = []
+    while ready:
+        sha = ready.pop()
+        out.append(pushed[sha])
+        for child in children.get(sha, ()):
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    return out
