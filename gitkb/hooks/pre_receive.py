@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from gitkb.errors import GitkbError
-from gitkb.store.receive import RefUpdate, check_push, transaction_problems
+from gitkb.store.receive import RefUpdate, announce, check_push, transaction_problems
 from gitkb.vcs.repository import ZERO_SHA, Repository
 
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -45,7 +45,10 @@ def pre_receive(lines: list[str], repo: Repository) -> list[str]:
                 raise GitkbError(
                     f"pre-receive: {update.ref}: commit {sha} is not in the repository"
                 )
-    return check_push(updates, repo)
+    problems = check_push(updates, repo)
+    if not problems:
+        announce(updates, repo)
+    return problems
 
 
 def reference_transaction(state: str, lines: list[str], repo: Repository) -> list[str]:

@@ -159,9 +159,33 @@ def check_commit(view: Before, commit: CommitInfo) -> list[Finding]:
     # An entry the layout refuses is refused as such; its content is not judged.
     for change in laid_out:
         findings += _file_findings(view, commit, change, action, merge)
+    if merge:
+        findings += _merge_drop_findings(repo, commit, {c.path for c in laid_out})
     regular = [c for c in files if c.new is None or c.new[0] == _FILE_MODE]
     findings += _id_findings(view, commit, regular)
     return findings
+
+
+def _merge_drop_findings(repo, commit: CommitInfo, judged: set[str]) -> list[Finding]:
+    """What a merge leaves out of another parent: its records, conflicts and logs may
+    not be dropped (a ``-s ours`` merge would quietly undo a clone's admissions)."""
+    findings = []
+    for other in commit.parents[1:]:
+        for change in (c for d in layout.ADMITTED_DIRS for c in repo.changes(other, commit.sha, d)):
+            cls = path_class(change.path)
+            if cls in _LOGS and change.path not in judged and change.kind != "delete":
+                findings += _log_findings(repo, commit, _as_entry(change), cls, None, True)
+            elif change.kind == "delete" and change.path != INDEX_PATH:
+                what = f"the merge drops {change.path}, which {other[:12]} holds"
+                findings.append(Finding(layout.id_of(change.path), "history", what))
+    return findings
+
+
+def _as_entry(change):
+    from gitkb.vcs.treediff import EntryChange
+
+    old = (change.old_mode, change.old_sha) if change.old_sha else None
+    return EntryChange(change.path, old, (change.new_mode, change.new_sha))
 
 
 def _is_dir(change) -> bool:

@@ -21,6 +21,7 @@ from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.store import control, history, layout
 from gitkb.store.cache import IndexCache
 from gitkb.store.view import StoreView
+from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
 
 
@@ -169,27 +170,75 @@ def _check_trace_ref(repo: Repository, update: RefUpdate):
 # --------------------------------------------------------------------------- the transaction
 
 
+def announce(updates: list[RefUpdate], repo: Repository) -> None:
+    """After an accepted pre-receive check: leave this push's plan (``gitkb.vcs.receiving``)
+    when its move of main cites trace commits no trace ref reaches yet, or it moves
+    trace refs, so the transaction hooks can hold both ends together."""
+    receiving.clear_plan(repo)
+    traces = {u.ref: (u.old, u.new) for u in updates if u.ref.startswith(layout.TRACE_REFS)}
+    needs = []
+    for update in updates:
+        if update.ref == layout.BRANCH and update.new is not None:
+            needs += sorted(
+                (label, cited)
+                for label, cited in _cited_traces(repo, update.old, update.new)
+                if not _reaches(repo, repo.resolve(layout.trace_ref(label)), cited)
+            )
+    if needs or traces:
+        receiving.write_plan(repo, receiving.Plan(receiving.this_push(), traces, tuple(needs)))
+
+
 def transaction_problems(updates: list[RefUpdate], repo: Repository) -> list[str]:
-    """In git's ``reference-transaction`` hook, ``prepared`` state (the ref locks held):
-    the records a move of main adds cite trace commits that some trace ref reaches, as
-    the refs stand with this transaction's updates applied. So a push that moves main
-    and creates the trace ref it cites lands whole or not at all, and no concurrent
-    push can slip a different history under that ref in between."""
+    """In git's ``reference-transaction`` hook, ``prepared`` state (this transaction's ref
+    locks held): no move of main may leave it citing a trace commit that no trace ref
+    reaches, and no trace ref may move where a push in progress needs it not to.
+
+    A move of main passes where each trace commit its new records cite is reached by
+    the trace ref as it stands with this transaction applied (``git push --atomic``:
+    both in one transaction), or where this same push's plan moves that trace ref from
+    where it stands now to a commit that reaches it and no other transaction holds the
+    ref's lock (a plain push: git moves main first, the trace refs next). A trace ref
+    passes unless a push in progress needs it to reach a commit its new tip does not."""
     after = repo.with_refs({u.ref: u.new for u in updates})
+    own = next((p for p in receiving.live_plans(repo) if p.push == receiving.this_push()), None)
     problems = []
     for update in updates:
-        if update.ref != layout.BRANCH or update.new is None:
-            continue
-        for label, cited in _cited_traces(repo, update.old, update.new):
-            tip = after.resolve(layout.trace_ref(label))
-            if tip is not None and repo.has_object(cited) and repo.is_ancestor(cited, tip):
-                continue
-            what = (
-                f"cites trace commit {cited} of {label}, which {layout.trace_ref(label)} does "
-                "not reach: push the trace ref first, or both with git push --atomic"
-            )
-            problems.append(f"{update.ref} {update.new}: {label}: trace-refs: {what}")
+        if update.ref == layout.BRANCH and update.new is not None:
+            for label, cited in sorted(_cited_traces(repo, update.old, update.new)):
+                ref = layout.trace_ref(label)
+                if _reaches(repo, after.resolve(ref), cited):
+                    continue
+                planned = own.updates.get(ref) if own else None
+                if (
+                    planned is not None
+                    and planned[0] == repo.resolve(ref)
+                    and _reaches(repo, planned[1], cited)
+                    and not receiving.ref_locked(repo, ref)
+                ):
+                    continue
+                what = (
+                    f"cites trace commit {cited}, which {ref} does not reach (nor will this "
+                    "push's own update of it, if another push holds or moved it): push again, "
+                    "or the trace ref first"
+                )
+                problems.append(f"{update.ref} {update.new}: {label}: trace-refs: {what}")
+        elif update.ref.startswith(layout.TRACE_REFS) and update.new is not None:
+            label = update.ref[len(layout.TRACE_REFS) :]
+            for plan in receiving.live_plans(repo):
+                if plan.push == receiving.this_push():
+                    continue
+                for needed_label, cited in plan.needs:
+                    if needed_label == label and not _reaches(repo, update.new, cited):
+                        what = (
+                            f"a push in progress moves main citing trace commit {cited}, "
+                            f"which {update.new[:12]} does not reach: push again"
+                        )
+                        problems.append(f"{update.ref} {update.new}: {label}: trace-refs: {what}")
     return problems
+
+
+def _reaches(repo: Repository, tip: str | None, commit: str) -> bool:
+    return tip is not None and repo.has_object(commit) and repo.is_ancestor(commit, tip)
 
 
 def _cited_traces(repo: Repository, old: str | None, new: str) -> set[tuple[str, str]]:
