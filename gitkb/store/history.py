@@ -151,6 +151,7 @@ def check_commit(view: Before, commit: CommitInfo) -> list[Finding]:
         files.append(change)
         if not refused:
             laid_out.append(change)
+    findings += _case_findings(repo, commit, files)
     merge = len(commit.parents) > 1
     action = None
     if not merge:
@@ -199,7 +200,7 @@ def _entry_findings(change) -> list[Finding]:
     rid = layout.id_of(path)
     if change.problem:
         return [Finding(rid, "entries", f"{path}: {change.problem}")]
-    bad = _bad_name(path)
+    bad = bad_name(path)
     if bad:
         return [Finding("-", "entries", f"{path!r}: {bad}")]
     if change.new is None:
@@ -219,7 +220,25 @@ def _entry_findings(change) -> list[Finding]:
     return []
 
 
-def _bad_name(path: str) -> str | None:
+def _case_findings(repo, commit: CommitInfo, files) -> list[Finding]:
+    """Two names of one folder that differ in case only (one file on a case-insensitive
+    disk); only the folders whose names may hold capitals can have them."""
+    folders = {c.path.rsplit("/", 1)[0] for c in files if c.kind == "add" and "/" in c.path}
+    folders = {f for f in folders if f.split("/", 1)[0] in _CASED}
+    folders |= {f.rsplit("/", 1)[0] for f in folders if "/" in f}
+    findings = []
+    for folder in sorted(folders):
+        tree = repo.subtree(commit.sha, folder)
+        names = sorted(repo.tree_entries(tree)) if tree else []
+        folded = Counter(name.casefold() for name in names)
+        twins = [name for name in names if folded[name.casefold()] > 1]
+        if twins:
+            what = f"{folder}/ holds {', '.join(twins)}: names that differ in case only"
+            findings.append(Finding("-", "entries", what))
+    return findings
+
+
+def bad_name(path: str) -> str | None:
     for name in path.split("/"):
         if name in ("", ".", ".."):
             return f"a path component is {name!r}"

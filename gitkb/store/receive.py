@@ -112,7 +112,7 @@ def _gate_findings(before_commit: history.Before, cache, commit: CommitInfo, cha
     records = [c for c in changes if rec.is_record_path(c.path) and c.kind != "delete"]
     checked = []
     for change in records:
-        if not change.regular[1]:
+        if not change.regular[1] or history.bad_name(change.path):
             continue  # the entry rules refuse it
         record_file = rec.load(change.path, before_commit.documents.pop(change.new_sha, None)
                                or repo.blob(change.new_sha))  # fmt: skip

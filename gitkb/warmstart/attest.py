@@ -80,7 +80,7 @@ def parse_ledger(path: str, raw: bytes | None) -> Ledger:
         try:
             event = strict.loads(line, strict.MAX_LINE_BYTES)
         except strict.StrictError as exc:
-            ledger.bad_lines.append((number, f"not strict JSON ({exc})"))
+            ledger.bad_lines.append((number, f"not JSON ({exc})"))
             continue
         if not isinstance(event, dict):
             ledger.bad_lines.append((number, "not a JSON object"))
