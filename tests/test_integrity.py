@@ -384,3 +384,70 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(server, cl
         if cites.returncode == 0:
             reach = git("merge-base", "--is-ancestor", ours, trace, cwd=server, check=False)
             assert trace and reach.returncode == 0, (n, results)
+
+
+# --------------------------------------------------------------------------- writers
+
+
+def test_a_trace_ref_lock_left_by_a_killed_mine_is_recovered(tmp_path):
+    """A SIGKILL while mine copies a trace leaves git's lock on the trace ref and the
+    writer lock's pid behind; the next mine recovers both, as after any killed writer."""
+    from trace_factory import legacy_trace
+
+    from gitkb.mine.pipeline import mine
+
+    store = Store.init(tmp_path / "kb")
+    trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (store.repo.git_dir / "gitkb-writer.lock").write_text(str(dead.pid))
+    lock = store.repo.git_dir / "refs" / "kb" / "traces" / "kernel_opt_001_softmax.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("0" * 40 + "\n")
+    mine(trace, store=store)
+    assert not lock.exists()
+    assert store.repo.resolve("refs/kb/traces/kernel_opt_001_softmax") is not None
+
+
+def test_every_writer_makes_history_the_rules_accept(tmp_path):
+    """init, admit (insert, confirm, conflict), attest, retract, unretract, feedback, mine
+    and a GPU-wiki import: `git kb validate --history` finds nothing; a forged commit is
+    listed by its id."""
+    from conftest import CONFORMANCE, example_files, kb
+    from trace_factory import legacy_trace
+
+    from gitkb.importers.gpu_wiki import import_tree
+    from gitkb.mine.pipeline import mine
+    from gitkb.query.feedback import feedback
+    from gitkb.warmstart.attest import attest
+    from gitkb.warmstart.retract import retract, unretract
+
+    store = Store.init(tmp_path / "kb")
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
+    first = synthetic.strategy(1)
+    store.admit(rec.dumps(first), "insert")
+    twin = synthetic.strategy(1)
+    twin["id"] = twin["id"].replace("s00001", "s00901")
+    store.admit(rec.dumps(twin), "confirm", target=first["id"])
+    against = json.loads(rec.dumps(twin))
+    against["id"] = against["id"].replace("s00901", "s00902")
+    against["worth"]["gain"]["pct"] = against["worth"]["gain"]["metrics"][0]["delta_pct"] = -5.0
+    store.admit(rec.dumps(against), "conflict", target=first["id"])
+    attest(store, first["id"], "validated")
+    retract(store, first["id"], "superseded")
+    unretract(store, first["id"], "not superseded after all")
+    feedback(store, first["id"], "helped")
+    mine(legacy_trace(tmp_path / "kernel_opt_001_softmax"), store=store)
+    if CONFORMANCE.is_dir():
+        import_tree(store, CONFORMANCE)
+    done = kb("validate", "--history", str(store.location))
+    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+
+    record = synthetic.strategy(3)
+    text = rec.dumps(record).decode().replace('"goal": "', '"goal": "\\udc80', 1)
+    commit = forge(store, {rec.path_for(record): text.encode()}, f"kb insert {record['id']}",
+                   insert_trailers(record["id"]))  # fmt: skip
+    done = kb("validate", "--history", str(store.location))
+    assert done.returncode == 1
+    assert f"{commit[:12]} {record['id']}: strict: " in done.stdout.decode()

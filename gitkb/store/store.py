@@ -290,6 +290,14 @@ class Store:
             raise
         return self.commit(builds, on_refusal)
 
+    def copy_trace(self, source: str | os.PathLike, head: str, ref: str) -> str:
+        """Copy a trace's commits under ``ref`` (create or fast-forward) under the writer
+        lock, so a writer killed midway leaves a ref lock the next writer recovers."""
+        from gitkb.vcs import worktree
+
+        with worktree.writer_lock(self.repo):
+            return self.repo.fetch_into(source, head, ref)
+
     # ----------------------------------------------------------------- format
 
     def upgrade_change(self, view: StoreView) -> Change:
