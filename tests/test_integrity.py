@@ -451,3 +451,36 @@ def test_every_writer_makes_history_the_rules_accept(tmp_path):
     done = kb("validate", "--history", str(store.location))
     assert done.returncode == 1
     assert f"{commit[:12]} {record['id']}: strict: " in done.stdout.decode()
+
+
+# --------------------------------------------------------------------------- other transports
+
+
+@pytest.mark.parametrize("transport", ["git-daemon", "smart-http"])
+def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held, tmp_path,
+                                                            transport):  # fmt: skip
+    from test_pre_receive import git_daemon, smart_http
+
+    git("config", "http.receivepack", "true", cwd=server)
+    serve = git_daemon(tmp_path) if transport == "git-daemon" else smart_http(tmp_path, tmp_path)
+    tip = clone.tip
+    path = [p.encode() for p in rec.path_for(held).split("/")]
+    record = synthetic.strategy(2)
+    surrogate = rec.dumps(record).decode().replace('"goal": "', '"goal": "\\udc80', 1)
+    attacks = [
+        (lambda: commit_tree(clone, put(clone.location, root_tree(clone), path, None),
+                             "retract", held["id"]), "history"),  # fmt: skip
+        (lambda: forge(clone, {rec.path_for(record): surrogate.encode()},
+                       f"kb insert {record['id']}", insert_trailers(record["id"])), "strict"),
+        (lambda: commit_tree(clone, put(clone.location, root_tree(clone), [b"records", b".."],
+                                        ("100644", blob(clone.location, b"{}"))),
+                             "import", "x"), "entries"),  # fmt: skip
+        (lambda: forge(clone, record_edits({rec.path_for(record): record}),
+                       f"kb bogus {record['id']}", insert_trailers(record["id"], "bogus")),
+         "actions"),
+    ]
+    with serve as base:
+        for make, rule in attacks:
+            commit = make()
+            refused_by(push(clone, url=f"{base}/server.git"), server, commit, rule)
+            git("update-ref", BRANCH, tip, cwd=clone.location)

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -113,6 +114,76 @@ def git_daemon(base: Path):
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait(5)
+
+
+HTTP_BACKEND = Path("/usr/lib/git-core/git-http-backend")
+
+
+@contextlib.contextmanager
+def smart_http(base: Path, tmp_path: Path):
+    """``git http-backend`` behind Debian's lighttpd on 127.0.0.1, serving the bare
+    repositories under ``base`` (receive-pack on); skips where either is missing."""
+    lighttpd = shutil.which("lighttpd") or next(
+        (p for p in ("/usr/sbin/lighttpd",) if Path(p).exists()), None
+    )
+    if lighttpd is None or not HTTP_BACKEND.exists():
+        pytest.skip("lighttpd or git http-backend is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"GIT_PROJECT_ROOT": str(base), "GIT_HTTP_EXPORT_ALL": "1", "REMOTE_USER": "tester",
+           "PATH": os.environ["PATH"], "HOME": os.environ["HOME"],
+           "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    environment = ", ".join(f'"{k}" => "{v}"' for k, v in env.items())
+    conf = tmp_path / "lighttpd.conf"
+    conf.write_text(
+        f'server.document-root = "{base}"\n'
+        f"server.port = {port}\n"
+        'server.bind = "127.0.0.1"\n'
+        'server.modules = ("mod_alias", "mod_cgi", "mod_setenv")\n'
+        f'server.errorlog = "{tmp_path / "lighttpd.log"}"\n'
+        f'alias.url = ("/git" => "{HTTP_BACKEND}")\n'
+        '$HTTP["url"] =~ "^/git" {\n'
+        '  cgi.assign = ("" => "")\n'
+        f"  setenv.add-environment = ({environment})\n"
+        "}\n"
+    )
+    server = subprocess.Popen([lighttpd, "-D", "-f", str(conf)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + DAEMON_START_S
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"lighttpd did not start: {server.stderr.read().decode()}")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/git"
+    finally:
+        server.terminate()
+        try:
+            server.wait(5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+
+
+def test_good_pushes_land_and_bad_ones_are_refused_over_smart_http(server, clone, tmp_path):
+    git("config", "http.receivepack", "true", cwd=server)
+    admit_examples(clone)
+    with smart_http(tmp_path, tmp_path) as base_url:
+        done = push(clone, url=f"{base_url}/server.git")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert git("rev-parse", "main", cwd=server).stdout.strip() == clone.tip
+        bad = synthetic.strategy(9)
+        bad["level"] = "kernel"
+        commit = forge(
+            clone,
+            record_edits({rec.path_for(bad): bad}),
+            f"kb insert {bad['id']}",
+            [("KB-Action", "insert"), ("KB-Record", bad["id"])],
+        )
+        refused(push(clone, url=f"{base_url}/server.git"), server, commit, "schema")
 
 
 def test_good_pushes_land_over_file_url_and_git_daemon(server, clone, tmp_path):
