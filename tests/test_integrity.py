@@ -484,3 +484,52 @@ def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held,
             commit = make()
             refused_by(push(clone, url=f"{base}/server.git"), server, commit, rule)
             git("update-ref", BRANCH, tip, cwd=clone.location)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
+    """A store that took a lone-surrogate record, a feedback line no double holds and an
+    entry named ``../../evil.json`` before these rules: every reader skips them, the
+    server takes the next good push, and export writes nothing outside its folder."""
+    from conftest import kb
+    from test_hooks import put_git_kb_on_path
+
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    server_dir = tmp_path / "server.git"
+    Store.init(server_dir, bare=True)
+    git("clone", "-q", f"file://{server_dir}", str(tmp_path / "work"))
+    store = Store.open(tmp_path / "work")
+    good = synthetic.strategy(1)
+    store.admit(rec.dumps(good), "insert")
+    bad = synthetic.strategy(2)
+    surrogate = rec.dumps(bad).decode().replace('"goal": "', '"goal": "\\udc80', 1).encode()
+    huge = b'{"kind": "increment", "key": "k", "outcome": "helped", "counts": ' \
+           b'{"applied_count": 1' + b"0" * 400 + b"}}\n"  # fmt: skip
+    forge(store, {rec.path_for(bad): surrogate, f"feedback/{good['id']}.jsonl": huge},
+          f"kb insert {bad['id']}", insert_trailers(bad["id"]))  # fmt: skip
+    escape = put(store.location, root_tree(store), [b"records", b"../../evil.json"],
+                 ("100644", blob(store.location, rec.dumps(synthetic.strategy(3)))))  # fmt: skip
+    commit_tree(store, escape, "import", "escape")
+    assert push(store).returncode == 0  # no hook yet: history from before the rules
+    assert kb("hooks", "install", "--server", str(server_dir)).returncode == 0
+
+    where = ["--store", str(store.location)]
+    for args in (["list"], ["list", "--json"], ["query", "softmax", "--json"],
+                 ["show", good["id"]], ["log"]):  # fmt: skip
+        done = kb(*args, *where)
+        assert done.returncode == 0, (args, done.stderr.decode())
+        assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+    done = kb("validate", str(store.location))
+    assert b"lone surrogate" in done.stdout and b"internal error" not in done.stderr
+    out = tmp_path / "export" / "inner"
+    done = kb("export", "gpu-wiki", str(out), *where)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"not exported" in done.stderr
+    assert not (tmp_path / "export" / "evil.json").exists() and not (tmp_path / "evil.json").exists()
+
+    next_one = synthetic.strategy(4)
+    assert kb("admit", "-", *where, input=rec.dumps(next_one)).returncode == 0
+    done = push(store)
+    assert done.returncode == 0, done.stdout + done.stderr
