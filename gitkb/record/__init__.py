@@ -59,8 +59,14 @@ def json_type(value: object) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def parse(raw: bytes, source: str) -> dict:
-    """Parse one record for admission; raise RecordError naming ``source`` when unusable."""
+def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
+    """Parse one record for admission; raise RecordError naming ``source`` when unusable
+    (not strict JSON, or over ``max_bytes``)."""
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise RecordError(
+            f"{source}: {len(raw)} bytes, over the store's limit of {max_bytes} "
+            "([store] max_record_bytes)"
+        )
     loaded = load(source, raw)
     if loaded.data is None:
         raise RecordError(f"{source}: {loaded.error}")

@@ -281,10 +281,13 @@ class Store:
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
         from gitkb.store import admission
 
+        from gitkb.store.control import max_record_bytes
+
+        limit = max_record_bytes(self.config())
         builds = []
         try:
             for request in requests:
-                builds.append(admission.builder(request))
+                builds.append(admission.builder(request, limit))
         except GitkbError as exc:
             exc.admitted = self.commit(builds, on_refusal)
             raise
