@@ -12,7 +12,14 @@ import threading
 
 import pytest
 from conftest import git
-from test_pre_receive import clone, forge, has_object, push, record_edits, server  # noqa: F401
+from test_pre_receive import (  # noqa: F401, F811 - fixtures
+    clone,
+    forge,
+    has_object,
+    push,
+    record_edits,
+    server,
+)
 
 from gitkb import record as rec
 from gitkb.samples import synthetic
@@ -37,6 +44,7 @@ def entries(repo, tree: str) -> list[tuple[str, bytes, str]]:
 def write_tree(repo, items: list[tuple[str, bytes, str]]) -> str:
     """A tree object of exactly ``items``, written with ``git hash-object --literally``
     (no check of names or modes), entries in git's order."""
+
     def key(item):
         return item[1] + (b"/" if item[0] == "40000" else b"")
 
@@ -68,8 +76,10 @@ def put(repo, tree: str, path: list[bytes], entry: tuple[str, str] | None) -> st
 def commit_tree(store: Store, tree: str, action: str | None, name: str = "") -> str:
     """A commit of ``tree`` on main (``kb <action> <name>`` with its trailers; a plain
     message when ``action`` is None), moved there as a hand-made commit would be."""
-    message = f"kb {action} {name}\n\nKB-Action: {action}\nKB-Record: {name}\n" if action else (
-        f"{name}\n"
+    message = (
+        f"kb {action} {name}\n\nKB-Action: {action}\nKB-Record: {name}\n"
+        if action
+        else (f"{name}\n")
     )
     tip = store.tip
     commit = git("commit-tree", tree, "-p", tip, cwd=store.location, input=message).stdout.strip()
@@ -178,8 +188,10 @@ def test_a_config_with_unknown_keys_is_refused(server, clone, held):
         (lambda text: text.replace('"goal": "', '"goal": "\\udc80', 1), "lone surrogate"),
         (lambda text: text.replace('"pct": ', '"pct": NaN, "was": ', 1), "NaN"),
         (lambda text: text.replace("{", '{"id": "twice",', 1), "duplicate key"),
-        (lambda text: text.replace('"pct": ', '"pct": 1' + "0" * 400 + ', "was": ', 1),
-         "does not fit a double"),
+        (
+            lambda text: text.replace('"pct": ', '"pct": 1' + "0" * 400 + ', "was": ', 1),
+            "does not fit a double",
+        ),
     ],
     ids=["lone-surrogate", "nan", "duplicate-key", "huge-number"],
 )
@@ -222,8 +234,12 @@ def test_a_ledger_line_of_an_unknown_kind_is_refused(server, clone, held):
 
 @pytest.mark.parametrize(
     "where",
-    [[b"records", b".."], [b"records", b"../../x.json"], [b"records", b".git"],
-     [b"records", b"strategy\x01"]],
+    [
+        [b"records", b".."],
+        [b"records", b"../../x.json"],
+        [b"records", b".git"],
+        [b"records", b"strategy\x01"],
+    ],
     ids=["dotdot", "dotdot-path", "dot-git", "control-byte"],
 )
 def test_entries_that_leave_a_folder_are_refused(server, clone, held, where):
@@ -338,52 +354,65 @@ def test_a_forged_server_cache_lets_no_duplicate_id_through(server, clone, held)
                    insert_trailers(held["id"]))  # fmt: skip
     output = push(clone)
     assert output.returncode != 0
-    assert f"{held['id']}: ids: id: already in the store at {rec.path_for(held)}" in output.stderr, (
-        output.stderr
-    )
+    assert (
+        f"{held['id']}: ids: id: already in the store at {rec.path_for(held)}" in output.stderr
+    ), output.stderr
     assert not has_object(server, commit)
 
 
 # --------------------------------------------------------------------------- the race
 
 
-def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(server, clone, tmp_path):
-    """Push A moves main with a record citing trace t<n> and creates refs/kb/traces/t<n>
-    (a plain push: git moves main first); push B creates the same trace ref with another
-    history at the same time. Whatever lands, main never cites a commit its ref misses."""
-    other = tmp_path / "other"
-    git("clone", "-q", f"file://{server}", str(other))
-    for n in range(6):
-        git("fetch", "-q", "origin", cwd=clone.location)
-        git("update-ref", BRANCH, "refs/remotes/origin/main", cwd=clone.location)
-        label = f"t{n}"
-        ours = clone.repo.write_commit(None, {"kernel.py": b"ours %d\n" % n}, "v0\n")
-        clone.repo.update_ref(f"refs/kb/traces/{label}", None, ours)
-        theirs = Store.open(other).repo.write_commit(None, {"kernel.py": b"theirs\n"}, "v0\n")
-        git("update-ref", f"refs/kb/traces/{label}", theirs, cwd=other)
-        record = synthetic.strategy(100 + n)
-        record["evidence"]["raw"].update(source_repo=label, git_commit=ours)
-        forge(clone, record_edits({rec.path_for(record): record}), f"kb insert {record['id']}",
-              insert_trailers(record["id"]))  # fmt: skip
-        results = {}
+def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, monkeypatch):
+    """Push A moves main with the records mining made from a trace and creates its trace
+    ref (a plain push: git moves main first, the trace ref next); push B
+    creates the same trace ref with another history at the same time. Round after round,
+    whatever lands, main never cites a trace commit that its trace ref does not reach."""
+    from conftest import kb
+    from test_hooks import put_git_kb_on_path
+    from trace_factory import legacy_trace
+
+    from gitkb.mine.pipeline import mine
+
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
+    ref = "refs/kb/traces/kernel_opt_001_softmax"
+    landed = 0
+    for n in range(4):
+        server = tmp_path / f"server-{n}.git"
+        Store.init(server, bare=True)
+        assert kb("hooks", "install", "--server", str(server)).returncode == 0
+        a, b = tmp_path / f"a-{n}", tmp_path / f"b-{n}"
+        for work in (a, b):
+            git("clone", "-q", f"file://{server}", str(work))
+        mine(trace, store=Store.open(a))
+        theirs = Store.open(b).repo.write_commit(None, {"kernel.py": b"theirs\n"}, "v0\n")
+        git("update-ref", ref, theirs, cwd=b)
+        results: dict = {}
         pushes = {
-            "a": lambda: push(clone, "main", f"refs/kb/traces/{label}"),
-            "b": lambda: git("push", "--porcelain", "origin", f"refs/kb/traces/{label}",
-                             cwd=other, check=False),  # fmt: skip
+            "a": lambda a=a: git("push", "--porcelain", "origin", "main", ref, cwd=a,
+                                 check=False),  # fmt: skip
+            "b": lambda b=b: git("push", "--porcelain", "origin", ref, cwd=b, check=False),
         }
-        threads = [threading.Thread(target=lambda k=k: results.update({k: pushes[k]()}))
-                   for k in pushes]  # fmt: skip
+        threads = [
+            threading.Thread(target=lambda k=k, run=run, out=results: out.update({k: run()}))
+            for k, run in pushes.items()
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        main = git("rev-parse", "main", cwd=server).stdout.strip()
-        trace = git("rev-parse", "-q", "--verify", f"refs/kb/traces/{label}", cwd=server,
-                    check=False).stdout.strip()  # fmt: skip
-        cites = git("cat-file", "-e", f"{main}:{rec.path_for(record)}", cwd=server, check=False)
-        if cites.returncode == 0:
-            reach = git("merge-base", "--is-ancestor", ours, trace, cwd=server, check=False)
-            assert trace and reach.returncode == 0, (n, results)
+        held = Store.open(server)
+        cited = {
+            rec.dig(held.read_record(e["id"]).data, "evidence", "raw", "git_commit")
+            for e in held.view().entries()
+        }
+        cited.discard(None)
+        trace_tip = held.repo.resolve(ref)
+        for commit in cited:
+            assert trace_tip and held.repo.is_ancestor(commit, trace_tip), (n, results)
+        landed += bool(cited)
+    assert landed, "no round landed main: the race was never run"
 
 
 # --------------------------------------------------------------------------- writers
@@ -468,16 +497,44 @@ def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held,
     record = synthetic.strategy(2)
     surrogate = rec.dumps(record).decode().replace('"goal": "', '"goal": "\\udc80', 1)
     attacks = [
-        (lambda: commit_tree(clone, put(clone.location, root_tree(clone), path, None),
-                             "retract", held["id"]), "history"),  # fmt: skip
-        (lambda: forge(clone, {rec.path_for(record): surrogate.encode()},
-                       f"kb insert {record['id']}", insert_trailers(record["id"])), "strict"),
-        (lambda: commit_tree(clone, put(clone.location, root_tree(clone), [b"records", b".."],
-                                        ("100644", blob(clone.location, b"{}"))),
-                             "import", "x"), "entries"),  # fmt: skip
-        (lambda: forge(clone, record_edits({rec.path_for(record): record}),
-                       f"kb bogus {record['id']}", insert_trailers(record["id"], "bogus")),
-         "actions"),
+        (
+            lambda: commit_tree(
+                clone, put(clone.location, root_tree(clone), path, None), "retract", held["id"]
+            ),
+            "history",
+        ),  # fmt: skip
+        (
+            lambda: forge(
+                clone,
+                {rec.path_for(record): surrogate.encode()},
+                f"kb insert {record['id']}",
+                insert_trailers(record["id"]),
+            ),
+            "strict",
+        ),
+        (
+            lambda: commit_tree(
+                clone,
+                put(
+                    clone.location,
+                    root_tree(clone),
+                    [b"records", b".."],
+                    ("100644", blob(clone.location, b"{}")),
+                ),
+                "import",
+                "x",
+            ),
+            "entries",
+        ),  # fmt: skip
+        (
+            lambda: forge(
+                clone,
+                record_edits({rec.path_for(record): record}),
+                f"kb bogus {record['id']}",
+                insert_trailers(record["id"], "bogus"),
+            ),
+            "actions",
+        ),
     ]
     with serve as base:
         for make, rule in attacks:
@@ -527,7 +584,9 @@ def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
     done = kb("export", "gpu-wiki", str(out), *where)
     assert done.returncode == 0, done.stderr.decode()
     assert b"not exported" in done.stderr
-    assert not (tmp_path / "export" / "evil.json").exists() and not (tmp_path / "evil.json").exists()
+    assert (
+        not (tmp_path / "export" / "evil.json").exists() and not (tmp_path / "evil.json").exists()
+    )
 
     next_one = synthetic.strategy(4)
     assert kb("admit", "-", *where, input=rec.dumps(next_one)).returncode == 0

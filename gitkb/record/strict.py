@@ -84,4 +84,3 @@ def loads(raw: bytes, max_bytes: int | None = None) -> object:
     except RecursionError:
         raise StrictError("malformed JSON: nested too deeply") from None
     return value
-

@@ -106,8 +106,10 @@ def config_problem(raw: bytes) -> str | None:
 
 def max_record_bytes(config: dict) -> int:
     limit = (config.get("store") or {}).get("max_record_bytes", strict.MAX_RECORD_BYTES)
-    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else (
-        strict.MAX_RECORD_BYTES
+    return (
+        limit
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
+        else (strict.MAX_RECORD_BYTES)
     )
 
 

@@ -98,8 +98,9 @@ ACTIONS = {
     "attest": Allowed(append=_F({"ledger"})),
     "feedback": Allowed(append=_F({"feedback"})),
     # GPU-wiki and GEAK imports: new records and ledgers, confirmations of held ones.
-    "import": Allowed(add=_F({"record"}), replace=_F({"record"}), append=_F({"ledger"}),
-                      fields=CONFIRM_FIELDS),  # fmt: skip
+    "import": Allowed(
+        add=_F({"record"}), replace=_F({"record"}), append=_F({"ledger"}), fields=CONFIRM_FIELDS
+    ),  # fmt: skip
     "trace": Allowed(add=_F({"trace-options"}), replace=_F({"trace-options"})),
     "report": Allowed(add=_F({"report"}), replace=_F({"report"})),
     "init": Allowed(add=_F({"control"})),
@@ -355,7 +356,9 @@ def _document_findings(view: Before, change, cls: str | None) -> list[Finding]:
     size = view.repo.blob_size(change.new[1])
     rid = layout.id_of(change.path)
     if size > limit:
-        what = f"{change.path} is {size} bytes, over the limit of {limit} ([store] max_record_bytes)"
+        what = (
+            f"{change.path} is {size} bytes, over the limit of {limit} ([store] max_record_bytes)"
+        )
         return [Finding(rid, "strict", what)]
     try:
         strict.loads(view.document(change.new[1]))

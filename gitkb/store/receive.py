@@ -69,8 +69,10 @@ def _config(repo: Repository, tip: str | None) -> dict:
 
 def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict):
     if update.new is None:
-        what = "the records branch cannot be deleted" if update.ref == layout.BRANCH else (
-            f"{update.ref} cannot be deleted"
+        what = (
+            "the records branch cannot be deleted"
+            if update.ref == layout.BRANCH
+            else (f"{update.ref} cannot be deleted")
         )
         return [(ZERO_SHA, Finding("-", "history", what))]
     # A new branch is checked from where it leaves what the repository already holds.

@@ -280,7 +280,6 @@ class Store:
         before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
         from gitkb.store import admission
-
         from gitkb.store.control import max_record_bytes
 
         limit = max_record_bytes(self.config())
