@@ -45,10 +45,10 @@ def pre_receive(lines: list[str], repo: Repository) -> list[str]:
                 raise GitkbError(
                     f"pre-receive: {update.ref}: commit {sha} is not in the repository"
                 )
-    problems = check_push(updates, repo)
-    if not problems:
-        announce(updates, repo)
-    return problems
+    check = check_push(updates, repo)
+    if not check.problems:
+        announce(updates, repo, check.cited)
+    return check.problems
 
 
 def reference_transaction(state: str, lines: list[str], repo: Repository) -> list[str]:

@@ -130,6 +130,16 @@ class Before:
     # The documents read so far (blob sha -> bytes): the gates read them again.
     documents: dict[str, bytes] = field(default_factory=dict)
 
+    # Each checked commit's entry diff against its first parent (the gates read it too).
+    diffs: dict[str, list] = field(default_factory=dict)
+
+    def changes(self, commit: CommitInfo) -> list:
+        """Every entry ``commit`` changes against its first parent (``Repository.entry_diff``)."""
+        if commit.sha not in self.diffs:
+            parent = commit.parents[0] if commit.parents else None
+            self.diffs[commit.sha] = self.repo.entry_diff(parent, commit.sha)
+        return self.diffs[commit.sha]
+
     def document(self, sha: str) -> bytes:
         if sha not in self.documents:
             self.documents[sha] = self.repo.blob(sha)
@@ -140,8 +150,7 @@ def check_commit(view: Before, commit: CommitInfo) -> list[Finding]:
     """Everything ``commit`` does that its action does not allow, against its first
     parent; empty when the commit is one the store accepts."""
     repo = view.repo
-    parent = commit.parents[0] if commit.parents else None
-    changes = repo.entry_diff(parent, commit.sha)
+    changes = view.changes(commit)
     findings = [Finding(rid, "commit-msg", what) for rid, what in message_problems(commit.message)]
     files, laid_out = [], []
     for change in changes:

@@ -14,7 +14,7 @@ the ref locks held, main may not land citing a trace commit no trace ref reaches
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gitkb import record as rec
 from gitkb.gates import Finding, GateContext, run_gates
@@ -32,28 +32,41 @@ class RefUpdate:
     ref: str
 
 
-def check_push(updates: list[RefUpdate], repo: Repository) -> list[str]:
-    """Problem lines ``<ref> <commit>: <record-id>: <rule>: <what>``; empty accepts."""
+@dataclass
+class PushCheck:
+    """What a push check found: problem lines ``<ref> <commit>: <record-id>: <rule>:
+    <what>`` (none: the push may land), and the (label, trace commit) pairs the records
+    it brings onto main cite."""
+
+    problems: list[str] = field(default_factory=list)
+    cited: set[tuple[str, str]] = field(default_factory=set)
+
+
+def check_push(updates: list[RefUpdate], repo: Repository) -> PushCheck:
+    """Judge every ref update of a push and every commit it brings."""
     pushed = repo.with_refs({u.ref: u.new for u in updates})
     cache = IndexCache.of(repo)
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
     held_main = repo.resolve(layout.BRANCH)
     config = _config(repo, held_main)
     ids = history.IdLookup(repo)
-    problems: list[str] = []
+    check = PushCheck()
     for update in updates:
         if update.ref.startswith(layout.TRACE_REFS):
             findings = _check_trace_ref(pushed, update)
         elif update.ref == layout.BRANCH or control.allowed_ref(config, update.ref):
-            findings = _check_branch(pushed, cache, ids, update, held, config)
+            changed: dict[str, rec.RecordFile] = {}
+            findings = _check_branch(pushed, cache, ids, update, held, config, changed)
+            if update.ref == layout.BRANCH:
+                check.cited |= {pair for r in changed.values() for pair in _cites(r.data)}
         else:
             what = (
                 f"{update.ref} is no ref this store takes (main and refs/kb/traces/*; "
                 "gitkb.toml [refs] allow names others)"
             )
             findings = [(update.new or ZERO_SHA, Finding("-", "refs", what))]
-        problems += [f"{update.ref} {sha}: {finding.line()}" for sha, finding in findings]
-    return problems
+        check.problems += [f"{update.ref} {sha}: {f.line()}" for sha, f in findings]
+    return check
 
 
 def _config(repo: Repository, tip: str | None) -> dict:
@@ -67,7 +80,9 @@ def _config(repo: Repository, tip: str | None) -> dict:
 # --------------------------------------------------------------------------- branches
 
 
-def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict):
+def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict, changed: dict):
+    """Findings of a move of main (or an allowed branch); ``changed`` gets each record
+    path the move adds or changes, as read at the new tip."""
     if update.new is None:
         what = (
             "the records branch cannot be deleted"
@@ -90,7 +105,6 @@ def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict
             pass
     before = history.Before(repo, ids, control.max_record_bytes(config))
     out: list[tuple[str, Finding]] = []
-    changed: dict[str, rec.RecordFile] = {}  # record path -> its state at the new tip
     base = commits[0].parents[0] if commits[0].parents else None
     with cache.snapshot(base, keep=False):
         for commit in commits:
@@ -110,14 +124,19 @@ def _gate_findings(before_commit: history.Before, cache, commit: CommitInfo, cha
     commits); "push" tells the store-overlap gate so."""
     repo = before_commit.repo
     parent = commit.parents[0] if commit.parents else None
-    changes = repo.changes(parent, commit.sha, rec.RECORDS_DIR)
-    records = [c for c in changes if rec.is_record_path(c.path) and c.kind != "delete"]
+    changes = [
+        c
+        for c in before_commit.changes(commit)
+        if not c.problem and rec.is_record_path(c.path) and not c.is_dir(c.new or c.old)
+    ]
     checked = []
-    for change in records:
-        if not change.regular[1] or history.bad_name(change.path):
-            continue  # the entry rules refuse it
-        record_file = rec.load(change.path, before_commit.documents.pop(change.new_sha, None)
-                               or repo.blob(change.new_sha))  # fmt: skip
+    for change in changes:
+        if change.new is None or change.new[0] != 0o100644 or history.bad_name(change.path):
+            continue  # a deletion, or an entry the entry rules refuse
+        sha = change.new[1]
+        record_file = rec.load(
+            change.path, before_commit.documents.pop(sha, None) or repo.blob(sha)
+        )
         if record_file.data is None:
             continue  # the strict-document rule refuses it
         changed[change.path] = record_file
@@ -172,22 +191,23 @@ def _check_trace_ref(repo: Repository, update: RefUpdate):
 # --------------------------------------------------------------------------- the transaction
 
 
-def announce(updates: list[RefUpdate], repo: Repository) -> None:
-    """After an accepted pre-receive check: leave this push's plan (``gitkb.vcs.receiving``)
-    when its move of main cites trace commits no trace ref reaches yet, or it moves
-    trace refs, so the transaction hooks can hold both ends together."""
+def announce(updates: list[RefUpdate], repo: Repository, cited: set[tuple[str, str]]) -> None:
+    """After an accepted pre-receive check: leave this push's plan (``gitkb.vcs.receiving``):
+    the trace refs it moves, and the trace commits its records on main cite that no trace
+    ref reaches yet (``cited``: what the check read), so the transaction hooks can hold
+    both ends together. Every other cited commit is reached already, and a push never
+    deletes or rewrites a trace ref."""
     receiving.clear_plan(repo)
     traces = {u.ref: (u.old, u.new) for u in updates if u.ref.startswith(layout.TRACE_REFS)}
-    needs = []
-    for update in updates:
-        if update.ref == layout.BRANCH and update.new is not None:
-            needs += sorted(
-                (label, cited)
-                for label, cited in _cited_traces(repo, update.old, update.new)
-                if not _reaches(repo, repo.resolve(layout.trace_ref(label)), cited)
-            )
+    needs = tuple(
+        sorted(
+            (label, commit)
+            for label, commit in cited
+            if not _reaches(repo, repo.resolve(layout.trace_ref(label)), commit)
+        )
+    )
     if needs or traces:
-        receiving.write_plan(repo, receiving.Plan(receiving.this_push(), traces, tuple(needs)))
+        receiving.write_plan(repo, receiving.Plan(receiving.this_push(), traces, needs))
 
 
 def transaction_problems(updates: list[RefUpdate], repo: Repository) -> list[str]:
@@ -195,22 +215,24 @@ def transaction_problems(updates: list[RefUpdate], repo: Repository) -> list[str
     locks held): no move of main may leave it citing a trace commit that no trace ref
     reaches, and no trace ref may move where a push in progress needs it not to.
 
-    A move of main passes where each trace commit its new records cite is reached by
-    the trace ref as it stands with this transaction applied (``git push --atomic``:
-    both in one transaction), or where this same push's plan moves that trace ref from
-    where it stands now to a commit that reaches it and no other transaction holds the
-    ref's lock (a plain push: git moves main first, the trace refs next). A trace ref
-    passes unless a push in progress needs it to reach a commit its new tip does not."""
+    The trace commits a move of main needs are those its push's plan names (the others
+    were reached when the push was checked). Each passes where the trace ref as it
+    stands, with this transaction applied, reaches it (``git push --atomic``: both in
+    one transaction), or where this same push's plan moves that ref from where it stands
+    now to a commit that reaches it and no other transaction holds the ref's lock (a
+    plain push: git moves main first, the trace refs next). A trace ref passes unless a
+    push in progress needs it to reach a commit its new tip does not."""
     after = repo.with_refs({u.ref: u.new for u in updates})
-    own = next((p for p in receiving.live_plans(repo) if p.push == receiving.this_push()), None)
+    plans = receiving.live_plans(repo)
+    own = next((p for p in plans if p.push == receiving.this_push()), None)
     problems = []
     for update in updates:
-        if update.ref == layout.BRANCH and update.new is not None:
-            for label, cited in sorted(_cited_traces(repo, update.old, update.new)):
+        if update.ref == layout.BRANCH and update.new is not None and own is not None:
+            for label, cited in own.needs:
                 ref = layout.trace_ref(label)
                 if _reaches(repo, after.resolve(ref), cited):
                     continue
-                planned = own.updates.get(ref) if own else None
+                planned = own.updates.get(ref)
                 if (
                     planned is not None
                     and planned[0] == repo.resolve(ref)
@@ -220,14 +242,13 @@ def transaction_problems(updates: list[RefUpdate], repo: Repository) -> list[str
                     continue
                 what = (
                     f"cites trace commit {cited}, which {ref} does not reach (nor will this "
-                    "push's own update of it, if another push holds or moved it): push again, "
-                    "or the trace ref first"
+                    "push's own update of it: another push holds or moved it); push again"
                 )
                 problems.append(f"{update.ref} {update.new}: {label}: trace-refs: {what}")
         elif update.ref.startswith(layout.TRACE_REFS) and update.new is not None:
             label = update.ref[len(layout.TRACE_REFS) :]
-            for plan in receiving.live_plans(repo):
-                if plan.push == receiving.this_push():
+            for plan in plans:
+                if plan is own:
                     continue
                 for needed_label, cited in plan.needs:
                     if needed_label == label and not _reaches(repo, update.new, cited):
@@ -243,19 +264,14 @@ def _reaches(repo: Repository, tip: str | None, commit: str) -> bool:
     return tip is not None and repo.has_object(commit) and repo.is_ancestor(commit, tip)
 
 
-def _cited_traces(repo: Repository, old: str | None, new: str) -> set[tuple[str, str]]:
-    """(label, trace commit) pairs the records changed from ``old`` to ``new`` cite."""
-    cited = set()
-    for change in repo.changes(old, new, rec.RECORDS_DIR):
-        if change.kind == "delete" or not rec.is_record_path(change.path):
-            continue
-        data = rec.load(change.path, repo.blob(change.new_sha)).data
-        raw = rec.dig(data, "evidence", "raw")
-        if isinstance(raw, dict):
-            label, commit = raw.get("source_repo"), raw.get("git_commit")
-            if isinstance(label, str) and isinstance(commit, str) and len(commit) == 40:
-                cited.add((label, commit))
-    return cited
+def _cites(record: dict | None) -> set[tuple[str, str]]:
+    """The (trace label, trace commit) a record's evidence cites, if any."""
+    raw = rec.dig(record, "evidence", "raw")
+    if isinstance(raw, dict):
+        label, commit = raw.get("source_repo"), raw.get("git_commit")
+        if isinstance(label, str) and isinstance(commit, str) and len(commit) == 40:
+            return {(label, commit)}
+    return set()
 
 
 # --------------------------------------------------------------------------- history
