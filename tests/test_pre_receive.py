@@ -88,38 +88,45 @@ def refused(done, server: Path, commit: str, gate: str) -> str:
 # --------------------------------------------------------------------------- good pushes
 
 
-@contextlib.contextmanager
-def git_daemon(base: Path):
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    daemon = subprocess.Popen(
-        ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
-         "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1", str(base)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(command: list[str], port: int, url: str):
+    """Run a server process until it answers on ``port``; yield ``url``; stop it."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + DAEMON_START_S
         while True:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
                 break
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"git daemon did not start: {daemon.stderr.read().decode()}")
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{command[0]} did not start: {process.stderr.read().decode()}")
             time.sleep(0.05)
-        yield f"git://127.0.0.1:{port}"
+        yield url
     finally:
-        daemon.terminate()
+        process.terminate()
         try:
-            daemon.wait(5)
+            process.wait(5)
         except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait(5)
+            process.kill()
+            process.wait(5)
+
+
+def git_daemon(base: Path):
+    port = free_port()
+    command = ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+               "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1",
+               str(base)]  # fmt: skip
+    return serving(command, port, f"git://127.0.0.1:{port}")
 
 
 HTTP_BACKEND = Path("/usr/lib/git-core/git-http-backend")
 
 
-@contextlib.contextmanager
 def smart_http(base: Path, tmp_path: Path):
     """``git http-backend`` behind Debian's lighttpd on 127.0.0.1, serving the bare
     repositories under ``base`` (receive-pack on); skips where either is missing."""
@@ -128,9 +135,7 @@ def smart_http(base: Path, tmp_path: Path):
     )
     if lighttpd is None or not HTTP_BACKEND.exists():
         pytest.skip("lighttpd or git http-backend is not installed")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {"GIT_PROJECT_ROOT": str(base), "GIT_HTTP_EXPORT_ALL": "1", "REMOTE_USER": "tester",
            "PATH": os.environ["PATH"], "HOME": os.environ["HOME"],
            "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
@@ -148,52 +153,21 @@ def smart_http(base: Path, tmp_path: Path):
         f"  setenv.add-environment = ({environment})\n"
         "}\n"
     )
-    server = subprocess.Popen([lighttpd, "-D", "-f", str(conf)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        deadline = time.monotonic() + DAEMON_START_S
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"lighttpd did not start: {server.stderr.read().decode()}")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/git"
-    finally:
-        server.terminate()
-        try:
-            server.wait(5)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
+    return serving([lighttpd, "-D", "-f", str(conf)], port, f"http://127.0.0.1:{port}/git")
 
 
-def test_good_pushes_land_and_bad_ones_are_refused_over_smart_http(server, clone, tmp_path):
+@pytest.mark.parametrize("transport", ["git-daemon", "smart-http"])
+def test_good_pushes_land_and_bad_ones_are_refused(server, clone, tmp_path, transport):
+    """Over file://, then over git daemon or smart HTTP (git http-backend behind lighttpd)."""
     git("config", "http.receivepack", "true", cwd=server)
-    admit_examples(clone)
-    with smart_http(tmp_path, tmp_path) as base_url:
-        done = push(clone, url=f"{base_url}/server.git")
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert git("rev-parse", "main", cwd=server).stdout.strip() == clone.tip
-        bad = synthetic.strategy(9)
-        bad["level"] = "kernel"
-        commit = forge(
-            clone,
-            record_edits({rec.path_for(bad): bad}),
-            f"kb insert {bad['id']}",
-            [("KB-Action", "insert"), ("KB-Record", bad["id"])],
-        )
-        refused(push(clone, url=f"{base_url}/server.git"), server, commit, "schema")
-
-
-def test_good_pushes_land_over_file_url_and_git_daemon(server, clone, tmp_path):
     admit_examples(clone)
     done = push(clone)
     assert done.returncode == 0, done.stdout + done.stderr
     assert git("rev-parse", "main", cwd=server).stdout.strip() == clone.tip
 
     clone.admit(rec.dumps(synthetic.strategy(7)), "insert")
-    with git_daemon(tmp_path) as base_url:
+    serve = git_daemon(tmp_path) if transport == "git-daemon" else smart_http(tmp_path, tmp_path)
+    with serve as base_url:
         done = push(clone, url=f"{base_url}/server.git")
         assert done.returncode == 0, done.stdout + done.stderr
         assert git("rev-parse", "main", cwd=server).stdout.strip() == clone.tip

@@ -476,7 +476,8 @@ class IdLookup:
 
     def __init__(self, repo: Repository) -> None:
         self._repo = repo
-        self._folders: dict[str, list[tuple[str, bytes]]] = {}  # held commit -> its folders
+        # held commit -> its record folders (path, raw tree) and their bytes joined
+        self._folders: dict[str, tuple[list[tuple[str, bytes]], bytes]] = {}
         self._added: dict[str, dict[str, str]] = {}  # checked commit -> file name -> path
         self._base: dict[str, str | None] = {}  # checked commit -> the held commit below
 
@@ -492,9 +493,14 @@ class IdLookup:
             if parent is None:
                 return None
         if parent not in self._folders:
-            self._folders[parent] = self._repo.record_folders(parent, rec.RECORDS_DIR, 5)
+            folders = self._repo.record_folders(parent, rec.RECORDS_DIR, 5)
+            # One buffer of every folder's bytes: a name is looked for in one C-speed scan.
+            self._folders[parent] = (folders, b"".join(raw for _, raw in folders))
+        folders, joined = self._folders[parent]
         needle = b" " + name.encode() + b"\0"
-        for folder, raw in self._folders[parent]:
+        if needle not in joined:
+            return None
+        for folder, raw in folders:
             if needle in raw and name in rawtree.parse(raw):
                 return f"{folder}/{name}"
         return None
