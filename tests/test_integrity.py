@@ -609,3 +609,12 @@ def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
         db.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * 17)})", values)
     done = kb("show", ghost["id"], "--store", str(store.location))
     assert done.returncode == 1 and f"no record {ghost['id']}".encode() in done.stderr
+
+
+def test_a_ledger_for_a_record_the_store_lacks_is_refused(server, clone, held):  # noqa: F811
+    ghost = "nvidia.h100.triton.softmax.never-admitted-s01"
+    line = b'{"event": "attest", "outcome": "validated", "by": "x"}\n'
+    commit = forge(clone, {f"ledger/{ghost}.jsonl": line}, f"kb attest {ghost}",
+                   insert_trailers(ghost, "attest"))  # fmt: skip
+    found = refused_by(push(clone), server, commit, "ledger")
+    assert "does not hold" in found

@@ -75,6 +75,8 @@ def loads(raw: bytes, max_bytes: int | None = None) -> object:
         raise
     except ValueError as exc:  # int() of a number with thousands of digits
         raise StrictError(f"number out of range ({exc})") from None
+    if b"\\u" not in raw:
+        return value  # no escape at all: no surrogate (UTF-8 itself cannot hold one)
     try:
         # A lone surrogate is the one thing the decoder lets through that UTF-8 cannot
         # hold: encoding it back finds it (at C speed), wherever it sits.

@@ -170,10 +170,30 @@ def check_commit(view: Before, commit: CommitInfo) -> list[Finding]:
     # An entry the layout refuses is refused as such; its content is not judged.
     for change in laid_out:
         findings += _file_findings(view, commit, change, action, merge)
+    if action is not None:
+        findings += _orphan_log_findings(view, commit, laid_out)
     if merge:
         findings += _merge_drop_findings(repo, commit, {c.path for c in laid_out})
     regular = [c for c in files if c.new is None or c.new[0] == _FILE_MODE]
     findings += _id_findings(view, commit, regular)
+    return findings
+
+
+def _orphan_log_findings(view: Before, commit: CommitInfo, files) -> list[Finding]:
+    """A ledger or feedback log grows only for a record the store holds (or this commit
+    adds), verified against the tree."""
+    parent = commit.parents[0] if commit.parents else None
+    added = {
+        layout.id_of(c.path) for c in files if c.kind == "add" and path_class(c.path) == "record"
+    }
+    findings = []
+    for change in files:
+        cls = path_class(change.path)
+        record_id = layout.id_of(change.path)
+        if cls in _LOGS and change.new is not None and record_id not in added:
+            if view.ids.holder(parent, record_id) is None:
+                what = f"{change.path} logs for a record the store does not hold"
+                findings.append(Finding(record_id, cls, what))
     return findings
 
 
