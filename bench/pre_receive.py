@@ -8,7 +8,11 @@ measured alone, on the push the plain server already received. Targets (store
 format 2): the push onto 10,000 records <= 1 s and <= 1.3x the push onto 1,000;
 (--large) onto 100,000 records within 1.5x of 10,000.
 
-    python bench/pre_receive.py [--sizes 1000 10000] [--large] [--push 50]
+    python bench/pre_receive.py [--sizes 1000 10000] [--large] [--push 50] [--against REV]
+
+``--against REV`` also pushes into a third copy whose hook is gitkb as of REV (a git
+revision of this checkout, extracted beside the run), so the old hook's figures come
+from the same run as the new one's.
 """
 
 from __future__ import annotations
@@ -49,16 +53,23 @@ def timed_push(client: Path, server: Path, env: dict) -> float:
     return elapsed
 
 
-def measure(work: Path, size: int, pushed: int, env: dict) -> dict:
+def measure(work: Path, size: int, pushed: int, env: dict, against: Path | None) -> dict:
     base = build_store(work / f"base-{size}.git", size)
     client = work / f"client-{size}.git"
     git("clone", "-q", "--bare", str(base.location), str(client))
-    for name in ("plain", "hooked"):
+    for name in ("plain", "hooked", "old"):
         git("clone", "-q", "--bare", str(base.location), str(work / f"{name}-{size}.git"))
     subprocess.run(
         ["git-kb", "hooks", "install", "--server", str(work / f"hooked-{size}.git")],
         env=env, check=True, capture_output=True,
     )  # fmt: skip
+    old_env = dict(env, PYTHONPATH=str(against)) if against else None
+    if old_env:
+        subprocess.run(
+            [sys.executable, "-m", "gitkb", "hooks", "install", "--server",
+             str(work / f"old-{size}.git")], env=old_env, check=True, capture_output=True,
+            cwd=against,  # python -m puts the working folder first on the path
+        )  # fmt: skip
     from gitkb.store import Store
 
     store = Store.open(client)
@@ -67,6 +78,7 @@ def measure(work: Path, size: int, pushed: int, env: dict) -> dict:
     new = store.tip
     plain = timed_push(client, work / f"plain-{size}.git", env)
     hooked = timed_push(client, work / f"hooked-{size}.git", env)
+    old_hooked = timed_push(client, work / f"old-{size}.git", old_env) if old_env else None
     # The hook alone, on the push the plain server already holds (its cache built first,
     # at the commit before the push, as the hooked server's install built it).
     plain_dir = work / f"plain-{size}.git"
@@ -86,7 +98,7 @@ def measure(work: Path, size: int, pushed: int, env: dict) -> dict:
     hook_alone = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"the hook refused a good push:\n{done.stderr.decode()}")
-    return {"plain": plain, "hooked": hooked, "hook": hook_alone}
+    return {"plain": plain, "hooked": hooked, "hook": hook_alone, "old": old_hooked}
 
 
 def main() -> None:
@@ -94,6 +106,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--large", action="store_true", help="Add a 100,000-record store.")
     parser.add_argument("--push", type=int, default=50)
+    parser.add_argument("--against", metavar="REV", help="Also time the hook of gitkb at REV.")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes) | ({100_000} if args.large else set()))
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,11 +121,19 @@ def main() -> None:
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
         env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")  # bytecode, as installed
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        rows = {size: measure(work, size, args.push, env) for size in sizes}
+        against = None
+        if args.against:
+            against = work / "against"
+            against.mkdir()
+            archive = subprocess.run(["git", "archive", args.against], cwd=ROOT,
+                                     capture_output=True, check=True)  # fmt: skip
+            subprocess.run(["tar", "-x", "-C", str(against)], input=archive.stdout, check=True)
+        rows = {size: measure(work, size, args.push, env, against) for size in sizes}
     print(f"push of {args.push} admissions (one commit each) into a bare store")
     print(f"{'store':>8} {'no hook':>9} {'with hook':>10} {'hook alone':>11}")
     for size, row in rows.items():
-        print(f"{size:>8} {row['plain']:>8.2f}s {row['hooked']:>9.2f}s {row['hook']:>10.2f}s")
+        old = f" {row['old']:>11.2f}s (hook of {args.against})" if row["old"] is not None else ""
+        print(f"{size:>8} {row['plain']:>8.2f}s {row['hooked']:>9.2f}s {row['hook']:>10.2f}s{old}")
     pairs = ((1000, 10000, TARGET_RATIO_10K), (10000, 100_000, TARGET_RATIO_100K))
     for small, large, target in pairs:
         if small in rows and large in rows:
@@ -124,6 +145,9 @@ def main() -> None:
                 f"no-hook baseline {baseline:.2f}   (target <= {target})"
             )
             figure(f"push time ratio {large}/{small}", ratio, "x", target, "lower")
+            if rows[large]["old"] is not None:
+                old_ratio = rows[large]["old"] / rows[small]["old"]
+                print(f"ratio {large}/{small} with the hook of {args.against}: {old_ratio:.2f}")
     for size, row in rows.items():
         print(f"hook share of the push at {size}: {row['hooked'] / row['plain']:.2f}x no-hook")
         if size >= 10000:

@@ -47,3 +47,14 @@ def pre_receive() -> None:
     from gitkb.hooks.local import pre_receive as run
 
     _report(run(sys.stdin.read().splitlines()))
+
+
+@command.command("reference-transaction")
+@click.argument("state")
+def reference_transaction(state: str) -> None:
+    """Check a ref transaction: `old new ref` lines on stdin, git's reference-transaction
+    hook. In the `prepared` state, refuses a move of main citing a trace commit that no
+    trace ref reaches; other states pass."""
+    from gitkb.hooks.local import reference_transaction as run
+
+    _report(run(state, sys.stdin.read().splitlines()))

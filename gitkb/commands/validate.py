@@ -35,9 +35,14 @@ FINDINGS_SHOWN_PER_GATE = 12
     is_flag=True,
     help="Run every gate's injection cases on the shipped sample.",
 )
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Replay the store's history rules over every commit of main; list each offending one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def command(
-    path, full, gate_names, staging, trace_path, store_path, injection_tests, as_json
+    path, full, gate_names, staging, trace_path, store_path, injection_tests, history, as_json
 ) -> None:
     """Run the gates on PATH: a store (its main), or a folder holding records/.
 
@@ -48,6 +53,8 @@ def command(
     from gitkb import validate
     from gitkb.gates.registry import by_name, checked_names
 
+    if history:
+        _history(path, as_json)
     names = checked_names(gate_names)
     if injection_tests:
         outcomes = validate.injection_outcomes(by_name(names))
@@ -102,3 +109,24 @@ def command(
                 "pass --trace PATH (the trace they were mined from) or --store STORE"
             )
     raise SystemExit(1 if failed or unrun else 0)
+
+
+def _history(path: str, as_json: bool) -> None:
+    """Each commit of main that breaks a history rule, oldest first, with its findings."""
+    from gitkb.store import Store
+    from gitkb.store.receive import history_findings
+
+    store = Store.open(path)
+    found = history_findings(store.repo, store.tip)
+    commits: dict[str, list] = {}
+    for sha, finding in found:
+        commits.setdefault(sha, []).append(finding)
+    if as_json:
+        echo_json([{"commit": sha, "findings": [f.as_json() for f in fs]}
+                   for sha, fs in commits.items()])  # fmt: skip
+    else:
+        for sha, findings in commits.items():
+            for finding in findings:
+                click.echo(f"{sha[:12]} {finding.line()}")
+        click.echo(f"{len(commits)} commits break the history rules")
+    raise SystemExit(1 if commits else 0)

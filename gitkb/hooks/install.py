@@ -26,10 +26,14 @@ _SHIM_MARK = b"# gitkb server hook:"
 _INTERPRETER_LINE = b"INSTALL_PYTHON=''"
 
 
-def server_shim(python: str | None = None) -> bytes:
-    """The pre-receive shim with ``python`` (default: this interpreter) recorded, so a
+# Beside pre-receive in a plain git server: the check made with the ref locks held.
+TRANSACTION_HOOK = "hooks/reference-transaction"
+
+
+def server_shim(python: str | None = None, hook: str = "pre-receive") -> bytes:
+    """The ``hook`` shim with ``python`` (default: this interpreter) recorded, so a
     hook installed from a virtualenv finds gitkb without it on the server's PATH."""
-    shim = (data_dir("hooks") / "pre-receive").read_bytes()
+    shim = (data_dir("hooks") / hook).read_bytes()
     recorded = f"INSTALL_PYTHON={shlex.quote(python or sys.executable)}".encode()
     return shim.replace(_INTERPRETER_LINE, recorded, 1)
 
@@ -53,6 +57,13 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
     if not target.exists() or target.read_bytes() != shim:
         atomic_write(target, shim)
     target.chmod(0o755)
+    if layout == "git":
+        transaction = repo.git_dir / TRANSACTION_HOOK
+        if (transaction.exists() and not force
+                and _SHIM_MARK not in transaction.read_bytes()[:200]):  # fmt: skip
+            raise GitkbError(f"{transaction} exists and is not gitkb's hook; --force replaces it")
+        atomic_write(transaction, server_shim(hook="reference-transaction"))
+        transaction.chmod(0o755)
     _warm_cache(repo)
     return target
 

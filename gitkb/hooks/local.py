@@ -31,14 +31,23 @@ def pre_commit(files: list[str]) -> list[str]:
 
 def pre_receive(lines: list[str], repo=None) -> list[str]:
     """Check a push from the ``old new ref`` lines git gives a pre-receive hook; return
-    ``<ref> <commit>: <record-id>: <gate>: <what>`` lines, empty when the push may land.
+    ``<ref> <commit>: <record-id>: <rule>: <what>`` lines, empty when the push may land.
 
     ``repo`` defaults to the repository the environment names, quarantine included.
     """
-    from gitkb.hooks.pre_receive import check_push, parse_updates
+    from gitkb.hooks import pre_receive as hook
     from gitkb.vcs.repository import Repository
 
-    return check_push(parse_updates(lines), repo or Repository.open())
+    return hook.pre_receive(lines, repo or Repository.open())
+
+
+def reference_transaction(state: str, lines: list[str], repo=None) -> list[str]:
+    """Check a ref transaction git is about to commit (``prepared``: the locks held);
+    return problem lines, empty when it may."""
+    from gitkb.hooks import pre_receive as hook
+    from gitkb.vcs.repository import Repository
+
+    return hook.reference_transaction(state, lines, repo or Repository.open())
 
 
 def commit_msg(path: str) -> list[str]:

@@ -8,6 +8,7 @@ index as a cache, store format 2, so export is where the file is made).
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -18,7 +19,10 @@ from gitkb.gates import run_gates
 from gitkb.importers import ImportReport
 from gitkb.record.index import INDEX_PATH
 from gitkb.store.admission import gates_figure, refuse_findings
+from gitkb.store.history import bad_name
 from gitkb.store.writer import Change
+
+log = logging.getLogger("gitkb")
 
 
 def linked_paths(folder: str | os.PathLike) -> list[str]:
@@ -89,6 +93,11 @@ def export_tree(store, folder: str | os.PathLike) -> int:
     count = 0
     with writing(out):
         for record_file in store.record_files(tip):
+            problem = bad_name(record_file.path)
+            if problem:
+                # An entry from before the history rules (``..``, ``.git``): never followed.
+                log.warning("not exported: %r (%s)", record_file.path, problem)
+                continue
             atomic_write(out / record_file.path, record_file.raw)
             count += 1
         atomic_write(out / INDEX_PATH, store.index_file(tip))

@@ -105,7 +105,7 @@ def _copy_trace(store, trace, head: str, label: str) -> None:
             f"the store already holds a different history for trace {label} ({ref} at "
             f"{current[:12]}); mine it under another --label"
         )
-    store.repo.fetch_into(str(trace), head, ref)
+    store.copy_trace(str(trace), head, ref)
 
 
 def _descends(trace, current: str, head: str) -> bool:

@@ -36,17 +36,16 @@ class RecordFile:
 
 
 def load(path: str, raw: bytes) -> RecordFile:
-    """Parse record bytes without raising; a parse failure is kept on the result."""
+    """Parse record bytes without raising (strict JSON: ``gitkb.record.strict``); a parse
+    failure is kept on the result, so every reader skips and counts it."""
     if not raw.strip():
         return RecordFile(path, raw, None, "empty (a record is one JSON object)")
+    from gitkb.record import strict
+
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return RecordFile(path, raw, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
-    except json.JSONDecodeError as exc:
-        return RecordFile(path, raw, None, f"malformed JSON: {exc.msg} (line {exc.lineno})")
-    except RecursionError:
-        return RecordFile(path, raw, None, "malformed JSON: nested too deeply")
+        data = strict.loads(raw)
+    except strict.StrictError as exc:
+        return RecordFile(path, raw, None, str(exc))
     if not isinstance(data, dict):
         return RecordFile(path, raw, None, f"a record is a JSON object, got {json_type(data)}")
     return RecordFile(path, raw, data)
@@ -60,8 +59,14 @@ def json_type(value: object) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def parse(raw: bytes, source: str) -> dict:
-    """Parse one record for admission; raise RecordError naming ``source`` when unusable."""
+def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
+    """Parse one record for admission; raise RecordError naming ``source`` when unusable
+    (not strict JSON, or over ``max_bytes``)."""
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise RecordError(
+            f"{source}: {len(raw)} bytes, over the store's limit of {max_bytes} "
+            "([store] max_record_bytes)"
+        )
     loaded = load(source, raw)
     if loaded.data is None:
         raise RecordError(f"{source}: {loaded.error}")

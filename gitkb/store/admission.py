@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError
 from gitkb.gates import GateContext, GateResult, run_gates
+from gitkb.record import strict
 from gitkb.record.signature import content_signature
 from gitkb.store import layout
 from gitkb.store.view import StoreView
@@ -207,14 +208,15 @@ def decide(view: StoreView, record: dict, request: AdmitRequest) -> Decision:
 # ----------------------------------------------------------------- building the change
 
 
-def builder(request: AdmitRequest) -> Builder:
-    """Parse ``request`` now (a bad file is refused before anything is written); decide,
-    gate and build its change later, under the lock, against the store as it stands."""
+def builder(request: AdmitRequest, max_bytes: int = strict.MAX_RECORD_BYTES) -> Builder:
+    """Parse ``request`` now (a bad file, or one over ``max_bytes``, is refused before
+    anything is written); decide, gate and build its change later, under the lock,
+    against the store as it stands."""
     if request.action not in (*ACTIONS, AUTO):
         raise GitkbError(f"unknown action {request.action!r}; use one of {', '.join(ACTIONS)}", 2)
     if request.action in ("confirm", "conflict") and not request.target:
         raise GitkbError(f"--target ID is required for {request.action}", 2)
-    record = rec.parse(request.raw, request.source)
+    record = rec.parse(request.raw, request.source, max_bytes)
     path = rec.path_for(record)
 
     def build(view: StoreView) -> Change:

@@ -300,15 +300,25 @@ class Store:
         before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
         from gitkb.store import admission
+        from gitkb.store.control import max_record_bytes
 
+        limit = max_record_bytes(self.config())
         builds = []
         try:
             for request in requests:
-                builds.append(admission.builder(request))
+                builds.append(admission.builder(request, limit))
         except GitkbError as exc:
             exc.admitted = self.commit(builds, on_refusal)
             raise
         return self.commit(builds, on_refusal)
+
+    def copy_trace(self, source: str | os.PathLike, head: str, ref: str) -> str:
+        """Copy a trace's commits under ``ref`` (create or fast-forward) under the writer
+        lock, so a writer killed midway leaves a ref lock the next writer recovers."""
+        from gitkb.vcs import worktree
+
+        with worktree.writer_lock(self.repo):
+            return self.repo.fetch_into(source, head, ref)
 
     # ----------------------------------------------------------------- format
 

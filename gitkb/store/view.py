@@ -113,14 +113,23 @@ class StoreView:
                 return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
 
     def read_row(self, row: Row) -> rec.RecordFile:
-        """The record file a row names."""
+        """The record file a row names, once the tree at ``tip`` holds that blob there."""
         raw = self.read_files([row.path]).get(row.path)
-        if raw is None:
+        if raw is None or not self.holds_row(row):
             raise GitkbError(f"{row.path} is not in {self.location} at {self.tip}")
         return rec.load(row.path, raw)
 
+    def holds_row(self, row: Row) -> bool:
+        """Whether the tree at ``tip`` holds the blob ``row`` names at its path: a cache
+        row (copied from another store, or forged) is never served on its own word."""
+        return self.tip is not None and self.repo.blob_sha(self.tip, row.path) == row.blob
+
     def read_record(self, record_id: str) -> rec.RecordFile:
         rows = self.rows_of(record_id)
+        if rows and not self.holds_row(rows[0]):
+            with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
+                self.cache.rebuild()
+            rows = self.rows_of(record_id)
         if not rows:
             raise GitkbError(f"no record {record_id} in {self.location}")
         return self.read_row(rows[0])

@@ -88,6 +88,8 @@ def _loose_object_size(path: Path) -> int:
             if not chunk:
                 break
             head += inflater.decompress(chunk, _SIZE_PROBE - len(head))
+    if b"\0" not in head:
+        raise ValueError(f"{path}: no object header")
     return int(head.split(b"\0", 1)[0].split(b" ", 1)[1])
 
 

@@ -349,6 +349,37 @@ class Repository(CommitWriting):
             )
         return out
 
+    def entry_diff(self, old: str | None, new: str) -> list:
+        """Every entry, folders included, that differs from commit ``old`` (None: none) to
+        commit ``new``, with the modes and names as written (``gitkb.vcs.treediff``)."""
+        from gitkb.vcs import treediff
+
+        old_tree = self.tree_of(old).decode() if old is not None else None
+        return list(treediff.walk(self._objects, old_tree, self.tree_of(new).decode()))
+
+    def record_folders(self, commit: str, prefix: str, depth: int) -> list[tuple[str, bytes]]:
+        """(path, raw body) of every tree ``depth`` levels below ``prefix`` at ``commit``:
+        the folders that hold the files, unparsed, so a caller can search their bytes."""
+        top = self.subtree(commit, prefix)
+        level = [(prefix, top)] if top else []
+        for _ in range(depth):
+            deeper = []
+            for base, tree in level:
+                try:
+                    entries = rawtree.parse(self._raw(tree))
+                except (rawtree.Malformed, KeyError, ValueError):
+                    continue
+                deeper += [(f"{base}/{name}", sha) for name, (mode, sha) in entries.items()
+                           if stat.S_ISDIR(mode)]  # fmt: skip
+            level = deeper
+        out = []
+        for base, tree in level:
+            try:
+                out.append((base, self._objects.get_raw(_b(tree))[1]))
+            except (KeyError, ValueError, OSError):
+                log.warning("tree %s (%s) is missing from %s", tree, base, self.git_dir)
+        return out
+
     def tree_entries(self, tree: str) -> dict[str, tuple[int, str]]:
         """The direct entries of the tree ``tree``: name -> (mode, sha)."""
         return rawtree.parse(self._raw(tree))

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
+from gitkb.record import strict
 from gitkb.store.layout import ledger_path
 from gitkb.vcs.plain import identity
 
@@ -77,8 +78,8 @@ def parse_ledger(path: str, raw: bytes | None) -> Ledger:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            event = strict.loads(line, strict.MAX_LINE_BYTES)
+        except strict.StrictError as exc:
             ledger.bad_lines.append((number, f"not JSON ({exc})"))
             continue
         if not isinstance(event, dict):

@@ -1,0 +1,120 @@
+"""The store's control files, and what a commit may leave in them: exactly what gitkb
+writes. A ``.pre-commit-config.yaml`` runs on every collaborator's next commit and
+``.gitattributes`` decides how ledgers merge, so neither may say anything else; the
+config is parsed and held to the keys gitkb reads."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+
+from gitkb import record as rec
+from gitkb.gates import Finding
+from gitkb.record import strict
+from gitkb.resources import data_dir
+from gitkb.store import layout
+
+PRE_COMMIT_PATH = ".pre-commit-config.yaml"
+GITATTRIBUTES_PATH = ".gitattributes"
+README_PATH = "README.md"
+CONTROL_FILES = (
+    layout.CONFIG_PATH,
+    PRE_COMMIT_PATH,
+    GITATTRIBUTES_PATH,
+    layout.GITIGNORE_PATH,
+    README_PATH,
+)
+# The one line gitkb writes into .gitignore.
+_IGNORED = f"/{layout.WORK_TREE_INDEX}"
+_FORMATS = (layout.FORMAT_1, layout.FORMAT_2)
+_MAX_LIMIT = 64 << 20
+
+
+def template(name: str) -> bytes:
+    """A control file as ``git kb init`` writes it (the README without the store's name)."""
+    files = {
+        PRE_COMMIT_PATH: "pre-commit-config.yaml",
+        GITATTRIBUTES_PATH: "gitattributes",
+        layout.GITIGNORE_PATH: "gitignore",
+        README_PATH: "README.md",
+    }
+    return (data_dir("templates") / "store" / files[name]).read_bytes()
+
+
+def findings(repo, commit, path: str) -> list[Finding]:
+    """How ``path`` at ``commit`` differs from what gitkb writes there."""
+    raw = repo.read(commit.sha, path) or b""
+    problem = problem_of(path, raw, lambda: repo.read(commit.sha, layout.CONFIG_PATH))
+    return [Finding(path, "control", f"{path}: {problem}")] if problem else []
+
+
+def problem_of(path: str, raw: bytes, config_bytes) -> str | None:
+    if path == layout.CONFIG_PATH:
+        return config_problem(raw)
+    if path == layout.GITIGNORE_PATH:
+        lines = {line.strip() for line in raw.decode("utf-8", "replace").splitlines()}
+        extra = sorted(lines - {"", _IGNORED})
+        return f"holds {extra[0]!r}; gitkb ignores {_IGNORED} only" if extra else None
+    if path == README_PATH:
+        try:
+            name = tomllib.loads((config_bytes() or b"").decode())["store"]["name"]
+            expected = template(README_PATH).decode().format(name=name).encode()
+        except (KeyError, TypeError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return "the store's name cannot be read from gitkb.toml"
+        return None if raw == expected else "is not the README gitkb init writes"
+    if raw != template(path):
+        return "is not the file gitkb writes (a changed hook config runs on every clone)"
+    return None
+
+
+def config_problem(raw: bytes) -> str | None:
+    """What is wrong with ``gitkb.toml`` bytes: only the keys gitkb reads, of their types."""
+    try:
+        config = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return f"is not valid TOML ({exc})"
+    unknown = sorted(set(config) - {"store", "refs"})
+    if unknown:
+        return f"has a table gitkb does not read: [{unknown[0]}]"
+    store = config.get("store")
+    if not isinstance(store, dict):
+        return "has no [store] table"
+    extra = sorted(set(store) - {"name", "format", "schema", "max_record_bytes"})
+    if extra:
+        return f"[store] has a key gitkb does not read: {extra[0]}"
+    name = store.get("name")
+    if not isinstance(name, str) or not name.strip() or "\n" in name:
+        return "[store] name is one non-empty line"
+    if store.get("format") not in _FORMATS:
+        return f"[store] format is one of {', '.join(_FORMATS)}"
+    if store.get("schema") != rec.SCHEMA_NAME:
+        return f"[store] schema is {rec.SCHEMA_NAME}"
+    limit = store.get("max_record_bytes", strict.MAX_RECORD_BYTES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= _MAX_LIMIT:
+        return f"[store] max_record_bytes is a whole number of bytes up to {_MAX_LIMIT}"
+    refs = config.get("refs", {})
+    if not isinstance(refs, dict) or set(refs) - {"allow"}:
+        return "[refs] holds one key, allow"
+    allow = refs.get("allow", [])
+    if not isinstance(allow, list) or not all(isinstance(p, str) for p in allow):
+        return "[refs] allow is a list of ref patterns"
+    for pattern in allow:
+        if not pattern.startswith("refs/") or pattern.startswith(layout.TRACE_REFS):
+            return f"[refs] allow: {pattern!r} is no pattern of refs/ outside refs/kb/traces/"
+    return None
+
+
+def max_record_bytes(config: dict) -> int:
+    limit = (config.get("store") or {}).get("max_record_bytes", strict.MAX_RECORD_BYTES)
+    return (
+        limit
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
+        else (strict.MAX_RECORD_BYTES)
+    )
+
+
+def allowed_ref(config: dict, ref: str) -> bool:
+    """Whether ``gitkb.toml`` lets ``ref`` (besides main and the trace refs) be pushed."""
+    refs = config.get("refs")
+    patterns = refs.get("allow", []) if isinstance(refs, dict) else []
+    return any(isinstance(p, str) and fnmatch.fnmatchcase(ref, p) for p in patterns)

@@ -1,0 +1,88 @@
+"""What a push in progress on a server has announced, beside git's own ref locks.
+
+git runs ``receive-pack`` once per push; its pre-receive hook and each of its
+reference-transaction hooks are its children. Without ``--atomic`` it moves each ref
+in a transaction of its own, ``main`` before ``refs/kb/traces/*``, so the hook
+checking main cannot see the trace ref the same push is about to create. The
+pre-receive hook therefore leaves a plan: the trace refs this push will move (old,
+new) and the trace commits its move of main needs them for. A plan lives as long as
+its ``receive-pack`` does; the reference-transaction hooks read the plans, and the
+``.lock`` files git holds on refs, to decide with the locks held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+
+from gitkb.fs import atomic_write
+
+PLANS_DIR = "gitkb-pushes"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One push's announced trace-ref moves and the (label, trace commit) pairs its move
+    of main cites before any trace ref reaches them."""
+
+    push: int  # the receive-pack process
+    updates: dict[str, tuple[str | None, str | None]]
+    needs: tuple[tuple[str, str], ...]
+
+
+def this_push() -> int:
+    """The receive-pack process a hook runs under (hooks are its direct children)."""
+    return os.getppid()
+
+
+def clear_plan(repo) -> None:
+    """Remove the plan file of this push's process id (one an earlier process of the same
+    id may have left)."""
+    with contextlib.suppress(OSError):
+        (repo.git_dir / PLANS_DIR / f"{this_push()}.json").unlink()
+
+
+def write_plan(repo, plan: Plan) -> None:
+    folder = repo.git_dir / PLANS_DIR
+    document = {
+        "updates": {ref: list(sides) for ref, sides in plan.updates.items()},
+        "needs": [list(need) for need in plan.needs],
+    }
+    atomic_write(folder / f"{plan.push}.json", json.dumps(document).encode())
+
+
+def live_plans(repo) -> list[Plan]:
+    """The plans of pushes still in progress; those of finished ones are removed."""
+    folder = repo.git_dir / PLANS_DIR
+    plans = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        push = int(path.stem) if path.stem.isdigit() else -1
+        if push <= 0 or not _alive(push):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        try:
+            document = json.loads(path.read_bytes())
+            updates = {ref: (old, new) for ref, (old, new) in document["updates"].items()}
+            needs = tuple((label, commit) for label, commit in document["needs"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being written, or not ours: it announces nothing
+        plans.append(Plan(push, updates, needs))
+    return plans
+
+
+def ref_locked(repo, ref: str) -> bool:
+    """Whether some transaction holds git's lock on ``ref`` now."""
+    return (repo.git_dir / f"{ref}.lock").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
