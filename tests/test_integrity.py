@@ -595,7 +595,7 @@ def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
 
     from conftest import kb
 
-    from gitkb.store.rows import COLUMNS, row_values
+    from gitkb.store.rows import COLUMNS, WIDTH, row_values
     from gitkb.vcs.plain import blob_id
 
     store = Store.init(tmp_path / "kb")
@@ -606,7 +606,7 @@ def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
     values, _, _ = row_values(path, blob_id(raw), raw)
     with sqlite3.connect(store.git_dir / "gitkb-cache" / "index.sqlite3") as db:
         db.execute("INSERT INTO files VALUES (?, ?, ?)", (path, blob_id(raw), zlib.compress(raw)))
-        db.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * 17)})", values)
+        db.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * WIDTH)})", values)
     done = kb("show", ghost["id"], "--store", str(store.location))
     assert done.returncode == 1 and f"no record {ghost['id']}".encode() in done.stderr
 
