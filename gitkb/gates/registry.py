@@ -1,4 +1,5 @@
-"""The ordered list of gates: one line per gate, store gates first, then trace gates."""
+"""The ordered list of gates: one line per gate, store gates first (the spec's nine, then
+gitkb's technique-card gate), then trace gates."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ GATE_MODULES = (
     "self_contained",
     "no_cross_reference",
     "established_fact",
+    "technique_card",
     "profile",
     "layout",
     "verbatim",
