@@ -8,7 +8,8 @@ operator naming rules (``trace.naming.operator_slug``: abbreviations, grammar wo
 bare numbers dropped, five words), so "vectorized 128-bit loads along the row" from two
 traces meets as one technique. A card's scope is the evidence's: one vendor, arch, dsl
 and operator family; a product only when every cited record was measured on it (else
-the products measured, listed under ``scope.architectures``).
+the products measured, listed under ``scope.architectures``). Attempts and kept count a
+record once per trace that measured it: the record, and each trace that confirmed it.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ class CardFacts:
     gpus: list[str] = field(default_factory=list)
 
     def supported(self) -> bool:
-        """At least two records, from two traces or two hardware pages."""
-        return len(self.cited) >= MIN_RECORDS and (
+        """At least two attempts (records, or a record and a trace confirming it), from two
+        traces or two hardware pages."""
+        return (self.payload["attempts"] or 0) >= MIN_RECORDS and (
             len(self.traces) >= MIN_SOURCES or len(self.pages) >= MIN_SOURCES
         )
 
@@ -106,9 +108,10 @@ def technique_of(record: dict) -> str | None:
     return operator_slug(change.replace(" ", "-")) if change else None
 
 
-def key_of(record: dict) -> CardKey | None:
-    """The card a live strategy or anti-strategy counts toward, or None."""
-    if record.get("status") in RETIRED_STATUSES:
+def key_of(record: dict, live: bool = True) -> CardKey | None:
+    """The card a strategy or anti-strategy counts toward (only a live one when ``live``),
+    or None."""
+    if live and record.get("status") in RETIRED_STATUSES:
         return None
     technique = technique_of(record)
     scope = scope_of(record)
@@ -120,6 +123,18 @@ def key_of(record: dict) -> CardKey | None:
 
 def _label(record: dict) -> str:
     return _text(dig(record, "evidence", "raw", "source_repo"))
+
+
+def _confirmations(record: dict) -> list[str]:
+    """The traces that confirmed a record (``worth.track.confirm_keys``: ``label@commit``):
+    mining folds a second trace's same attempt into the first record, so each key is one
+    more attempt with the same outcome."""
+    keys = dig(record, "worth", "track", "confirm_keys")
+    return [k for k in keys if isinstance(k, str) and k] if isinstance(keys, list) else []
+
+
+def _attempts(record: dict) -> int:
+    return 1 + len(_confirmations(record))
 
 
 def _page(record: dict) -> str:
@@ -158,7 +173,9 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
         condition = _condition(records[i])
         if condition and condition not in conditions:
             conditions.append(condition)
-    when = f"kept in {len(kept)} of {len(ids)} attempts"
+    attempts = sum(_attempts(records[i]) for i in ids)
+    kept_attempts = sum(_attempts(records[i]) for i in kept)
+    when = f"kept in {kept_attempts} of {attempts} attempts"
     if conditions:
         when += "; it failed where " + "; ".join(conditions)
     what = next((w["change"] for w in wins if w["change"]), "") or next(
@@ -169,9 +186,9 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
         "what": what,
         "when": when,
         "caveats": caveats,
-        "attempts": len(ids),
-        "kept": len(kept),
-        "success_rate_pct": round(len(kept) / len(ids) * 100, 1) if ids else None,
+        "attempts": attempts,
+        "kept": kept_attempts,
+        "success_rate_pct": round(kept_attempts / attempts * 100, 1) if attempts else None,
         "typical_gain_pct": round(statistics.median(gains), 2) if gains else None,
         "best_gain_pct": round(max(gains), 2) if gains else None,
         "measured_wins": wins,
@@ -206,7 +223,11 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
     gpus = sorted(
         {g for g in (_text(dig(r, "evidence", "summary", "measured_on", "gpu")) for r in records.values()) if g}
     )
-    traces = sorted({_label(r) for r in records.values()} - {""})
+    traces = sorted(
+        ({_label(r) for r in records.values()} | {
+            k.split("@", 1)[0] for r in records.values() for k in _confirmations(r)
+        }) - {""}
+    )
     return CardFacts(key, ids, payload, scope, symptoms, traces, pages, gpus)
 
 

@@ -7,7 +7,8 @@ recomputation from those records as the store holds them at this commit (the con
 records, else its store view: a pushed card is judged against the store it lands on).
 A cited record that is missing, retracted or of another technique, support below two
 records from two traces (or two hardware pages), and a scope wider than the evidence
-(another product, level or arch) are refused. A hand-written card (GPU-wiki's) states no
+(another product, level or arch) are refused. A retracted card is a tombstone and
+is not judged. A hand-written card (GPU-wiki's) states no
 aggregate and is not judged here.
 """
 
@@ -33,6 +34,10 @@ def _cited_record(ctx: GateContext, by_id: dict, record_id: str) -> dict | None:
 
 
 def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
+    # A card being admitted or pushed cites live records only; a stored card whose record
+    # was retracted since is stale, not false: its numbers still recompute from what it
+    # cites, and the next ``curate --cards`` supersedes it.
+    admitting = "admission" in ctx.extra
     cited = ce.cited_of(card)
     payload = card.get("payload") if isinstance(card.get("payload"), dict) else {}
     if not cited:
@@ -46,7 +51,7 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
         record = _cited_record(ctx, by_id, record_id) if isinstance(record_id, str) else None
         if record is None:
             yield Finding(card_id, NAME, f"cites {record_id!r}, which is no record here", where)
-        elif record.get("status") in ce.RETIRED_STATUSES:
+        elif record.get("status") in ce.RETIRED_STATUSES and admitting:
             yield Finding(card_id, NAME, f"cites {record_id}, which is {record['status']}", where)
         elif record.get("type") not in ce.EVIDENCE_TYPES:
             yield Finding(card_id, NAME, f"cites {record_id}, a {record.get('type')}", where)
@@ -54,16 +59,16 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
             records[record_id] = record
     if len(records) != len(cited):
         return
-    keys = {ce.key_of(r) for r in records.values()}
+    keys = {ce.key_of(r, live=False) for r in records.values()}
     if len(keys) != 1 or None in keys:
         yield Finding(card_id, NAME, "its cited records are about more than one technique "
                       "or page family", "retrieval.links.cited_records")  # fmt: skip
         return
     facts = ce.facts(keys.pop(), records)
     if not facts.supported():
-        yield Finding(card_id, NAME, f"{len(facts.cited)} record(s) from {len(facts.traces)} "
-                      f"trace(s) and {len(facts.pages)} page(s) cannot support a card: it needs "
-                      "two records from two traces or two hardware pages",
+        yield Finding(card_id, NAME, f"{facts.payload['attempts']} attempt(s) from "
+                      f"{len(facts.traces)} trace(s) and {len(facts.pages)} page(s) cannot support "
+                      "a card: it needs two attempts from two traces or two hardware pages",
                       "retrieval.links.cited_records")  # fmt: skip
     if sorted(cited) != facts.cited:
         yield Finding(card_id, NAME, "cites a record twice", "retrieval.links.cited_records")
@@ -71,6 +76,10 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
         if payload.get(name) != facts.payload[name]:
             yield Finding(card_id, NAME, f"states {payload.get(name)!r}; its cited records give "
                           f"{facts.payload[name]!r}", f"payload.{name}")  # fmt: skip
+    gain = card.get("worth", {}).get("gain") if isinstance(card.get("worth"), dict) else None
+    if isinstance(gain, dict) and gain.get("pct") != facts.payload["typical_gain_pct"]:
+        yield Finding(card_id, NAME, f"headline gain {gain.get('pct')!r} is not the typical "
+                      f"gain {facts.payload['typical_gain_pct']!r}", "worth.gain.pct")  # fmt: skip
     yield from _scope_findings(card_id, card, facts)
 
 
@@ -97,7 +106,11 @@ def _scope_findings(card_id: str, card: dict, facts: ce.CardFacts):
 
 
 def check(ctx: GateContext):
-    cards = [(f, d) for f, d in ctx.parsed() if d.get("type") == ce.CARD_TYPE]
+    cards = [
+        (f, d)
+        for f, d in ctx.parsed()
+        if d.get("type") == ce.CARD_TYPE and d.get("status") not in ce.RETIRED_STATUSES
+    ]
     judged = [(f, d) for f, d in cards if ce.cited_of(d) or ce.states_numbers(d)]
     if not judged:
         raise Skip("no technique card states an aggregate")
@@ -135,6 +148,7 @@ def _computed_card(ctx: GateContext) -> tuple[dict, list[dict]] | None:
     card["retrieval"]["scope"] = dict(facts.scope)
     card["retrieval"]["generality"].update(arch=key.arch, language=key.dsl)
     card["retrieval"]["links"] = {"cited_records": facts.cited}
+    card.setdefault("worth", {}).setdefault("gain", {})["pct"] = facts.payload["typical_gain_pct"]
     return card, evidence
 
 
@@ -154,8 +168,14 @@ def _kept_inflated(card: dict, evidence: list[dict]) -> None:
     card["payload"]["kept"] += 1
 
 
-def _cites_retracted(card: dict, evidence: list[dict]) -> None:
-    evidence[1]["status"] = "deprecated"
+def _cites_retracted(ctx: GateContext) -> bool:
+    """A card admitted while one of its records is retracted."""
+    made = _computed_card(ctx)
+    if made is None:
+        return False
+    made[1][1]["status"] = "deprecated"
+    ctx.extra["admission"] = "insert"
+    return True
 
 
 def _wider_product(card: dict, evidence: list[dict]) -> None:
@@ -183,7 +203,7 @@ GATE = Gate(
     injections=(
         Injection("technique-card/typical-gain-off", _breaking(_typical_gain_off)),
         Injection("technique-card/kept-inflated", _breaking(_kept_inflated)),
-        Injection("technique-card/cites-retracted", _breaking(_cites_retracted)),
+        Injection("technique-card/cites-retracted", _cites_retracted),
         Injection("technique-card/wider-product", _breaking(_wider_product)),
         Injection("technique-card/wider-level", _breaking(_wider_level)),
         Injection("technique-card/numbers-without-citations",
