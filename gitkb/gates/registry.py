@@ -31,7 +31,7 @@ GATE_MODULES = (
 
 
 # A gate's name is its module's with hyphens (a test holds every module to it), so names
-# are checked without importing seventeen modules.
+# are checked without importing eighteen modules.
 GATE_NAMES = tuple(module.replace("_", "-") for module in GATE_MODULES)
 
 

@@ -15,7 +15,7 @@ aggregate and is not judged here.
 from __future__ import annotations
 
 from gitkb.errors import GitkbError
-from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
+from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates import card_evidence as ce
 from gitkb.record import scope_of
 
@@ -112,8 +112,6 @@ def check(ctx: GateContext):
         if d.get("type") == ce.CARD_TYPE and d.get("status") not in ce.RETIRED_STATUSES
     ]
     judged = [(f, d) for f, d in cards if ce.cited_of(d) or ce.states_numbers(d)]
-    if not judged:
-        raise Skip("no technique card states an aggregate")
     by_id = {d["id"]: d for _, d in ctx.parsed() if isinstance(d.get("id"), str)}
     for record_file, card in judged:
         yield from card_findings(ctx, record_file.id, card, by_id)
