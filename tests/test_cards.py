@@ -214,3 +214,35 @@ def test_the_server_refuses_a_pushed_card_whose_numbers_are_not_its_evidence(tmp
     refused = git("push", "--porcelain", "origin", "main", cwd=work.location, check=False)
     assert refused.returncode != 0
     assert "technique-card: payload.best_gain_pct" in refused.stdout + refused.stderr
+
+
+def test_query_serves_cards_first_for_a_family_question_with_their_evidence(mined):
+    curate(mined, "--apply")
+    done = kb("query", "--family", "rmsnorm-and-fused-add-rmsnorm", "--json", "--limit", "20",
+              "--store", str(mined.location))  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    served = json.loads(done.stdout)["records"]
+    types = [r["type"] for r in served]
+    assert types[:3] == ["technique-card"] * 3 and "strategy" in types[3:]
+    for hit in served[:3]:
+        card = mined.read_record(hit["id"]).data
+        counts = hit["evidence_counts"]
+        assert counts["attempts"] == card["payload"]["attempts"]
+        assert counts["cited_records"] == len(card["retrieval"]["links"]["cited_records"])
+    assert all("evidence_counts" not in r for r in served[3:])
+    # an exact question (an operator's strategies) keeps its own order
+    exact = kb("query", "--family", "rmsnorm-and-fused-add-rmsnorm", "--type", "strategy",
+               "--json", "--store", str(mined.location))  # fmt: skip
+    assert {r["type"] for r in json.loads(exact.stdout)["records"]} == {"strategy"}
+
+
+def test_the_optimizer_context_carries_the_cards(mined):
+    from gitkb.optimize.knowledge import gather, prompt_section
+
+    curate(mined, "--apply")
+    knowledge = gather(str(mined.location), "hopper", "rmsnorm-and-fused-add-rmsnorm",
+                       kernel_source(0))  # fmt: skip
+    cards = [r for r in knowledge.records if r["type"] == "technique-card"]
+    assert len(cards) == 3 and all(c["evidence_counts"]["cited_records"] >= 1 for c in cards)
+    assert knowledge.asked[0]["type"] == "technique-card"
+    assert "evidence_counts" in "\n".join(prompt_section(knowledge.records))

@@ -1,7 +1,7 @@
 """The knowledge base in every run (``--kb STORE``): what the store says about this kernel.
 
 Before the baseline, the run asks the store (``gitkb.query``, brief, within a byte
-budget) for the strategies and anti-strategies in the kernel's scope: its arch as
+budget) for the technique cards, strategies and anti-strategies in the kernel's scope: its arch as
 the target names it, its DSL as its source shows it, its operator family. The
 scope widens one step at a time while nothing matches (the family as free text,
 then any record of the arch and DSL, then of the arch), and never falls back to
@@ -24,7 +24,8 @@ from gitkb.errors import GitkbError
 
 BUDGET_BYTES = 6000  # per record type, of the brief answer's JSON
 PER_TYPE = 5
-TYPES = ("strategy", "anti-strategy")
+# Cards first: one card sums up a technique over many traces (with its evidence counts).
+TYPES = ("technique-card", "strategy", "anti-strategy")
 _KNOB_CHANGE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from .+? to (?P<value>\S+)")
 
 
@@ -104,7 +105,8 @@ def prompt_section(records: list[dict]) -> list[str]:
     return [
         "",
         "## What the knowledge base says (gitkb query, in this kernel's scope)",
-        "Strategies to consider and anti-strategies not to repeat, as the store serves them. "
+        "Technique cards (how often a technique paid off across traces: evidence_counts), "
+        "strategies to consider and anti-strategies not to repeat, as the store serves them. "
         'If one shaped your change, list its id in candidate_metadata.json as "kb_records".',
         "```json",
         json.dumps(records, ensure_ascii=False, separators=(",", ":")),

@@ -18,7 +18,7 @@ import logging
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotAStore
-from gitkb.query import budget, pool, rank, scope, serve
+from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
 from gitkb.store.layout import FEEDBACK_DIR, feedback_path
 
@@ -179,7 +179,8 @@ def query(store_path, request: scope.Request, now: float | None = None) -> dict:
         if s.symptom:
             signal = any(pool.symptom_match(c, s.symptom) == "signal" for c, _ in in_scope)
             resolved["symptom_match_mode"] = "signal" if signal else "text"
-        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s)[: request.limit]]
+        ordered = cards.cards_first(rank.ranked(in_scope, s), s)
+        hits = [(h.candidate, h.reach) for h in ordered[: request.limit]]
         result: dict = {
             "kind": "matches",
             "served": 0,
@@ -213,6 +214,10 @@ def query(store_path, request: scope.Request, now: float | None = None) -> dict:
     served = [
         serve.served(records[c.path], how, request.brief) for c, how in hits if c.path in records
     ]
+    for hit, (c, _) in zip(served, [h for h in hits if h[0].path in records], strict=True):
+        counts = cards.evidence_counts(records[c.path])
+        if counts is not None:
+            hit["evidence_counts"] = counts
     result["served"] = len(served)
     answer = {"query": resolved, "result": result, "records": served}
     return budget.fit(answer, request.max_bytes)
