@@ -71,6 +71,9 @@ class ProposalContext:
     workspace: Path | None = None  # a fresh folder the provider may use
     references: Path | None = None  # the knowledge base's prose for this kernel (warm start)
     knowledge: list[dict] = field(default_factory=list)  # the store's answer (--kb, brief)
+    # Source keys of the code the run already measured (warm-start candidates included):
+    # proposing one again would lose the slot to the duplicate check.
+    seen: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

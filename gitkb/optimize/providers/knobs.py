@@ -86,7 +86,7 @@ class Provider(providers.Provider):
                     continue
                 source = rewrite(context.best_source, name, value)
                 key = source_key(source)
-                if key in self._proposed:
+                if key in self._proposed or key in context.seen:
                     continue
                 self._proposed.add(key)
                 changed = dict(current, **{name: value})

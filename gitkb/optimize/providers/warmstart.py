@@ -110,9 +110,12 @@ class Provider(providers.Provider):
 
     def attest(self, offered: Offered, outcome: str, evidence: dict[str, str]) -> str | None:
         """Record ``outcome`` in the record's ledger; return the attest commit's sha."""
+        return self.attest_record(offered.record_id, outcome, evidence)
+
+    def attest_record(self, record_id: str, outcome: str, evidence: dict[str, str]) -> str | None:
         from gitkb.warmstart.attest import attest
 
-        return attest(self.store, offered.record_id, outcome, evidence=evidence).commit
+        return attest(self.store, record_id, outcome, evidence=evidence).commit
 
 
 def cold_start(reason: str, kernel_name: str) -> dict:
