@@ -102,6 +102,21 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
         for e in store.view().entries()
     }
     assert label in sources and first["trace"]["label"] in sources
+    # Its reference kernel states the speedup against the kernel as the run found it (4x),
+    # the one the next run ranks it by, beside its gain over the adopted code (2x: -50%).
+    from gitkb.warmstart.curate import bench_key, speedup
+
+    ours = [store.read_record(e["id"]).data for e in store.view().entries()]
+    refk = next(r for r in ours if r["type"] == "reference-kernel"
+                and r["evidence"]["raw"]["source_repo"] == label)  # fmt: skip
+    assert refk["retrieval"]["signals"]["metrics"]["speedup_x"] == pytest.approx(4.0, rel=0.05)
+    assert refk["worth"]["gain"]["pct"] == pytest.approx(50.0, abs=3)
+    assert speedup(refk) == pytest.approx(4.0, rel=0.05)
+    # its bench key is the workload's: the cases it was measured over
+    assert refk["evidence"]["raw"]["effect"]["bench_cases"] == sorted(
+        c["case_id"] for c in document["cases"]
+    )
+    assert bench_key(refk) is not None
     checked = kb("validate", str(store.location))
     assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
     assert "0 of 18 gates failed" in checked.stdout.decode()
