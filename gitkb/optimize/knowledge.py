@@ -27,6 +27,7 @@ PER_TYPE = 5
 # Cards first: one card sums up a technique over many traces (with its evidence counts).
 TYPES = ("technique-card", "strategy", "anti-strategy")
 _KNOB_CHANGE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from .+? to (?P<value>\S+)")
+_KNOB_MOVE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from (?P<a>\S+) to (?P<b>\S+)")
 
 
 @dataclass
@@ -134,6 +135,25 @@ def knob_exclusions(records: list[dict]) -> dict[tuple[str, str], str]:
             for found in _KNOB_CHANGE.finditer(text if isinstance(text, str) else ""):
                 out.setdefault((found["name"], found["value"].rstrip(".,;")), record["id"])
     return out
+
+
+def knob_moves(records: list[dict], tunables: dict) -> dict[str, int]:
+    """tunable -> +1 or -1: the way the kept strategies in ``records`` moved it along its
+    declared values (``set NAME from A to B``), by majority; a tie or no evidence is left
+    out."""
+    votes: dict[str, int] = {}
+    for record in records:
+        if record.get("type") != "strategy":
+            continue
+        payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+        text = payload.get("change") if isinstance(payload.get("change"), str) else ""
+        for found in _KNOB_MOVE.finditer(text):
+            values = [repr(v) for v in tunables.get(found["name"], [])]
+            a, b = found["a"], found["b"].rstrip(".,;")
+            if a in values and b in values and a != b:
+                step = 1 if values.index(b) > values.index(a) else -1
+                votes[found["name"]] = votes.get(found["name"], 0) + step
+    return {name: (1 if vote > 0 else -1) for name, vote in votes.items() if vote}
 
 
 def give_feedback(run, candidate, status: str, trace_commit: str | None) -> dict:

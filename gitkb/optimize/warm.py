@@ -60,11 +60,22 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
     when promoted)."""
     judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
     verified: list[tuple[float, int, object, dict]] = []
-    for index in range(1, slots + 1):
+    index = 0
+    while len(run.warm_report["candidates"]) < slots:
+        index += 1
         exp_id = f"ws-{index:02d}"
         offered = propose(exp_id)
         if offered is None:
             break
+        best = max((v[0] for v in verified), default=None)
+        if best is not None and offered.record_speedup is not None and offered.record_speedup < best:
+            # It claims less than an offer already verified here: not worth a slot.
+            run.warm_report.setdefault("not_judged", []).append(
+                {"record": offered.record_id, "rank": offered.rank,
+                 "record_speedup": offered.record_speedup,
+                 "why": f"claims {offered.record_speedup}x, below the {best:.4g}x verified here"}
+            )  # fmt: skip
+            continue
         key = scoring.source_key(offered.source) if offered.source is not None else None
         outcome = judge(offered, exp_id)
         experiment = outcome["experiment"]
