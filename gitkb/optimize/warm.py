@@ -22,9 +22,13 @@ from gitkb.optimize.setup import Run, hardware_tokens
 
 def offer(run: Run) -> None:
     folder = run.output / "warm_start"
+    from gitkb.warmstart.curate import workload_key
+
+    workload = workload_key([c.case_id for c in run.bundle.cases])
     answer = run.warm.offer(
-        run.operator, hardware_tokens(run.bundle.target)[0], run.baseline_source, folder
-    )
+        run.operator, hardware_tokens(run.bundle.target)[0], run.baseline_source, folder,
+        workload,
+    )  # fmt: skip
     run.references = folder / "kb_references"
     run.warm_report = {
         "mode": run.config.warm_start,

@@ -197,6 +197,12 @@ def bench_key(record: dict) -> str | None:
         ][:1]
     if not cases:
         return None
+    return workload_key(cases, metric)
+
+
+def workload_key(cases: list[str], metric: str = "latency") -> str:
+    """The bench key of ``metric`` measured over the workload ``cases`` (case ids): what a
+    run's own numbers compare under, and a record's when it states its cases."""
     text = json.dumps([metric, sorted(cases)])
     return "bk:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
