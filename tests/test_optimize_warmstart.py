@@ -158,7 +158,7 @@ def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_p
         ("baseline", "baseline"),
         ("ws-01", "rejected"),
         ("ws-02", "rejected"),
-        ("r001-c003", "promoted"),  # the warm start's two candidates used round 1's c001-2
+        ("r001-c002", "promoted"),  # ws-01 was measured (round 1's c001); ws-02 was its code
     ]
     assert "BROKEN = []" in (tmp_path / "out" / "best_kernel.py").read_text()
     # nothing adopted: the run's own work is all of the gain

@@ -368,7 +368,7 @@ def run(config: RunConfig) -> RunResult:
                 loop.judge_offered,
                 slots,
             )
-            loop.spent = len(state.warm_report["candidates"])
+            loop.spent = warm.evaluations(state)
             if adopted is not None:
                 loop.best = adopted["best"]
         loop.start_trace(state.warm_report["adopted"]["record"] if adopted else None)

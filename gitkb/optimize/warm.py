@@ -65,7 +65,7 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
     judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
     verified: list[tuple[float, int, object, dict]] = []
     index = 0
-    while len(run.warm_report["candidates"]) < slots:
+    while evaluations(run) < slots:
         index += 1
         exp_id = f"ws-{index:02d}"
         offered = propose(exp_id)
@@ -123,6 +123,16 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
     }
     _note_tried(run)
     return outcome
+
+
+def evaluations(run: Run) -> int:
+    """The warm-start candidates that were measured here (a rank whose code an earlier rank
+    already was, or that did not fit, cost no evaluation): the round slots they took."""
+    return sum(
+        1
+        for c in (run.warm_report or {}).get("candidates", [])
+        if c["same_code_as"] is None and c["outcome"] != "inapplicable"
+    )
 
 
 def recheck_failed(run: Run, revalidation: dict | None) -> dict | None:
