@@ -5,6 +5,8 @@ shows cards, the flywheel plot and readable ladder axes."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_cards import CAMPAIGNS, curate, rmsnorm_trace
 from test_optimize_loop import make_bundle, replay_dir, run, variant
@@ -160,3 +162,25 @@ def test_the_site_shows_each_card_with_its_records_and_the_flywheel_plot(tmp_pat
     for cited in card["retrieval"]["links"]["cited_records"]:
         assert cited in card_page
     assert card["payload"]["technique"] in card_page
+
+
+def test_re_mining_an_optimize_trace_admits_nothing_and_refuses_nothing(tmp_path, store):
+    from conftest import kb
+
+    stored_win(tmp_path, "a", store, 100.0, 50.0)
+    folder = tmp_path / "warm"
+    folder.mkdir()
+    bundle = make_bundle(folder, cases=CASES_SMALL)
+    replay = replay_dir(folder, variant(COST=40.0), variant(COST=45.0), variant(COST=30.0))
+    result, _ = run(folder, bundle, replay=replay, warm_start="on", kb=str(store.location))
+    assert result.document["write_back"]["success"]
+    tip = store.tip
+    again = kb("mine", str(folder / "out" / "trace"), "--store", str(store.location), "--json")
+    assert again.returncode == 0, again.stderr.decode()
+    outcomes = json.loads(again.stdout)["outcomes"]
+    # the mining report of this pass may be rewritten; no record is admitted or changed
+    log = store.log()
+    newer = [e["action"] for e in log[: [e["commit"] for e in log].index(tip)]]
+    assert set(newer) <= {"report"}, newer
+    assert [o for o in outcomes if o["action"] not in ("confirm", "skip")] == []
+    assert all(o["commit"] is None and not o["findings"] for o in outcomes)
