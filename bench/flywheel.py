@@ -48,10 +48,7 @@ FAMILIES = (
     (
         "blocked_matmul",
         "blocked_matmul",
-        [
-            {"n": n, "k": n, "m": n, "seed": 1}
-            for n in (96, 160, 256)
-        ],
+        [{"n": n, "k": n, "m": n, "seed": 1} for n in (96, 160, 256)],
     ),
     (
         "softmax",
@@ -123,8 +120,16 @@ def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 def optimize(bundle: Path, out: Path, store: Path | None) -> tuple[dict, float]:
     # A loaded machine's timings scatter: the CV bar is relaxed so that medians decide.
-    args = ["optimize", str(bundle), "--output", str(out), "--no-commit-winner", "--no-profile",
-            "--max-cv", str(MAX_CV)]
+    args = [
+        "optimize",
+        str(bundle),
+        "--output",
+        str(out),
+        "--no-commit-winner",
+        "--no-profile",
+        "--max-cv",
+        str(MAX_CV),
+    ]
     if store is not None:
         args += ["--warm-start", "on", "--kb", str(store)]
     start = time.perf_counter()
@@ -137,8 +142,14 @@ def optimize(bundle: Path, out: Path, store: Path | None) -> tuple[dict, float]:
 
 
 def figures_of(family: str, shape: str, mode: str, doc: dict, wall: float) -> RunFigures:
-    found = RunFigures(family, shape, mode, wall_s=wall, final=doc.get("aggregate_speedup") or 1.0,
-                       winner=doc.get("winner"))
+    found = RunFigures(
+        family,
+        shape,
+        mode,
+        wall_s=wall,
+        final=doc.get("aggregate_speedup") or 1.0,
+        winner=doc.get("winner"),
+    )
     for experiment in doc["experiments"]:
         if experiment["id"] == "baseline" or experiment["id"].endswith("-deep"):
             continue
@@ -230,7 +241,8 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
             shown = "never" if reach is None else str(reach)
             note = "  (store empty: not counted)" if r.store_empty else ""
             print(f"{r.family:15} {r.shape:12} {r.mode:5} {len(r.evaluations):5} "
-                  f"{r.warm_candidates:3} {shown:>8} {r.final:7.3f} {r.wall_s:7.1f}{note}")  # fmt: skip
+                  f"{r.warm_candidates:3} {shown:>8} {r.final:7.3f} {r.wall_s:7.1f}"
+                  + note)  # fmt: skip
             rows.append(dict(vars(r), to_reach=reach, goal=goal))
     # The figure is over the warm runs that had a store to start from.
     pairs = [(c, w) for c, w in every if not w.store_empty]
@@ -242,7 +254,9 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
         # a warm run that never reached the cold final spent all it had, and then some
         warm_evals += warm_reach if warm_reach is not None else len(warm.evaluations) + 1
         if warm.final < cold.final * (1 - tolerance):
-            worse.append(f"{warm.family} {warm.shape}: warm {warm.final:.3f} < cold {cold.final:.3f}")
+            worse.append(
+                f"{warm.family} {warm.shape}: warm {warm.final:.3f} < cold {cold.final:.3f}"
+            )
     ratio = warm_evals / cold_evals if cold_evals else float("nan")
     cold_final = statistics.geometric_mean([c.final for c, _ in pairs])
     warm_final = statistics.geometric_mean([w.final for _, w in pairs])
@@ -260,8 +274,10 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
     if missed:
         print("MISSED: " + "; ".join(missed))
     else:
-        print(f"MET: warm runs reach the cold final in {ratio:.2f}x the evaluations, "
-              "finals no worse than cold")
+        print(
+            f"MET: warm runs reach the cold final in {ratio:.2f}x the evaluations, "
+            "finals no worse than cold"
+        )
     if json_out is not None:
         json_out.write_text(json.dumps({"ratio": ratio, "runs": rows, "missed": missed}, indent=1))
 

@@ -91,8 +91,12 @@ def recomputed(store: Store, card: dict) -> dict:
         "typical_gain_pct": round(statistics.median(gains), 2) if gains else None,
         "best_gain_pct": round(max(gains), 2) if gains else None,
         "measured_wins": [
-            {"operator": r["payload"]["problem"]["operator"], "dsl": "triton",
-             "gain_pct": r["worth"]["gain"]["pct"], "change": r["payload"]["change"]}
+            {
+                "operator": r["payload"]["problem"]["operator"],
+                "dsl": "triton",
+                "gain_pct": r["worth"]["gain"]["pct"],
+                "change": r["payload"]["change"],
+            }
             for r in sorted(kept, key=lambda r: r["id"])
         ],  # fmt: skip
         "caveats": [

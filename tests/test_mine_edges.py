@@ -81,7 +81,8 @@ def test_legacy_trace_ladder_segments_and_ids(tmp_path):
     ]
     ids = [s.id for s in segments]
     assert ids[0].startswith("nvidia.h100.triton.softmax.") and ids[0].endswith("-s01")
-    assert ids[3].startswith("nvidia.h100.triton.softmax.anti.")  # not "misc" and ids[3].endswith("-t01")
+    # named by the operator, not "misc"
+    assert ids[3].startswith("nvidia.h100.triton.softmax.anti.") and ids[3].endswith("-t01")
     assert ids[-1].endswith("-r01")
 
 

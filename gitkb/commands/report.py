@@ -42,6 +42,7 @@ def command(out_dir: str, flywheel_file: str | None, store_path: str) -> None:
         try:
             flywheel = json.loads(Path(flywheel_file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise GitkbError(f"--flywheel {flywheel_file}: not a flywheel document ({exc})") from None
+            what = f"--flywheel {flywheel_file}: not a flywheel document ({exc})"
+            raise GitkbError(what) from None
     pages = build_site(store, Path(out_dir), ladders, flywheel)
     click.echo(f"wrote {len(pages)} pages; open {pages[0]}")

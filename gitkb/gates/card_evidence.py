@@ -97,9 +97,11 @@ def technique_of(record: dict) -> str | None:
     scope = scope_of(record)
     operators = {_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
     operators.add(_text(scope.get("operator_family")))
-    tags = record.get("retrieval", {}).get("technique_tags") if isinstance(
-        record.get("retrieval"), dict
-    ) else None
+    tags = (
+        record.get("retrieval", {}).get("technique_tags")
+        if isinstance(record.get("retrieval"), dict)
+        else None
+    )
     for tag in tags if isinstance(tags, list) else []:
         if _text(tag) and _text(tag) not in operators:
             return operator_slug(_text(tag))
@@ -205,7 +207,7 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
     scope: dict = {
         "vendor": key.vendor,
         "arch": key.arch,
-        "product": pages[0] if len(pages) == 1 and all(_page(r) for r in records.values()) else None,
+        "product": pages[0] if len(pages) == 1 and all(map(_page, records.values())) else None,
         "dsl": key.dsl,
         "operator_family": key.family,
         "operators": operators,
@@ -220,13 +222,14 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
             if isinstance(s, str) and s
         }
     )
-    gpus = sorted(
-        {g for g in (_text(dig(r, "evidence", "summary", "measured_on", "gpu")) for r in records.values()) if g}
-    )
+    measured_on = (dig(r, "evidence", "summary", "measured_on", "gpu") for r in records.values())
+    gpus = sorted({_text(g) for g in measured_on} - {""})
     traces = sorted(
-        ({_label(r) for r in records.values()} | {
-            k.split("@", 1)[0] for r in records.values() for k in _confirmations(r)
-        }) - {""}
+        (
+            {_label(r) for r in records.values()}
+            | {k.split("@", 1)[0] for r in records.values() for k in _confirmations(r)}
+        )
+        - {""}
     )
     return CardFacts(key, ids, payload, scope, symptoms, traces, pages, gpus)
 

@@ -204,8 +204,9 @@ GATE = Gate(
         Injection("technique-card/cites-retracted", _cites_retracted),
         Injection("technique-card/wider-product", _breaking(_wider_product)),
         Injection("technique-card/wider-level", _breaking(_wider_level)),
-        Injection("technique-card/numbers-without-citations",
-                  _breaking(_numbers_without_citations)),  # fmt: skip
+        Injection(
+            "technique-card/numbers-without-citations", _breaking(_numbers_without_citations)
+        ),  # fmt: skip
         Injection("technique-card/one-trace", _breaking(_one_trace)),
     ),
 )

@@ -5,9 +5,10 @@ v0 is the baseline (``kernel.py``, ``solution.json``, ``definition.json``,
 as the run found it or, after a warm start, the knowledge base's code it adopted (the
 adoption is that record's attestation and confirmation, not a step of this run: mining
 files only what the run changed on top of it, with gains and ``speedup_vs_ref_geomean``
-measured against it; ``speedup_vs_original_baseline`` is against the kernel as found). Every evaluated experiment of the rounds is the next version: a
-promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under the subject ``v<N>:
-<title> (+X.X%)``; a rejection or failure adds only its memory file under ``v<N>:
+measured against it; ``speedup_vs_original_baseline`` against the kernel as found).
+Every evaluated experiment of the rounds is the next version: a promotion changes
+``kernel.py`` and adds ``memory/v<N>.json`` under the subject ``v<N>: <title>
+(+X.X%)``; a rejection or failure adds only its memory file under ``v<N>:
 reverted (<reason>)`` with the lesson in the body (``dead-end recorded: <change> <what
 happened, on which case, and why>``, see ``lesson``) and the verdict in
 ``quality_gate``. A finalist that fails revalidation gets a commit restoring the

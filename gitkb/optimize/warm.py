@@ -72,7 +72,8 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
         if offered is None:
             break
         best = max((v[0] for v in verified), default=None)
-        if best is not None and offered.record_speedup is not None and offered.record_speedup < best:
+        claimed = offered.record_speedup
+        if best is not None and claimed is not None and claimed < best:
             # It claims less than an offer already verified here: not worth a slot.
             run.warm_report.setdefault("not_judged", []).append(
                 {"record": offered.record_id, "rank": offered.rank,

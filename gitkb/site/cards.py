@@ -92,8 +92,10 @@ def flywheel_svg(document: dict, width: int = 760, bar_h: int = 12) -> str:
     pad_l, pad_r, row_h = 230, 170, 2 * bar_h + 14
     height = 30 + row_h * len(pairs) + 30
     scale = (width - pad_l - pad_r) / most
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="flywheel bench">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="flywheel bench">'
+    ]
     for i, (cold, warm) in enumerate(pairs):
         top = 24 + i * row_h
         label = f"{cold['family']} {cold['shape']}" + (" (store empty)" if warm.get(

@@ -111,11 +111,16 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
         "retrieval": {
             "scope": facts.scope,
             "generality": {"arch": key.arch, "language": key.dsl},
-            "signals": {"bottleneck": None, "metrics": {}, "shape_regime": {},
-                        "symptoms": facts.symptoms},  # fmt: skip
+            "signals": {
+                "bottleneck": None,
+                "metrics": {},
+                "shape_regime": {},
+                "symptoms": facts.symptoms,
+            },  # fmt: skip
             "technique_tags": [key.technique, key.family],
-            "triggers": [f"considering {key.technique} for a {key.dsl} {key.family} kernel "
-                         f"on {where}"],  # fmt: skip
+            "triggers": [
+                f"considering {key.technique} for a {key.dsl} {key.family} kernel on {where}"
+            ],  # fmt: skip
             "links": links,
         },
         "payload": {
@@ -138,10 +143,18 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
             },
             "raw": {},
         },
-        "worth": {"gain": gain, "track": rec.new_track({
-            "corpus_kept_ratio": round(kept / attempts, 4), "attempts": attempts, "kept": kept,
-            "technique": key.technique, "n_independent_runs": len(facts.traces) or None,
-        })},  # fmt: skip
+        "worth": {
+            "gain": gain,
+            "track": rec.new_track(
+                {
+                    "corpus_kept_ratio": round(kept / attempts, 4),
+                    "attempts": attempts,
+                    "kept": kept,
+                    "technique": key.technique,
+                    "n_independent_runs": len(facts.traces) or None,
+                }
+            ),
+        },  # fmt: skip
     }
     card["worth"]["rank"] = rank(card) | {"builder_version": BUILDER_VERSION}
     return card
