@@ -28,6 +28,7 @@ SCRIPTS = {
     "resolve.py": ["--records", "2000"],
     "optimize.py": ["--candidates", "10"],
     "query.py": ["--records", "2000", "--runs", "7"],
+    "flywheel.py": ["--repeats", "1"],
 }
 
 
