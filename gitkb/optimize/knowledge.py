@@ -77,7 +77,14 @@ def gather(store_path: str, hardware: str, operator: str | None, source: str) ->
 
     dsl = sniff_dsl(source)
     knowledge = Knowledge(store=str(store_path))
+    try:
+        held = set(answer.vocabulary(store_path, "type")["values"])
+    except GitkbError as exc:
+        knowledge.notes.append(exc.message)
+        return knowledge
     for record_type in TYPES:
+        if record_type not in held:
+            continue  # a store of single traces has no cards yet: nothing to ask
         for scope in _attempts(hardware, None if dsl == "any" else dsl, operator):
             request = Request(
                 type=record_type, limit=PER_TYPE, brief=True, max_bytes=BUDGET_BYTES,
