@@ -24,7 +24,7 @@ from gitkb.trace.naming import operator_slug
 CARD_TYPE = "technique-card"
 EVIDENCE_TYPES = ("strategy", "anti-strategy")
 RETIRED_STATUSES = ("deprecated", "superseded")
-MIN_RECORDS = 2
+MIN_ATTEMPTS = 2
 MIN_SOURCES = 2  # traces, or hardware pages
 # The payload fields a card states from its evidence; the gate compares each.
 COMPUTED_FIELDS = (
@@ -73,7 +73,7 @@ class CardFacts:
     def supported(self) -> bool:
         """At least two attempts (records, or a record and a trace confirming it), from two
         traces or two hardware pages."""
-        return (self.payload["attempts"] or 0) >= MIN_RECORDS and (
+        return (self.payload["attempts"] or 0) >= MIN_ATTEMPTS and (
             len(self.traces) >= MIN_SOURCES or len(self.pages) >= MIN_SOURCES
         )
 

@@ -45,6 +45,9 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
             yield Finding(card_id, NAME, "states aggregates but cites no record",
                           "retrieval.links.cited_records")  # fmt: skip
         return
+    if len({str(c) for c in cited}) != len(cited):
+        yield Finding(card_id, NAME, "cites a record twice", "retrieval.links.cited_records")
+        return
     records: dict[str, dict] = {}
     for position, record_id in enumerate(cited):
         where = f"retrieval.links.cited_records[{position}]"
@@ -70,8 +73,6 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
                       f"{len(facts.traces)} trace(s) and {len(facts.pages)} page(s) cannot support "
                       "a card: it needs two attempts from two traces or two hardware pages",
                       "retrieval.links.cited_records")  # fmt: skip
-    if sorted(cited) != facts.cited:
-        yield Finding(card_id, NAME, "cites a record twice", "retrieval.links.cited_records")
     for name in ce.COMPUTED_FIELDS:
         if payload.get(name) != facts.payload[name]:
             yield Finding(card_id, NAME, f"states {payload.get(name)!r}; its cited records give "
@@ -189,6 +190,10 @@ def _numbers_without_citations(card: dict, evidence: list[dict]) -> None:
     del card["retrieval"]["links"]
 
 
+def _cited_twice(card: dict, evidence: list[dict]) -> None:
+    card["retrieval"]["links"]["cited_records"].append(evidence[0]["id"])
+
+
 def _one_trace(card: dict, evidence: list[dict]) -> None:
     evidence[1]["evidence"]["raw"]["source_repo"] = evidence[0]["evidence"]["raw"]["source_repo"]
 
@@ -208,5 +213,6 @@ GATE = Gate(
             "technique-card/numbers-without-citations", _breaking(_numbers_without_citations)
         ),  # fmt: skip
         Injection("technique-card/one-trace", _breaking(_one_trace)),
+        Injection("technique-card/cited-twice", _breaking(_cited_twice)),
     ),
 )
