@@ -97,11 +97,7 @@ def technique_of(record: dict) -> str | None:
     scope = scope_of(record)
     operators = {_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
     operators.add(_text(scope.get("operator_family")))
-    tags = (
-        record.get("retrieval", {}).get("technique_tags")
-        if isinstance(record.get("retrieval"), dict)
-        else None
-    )
+    tags = dig(record, "retrieval", "technique_tags")
     for tag in tags if isinstance(tags, list) else []:
         if _text(tag) and _text(tag) not in operators:
             return operator_slug(_text(tag))
