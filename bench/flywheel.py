@@ -11,14 +11,16 @@ pre-receive hook, and each warm run goes clone -> resolve/query -> optimize
 
 Per run it prints the evaluations until the cold run's final speedup was reached
 (warm-start candidates counted; for the cold run, the evaluation that measured the
-code it ended with; for the warm run, the first within ``--tolerance`` of the cold
-final, every speedup against the run's original baseline), the final speedup and the
-wall time; a warm run whose store was still empty (the first shape of a family) is a
-cold run and is shown but not counted;
-overall, the warm/cold evaluations ratio, which is the figure (target <= 0.5x, with
-final speedups no worse than cold). It says plainly when the target is missed.
+code it ended with; for the warm run, the first that measured that same code or a
+speedup within ``--tolerance`` of the cold final, every speedup against the run's
+original baseline), the final speedup and the wall time. A warm run whose store was
+still empty (the first shape of a family) is a cold run: shown, not counted. Overall
+it prints the warm/cold evaluations ratio, the figure (target <= 0.5x, with finals no
+worse than cold: the cold run's code, or its speedup within the tolerance), and says
+plainly when the target is missed. The machine's load scatters timings: the CV bar is
+relaxed (``MAX_CV``) so that medians decide, and the figures are one run's.
 
-    python bench/flywheel.py [--repeats 2] [--tolerance 0.03] [--json OUT]
+    python bench/flywheel.py [--repeats 2] [--tolerance 0.05] [--json OUT]
 """
 
 from __future__ import annotations
@@ -72,20 +74,30 @@ class RunFigures:
     wall_s: float = 0.0
     store_empty: bool = False  # a warm run with nothing stored yet is a cold run
     ids: list[str] = field(default_factory=list)  # the evaluations' experiment ids
+    codes: list[str] = field(default_factory=list)  # the evaluations' source keys
+    final_code: str = ""  # the source key of the code the run ended with
     winner: str | None = None
 
     def own_reach(self) -> int:
         """Evaluations until this run measured the code it ended with (0: the baseline)."""
         return self.ids.index(self.winner) + 1 if self.winner in self.ids else 0
 
-    def to_reach(self, goal: float, tolerance: float) -> int | None:
-        """Evaluations until one measured within ``tolerance`` of ``goal`` (None: never)."""
-        if goal <= 1.0 + tolerance:
-            return 0  # the baseline already is the goal
-        for n, value in enumerate(self.evaluations, 1):
-            if value is not None and value >= goal * (1 - tolerance):
+    def to_reach(self, cold: RunFigures, tolerance: float) -> int | None:
+        """Evaluations until this run reached ``cold``'s result: it measured the code the
+        cold run ended with, or a speedup within ``tolerance`` of its final (None: never).
+        The code counts as well as the number: on a loaded machine one kernel's speedup
+        scatters more than the tolerance between two measurements."""
+        goal = cold.final
+        if cold.winner is None or goal <= 1.0 + tolerance:
+            return 0  # the cold run kept the baseline: nothing to reach
+        for n, (value, code) in enumerate(zip(self.evaluations, self.codes, strict=True), 1):
+            if code == cold.final_code or (value is not None and value >= goal * (1 - tolerance)):
                 return n
         return None
+
+    def no_worse_than(self, cold: RunFigures, tolerance: float) -> bool:
+        """The run ended with the cold run's code, or at least its final speedup."""
+        return self.final_code == cold.final_code or self.final >= cold.final * (1 - tolerance)
 
 
 def shape_label(parameters: dict) -> str:
@@ -141,7 +153,13 @@ def optimize(bundle: Path, out: Path, store: Path | None) -> tuple[dict, float]:
     return json.loads(result.read_text()), wall
 
 
-def figures_of(family: str, shape: str, mode: str, doc: dict, wall: float) -> RunFigures:
+def code_key(path: Path) -> str:
+    from gitkb.optimize.scoring import source_key
+
+    return source_key(path.read_text(encoding="utf-8")) if path.is_file() else ""
+
+
+def figures_of(family: str, shape: str, mode: str, out: Path, doc: dict, wall: float) -> RunFigures:
     found = RunFigures(
         family,
         shape,
@@ -149,12 +167,14 @@ def figures_of(family: str, shape: str, mode: str, doc: dict, wall: float) -> Ru
         wall_s=wall,
         final=doc.get("aggregate_speedup") or 1.0,
         winner=doc.get("winner"),
+        final_code=code_key(out / "best_kernel.py"),
     )
     for experiment in doc["experiments"]:
         if experiment["id"] == "baseline" or experiment["id"].endswith("-deep"):
             continue
         found.evaluations.append(experiment.get("aggregate_speedup"))
         found.ids.append(experiment["id"])
+        found.codes.append(code_key(out / "experiments" / experiment["id"] / "kernel.py"))
         found.warm_candidates += experiment["id"].startswith("ws-")
     return found
 
@@ -201,7 +221,7 @@ def one_pass(work: Path, repeat: int) -> list[RunFigures]:
                     doc, wall = optimize(bundle, folder, None)
                 else:
                     doc, wall = warm_run(work / f"r{repeat}-{family}", server, bundle, folder)
-                found = figures_of(family, shape, mode, doc, wall)
+                found = figures_of(family, shape, mode, folder, doc, wall)
                 found.store_empty = mode == "warm" and position == 0
                 out.append(found)
     return out
@@ -237,7 +257,7 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
     for cold, warm in every:
         goal = cold.final
         for r in (cold, warm):
-            reach = r.own_reach() if r is cold else r.to_reach(goal, tolerance)
+            reach = r.own_reach() if r is cold else r.to_reach(cold, tolerance)
             shown = "never" if reach is None else str(reach)
             note = "  (store empty: not counted)" if r.store_empty else ""
             print(f"{r.family:15} {r.shape:12} {r.mode:5} {len(r.evaluations):5} "
@@ -247,13 +267,12 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
     # The figure is over the warm runs that had a store to start from.
     pairs = [(c, w) for c, w in every if not w.store_empty]
     for cold, warm in pairs:
-        goal = cold.final
         cold_reach = cold.own_reach()
-        warm_reach = warm.to_reach(goal, tolerance)
+        warm_reach = warm.to_reach(cold, tolerance)
         cold_evals += cold_reach
         # a warm run that never reached the cold final spent all it had, and then some
         warm_evals += warm_reach if warm_reach is not None else len(warm.evaluations) + 1
-        if warm.final < cold.final * (1 - tolerance):
+        if not warm.no_worse_than(cold, tolerance):
             worse.append(
                 f"{warm.family} {warm.shape}: warm {warm.final:.3f} < cold {cold.final:.3f}"
             )
