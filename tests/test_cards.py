@@ -250,3 +250,19 @@ def test_the_optimizer_context_carries_the_cards(mined):
     assert len(cards) == 3 and all(c["evidence_counts"]["cited_records"] >= 1 for c in cards)
     assert knowledge.asked[0]["type"] == "technique-card"
     assert "evidence_counts" in "\n".join(prompt_section(knowledge.records))
+
+
+def test_a_staged_card_alone_is_left_to_the_store_gates(mined, tmp_path, monkeypatch):
+    from gitkb.hooks.local import pre_commit
+
+    curate(mined, "--apply")
+    card = card_for(live_cards(mined), "vectorized-bit-loads-along-row")
+    folder = tmp_path / "staged"
+    path = folder / rec.path_for(card)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(rec.dumps(card))
+    monkeypatch.chdir(folder)
+    assert pre_commit([rec.path_for(card)]) == []
+    card["payload"]["kept"] = 3  # still judged where the evidence is: at admission
+    with pytest.raises(AdmissionRefused, match="payload.kept"):
+        mined.admit(rec.dumps(_tampered(card, "none")), "insert")

@@ -5,17 +5,18 @@ gain) cites the strategies and anti-strategies it was computed from in
 ``retrieval.links.cited_records``; every computed field (``card_evidence``) must equal a
 recomputation from those records as the store holds them at this commit (the context's
 records, else its store view: a pushed card is judged against the store it lands on).
-A cited record that is missing, retracted or of another technique, support below two
-records from two traces (or two hardware pages), and a scope wider than the evidence
-(another product, level or arch) are refused. A retracted card is a tombstone and
-is not judged. A hand-written card (GPU-wiki's) states no
-aggregate and is not judged here.
+A cited record that is missing, cited twice, retracted (at admission) or of another
+technique, support below two attempts from two traces (or two hardware pages), and a
+scope wider than the evidence (another product, level or arch) are refused. A retracted
+card is a tombstone and is not judged, nor is a hand-written card (GPU-wiki's), which
+states no aggregate. Given only files without the store (the pre-commit
+hook's staged records) a card whose evidence is not among them is skipped, said so.
 """
 
 from __future__ import annotations
 
 from gitkb.errors import GitkbError
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.gates import card_evidence as ce
 from gitkb.record import scope_of
 
@@ -114,6 +115,12 @@ def check(ctx: GateContext):
     ]
     judged = [(f, d) for f, d in cards if ce.cited_of(d) or ce.states_numbers(d)]
     by_id = {d["id"]: d for _, d in ctx.parsed() if isinstance(d.get("id"), str)}
+    if ctx.store is None and any(
+        c not in by_id for _, d in judged for c in ce.cited_of(d) if isinstance(c, str)
+    ):
+        # The pre-commit hook sees the staged files alone; admission, the pre-receive hook
+        # and validate hold the store a card's evidence is in.
+        raise Skip("a card's cited records are not in these files: the store's gates judge it")
     for record_file, card in judged:
         yield from card_findings(ctx, record_file.id, card, by_id)
 
