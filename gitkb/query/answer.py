@@ -179,7 +179,7 @@ def query(store_path, request: scope.Request, now: float | None = None) -> dict:
         if s.symptom:
             signal = any(pool.symptom_match(c, s.symptom) == "signal" for c, _ in in_scope)
             resolved["symptom_match_mode"] = "signal" if signal else "text"
-        ordered = cards.cards_first(rank.ranked(in_scope, s), s)
+        ordered = cards.cards_first(rank.ranked(in_scope, s), s, reader.records)
         hits = [(h.candidate, h.reach) for h in ordered[: request.limit]]
         result: dict = {
             "kind": "matches",

@@ -2,14 +2,16 @@
 
 A question that names a family or a symptom but no operator and no record type is
 broad: what it wants is which techniques paid off, and a card (``git kb curate
---cards``) answers that for many traces at once. So for a broad question, or one
-whose hits hold no strategy, cards go ahead of the other hits; each served card is
-that cites its evidence is labelled ``evidence_counts`` (attempts, kept, success rate,
-gains, cited records), so an agent can tell a card backed by twelve traces from a
-hand-written one (which carries no label).
+--cards``) answers that for many traces at once. So for a broad question the cards
+that cite their evidence go ahead of the other hits, and each of those is labelled
+``evidence_counts`` (attempts, kept, success rate, gains, cited records), so an agent
+can tell a card backed by twelve traces from a hand-written one (which carries no
+label, and keeps its rank: a GPU-wiki store answers as GPU-wiki's own tool does).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 CARD_TYPE = "technique-card"
 COUNTED = ("attempts", "kept", "success_rate_pct", "typical_gain_pct", "best_gain_pct")
@@ -20,14 +22,17 @@ def broad(scope) -> bool:
     return bool(scope.family or scope.symptom) and scope.operator is None and scope.type is None
 
 
-def cards_first(hits: list, scope) -> list:
-    """``hits`` (ranked, best first) with the technique cards moved ahead, in rank order,
-    when the question is broad or no strategy matched."""
-    if not any(h.candidate.type == CARD_TYPE for h in hits):
+def cards_first(hits: list, scope, read: Callable[[list[str]], dict[str, dict]]) -> list:
+    """``hits`` (ranked, best first) with the cards that cite their evidence moved ahead,
+    in rank order, when the question is broad; ``read(paths)`` gives the records (only
+    the cards' are read). A hand-written card keeps its rank."""
+    if not broad(scope):
         return hits
-    if not broad(scope) and any(h.candidate.type == "strategy" for h in hits):
+    paths = [h.candidate.path for h in hits if h.candidate.type == CARD_TYPE]
+    if not paths:
         return hits
-    return sorted(hits, key=lambda h: h.candidate.type != CARD_TYPE)
+    backed = {path for path, record in read(paths).items() if evidence_counts(record)}
+    return sorted(hits, key=lambda h: h.candidate.path not in backed)
 
 
 def evidence_counts(record: dict) -> dict | None:
