@@ -30,6 +30,7 @@ SCRIPTS = {
     "query.py": ["--records", "2000", "--runs", "7"],
     "mcp_query.py": ["--records", "2000", "--calls", "50"],
     "geak.py": ["--entries", "400", "--changes", "20"],
+    "flywheel.py": ["--repeats", "1"],
 }
 
 

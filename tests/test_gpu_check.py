@@ -90,7 +90,7 @@ def check_rehearsal(done, work: Path, cases: list[str]) -> None:
     table = done.stdout[done.stdout.index("REHEARSAL (dry run)") :]
     for label in ("device", "profiler", "run 1 (cold)", "run 2 (warm)", "records admitted"):
         assert f"   {label}" in table
-    assert "17 PASS" in table  # validate --full: relations and the index cache too
+    assert "18 PASS" in table  # validate --full: relations and the index cache too
     for case in cases:
         assert sum(line.split()[0] == case for line in table.splitlines()[1:] if line) == 2
     result = json.loads((work / "run-1" / "result.json").read_text())

@@ -81,7 +81,8 @@ def test_legacy_trace_ladder_segments_and_ids(tmp_path):
     ]
     ids = [s.id for s in segments]
     assert ids[0].startswith("nvidia.h100.triton.softmax.") and ids[0].endswith("-s01")
-    assert ids[3].startswith("nvidia.h100.triton.misc.anti.") and ids[3].endswith("-t01")
+    # named by the operator, not "misc"
+    assert ids[3].startswith("nvidia.h100.triton.softmax.anti.") and ids[3].endswith("-t01")
     assert ids[-1].endswith("-r01")
 
 
@@ -434,7 +435,7 @@ def test_edge_27_id_allocation_and_comparability(tmp_path):
     existing = (
         "nvidia.h100.triton.softmax.old-trick-s07",
         "nvidia.h100.triton.softmax-v2.other-operator-s40",  # substring of another slug
-        "nvidia.h100.triton.misc.anti.old-pitfall-t03",
+        "nvidia.h100.triton.softmax.anti.old-pitfall-t03",
     )
     packets = build_packets(
         repo,

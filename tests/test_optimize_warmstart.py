@@ -76,17 +76,21 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
     warm = document["warm_start"]
     assert warm["read_reason"] == "read" and warm["offered"][0]["id"] == stored
     assert warm["adopted"]["record"] == stored and warm["adopted"]["experiment"] == "ws-01"
-    assert [(c["record"], c["outcome"]) for c in warm["candidates"]] == [(stored, "validated")]
+    # Every offer is judged (the first run's strategy yields the same code: same verdict)
+    first_rank, second_rank = warm["candidates"]
+    assert (first_rank["record"], first_rank["outcome"]) == (stored, "validated")
+    assert second_rank["outcome"] == "validated" and second_rank["same_code_as"] == "ws-01"
     # baseline COST 100 -> adopted 50 (2x, from the store) -> the run's own 25 (2x more)
     assert document["total_speedup"] == pytest.approx(4.0)
     assert document["incremental_speedup"] == pytest.approx(2.0)
-    assert [e["status"] for e in document["experiments"]] == ["baseline", "promoted", "promoted"]
+    statuses = [e["status"] for e in document["experiments"]]
+    assert statuses == ["baseline", "promoted", "failed", "promoted"]  # the same code: never evaluated (TLX: failed)
     assert "ws-01 record=" in done.stderr.decode() and "outcome=validated" in done.stderr.decode()
     assert (tmp_path / "out" / "warm_start" / "kb_references" / "index.md").is_file()
     assert attest_outcomes(store, stored) == ["validated"]
 
     # Write-back: the second run's records are in the store under the label its winner
-    # commit names, and the store passes all 17 gates.
+    # commit names, and the store passes all 18 gates.
     label = document["trace"]["label"]
     assert label != first["trace"]["label"]
     assert document["write_back"]["label"] == label and document["write_back"]["success"]
@@ -98,9 +102,24 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
         for e in store.view().entries()
     }
     assert label in sources and first["trace"]["label"] in sources
+    # Its reference kernel states the speedup against the kernel as the run found it (4x),
+    # the one the next run ranks it by, beside its gain over the adopted code (2x: -50%).
+    from gitkb.warmstart.curate import bench_key, speedup
+
+    ours = [store.read_record(e["id"]).data for e in store.view().entries()]
+    refk = next(r for r in ours if r["type"] == "reference-kernel"
+                and r["evidence"]["raw"]["source_repo"] == label)  # fmt: skip
+    assert refk["retrieval"]["signals"]["metrics"]["speedup_x"] == pytest.approx(4.0, rel=0.05)
+    assert refk["worth"]["gain"]["pct"] == pytest.approx(50.0, abs=3)
+    assert speedup(refk) == pytest.approx(4.0, rel=0.05)
+    # its bench key is the workload's: the cases it was measured over
+    assert refk["evidence"]["raw"]["effect"]["bench_cases"] == sorted(
+        c["case_id"] for c in document["cases"]
+    )
+    assert bench_key(refk) is not None
     checked = kb("validate", str(store.location))
     assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
-    assert "0 of 17 gates failed" in checked.stdout.decode()
+    assert "0 of 18 gates failed" in checked.stdout.decode()
 
 
 def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_path, store):
@@ -138,8 +157,8 @@ def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_p
     assert statuses == [
         ("baseline", "baseline"),
         ("ws-01", "rejected"),
-        ("ws-02", "failed"),  # the same code as ws-01: never evaluated, TLX's failed
-        ("r001-c000", "promoted"),
+        ("ws-02", "rejected"),
+        ("r001-c002", "promoted"),  # ws-01 was measured (round 1's c001); ws-02 was its code
     ]
     assert "BROKEN = []" in (tmp_path / "out" / "best_kernel.py").read_text()
     # nothing adopted: the run's own work is all of the gain

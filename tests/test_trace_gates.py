@@ -63,10 +63,10 @@ def candidate(sample) -> dict:
 
 def test_registry_appends_the_eight_trace_gates_in_spec_order():
     gates = all_gates()
-    assert len(GATE_MODULES) == 17
-    assert tuple(g.name for g in gates[9:]) == TRACE_GATES
-    assert all(g.family == "trace" and g.record_level for g in gates[9:])
-    for gate in gates[9:]:
+    assert len(GATE_MODULES) == 18
+    assert tuple(g.name for g in gates[10:]) == TRACE_GATES
+    assert all(g.family == "trace" and g.record_level for g in gates[10:])
+    for gate in gates[10:]:
         assert len(gate.injections) >= 3, gate.name
         assert all(case.name.startswith(gate.name + "/") for case in gate.injections)
 
@@ -79,7 +79,7 @@ def test_every_trace_injection_fires_on_real_evidence_and_the_sample_is_clean():
     assert sum(o.status == "FIRED" for o in outcomes) >= 3 * len(TRACE_GATES)
 
 
-def test_cli_injection_tests_cover_all_seventeen_gates():
+def test_cli_injection_tests_cover_all_eighteen_gates():
     done = kb("validate", "--injection-tests")
     out = done.stdout.decode()
     assert done.returncode == 0, out + done.stderr.decode()
@@ -91,7 +91,7 @@ def test_cli_injection_tests_cover_all_seventeen_gates():
 # --- end to end: real packets from the store -----------------------------------------------
 
 
-def test_a_store_of_mined_records_passes_all_seventeen_gates(tmp_path):
+def test_a_store_of_mined_records_passes_all_eighteen_gates(tmp_path):
     store, second = sample_trace.sample_store(tmp_path)
     store.admit(second.raw, "insert", source="example")
     results = run_gates(store.gate_context(full=True), all_gates())
@@ -99,10 +99,10 @@ def test_a_store_of_mined_records_passes_all_seventeen_gates(tmp_path):
     # The same, from the command line, on a bare store.
     done = kb("validate", str(store.location), "--full")
     assert done.returncode == 0, done.stdout.decode()
-    assert "0 of 17 gates failed" in done.stdout.decode()
+    assert "0 of 18 gates failed" in done.stdout.decode()
 
 
-def test_git_kb_mine_output_passes_all_seventeen_gates(tmp_path):
+def test_git_kb_mine_output_passes_all_eighteen_gates(tmp_path):
     from trace_factory import legacy_trace, long_horizon_trace
 
     assert kb("init", "kb", cwd=tmp_path).returncode == 0

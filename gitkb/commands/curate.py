@@ -9,14 +9,25 @@ from gitkb.commands import echo_json, store_option
     is_flag=True,
     help="List the records whose ledger's retire hint fired (the pass to run).",
 )
-@click.option("--apply", is_flag=True, help="Retract them, one commit each (reason: the hint).")
+@click.option(
+    "--cards",
+    is_flag=True,
+    help="Plan a technique card per technique two traces (or two pages) support.",
+)
+@click.option("--apply", is_flag=True, help="Make the pass's commits (retractions, cards).")
 @click.option("--by", help="Who (default: the committer identity).")
 @store_option
-def command(retire, apply, by, store) -> None:
+def command(retire, cards, apply, by, store) -> None:
     """Act on the store's curation hints, as JSON; a dry run unless --apply."""
     from gitkb.errors import GitkbError
+
+    if retire == cards:
+        raise GitkbError("curate needs one pass to run: --retire or --cards", 2)
+    if cards:
+        from gitkb.warmstart.curate_cards import cards_pass
+
+        echo_json(cards_pass(store, apply, by))
+        return
     from gitkb.warmstart.retract import retire_pass
 
-    if not retire:
-        raise GitkbError("curate needs a pass to run: --retire", 2)
     echo_json(retire_pass(store, apply, by))

@@ -12,8 +12,14 @@ from gitkb.commands import store_option
     type=click.Path(file_okay=False),
     help="Folder to write the site into.",
 )
+@click.option(
+    "--flywheel",
+    "flywheel_file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="A bench/flywheel.py --json document to plot.",
+)
 @store_option
-def command(out_dir: str, store) -> None:
+def command(out_dir: str, flywheel_file: str | None, store) -> None:
     """Write the reviewer's summary of the store as a static site (HTML, inline SVG).
 
     One page for the store (records by type/arch/operator, admission history,
@@ -26,5 +32,16 @@ def command(out_dir: str, store) -> None:
 
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]
     ladders = {label: trace_ladder(store, label) for label in labels}
-    pages = build_site(store, Path(out_dir), ladders)
+    flywheel = None
+    if flywheel_file:
+        import json
+
+        from gitkb.errors import GitkbError
+
+        try:
+            flywheel = json.loads(Path(flywheel_file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            what = f"--flywheel {flywheel_file}: not a flywheel document ({exc})"
+            raise GitkbError(what) from None
+    pages = build_site(store, Path(out_dir), ladders, flywheel)
     click.echo(f"wrote {len(pages)} pages; open {pages[0]}")

@@ -1,4 +1,5 @@
-"""The ordered list of gates: one line per gate, store gates first, then trace gates."""
+"""The ordered list of gates: one line per gate, store gates first (the spec's nine, then
+gitkb's technique-card gate), then trace gates."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ GATE_MODULES = (
     "self_contained",
     "no_cross_reference",
     "established_fact",
+    "technique_card",
     "profile",
     "layout",
     "verbatim",
@@ -29,7 +31,7 @@ GATE_MODULES = (
 
 
 # A gate's name is its module's with hyphens (a test holds every module to it), so names
-# are checked without importing seventeen modules.
+# are checked without importing eighteen modules.
 GATE_NAMES = tuple(module.replace("_", "-") for module in GATE_MODULES)
 
 

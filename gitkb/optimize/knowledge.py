@@ -1,7 +1,7 @@
 """The knowledge base in every run (``--kb STORE``): what the store says about this kernel.
 
 Before the baseline, the run asks the store (``gitkb.query``, brief, within a byte
-budget) for the strategies and anti-strategies in the kernel's scope: its arch as
+budget) for the technique cards, strategies and anti-strategies in the kernel's scope: its arch as
 the target names it, its DSL as its source shows it, its operator family. The
 scope widens one step at a time while nothing matches (the family as free text,
 then any record of the arch and DSL, then of the arch), and never falls back to
@@ -24,8 +24,10 @@ from gitkb.errors import GitkbError
 
 BUDGET_BYTES = 6000  # per record type, of the brief answer's JSON
 PER_TYPE = 5
-TYPES = ("strategy", "anti-strategy")
+# Cards first: one card sums up a technique over many traces (with its evidence counts).
+TYPES = ("technique-card", "strategy", "anti-strategy")
 _KNOB_CHANGE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from .+? to (?P<value>\S+)")
+_KNOB_MOVE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from (?P<a>\S+) to (?P<b>\S+)")
 
 
 @dataclass
@@ -78,10 +80,13 @@ def gather(store_path: str, hardware: str, operator: str | None, source: str) ->
     knowledge = Knowledge(store=str(store_path))
     try:
         store = Store.open(store_path)
+        held = set(answer.vocabulary(store, "type")["values"])
     except GitkbError as exc:
         knowledge.notes.append(exc.message)
         return knowledge
     for record_type in TYPES:
+        if record_type not in held:
+            continue  # a store of single traces has no cards yet: nothing to ask
         for scope in _attempts(hardware, None if dsl == "any" else dsl, operator):
             request = Request(
                 type=record_type, limit=PER_TYPE, brief=True, max_bytes=BUDGET_BYTES,
@@ -110,7 +115,8 @@ def prompt_section(records: list[dict]) -> list[str]:
     return [
         "",
         "## What the knowledge base says (gitkb query, in this kernel's scope)",
-        "Strategies to consider and anti-strategies not to repeat, as the store serves them. "
+        "Technique cards (how often a technique paid off across traces: evidence_counts), "
+        "strategies to consider and anti-strategies not to repeat, as the store serves them. "
         'If one shaped your change, list its id in candidate_metadata.json as "kb_records".',
         "```json",
         json.dumps(records, ensure_ascii=False, separators=(",", ":")),
@@ -138,6 +144,25 @@ def knob_exclusions(records: list[dict]) -> dict[tuple[str, str], str]:
             for found in _KNOB_CHANGE.finditer(text if isinstance(text, str) else ""):
                 out.setdefault((found["name"], found["value"].rstrip(".,;")), record["id"])
     return out
+
+
+def knob_moves(records: list[dict], tunables: dict) -> dict[str, int]:
+    """tunable -> +1 or -1: the way the kept strategies in ``records`` moved it along its
+    declared values (``set NAME from A to B``), by majority; a tie or no evidence is left
+    out."""
+    votes: dict[str, int] = {}
+    for record in records:
+        if record.get("type") != "strategy":
+            continue
+        payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+        text = payload.get("change") if isinstance(payload.get("change"), str) else ""
+        for found in _KNOB_MOVE.finditer(text):
+            values = [repr(v) for v in tunables.get(found["name"], [])]
+            a, b = found["a"], found["b"].rstrip(".,;")
+            if a in values and b in values and a != b:
+                step = 1 if values.index(b) > values.index(a) else -1
+                votes[found["name"]] = votes.get(found["name"], 0) + step
+    return {name: (1 if vote > 0 else -1) for name, vote in votes.items() if vote}
 
 
 def give_feedback(run, candidate, status: str, trace_commit: str | None) -> dict:

@@ -62,6 +62,7 @@ class _Loop:
         self.exclusions: list[dict] = []
         self.version = 0
         self.best: dict = {}
+        self.spent = 0  # candidate slots the warm start used (they count against the budget)
 
     # ------------------------------------------------------------------ the baseline
 
@@ -123,6 +124,7 @@ class _Loop:
             best_cases=[c.as_json() for c in best["score"].cases],
             best_profile=best["profiles"],
             exclusions=self.exclusions[-EXCLUSIONS_KEPT:],
+            seen=frozenset(self.seen),
             workspace=run.output / "workspaces" / exp_id,
             references=run.references,
             knowledge=run.knowledge.records if run.knowledge is not None else [],
@@ -132,9 +134,13 @@ class _Loop:
     def rounds(self) -> str:
         """Rounds x candidates per round, best-first; returns the stopping reason."""
         budget = self.run.budget
+        skip = self.spent
         for round_no in range(1, budget.max_rounds + 1):
             promoted = False
             for index in range(budget.candidates_per_round):  # TLX counts from c000
+                if skip:  # this slot went to a warm-start candidate
+                    skip -= 1
+                    continue
                 if self.run.elapsed() > budget.max_total_seconds:
                     return "time_budget_exhausted"
                 exp_id = f"r{round_no:03d}-c{index:03d}"
@@ -322,6 +328,8 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
                 merge_diagnostics(final, traces)
         else:
             stopping = "finalist_revalidation_failed"
+            if run.warm_report is not None:
+                warm.recheck_failed(run, revalidation)
     final_cases = (final if winner else loop.base).score.cases
     run.say(
         progress_line(
@@ -416,11 +424,14 @@ def run(config: RunConfig) -> RunResult:
         loop.record_baseline()
         adopted = None
         if config.warm_start == "on":
+            slots = state.budget.candidates_per_round
             adopted = warm.adopt(
                 state,
                 lambda exp_id: state.warm.propose(loop.context(exp_id)),
                 loop.judge_offered,
+                slots,
             )
+            loop.spent = warm.evaluations(state)
             if adopted is not None:
                 loop.best = adopted["best"]
         loop.start_trace(state.warm_report["adopted"]["record"] if adopted else None)

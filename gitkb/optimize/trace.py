@@ -5,9 +5,10 @@ v0 is the baseline (``kernel.py``, ``solution.json``, ``definition.json``,
 as the run found it or, after a warm start, the knowledge base's code it adopted (the
 adoption is that record's attestation and confirmation, not a step of this run: mining
 files only what the run changed on top of it, with gains and ``speedup_vs_ref_geomean``
-measured against it). Every evaluated experiment of the rounds is the next version: a
-promotion changes ``kernel.py`` and adds ``memory/v<N>.json`` under the subject ``v<N>:
-<title> (+X.X%)``; a rejection or failure adds only its memory file under ``v<N>:
+measured against it; ``speedup_vs_original_baseline`` against the kernel as found).
+Every evaluated experiment of the rounds is the next version: a promotion changes
+``kernel.py`` and adds ``memory/v<N>.json`` under the subject ``v<N>: <title>
+(+X.X%)``; a rejection or failure adds only its memory file under ``v<N>:
 reverted (<reason>)`` with the lesson in the body (``dead-end recorded: <change> <what
 happened, on which case, and why>``, see ``lesson``) and the verdict in
 ``quality_gate``. A finalist that fails revalidation gets a commit restoring the
@@ -117,6 +118,9 @@ def performance(
         "latency_us_arith_mean": sum(medians) / len(medians) if medians else None,
         "latency_us_by_shape": {c.case_id: c.median_us for c in measured},
         "speedup_vs_ref_geomean": None if score.aggregate is None else score.aggregate / reference,
+        # against the kernel as the run found it, also after a warm start adopted code: the
+        # number a later run ranks this code by (only like-for-like: the same cases)
+        "speedup_vs_original_baseline": score.aggregate,
         "measurement_scope": "real_evaluator_shapes",
         "shape_ids_are_opaque": False,
         "measurement_status": "complete" if len(measured) == len(score.cases) else "incomplete",

@@ -3,8 +3,10 @@
 ``offer`` resolves the kernel against the store before anything runs (a bad store
 or hardware is a setup error, and the audit folder exists before any verdict).
 With ``on``, ``adopt`` judges the offered ranks in order through the same gate as
-round candidates, attests every one judged, and adopts the first that is correct
-and faster. ``speedups`` keeps a gain that came from the store apart from the
+round candidates (each costs a candidate slot of the budget), attests every one
+judged, and adopts the fastest that is correct and faster; ``recheck_failed``
+attests the adopted record ``failed`` when it was the finalist and failed the final
+re-check. ``speedups`` keeps a gain that came from the store apart from the
 run's own.
 """
 
@@ -20,9 +22,13 @@ from gitkb.optimize.setup import Run, hardware_tokens
 
 def offer(run: Run) -> None:
     folder = run.output / "warm_start"
+    from gitkb.warmstart.curate import workload_key
+
+    workload = workload_key([c.case_id for c in run.bundle.cases])
     answer = run.warm.offer(
-        run.operator, hardware_tokens(run.bundle.target)[0], run.baseline_source, folder
-    )
+        run.operator, hardware_tokens(run.bundle.target)[0], run.baseline_source, folder,
+        workload,
+    )  # fmt: skip
     run.references = folder / "kb_references"
     run.warm_report = {
         "mode": run.config.warm_start,
@@ -46,21 +52,35 @@ def offer(run: Run) -> None:
     )
 
 
-def adopt(run: Run, propose: Callable, judge: Callable) -> dict | None:
-    """Judge the offered ranks in order; returns the outcome of the adopted one, or None.
+def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | None:
+    """Judge up to ``slots`` offered ranks (they count as candidates of the run's budget);
+    returns the outcome of the adopted one, or None.
 
-    ``propose(exp_id)`` asks the warm-start provider for its next candidate;
-    ``judge(candidate, exp_id)`` runs it through the loop's gate and returns the outcome
-    (``status``, ``experiment``, ``best`` when promoted)."""
-    index = 0
+    Every offer is judged against the kernel as the run found it, and the best verified
+    one is adopted (not the first that beats the baseline: another shape's kernel often
+    does, while a later rank is this workload's optimum). ``propose(exp_id)`` asks the
+    warm-start provider for its next candidate; ``judge(candidate, exp_id)`` runs it
+    through the loop's gate and returns the outcome (``status``, ``experiment``, ``best``
+    when promoted)."""
     judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
-    while True:
+    verified: list[tuple[float, int, object, dict]] = []
+    index = 0
+    while evaluations(run) < slots:
         index += 1
         exp_id = f"ws-{index:02d}"
         offered = propose(exp_id)
         if offered is None:
-            _note_tried(run)
-            return None
+            break
+        best = max((v[0] for v in verified), default=None)
+        claimed = offered.record_speedup
+        if best is not None and claimed is not None and claimed < best:
+            # It claims less than an offer already verified here: not worth a slot.
+            run.warm_report.setdefault("not_judged", []).append(
+                {"record": offered.record_id, "rank": offered.rank,
+                 "record_speedup": offered.record_speedup,
+                 "why": f"claims {offered.record_speedup}x, below the {best:.4g}x verified here"}
+            )  # fmt: skip
+            continue
         key = scoring.source_key(offered.source) if offered.source is not None else None
         outcome = judge(offered, exp_id)
         experiment = outcome["experiment"]
@@ -91,14 +111,53 @@ def adopt(run: Run, propose: Callable, judge: Callable) -> dict | None:
         run.warm_report["candidates"].append(entry)
         run.say(f"[gitkb] warm start {exp_id} record={offered.record_id} outcome={verdict}")
         if outcome["status"] == "promoted":
-            run.adopted_source = offered.source
-            run.warm_report["adopted"] = {
-                "experiment": exp_id,
-                "record": offered.record_id,
-                "aggregate_speedup": experiment["aggregate_speedup"],
-            }
-            _note_tried(run)
-            return outcome
+            verified.append((experiment["aggregate_speedup"] or 0.0, -index, offered, outcome))
+    if not verified:
+        _note_tried(run)
+        return None
+    _, _, offered, outcome = max(verified, key=lambda v: (v[0], v[1]))
+    run.adopted_source = offered.source
+    run.warm_report["adopted"] = {
+        "experiment": outcome["experiment"]["id"],
+        "record": offered.record_id,
+        "aggregate_speedup": outcome["experiment"]["aggregate_speedup"],
+    }
+    _note_tried(run)
+    return outcome
+
+
+def evaluations(run: Run) -> int:
+    """The warm-start candidates that were measured here (a rank whose code an earlier rank
+    already was, or that did not fit, cost no evaluation): the round slots they took."""
+    return sum(
+        1
+        for c in (run.warm_report or {}).get("candidates", [])
+        if c["same_code_as"] is None and c["outcome"] != "inapplicable"
+    )
+
+
+def recheck_failed(run: Run, revalidation: dict | None) -> dict | None:
+    """When the adopted code was the finalist and failed the final re-check, the run falls
+    back to the baseline: the record's ledger gets a ``failed`` attestation saying so, so
+    its ``validated`` one from the judging is not the last word. Returns what was written."""
+    adopted = (run.warm_report or {}).get("adopted")
+    if not adopted or revalidation is None or revalidation["passed"]:
+        return None
+    if revalidation.get("experiment") != adopted["experiment"]:
+        return None
+    reason = " ".join("; ".join(revalidation["reasons"]).split())[:200]
+    evidence = {"trace": run.trace_label, "experiment": "final",
+                "reason": f"adopted code failed the final re-check: {reason}"}  # fmt: skip
+    if revalidation.get("aggregate_speedup") is not None:
+        evidence["aggregate_speedup"] = f"{revalidation['aggregate_speedup']:.4f}"
+    found = {"record": adopted["record"], "outcome": "failed", "attest_commit": None}
+    try:
+        found["attest_commit"] = run.warm.attest_record(adopted["record"], "failed", evidence)
+    except GitkbError as exc:
+        found["attest_error"] = exc.message
+    adopted["recheck"] = found
+    run.say(f"[gitkb] warm start: adopted {adopted['record']} failed the final re-check")
+    return found
 
 
 def _note_tried(run: Run) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.query import budget, pool, rank, scope, serve
+from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
 from gitkb.store import queries
 from gitkb.store.layout import feedback_path
@@ -168,7 +168,10 @@ def query(store: Store, request: scope.Request, now: float | None = None) -> dic
         if s.symptom:
             signal = any(pool.symptom_match(c, s) == "signal" for c, _ in in_scope)
             resolved["symptom_match_mode"] = "signal" if signal else "text"
-        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s, request.limit)]
+        # a broad question moves cards ahead, so it ranks the whole pool before the cut
+        limit = None if cards.broad(s) else request.limit
+        ordered = cards.cards_first(rank.ranked(in_scope, s, limit), s, reader.records)
+        hits = [(h.candidate, h.reach) for h in ordered[: request.limit]]
         result: dict = {
             "kind": "matches",
             "served": 0,
@@ -202,6 +205,10 @@ def query(store: Store, request: scope.Request, now: float | None = None) -> dic
     served = [
         serve.served(records[c.path], how, request.brief) for c, how in hits if c.path in records
     ]
+    for hit, (c, _) in zip(served, [h for h in hits if h[0].path in records], strict=True):
+        counts = cards.evidence_counts(records[c.path])
+        if counts is not None:
+            hit["evidence_counts"] = counts
     result["served"] = len(served)
     answer = {"query": resolved, "result": result, "records": served}
     return budget.fit(answer, request.max_bytes)

@@ -1,7 +1,9 @@
 """The reviewer's summary of a store as a static site: no external assets, no JavaScript.
 
-``index.html`` holds the records by type, architecture and operator, the admission
-history read from trailers, open conflicts and attestation counts;
+``index.html`` holds the records by type, architecture and operator, the technique
+cards, the flywheel bench's plot (when given), the admission history read from
+trailers, open conflicts and attestation counts; each card has a page listing the
+records it cites (``site.cards``);
 ``trace-<label>.html`` holds one mined trace's version ladder (``site.ladder``) and the
 records admitted from it; every such record links to ``record-<id>.html``, a page of its
 own with what an agent is served and where the trace backs it.
@@ -62,7 +64,7 @@ def _record_link(record_id: str, linked: set[str]) -> object:
     return Link(record_id, record_page_name(record_id)) if record_id in linked else record_id
 
 
-def _index_page(store, tip, entries, history, labels, linked: set[str]) -> str:
+def _index_page(store, tip, entries, history, labels, linked: set[str], extra: str = "") -> str:
     by_type = Counter(str(e.get("type")) for e in entries)
     by_arch = Counter(f"{scope_of(e).get('vendor')}/{scope_of(e).get('arch')}" for e in entries)
     by_operator = Counter(str(scope_of(e).get("operator_family") or "(none)") for e in entries)
@@ -76,6 +78,7 @@ def _index_page(store, tip, entries, history, labels, linked: set[str]) -> str:
         "<h2>Records by operator family</h2>",
         table(["operator family", "records"], sorted(by_operator.items())),
         "<h2>Mined traces</h2>", table(["trace"], traces),
+        extra,
         "<h2>Open conflicts</h2>",
         table(["incoming", "existing", "reason", "queued"], _conflicts(store, tip)),
         "<h2>Attestations</h2>",
@@ -138,8 +141,13 @@ def _record_page(record: dict, label: str, history: list[dict]) -> str:
     return page(f"record {record.get('id')}", "".join(body))
 
 
-def build_site(store, out: Path, ladders: dict[str, list[LadderPoint]]) -> list[Path]:
-    """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder."""
+def build_site(
+    store, out: Path, ladders: dict[str, list[LadderPoint]], flywheel: dict | None = None
+) -> list[Path]:
+    """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder,
+    ``flywheel`` is a ``bench/flywheel.py --json`` document to plot (None: not given)."""
+    from gitkb.site import cards as card_pages
+
     tip = store.tip
     view = store.view()
     entries = view.entries()
@@ -161,11 +169,21 @@ def build_site(store, out: Path, ladders: dict[str, list[LadderPoint]]) -> list[
             "version": ((data.get("evidence") or {}).get("raw") or {}).get("version"),
             "commit": h["trailers"].get("KB-Trace-Commit", ""),
         })  # fmt: skip
-    linked = set(records)
+    cards = card_pages.live_cards(view)
+    linked = set(records) | {c["id"] for c in cards}
+    extra = "".join([
+        "<h2>Technique cards</h2>", card_pages.cards_table(cards),
+        "<h2>Flywheel (bench/flywheel.py)</h2>", card_pages.flywheel_section(flywheel),
+    ])  # fmt: skip
     with writing(out):
         out.mkdir(parents=True, exist_ok=True)
         written = [out / "index.html"]
-        atomic_write(written[0], _index_page(store, tip, entries, history, labels, linked).encode())
+        index = _index_page(store, tip, entries, history, labels, linked, extra)
+        atomic_write(written[0], index.encode())
+        for card in cards:
+            path = out / record_page_name(card["id"])
+            atomic_write(path, card_pages.card_page(card, view, linked).encode())
+            written.append(path)
         for label in labels:
             path = out / trace_page_name(label)
             atomic_write(path, _trace_page(label, ladders.get(label, []), admitted[label]).encode())

@@ -61,24 +61,67 @@ def trace_ladder(store, label: str) -> list[LadderPoint]:
     return points
 
 
+LOG_SPAN = 10.0  # latencies spanning more than this factor get a log axis
+CHAR_PX = 6.6  # about one character of the 11 px axis font
+
+
+def format_us(us: float) -> str:
+    """A latency as a reader writes it: ``850 us``, ``3.77 ms``, ``1.2 s`` (no e-notation)."""
+    for scale, unit in ((1e6, "s"), (1e3, "ms")):
+        if us >= scale:
+            return f"{us / scale:.3g} {unit}"
+    return f"{us:.3g} us" if us >= 0.01 else f"{us * 1e3:.3g} ns"
+
+
+def latency_ticks(lo: float, hi: float) -> tuple[bool, list[float]]:
+    """(log axis?, tick values) for latencies from ``lo`` to ``hi``: a span over ten times
+    gets a log axis ticked at 1, 2 and 5 of each decade; a narrower one a linear axis at
+    round steps. Never fewer than two ticks."""
+    if hi <= lo:
+        return False, [lo]
+    if hi / lo > LOG_SPAN:
+        ticks = [
+            m * 10.0**e
+            for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in (1, 2, 5)
+        ]
+        inside = [t for t in ticks if lo <= t <= hi]
+        if len(inside) > 8:  # a wide span: decades only
+            inside = [t for t in inside if f"{t:g}".lstrip("0.").startswith("1")]
+        return True, inside if len(inside) >= 2 else [lo, hi]
+    raw = (hi - lo) / 4
+    step = 10.0 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 5, 10) if m * step >= raw)
+    first = math.ceil(lo / step) * step
+    ticks = [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+    return False, ticks if len(ticks) >= 2 else [lo, hi]
+
+
 def ladder_svg(points: list[LadderPoint], width: int = 760, height: int = 300) -> str:
     """Latency per version; milestones green, the best-so-far as a step line, dead-ends red
-    (on the axis when they carry no latency), reference kernels ringed."""
+    (on the axis when they carry no latency), reference kernels ringed. Latencies spanning
+    more than ten times are drawn on a log axis; tick labels never use e-notation and the
+    margin fits the longest."""
     measured = [p for p in points if p.geomean_us and p.geomean_us > 0]
     if not measured:
         return '<p class="muted">No version of this trace carries a usable latency.</p>'
-    pad_l, pad_r, pad_t, pad_b = 64, 16, 16, 40
-    n_lo, n_hi = min(p.n for p in points), max(p.n for p in points)
     y_lo = min(p.geomean_us for p in measured)
     y_hi = max(p.geomean_us for p in measured)
-    log_lo, log_hi = math.log10(y_lo), math.log10(y_hi) if y_hi > y_lo else math.log10(y_lo) + 1
+    log_axis, ticks = latency_ticks(y_lo, y_hi)
+    if y_hi <= y_lo:  # one latency: a band around it
+        y_lo, y_hi = y_lo * 0.9, y_hi * 1.1
+    labels = [format_us(t) for t in ticks]
+    pad_l, pad_r, pad_t, pad_b = 16 + int(max(map(len, labels)) * CHAR_PX), 16, 16, 40
+    n_lo, n_hi = min(p.n for p in points), max(p.n for p in points)
+    scale = math.log10 if log_axis else (lambda v: v)
+    top, bottom = scale(y_hi), scale(y_lo)
     floor = height - pad_b - 6  # where a dead-end without a latency is marked
 
     def x(n: int) -> float:
         return pad_l + (n - n_lo) / max(1, n_hi - n_lo) * (width - pad_l - pad_r)
 
     def y(us: float) -> float:
-        return pad_t + (log_hi - math.log10(us)) / (log_hi - log_lo) * (height - pad_t - pad_b)
+        return pad_t + (top - scale(us)) / (top - bottom) * (height - pad_t - pad_b)
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -87,10 +130,17 @@ def ladder_svg(points: list[LadderPoint], width: int = 760, height: int = 300) -
         'stroke="#8c959f"/>',
         f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{height - pad_b}" stroke="#8c959f"/>',
     ]
-    for us in (y_lo, math.sqrt(y_lo * y_hi), y_hi):
+    for us, text in zip(ticks, labels, strict=True):
         parts.append(
+            f'<line x1="{pad_l - 4}" y1="{y(us):.1f}" x2="{pad_l}" y2="{y(us):.1f}" '
+            'stroke="#8c959f"/>'
             f'<text x="{pad_l - 6}" y="{y(us) + 4:.1f}" text-anchor="end" font-size="11" '
-            f'fill="#57606a">{us:.3g} us</text>'
+            f'fill="#57606a">{text}</text>'
+        )
+    if log_axis:
+        parts.append(
+            f'<text x="{pad_l + 4}" y="{pad_t + 10}" font-size="10" fill="#57606a">'
+            "latency, log scale</text>"
         )
     for p in (points[0], points[-1]):
         parts.append(

@@ -34,6 +34,7 @@ class VersionRow:
     arith_mean: float | None = None
     by_shape: list[tuple[str, float]] = field(default_factory=list)
     speedup_vs_ref: float | None = None
+    speedup_vs_original: float | None = None  # an optimize run's, against the kernel as found
     correctness: str | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None
@@ -206,6 +207,7 @@ def _performance(row: VersionRow, doc: dict) -> None:
     if dropped:
         row.problems.append(f"{dropped} per-shape latencies are not positive numbers; dropped")
     row.speedup_vs_ref = number(perf.get("speedup_vs_ref_geomean"))
+    row.speedup_vs_original = number(perf.get("speedup_vs_original_baseline"))
     row.measurement_status = text_of(perf.get("measurement_status")) or None
     row.measurement_subject = text_of(perf.get("measurement_subject")) or None
     row.measurement_source = text_of(perf.get("measurement_source")) or None

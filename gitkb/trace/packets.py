@@ -209,6 +209,7 @@ def _packet(
         "best_so_far_geomean_us": step.best_before if step else None,
         "baseline_geomean_us": baseline.geomean if baseline else None,
         "improve_pct_vs_baseline": vs_baseline,
+        "speedup_vs_original_baseline": row.speedup_vs_original,
         "arith_mean_us": row.arith_mean,
         "n_measured_shapes": len(row.by_shape),
         "per_shape_latency": [

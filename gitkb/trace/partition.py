@@ -326,10 +326,13 @@ def _allocate_ids(segments: list[Segment], ingest: Ingest, existing: tuple[str, 
     segment comparison, so a slug that is a substring of another operator's does not count."""
     meta = ingest.meta
     slug, family = meta.operator_slug, meta.workload_family
+    # An anti-strategy id names its workload family; a kernel of no known family (misc)
+    # is named by its operator instead, so a softmax dead end does not read "misc".
+    anti = f"{slug if family == 'misc' else family}.anti"
     highest: dict[str, int] = {}
     for record_id in existing:
         parts = record_id.split(".")
-        ours = (len(parts) > 3 and parts[3] == slug) or f".{family}.anti." in record_id
+        ours = (len(parts) > 3 and parts[3] == slug) or f".{anti}." in record_id
         match = _SUFFIX.search(record_id)
         if ours and match:
             letter, number = match.group(1), int(match.group(2))
@@ -341,7 +344,7 @@ def _allocate_ids(segments: list[Segment], ingest: Ingest, existing: tuple[str, 
         dsl = segment.row.dsl or "any"
         number = highest.get(segment.marker, 0) + 1
         highest[segment.marker] = number
-        middle = f"{family}.anti" if segment.record_type == "anti-strategy" else slug
+        middle = anti if segment.record_type == "anti-strategy" else slug
         segment.id = (
             f"{meta.vendor}.{product}.{dsl}.{middle}.{segment.technique}-{segment.marker}"
             f"{number:02d}"

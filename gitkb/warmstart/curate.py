@@ -187,7 +187,8 @@ def bench_key(record: dict) -> str | None:
 
     A stated ``evidence.raw.bench_key`` is used as is (an imported key is opaque: only an
     equal key compares); a record that states ``bench_key: null`` has none. Otherwise a
-    digest of the metric and the sorted ``evidence.raw.bench_cases``, else of the primary
+    digest of the metric and the sorted ``evidence.raw.bench_cases`` (a mined record's
+    ``evidence.raw.effect.bench_cases``: the cases its trace measured), else of the primary
     metric's ``measured_over``.
     """
     raw = _mapping(dig(record, "evidence", "raw"))
@@ -198,7 +199,8 @@ def bench_key(record: dict) -> str | None:
         return None
     gain = _mapping(dig(record, "worth", "gain"))
     metric = gain.get("primary") or "latency"
-    cases = [str(c) for c in _list(raw.get("bench_cases")) if str(c).strip()]
+    stated_cases = raw.get("bench_cases") or _mapping(raw.get("effect")).get("bench_cases")
+    cases = [str(c) for c in _list(stated_cases) if str(c).strip()]
     if not cases:
         cases = [
             m["measured_over"]
@@ -210,6 +212,12 @@ def bench_key(record: dict) -> str | None:
         ][:1]
     if not cases:
         return None
+    return workload_key(cases, metric)
+
+
+def workload_key(cases: list[str], metric: str = "latency") -> str:
+    """The bench key of ``metric`` measured over the workload ``cases`` (case ids): what a
+    run's own numbers compare under, and a record's when it states its cases."""
     text = json.dumps([metric, sorted(cases)])
     return "bk:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 

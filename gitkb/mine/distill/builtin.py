@@ -147,6 +147,14 @@ def _raw(packet: Packet, effect: dict | None) -> dict:
     return raw
 
 
+def bench_cases(measurements: dict) -> list[str]:
+    """The workload cases a version was measured over (its per-shape latencies' names),
+    from which the bench key is derived: only like-for-like numbers claim comparability.
+    Bare indices (``0``, ``1``: a legacy trace's opaque shape ids) name no workload."""
+    names = sorted({s["shape"] for s in measurements.get("per_shape_latency") or []})
+    return [] if all(n.isdigit() for n in names) else names
+
+
 def _measured_evidence(packet: Packet, pct: float | None, against_parent: bool) -> dict:
     """A measured record's evidence: the summary, and the raw effect in absolute geomeans
     (a strategy's against the best earlier version; it alone notes the profiler)."""
@@ -159,6 +167,9 @@ def _measured_evidence(packet: Packet, pct: float | None, against_parent: bool) 
         "delta_pct": pct,
         "comparable": bool(m["comparable_with_the_store"]),
     }
+    cases = bench_cases(m)
+    if cases:
+        effect["bench_cases"] = cases
     return {
         "summary": _summary(packet, "measured", profiler_note=against_parent),
         "raw": _raw(packet, effect),
@@ -491,6 +502,12 @@ def _reference(packet: Packet) -> Distilled:
         missing.append("worth.gain.pct (no baseline to compare with)")
         speedup = None
     record["evidence"] = _measured_evidence(packet, pct, against_parent=False)
+    total = m.get("speedup_vs_original_baseline")
+    if isinstance(total, (int, float)) and total > 0:
+        # After a warm start the trace's baseline is adopted code: the speedup against the
+        # kernel as the run found it is what ranks this code for the next run (%g: stated
+        # as the packet states it).
+        record["retrieval"]["signals"]["metrics"]["speedup_x"] = float(f"{total:.6g}")
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
         "gain": gain,

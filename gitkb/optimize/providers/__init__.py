@@ -73,6 +73,9 @@ class ProposalContext:
     references: Path | None = None  # the knowledge base's prose for this kernel (warm start)
     knowledge: list[dict] = field(default_factory=list)  # the store's answer (--kb, brief)
     kb_context: str = ""  # the store's TLX knowledge documents, joined as TLX joins them
+    # Source keys of the code the run already measured (warm-start candidates included):
+    # proposing one again would lose the slot to the duplicate check.
+    seen: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

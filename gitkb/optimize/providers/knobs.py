@@ -3,8 +3,13 @@
 Each candidate changes one tunable of the current best, rewriting its
 module-level assignment (``NAME = <literal>``) in place, in declared order:
 tunable by tunable, value by value. When a candidate is promoted the sweep
-continues from the new best (coordinate descent); sources already proposed are
-skipped, and when the current best has no untried neighbour the sweep is done.
+continues from the new best (coordinate descent); sources already proposed, or
+already measured by the run (a warm-start candidate), are skipped, and when the
+current best has no untried neighbour the sweep is done. With the knowledge base's
+strategies in the context, a tunable's values are tried in the direction its kept
+changes moved it (``set BLOCK from 64 to 128``: upward), nearest first, instead of
+in declared order: a sweep that starts from adopted code does not go back over
+settings the store shows are worse.
 """
 
 from __future__ import annotations
@@ -67,6 +72,17 @@ class Provider(providers.Provider):
     def _settings(self, source: str) -> dict:
         return {name: current_value(source, name) for name in self.tunables}
 
+    def _order(self, name: str, values: list, current, moves: dict[str, int]) -> list:
+        """``values`` in the order to try them from ``current``: declared order, unless the
+        stored strategies moved this tunable one way (then that way, nearest first)."""
+        way = moves.get(name, 0)
+        if way == 0 or current not in values:
+            return list(values)
+        at = values.index(current)
+        ahead = values[at + 1 :] if way > 0 else values[:at][::-1]
+        behind = values[:at][::-1] if way > 0 else values[at + 1 :]
+        return [*ahead, *behind]
+
     def propose(self, context):
         self._proposed.add(source_key(context.best_source))
         self._proposed.add(source_key(context.baseline_source))
@@ -74,9 +90,10 @@ class Provider(providers.Provider):
         baseline = self._settings(context.baseline_source)
         # A setting an anti-strategy in the knowledge base says failed here is not proposed.
         excluded = knowledge.knob_exclusions(context.knowledge)
+        moves = knowledge.knob_moves(context.knowledge, self.tunables)
         skipped: list[str] = []
         for name, values in self.tunables.items():
-            for value in values:
+            for value in self._order(name, list(values), current[name], moves):
                 if value == current[name]:
                     continue
                 record_id = excluded.get((name, repr(value)))
@@ -86,7 +103,7 @@ class Provider(providers.Provider):
                     continue
                 source = rewrite(context.best_source, name, value)
                 key = source_key(source)
-                if key in self._proposed:
+                if key in self._proposed or key in context.seen:
                     continue
                 self._proposed.add(key)
                 changed = dict(current, **{name: value})

@@ -44,9 +44,13 @@ class Provider(providers.Provider):
         self.answer: dict | None = None
         self._queue: list[dict] = []
 
-    def offer(self, kernel_name: str, hardware: str, baseline_source: str, out: Path) -> dict:
+    def offer(
+        self, kernel_name: str, hardware: str, baseline_source: str, out: Path,
+        workload: str | None = None,
+    ) -> dict:  # fmt: skip
         """Resolve the kernel on ``hardware`` (a token of the target table: its product's
-        page, or its family) in the kernel's language into ``out``; return the answer."""
+        page, or its family) in the kernel's language into ``out``; return the answer.
+        ``workload``: the run's own bench key, whose offers are judged first."""
         from gitkb.trace.naming import sniff_dsl
         from gitkb.warmstart.resolve import resolve
 
@@ -74,7 +78,7 @@ class Provider(providers.Provider):
             # A store that exists but cannot be read whole (a damaged repository, a broken
             # cache that could not be rebuilt): the run goes on cold, saying why.
             self.answer = cold_start(f"{type(exc).__name__}: {exc}", kernel_name)
-        self._queue = list(self.answer["ranks"])
+        self._queue = offer_order(self.answer["ranks"], workload)
         return self.answer
 
     def propose(self, context):
@@ -110,9 +114,24 @@ class Provider(providers.Provider):
 
     def attest(self, offered: Offered, outcome: str, evidence: dict[str, str]) -> str | None:
         """Record ``outcome`` in the record's ledger; return the attest commit's sha."""
+        return self.attest_record(offered.record_id, outcome, evidence)
+
+    def attest_record(self, record_id: str, outcome: str, evidence: dict[str, str]) -> str | None:
         from gitkb.warmstart.attest import attest
 
-        return attest(self.store, offered.record_id, outcome, evidence=evidence).commit
+        return attest(self.store, record_id, outcome, evidence=evidence).commit
+
+
+def offer_order(ranks: list[dict], workload: str | None) -> list[dict]:
+    """The offers in the order to judge them: each rank, then its alternates (the runners-up
+    of its direction: another shape's best kernel is one), with the code measured on this
+    very workload (its bench key is the run's) ahead of the rest, each part in rank order."""
+    offers = []
+    for rank in ranks:
+        offers.append(rank)
+        offers += [dict(alt, type=rank["type"], rank=rank["rank"]) for alt in rank["alternates"]]
+    same = [o for o in offers if workload is not None and o.get("bench_key") == workload]
+    return same + [o for o in offers if o not in same]
 
 
 def cold_start(reason: str, kernel_name: str) -> dict:
