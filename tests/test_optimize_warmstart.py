@@ -157,8 +157,8 @@ def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_p
     assert statuses == [
         ("baseline", "baseline"),
         ("ws-01", "rejected"),
-        ("ws-02", "rejected"),
-        ("r001-c002", "promoted"),  # ws-01 was measured (round 1's c001); ws-02 was its code
+        ("ws-02", "failed"),  # ws-01's code: never evaluated (TLX: failed), no slot spent
+        ("r001-c001", "promoted"),  # ws-01 was measured (round 1's c000)
     ]
     assert "BROKEN = []" in (tmp_path / "out" / "best_kernel.py").read_text()
     # nothing adopted: the run's own work is all of the gain
