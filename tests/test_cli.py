@@ -65,8 +65,8 @@ def test_version_loads_no_click():
 
 
 def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
-    """query, resolve and show on a store whose index cache holds main: no VCS layer's
-    dulwich side, no schema, no gates."""
+    """query and resolve on a store whose index cache holds main: no VCS layer's dulwich
+    side, no schema, no gates; show: no schema, no gates."""
     from conftest import example_files
 
     from gitkb.store import Store
@@ -80,12 +80,17 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
         ["query", *at, "--arch", "sm_90", "softmax", "--json"],
         ["query", *at, "--family", "softmax", "--dsl", "triton", "--brief"],
         ["resolve", *at, "--kernel", "softmax", "--arch", "hopper"],
-        ["show", *at, shown],
     ):
         loaded = _modules_loaded(argv)
         heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
         heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
         assert not heavy, (argv, sorted(heavy))
+    # show asks main's tree whether it holds the row's blob before serving it (a forged
+    # cache row is never served), so it reads objects; still no schema and no gates.
+    loaded = _modules_loaded(["show", *at, shown])
+    heavy = {m for m in loaded if m.split(".")[0] == "jsonschema"}
+    heavy |= {m for m in ("gitkb.gates", "gitkb.schema") if m in loaded}
+    assert not heavy, sorted(heavy)
 
 
 def test_internal_errors_are_one_line(tmp_path):
