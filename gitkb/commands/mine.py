@@ -1,3 +1,5 @@
+import sys
+
 import click
 
 from gitkb.commands import echo_json, store_option
@@ -80,9 +82,7 @@ def command(
         if total < 50:
             return
         if bar is None:
-            bar = click.progressbar(
-                length=total, label="distilling", file=click.get_text_stream("stderr")
-            )
+            bar = click.progressbar(length=total, label="distilling", file=sys.stderr)
             bar.__enter__()
         bar.update(1)
 

@@ -1,3 +1,5 @@
+import sys
+
 import click
 
 from gitkb.commands import open_store, store_option
@@ -9,4 +11,4 @@ from gitkb.commands import open_store, store_option
 def command(record_id: str, store_path: str) -> None:
     """Print the record RECORD_ID exactly as stored."""
     store = open_store(store_path)
-    click.get_binary_stream("stdout").write(store.read_record(record_id).raw)
+    sys.stdout.buffer.write(store.read_record(record_id).raw)

@@ -6,6 +6,8 @@ to gitkb's layout (the store `ids` gate checks every file name)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import first_mined, mined_records
 from gitkb.record import RECORDS_DIR
@@ -26,7 +28,7 @@ def expected_path(data: dict) -> str:
     return "/".join([RECORDS_DIR, *map(str, parts), f"{data.get('id')}.json"])
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, data in mined_records(ctx):
         wanted = expected_path(data)
         if record_file.path != wanted:

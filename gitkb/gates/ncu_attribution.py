@@ -3,6 +3,9 @@ capture: one of the packet's cited profile directories measured the kernel under
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
     evidence,
@@ -11,6 +14,9 @@ from gitkb.gates.trace_evidence import (
     packet_of,
     require_traces,
 )
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
 
 NAME = "ncu-attribution"
 FIELD = "evidence.summary.bottleneck_evidence.basis"
@@ -22,7 +28,7 @@ def basis(data: dict) -> object:
     return claim.get("basis") if isinstance(claim, dict) else None
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     require_traces(ctx)
     for record_file, data in records:
@@ -48,7 +54,7 @@ def check(ctx: GateContext):
             )
 
 
-def _claim_profiler(ctx: GateContext):
+def _claim_profiler(ctx: GateContext) -> RecordFile | None:
     record_file = first_mined(ctx)
     if record_file is None:
         return None

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
@@ -24,6 +26,9 @@ from gitkb.gates.trace_evidence import (
     require_traces,
 )
 from gitkb.record import dig
+
+if TYPE_CHECKING:
+    from gitkb.trace.packets import Packet
 
 NAME = "no-fabrication"
 AUDITED = (
@@ -58,7 +63,7 @@ def normalised(token: str) -> set[str]:
     return forms
 
 
-def pool(packet) -> set[str]:
+def pool(packet: Packet) -> set[str]:
     return (
         magnitudes(json.dumps(packet.agent_facing, ensure_ascii=False))
         | magnitudes(packet.code)
@@ -66,7 +71,7 @@ def pool(packet) -> set[str]:
     )
 
 
-def audited_leaves(data: dict):
+def audited_leaves(data: dict) -> Iterator[tuple[str, str]]:
     """(field path, text) for every audited leaf, numbers in their usual decimal form."""
     for keys in AUDITED:
         node = dig(data, *keys)
@@ -74,7 +79,7 @@ def audited_leaves(data: dict):
             yield from _leaves(node, ".".join(keys))
 
 
-def _leaves(node, where: str):
+def _leaves(node: object, where: str) -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for key, value in node.items():
             if key not in UNAUDITED_KEYS:
@@ -96,7 +101,7 @@ def _all_stated(data: dict, allowed: set[str]) -> bool:
     return all(normalised(token) & allowed or not normalised(token) for token in tokens)
 
 
-def _texts(node, out: list[str]) -> None:
+def _texts(node: object, out: list[str]) -> None:
     """Every audited leaf of ``node`` as text, without its path (see ``_leaves``)."""
     if isinstance(node, dict):
         for key, value in node.items():
@@ -111,7 +116,7 @@ def _texts(node, out: list[str]) -> None:
         out.append(repr(node))
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     require_traces(ctx)
     for record_file, data in records:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import first_mined, mined_records
 
@@ -10,7 +12,7 @@ NAME = "profile"
 ERRORS_PER_RECORD = 4
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     from gitkb import schema
 
     for record_file, data in mined_records(ctx):
@@ -18,7 +20,7 @@ def check(ctx: GateContext):
             yield Finding(record_file.id, NAME, message, path)
 
 
-def _mutate(change):
+def _mutate(change: Callable[[dict], object]) -> Callable[[GateContext], bool]:
     def mutate(ctx: GateContext) -> bool:
         record_file = first_mined(ctx)
         return record_file is not None and change(record_file.data) is not False

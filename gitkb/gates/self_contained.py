@@ -11,6 +11,7 @@ latencies, only ``worth.gain`` is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
@@ -63,7 +64,7 @@ def is_number(value: object) -> bool:
 # --- the checks, each a generator of (field, message) ------------------------------------
 
 
-def _prose_problems(record: dict):
+def _prose_problems(record: dict) -> Iterator[tuple[str, str]]:
     payload = _object(record.get("payload"))
     problem = _object(payload.get("problem"))
     if is_blank(payload.get("goal")):
@@ -80,7 +81,7 @@ def _prose_problems(record: dict):
         yield "payload.problem.operator", "an operator-level record names no problem.operator"
 
 
-def _gain_string_problems(gain: dict):
+def _gain_string_problems(gain: dict) -> Iterator[tuple[str, str]]:
     if not gain.get("basis"):
         yield "worth.gain.basis", "gain basis is missing"
     for key, value in gain.items():
@@ -88,7 +89,7 @@ def _gain_string_problems(gain: dict):
             yield f"worth.gain.{key}", f"absolute latency in worth.gain.{key}: {value!r}"
 
 
-def _metric_problems(gain: dict):
+def _metric_problems(gain: dict) -> Iterator[tuple[str, str]]:
     for list_name in METRIC_LISTS:
         for position, metric in enumerate(_entries(gain.get(list_name))):
             where = f"worth.gain.{list_name}[{position}]"
@@ -110,14 +111,14 @@ def _metric_problems(gain: dict):
                 yield where, "metric has no delta_pct, before or after, and no note saying why"
 
 
-def _measured_strategy_problems(record: dict, gain: dict):
+def _measured_strategy_problems(record: dict, gain: dict) -> Iterator[tuple[str, str]]:
     if gain.get("basis") != "measured" or record.get("type") != "strategy":
         return
     if not any(m.get("delta_pct") is not None for m in _entries(gain.get("metrics"))):
         yield "worth.gain.metrics", "a measured strategy has no metric with a delta_pct"
 
 
-def _pct_problems(gain: dict):
+def _pct_problems(gain: dict) -> Iterator[tuple[str, str]]:
     primary = gain.get("primary")
     headline = [
         m.get("delta_pct")
@@ -138,7 +139,7 @@ def _pct_problems(gain: dict):
         )
 
 
-def _implementation_problems(record: dict):
+def _implementation_problems(record: dict) -> Iterator[tuple[str, str]]:
     if record.get("type") not in CODE_CARRYING_TYPES:
         return
     payload = _object(record.get("payload"))
@@ -163,7 +164,7 @@ def _implementation_problems(record: dict):
         )
 
 
-def problems(record: dict):
+def problems(record: dict) -> Iterator[tuple[str, str]]:
     """(field, message) for every way one record is not self-contained."""
     gain = _object(_object(record.get("worth")).get("gain"))
     yield from _prose_problems(record)
@@ -174,7 +175,7 @@ def problems(record: dict):
     yield from _implementation_problems(record)
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, record in ctx.parsed():
         for field, message in problems(record):
             yield Finding(record_file.id, NAME, message, field)

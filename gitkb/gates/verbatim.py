@@ -14,6 +14,8 @@ that equals it with that word standing for any text."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
@@ -24,6 +26,9 @@ from gitkb.gates.trace_evidence import (
     require_traces,
 )
 from gitkb.trace.scrub import PLACEHOLDERS
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
 
 NAME = "verbatim"
 MIN_LINE_CHARS = 12
@@ -53,7 +58,7 @@ def snippets(data: dict) -> list[tuple[str, str]]:
     return found
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     require_traces(ctx)
     for record_file, data in records:
@@ -93,7 +98,7 @@ def _scrubbed_from(line: str, code_lines: list[str]) -> bool:
     return any(pattern.fullmatch(candidate) for candidate in code_lines)
 
 
-def _quoting(ctx: GateContext):
+def _quoting(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(snippets(data)))
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from gitkb import record as rec
@@ -99,7 +99,9 @@ def check_push(updates: list[RefUpdate], repo: Repository) -> list[str]:
 # --------------------------------------------------------------------------- main
 
 
-def _check_main(repo: Repository, cache: IndexCache, update: RefUpdate, held: tuple):
+def _check_main(
+    repo: Repository, cache: IndexCache, update: RefUpdate, held: tuple
+) -> list[tuple[str, Finding]]:
     if update.new is None:
         return [(ZERO_SHA, Finding("-", "history", "the records branch cannot be deleted"))]
     # A new main is checked from where it leaves what the repository already holds.
@@ -128,7 +130,9 @@ def _check_main(repo: Repository, cache: IndexCache, update: RefUpdate, held: tu
     return out
 
 
-def _check_commit(repo: Repository, cache: IndexCache, commit: CommitInfo, changed: dict):
+def _check_commit(
+    repo: Repository, cache: IndexCache, commit: CommitInfo, changed: dict
+) -> list[Finding]:
     parent = commit.parents[0] if commit.parents else None
     merge = len(commit.parents) > 1
     changes = [
@@ -182,7 +186,9 @@ def _check_commit(repo: Repository, cache: IndexCache, commit: CommitInfo, chang
     return findings
 
 
-def _id_findings(repo, before: StoreView, commit: CommitInfo, checked) -> list[Finding]:
+def _id_findings(
+    repo: Repository, before: StoreView, commit: CommitInfo, checked: list[rec.RecordFile]
+) -> list[Finding]:
     """An added record may not take an id another file holds, in the store before the
     commit or twice within it; the finding names both commits and the way out."""
     findings = []
@@ -244,7 +250,7 @@ def _trailer_findings(commit: CommitInfo, changes: list[PathChange]) -> list[Fin
     ]
 
 
-def _index_file_findings(repo, parent: str | None, commit: CommitInfo) -> list[Finding]:
+def _index_file_findings(repo: Repository, parent: str | None, commit: CommitInfo) -> list[Finding]:
     """records/index.json may leave history (store format 2) or stay in a format-1 store;
     it never comes back."""
     had = parent is not None and repo.blob_sha(parent, INDEX_PATH) is not None
@@ -258,7 +264,9 @@ def _index_file_findings(repo, parent: str | None, commit: CommitInfo) -> list[F
     return []
 
 
-def _append_only_findings(repo, commit: CommitInfo, change: PathChange, gate: str):
+def _append_only_findings(
+    repo: Repository, commit: CommitInfo, change: PathChange, gate: str
+) -> list[Finding]:
     """Ledgers and feedback logs only grow: an ordinary commit appends lines; a merge keeps
     every line of every parent and adds none of its own (git's union merge)."""
     record_id = layout.id_of(change.path)
@@ -281,7 +289,7 @@ def _append_only_findings(repo, commit: CommitInfo, change: PathChange, gate: st
     return []
 
 
-def _dangling_links(record_file: rec.RecordFile, tip: StoreView):
+def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Finding]:
     """The relations gate for a record the push changed: its links resolve at the new tip."""
     from gitkb.gates.relations import dangling_links
 
@@ -295,7 +303,9 @@ def _dangling_links(record_file: rec.RecordFile, tip: StoreView):
 # --------------------------------------------------------------------------- trace refs
 
 
-def _check_trace_ref(repo: Repository, cache: IndexCache, update: RefUpdate):
+def _check_trace_ref(
+    repo: Repository, cache: IndexCache, update: RefUpdate
+) -> list[tuple[str, Finding]]:
     if update.old is None:
         return []
     if update.new is not None:

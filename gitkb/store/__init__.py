@@ -8,8 +8,13 @@ confirm, conflict and reproduction; ``store`` holds ``Store``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def __getattr__(name: str):
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+
+
+def __getattr__(name: str) -> type[Store]:
     # ``from gitkb.store import Store`` without loading the VCS layer for modules that
     # only need the store's names (gitkb.store.layout).
     if name == "Store":
