@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from test_resolve import strategy
 
 from gitkb.errors import GitkbError

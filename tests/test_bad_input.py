@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, example_files, git, kb
+from helpers import ROOT, example_files, git, kb
 
 sys.path.insert(0, str(Path(__file__).parent))
 from trace_factory import legacy_trace  # noqa: E402

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import kb
+from helpers import kb
 
 from gitkb.cli import COMMANDS
 

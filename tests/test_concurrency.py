@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, git
+from helpers import ROOT, git
 
 from gitkb.gates import run_gates
 from gitkb.gates.registry import by_name

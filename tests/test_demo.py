@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 
 from gitkb.store import Store
 from gitkb.warmstart.attest import read_ledger

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import example_files, git, kb
+from helpers import example_files, git, kb
 from test_pre_receive import clone, forge, push, refused, server  # noqa: F401 - fixtures
 
 from gitkb.query.feedback import fold

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import yaml
-from conftest import kb
+from helpers import kb
 
 from gitkb.importers import import_tree
 from gitkb.warmstart.attest import read_ledger

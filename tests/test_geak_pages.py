@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import yaml
-from conftest import kb
+from helpers import kb
 from test_geak_import import REPORT, meta
 
 from gitkb.importers import import_tree

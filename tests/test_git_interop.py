@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import example_files, git
+from helpers import example_files, git
 
 from gitkb.record import dumps
 from gitkb.samples import synthetic

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, git, kb
+from helpers import ROOT, git, kb
 
 from gitkb import record as rec
 from gitkb.hooks.install import server_shim

@@ -8,7 +8,7 @@ import sys
 import sysconfig
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, example_files
+from helpers import ROOT, example_files
 
 from gitkb.store import Store
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from conftest import ROOT, kb
+from helpers import ROOT, kb
 from trace_factory import legacy_trace, long_horizon_trace
 
 from gitkb.mine.pipeline import mine

@@ -585,7 +585,7 @@ def test_long_horizon_granular_evidence(tmp_path):
 
 
 def test_scoring_reproduces_the_example_records_ranks():
-    from conftest import example_files
+    from helpers import example_files
 
     from gitkb.mine.score import rank
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import kb
+from helpers import kb
 from trace_factory import LONG_HORIZON_AUTHOR, Trace
 
 from gitkb.mine.pipeline import mine

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from trace_factory import (
     SPILL_DEADEND,
     Symlink,

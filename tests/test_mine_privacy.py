@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import kb
+from helpers import kb
 from trace_factory import Trace, kernel_source, memory
 
 from gitkb.gates.raw_isolation import served

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb, live_with
+from helpers import git, kb, live_with
 
 from gitkb.optimize import loop, worker
 from gitkb.optimize.providers import ProviderOptions

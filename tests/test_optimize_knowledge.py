@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from conftest import example_files
+from helpers import example_files
 from test_optimize_loop import make_bundle, run
 
 from gitkb import record as rec

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 
 from gitkb.errors import GitkbError
 from gitkb.optimize import loop

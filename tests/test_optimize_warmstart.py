@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb, lose_object
+from helpers import git, kb, lose_object
 from test_optimize_loop import make_bundle, replay_dir, run, variant
 
 from gitkb.store import Store

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import example_files, git, kb
+from helpers import example_files, git, kb
 from test_hooks import put_git_kb_on_path
 
 from gitkb import record as rec

@@ -6,7 +6,7 @@ import copy
 import json
 
 import pytest
-from conftest import example_files, git, kb
+from helpers import example_files, git, kb
 
 from gitkb import record as rec
 from gitkb.query import answer

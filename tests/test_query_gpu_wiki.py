@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONFORMANCE, ROOT
+from helpers import CONFORMANCE, ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import query_gpu_wiki as like  # noqa: E402

@@ -101,7 +101,7 @@ def test_site_renders_in_headless_chromium(store, tmp_path):
 
 
 def test_report_cli_plots_a_mined_trace(tmp_path, store):
-    from conftest import kb
+    from helpers import kb
     from trace_factory import legacy_trace
 
     trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb, lose_object
+from helpers import git, kb, lose_object
 
 from gitkb import targets
 from gitkb.errors import GitkbError

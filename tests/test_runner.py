@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from conftest import live_with
+from helpers import live_with
 
 from gitkb import runner
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from test_hooks import put_git_kb_on_path
 from test_pre_receive import git_daemon
 

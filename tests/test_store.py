@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import example_files, git, kb, needs_conformance
+from helpers import example_files, git, kb, needs_conformance
 
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
 from gitkb.importers.gpu_wiki import export_tree, import_tree

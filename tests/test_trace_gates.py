@@ -12,7 +12,7 @@ import copy
 import subprocess
 
 import pytest
-from conftest import git, kb, needs_conformance
+from helpers import git, kb, needs_conformance
 from trace_factory import Symlink, Trace, kernel_source
 
 from gitkb import record as rec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import needs_conformance
+from helpers import needs_conformance
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError

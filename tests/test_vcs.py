@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import git
+from helpers import git
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved
 from gitkb.vcs.repository import Repository
