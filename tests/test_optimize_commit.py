@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git
+from helpers import git
 
 from gitkb.optimize.commit import MergeConflict, build_message, commit_winner, merge3, prepare
 
@@ -406,8 +406,6 @@ def test_a_winner_overlapping_a_staged_hunk_is_refused(tmp_path):
 def test_the_pre_commit_framework_judges_the_winner(tmp_path):
     """A repository guarded by the pre-commit framework: it stashes the user's unstaged
     work, judges only the winner's change, and puts everything back."""
-    if shutil.which("pre-commit") is None:
-        pytest.skip("the pre-commit framework is not installed")
     repo = repo_with(tmp_path)
     (repo / ".pre-commit-config.yaml").write_text(
         "repos:\n- repo: local\n  hooks:\n  - id: no-todo\n    name: no TODO in kernels\n"
@@ -415,7 +413,11 @@ def test_the_pre_commit_framework_judges_the_winner(tmp_path):
     )
     git("add", ".pre-commit-config.yaml", cwd=repo)
     git("commit", "-qm", "guard", cwd=repo)
-    subprocess.run(["pre-commit", "install"], cwd=repo, check=True, capture_output=True)
+    # pre-commit is one of gitkb's dependencies: run it as this interpreter's module (a
+    # venv's scripts need not be on PATH); its installed hook names this interpreter too.
+    subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=repo, check=True, capture_output=True
+    )
     other_work(repo)
     before = state(repo)
     todo = BASE.replace("line 15\n", "line 15 TODO\n")
