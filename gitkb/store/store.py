@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
+from gitkb.store import config as store_config
 from gitkb.store import layout
 from gitkb.store.cache import IndexCache, RepoOpener
 from gitkb.store.view import StoreView
@@ -149,6 +150,11 @@ class Store:
         if self.repo.blob_sha(self.tip, INDEX_PATH) is not None:
             return layout.FORMAT_1
         return layout.FORMAT_2
+
+    def settings(self, commit: str | None = None) -> store_config.StoreConfig:
+        """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
+        error naming it."""
+        return store_config.parse(self.config(commit), str(self.location))
 
     def config(self, commit: str | None = None) -> dict:
         commit = commit or self.tip
