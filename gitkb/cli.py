@@ -11,7 +11,7 @@ import importlib
 import click
 
 from gitkb import __version__
-from gitkb.error_handler import error_handler
+from gitkb.error_handler import error_handler, set_verbosity
 
 # verb -> (module under gitkb.commands, one-line help shown by `git kb --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -68,11 +68,14 @@ class LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, "-V", "--version", prog_name="git-kb")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Debug notes on stderr too.")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr: no notes.")
+def cli(verbose: bool, quiet: bool) -> None:
     """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
 
     Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
     """
+    set_verbosity(verbose, quiet)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,7 +22,7 @@ from gitkb.query import budget, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
 from gitkb.store.layout import FEEDBACK_DIR, feedback_path
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
 _DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")

@@ -40,7 +40,7 @@ from gitkb.vcs.plain import blob_id
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "4"  # bump when the tables or what an entry holds change

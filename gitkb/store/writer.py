@@ -24,7 +24,7 @@ from gitkb.vcs.trailers import format_message, parse_trailers
 if TYPE_CHECKING:
     from gitkb.store.store import Store
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 
 _CAS_ATTEMPTS = 3
 _CHUNK = 200  # commits per pack and per move of main

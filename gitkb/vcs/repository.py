@@ -41,7 +41,7 @@ ZERO_SHA = "0" * 40
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 _RECENT_RAW = 4
 
 
