@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -234,12 +234,8 @@ def _set_journal(path: str) -> Callable[[GateContext], bool]:
     return mutate
 
 
-def _unknown_experiment(ctx: GateContext) -> bool:
-    extra = _granular(ctx)
-    if extra is None:
-        return False
+def _unknown_experiment(extra: dict) -> None:
     extra["experiments"] = [*(extra.get("experiments") or []), 9999]
-    return True
 
 
 def _omitted_journal(ctx: GateContext) -> bool:
@@ -251,14 +247,10 @@ def _omitted_journal(ctx: GateContext) -> bool:
     return True
 
 
-def _unresolved_promotion(ctx: GateContext) -> bool:
-    extra = _granular(ctx)
-    if extra is None:
-        return False
+def _unresolved_promotion(extra: dict) -> None:
     for key in COMMIT_KEYS:
         extra.pop(key, None)
     extra["promotion_commit"] = "0" * 40
-    return True
 
 
 GATE = Gate(
@@ -272,8 +264,12 @@ GATE = Gate(
         ),
         Injection("journal-provenance/absolute-path", _set_journal("/etc/passwd")),
         Injection("journal-provenance/traversal", _set_journal("memory/../../outside.json")),
-        Injection("journal-provenance/unknown-experiment", _unknown_experiment),
-        Injection("journal-provenance/unresolved-promotion", _unresolved_promotion),
+        Injection(
+            "journal-provenance/unknown-experiment", mutation(_granular, _unknown_experiment)
+        ),
+        Injection(
+            "journal-provenance/unresolved-promotion", mutation(_granular, _unresolved_promotion)
+        ),
         Injection("journal-provenance/omitted-journal", _omitted_journal),
     ),
 )

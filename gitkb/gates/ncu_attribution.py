@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -84,13 +84,9 @@ def _unusable_capture(ctx: GateContext) -> bool:
     return True
 
 
-def _no_packet(ctx: GateContext) -> bool:
-    record_file = _claim_profiler(ctx)
-    if record_file is None:
-        return False
+def _no_packet(record_file: RecordFile) -> None:
     record_file.data["id"] += "-unmined"
     record_file.data["evidence"]["raw"]["version"] = "v9999"
-    return True
 
 
 GATE = Gate(
@@ -101,6 +97,6 @@ GATE = Gate(
     injections=(
         Injection("ncu-attribution/unbacked-claim", _unbacked_claim),
         Injection("ncu-attribution/unusable-capture", _unusable_capture),
-        Injection("ncu-attribution/no-packet", _no_packet),
+        Injection("ncu-attribution/no-packet", mutation(_claim_profiler, _no_packet)),
     ),
 )

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -28,6 +28,7 @@ from gitkb.gates.trace_evidence import (
 from gitkb.record import dig
 
 if TYPE_CHECKING:
+    from gitkb.record import RecordFile
     from gitkb.trace.packets import Packet
 
 NAME = "no-fabrication"
@@ -145,10 +146,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
                 )
 
 
-def _invented_number(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _invented_number(record_file: RecordFile) -> bool:
     data = record_file.data
     gain = (data.get("worth") or {}).get("gain") or {}
     metrics = gain.get("metrics") or []
@@ -164,35 +162,23 @@ def _invented_number(ctx: GateContext) -> bool:
     return False
 
 
-def _invented_signal(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _invented_signal(record_file: RecordFile) -> None:
     signals = record_file.data.setdefault("retrieval", {}).setdefault("signals", {})
     metrics = signals.get("metrics")
     signals["metrics"] = {**(metrics if isinstance(metrics, dict) else {}), "dram_pct": 93.17}
-    return True
 
 
-def _invented_effect(ctx: GateContext) -> bool:
+def _invented_effect(record_file: RecordFile) -> None:
     """A better absolute latency than the trace measured: warm start ranks by it."""
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
     raw = record_file.data.setdefault("evidence", {}).setdefault("raw", {})
     effect = raw.get("effect") if isinstance(raw.get("effect"), dict) else {"basis": "measured"}
     raw["effect"] = {**effect, "new_geomean_us": 12.3457}
-    return True
 
 
-def _unmatched_record(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _unmatched_record(record_file: RecordFile) -> None:
     data = record_file.data
     data["id"] += "-unmined"
     data["evidence"]["raw"]["version"] = "v9999"
-    return True
 
 
 def _evidence_lost(ctx: GateContext) -> bool:
@@ -211,10 +197,12 @@ GATE = Gate(
     description="every number a mined record states occurs in its packet",
     check=check,
     injections=(
-        Injection("no-fabrication/invented-number", _invented_number),
-        Injection("no-fabrication/invented-signal-metric", _invented_signal),
-        Injection("no-fabrication/invented-effect-geomean", _invented_effect),
-        Injection("no-fabrication/no-packet", _unmatched_record),
+        Injection("no-fabrication/invented-number", mutation(first_mined, _invented_number)),
+        Injection("no-fabrication/invented-signal-metric", mutation(first_mined, _invented_signal)),
+        Injection(
+            "no-fabrication/invented-effect-geomean", mutation(first_mined, _invented_effect)
+        ),
+        Injection("no-fabrication/no-packet", mutation(first_mined, _unmatched_record)),
         Injection("no-fabrication/evidence-lost", _evidence_lost),
     ),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 
 NAME = "self-contained"
 
@@ -196,45 +196,25 @@ def _blank_goal(ctx: GateContext) -> bool:
     return True
 
 
-def _latency_in_gain_note(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _latency_in_gain_note(strategy: dict) -> None:
     strategy["worth"]["gain"]["note"] = "geomean went from 53.6 us to 41.8 us"
-    return True
 
 
-def _microsecond_metric(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _microsecond_metric(strategy: dict) -> None:
     metric = strategy["worth"]["gain"]["metrics"][0]
     metric.update(unit="us", before=53.6, after=41.8)
-    return True
 
 
-def _pct_not_headline(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _pct_not_headline(strategy: dict) -> None:
     strategy["worth"]["gain"]["pct"] = 25.0
-    return True
 
 
-def _diff_labelled_source(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _diff_labelled_source(strategy: dict) -> None:
     strategy["payload"]["implementation"]["format"] = "source (verbatim)"
-    return True
 
 
-def _missing_operator(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _missing_operator(strategy: dict) -> None:
     strategy["payload"]["problem"]["operator"] = None
-    return True
 
 
 GATE = Gate(
@@ -244,10 +224,14 @@ GATE = Gate(
     check=check,
     injections=(
         Injection("self-contained/blank-goal", _blank_goal),
-        Injection("self-contained/latency-in-gain-note", _latency_in_gain_note),
-        Injection("self-contained/microsecond-metric", _microsecond_metric),
-        Injection("self-contained/pct-not-headline", _pct_not_headline),
-        Injection("self-contained/diff-labelled-source", _diff_labelled_source),
-        Injection("self-contained/missing-operator", _missing_operator),
+        Injection(
+            "self-contained/latency-in-gain-note", mutation(_strategy, _latency_in_gain_note)
+        ),
+        Injection("self-contained/microsecond-metric", mutation(_strategy, _microsecond_metric)),
+        Injection("self-contained/pct-not-headline", mutation(_strategy, _pct_not_headline)),
+        Injection(
+            "self-contained/diff-labelled-source", mutation(_strategy, _diff_labelled_source)
+        ),
+        Injection("self-contained/missing-operator", mutation(_strategy, _missing_operator)),
     ),
 )

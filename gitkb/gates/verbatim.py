@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -102,19 +102,12 @@ def _quoting(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(snippets(data)))
 
 
-def _paraphrased(ctx: GateContext) -> bool:
-    record_file = _quoting(ctx)
-    if record_file is None:
-        return False
+def _paraphrased(record_file: RecordFile) -> None:
     invented = "+    acc = fused_rescale_accumulate(acc, x_tile, running_max)\n"
     _replace_snippet(record_file.data, invented)
-    return True
 
 
-def _renamed_variable(ctx: GateContext) -> bool:
-    record_file = _quoting(ctx)
-    if record_file is None:
-        return False
+def _renamed_variable(record_file: RecordFile) -> bool:
     snippet = snippets(record_file.data)[0][1]
     lines = snippet.splitlines()
     for i, line in enumerate(lines):
@@ -152,8 +145,8 @@ GATE = Gate(
     description="quoted code occurs line by line in the trace's code at the cited commit",
     check=check,
     injections=(
-        Injection("verbatim/paraphrased-snippet", _paraphrased),
-        Injection("verbatim/renamed-variable", _renamed_variable),
+        Injection("verbatim/paraphrased-snippet", mutation(_quoting, _paraphrased)),
+        Injection("verbatim/renamed-variable", mutation(_quoting, _renamed_variable)),
         Injection("verbatim/packet-without-code", _packet_without_code),
     ),
 )
