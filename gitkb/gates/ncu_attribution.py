@@ -11,12 +11,13 @@ from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
     mined_records,
-    packet_of,
+    packet_of_record,
     require_traces,
 )
 
 if TYPE_CHECKING:
     from gitkb.record import RecordFile
+    from gitkb.trace.packets import Packet
 
 NAME = "ncu-attribution"
 FIELD = "evidence.summary.bottleneck_evidence.basis"
@@ -64,24 +65,14 @@ def _claim_profiler(ctx: GateContext) -> RecordFile | None:
     return record_file
 
 
-def _unbacked_claim(ctx: GateContext) -> bool:
-    record_file = _claim_profiler(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
+def _unbacked_claim(packet: Packet) -> None:
     packet.provenance["ncu_dirs"] = []
-    return True
 
 
-def _unusable_capture(ctx: GateContext) -> bool:
+def _unusable_capture(packet: Packet) -> None:
     """Captures are cited, but none measured the kernel under test."""
-    record_file = _claim_profiler(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
     packet.provenance["ncu_dirs"] = packet.provenance.get("ncu_dirs") or ["profiles/v1"]
     packet.usable_captures = []
-    return True
 
 
 def _no_packet(record_file: RecordFile) -> None:
@@ -95,8 +86,14 @@ GATE = Gate(
     description="a profiler-based bottleneck cites a usable capture of the kernel",
     check=check,
     injections=(
-        Injection("ncu-attribution/unbacked-claim", _unbacked_claim),
-        Injection("ncu-attribution/unusable-capture", _unusable_capture),
+        Injection(
+            "ncu-attribution/unbacked-claim",
+            mutation(packet_of_record(_claim_profiler), _unbacked_claim),
+        ),
+        Injection(
+            "ncu-attribution/unusable-capture",
+            mutation(packet_of_record(_claim_profiler), _unusable_capture),
+        ),
         Injection("ncu-attribution/no-packet", mutation(_claim_profiler, _no_packet)),
     ),
 )

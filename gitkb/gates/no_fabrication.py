@@ -22,7 +22,7 @@ from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
     mined_records,
-    packet_of,
+    packet_of_record,
     require_traces,
 )
 from gitkb.record import dig
@@ -181,14 +181,9 @@ def _unmatched_record(record_file: RecordFile) -> None:
     data["evidence"]["raw"]["version"] = "v9999"
 
 
-def _evidence_lost(ctx: GateContext) -> bool:
+def _evidence_lost(packet: Packet) -> None:
     """The trace no longer states the record's numbers: the packet says nothing."""
-    record_file = first_mined(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
     packet.agent_facing, packet.target, packet.diff, packet.kernel = {}, {}, None, None
-    return True
 
 
 GATE = Gate(
@@ -203,6 +198,8 @@ GATE = Gate(
             "no-fabrication/invented-effect-geomean", mutation(first_mined, _invented_effect)
         ),
         Injection("no-fabrication/no-packet", mutation(first_mined, _unmatched_record)),
-        Injection("no-fabrication/evidence-lost", _evidence_lost),
+        Injection(
+            "no-fabrication/evidence-lost", mutation(packet_of_record(first_mined), _evidence_lost)
+        ),
     ),
 )

@@ -199,3 +199,16 @@ def packet_of(ctx: GateContext, data: dict) -> Packet | None:
     if source(ctx) is None or not is_mined(data):
         return None
     return evidence(ctx, data).packet
+
+
+def packet_of_record(
+    locate: Callable[[GateContext], RecordFile | None],
+) -> Callable[[GateContext], Packet | None]:
+    """A ``mutation`` locator: the packet of the record ``locate`` finds (for injection
+    cases that damage the evidence rather than the record)."""
+
+    def packet(ctx: GateContext) -> Packet | None:
+        record_file = locate(ctx)
+        return packet_of(ctx, record_file.data) if record_file is not None else None
+
+    return packet

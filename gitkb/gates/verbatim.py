@@ -22,13 +22,14 @@ from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
     mined_records,
-    packet_of,
+    packet_of_record,
     require_traces,
 )
 from gitkb.trace.scrub import PLACEHOLDERS
 
 if TYPE_CHECKING:
     from gitkb.record import RecordFile
+    from gitkb.trace.packets import Packet
 
 NAME = "verbatim"
 MIN_LINE_CHARS = 12
@@ -118,13 +119,8 @@ def _renamed_variable(record_file: RecordFile) -> bool:
     return False
 
 
-def _packet_without_code(ctx: GateContext) -> bool:
-    record_file = _quoting(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
+def _packet_without_code(packet: Packet) -> None:
     packet.diff = packet.kernel = None
-    return True
 
 
 def _replace_snippet(data: dict, text: str) -> None:
@@ -147,6 +143,9 @@ GATE = Gate(
     injections=(
         Injection("verbatim/paraphrased-snippet", mutation(_quoting, _paraphrased)),
         Injection("verbatim/renamed-variable", mutation(_quoting, _renamed_variable)),
-        Injection("verbatim/packet-without-code", _packet_without_code),
+        Injection(
+            "verbatim/packet-without-code",
+            mutation(packet_of_record(_quoting), _packet_without_code),
+        ),
     ),
 )
