@@ -7,6 +7,8 @@ from helpers import kb
 
 from gitkb.cli import COMMANDS
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 @pytest.mark.parametrize("verb", sorted(COMMANDS))
 def test_every_verb_has_help(verb):

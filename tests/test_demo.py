@@ -12,6 +12,8 @@ from helpers import git, kb
 from gitkb.store import Store
 from gitkb.warmstart.attest import read_ledger
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):

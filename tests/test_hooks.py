@@ -20,6 +20,8 @@ from gitkb.resources import data_dir
 from gitkb.samples import synthetic
 from gitkb.store import Store
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
     """A `git-kb` executable on PATH that runs this checkout's gitkb, as hooks call it."""

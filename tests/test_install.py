@@ -10,6 +10,8 @@ import sysconfig
 import pytest
 from helpers import ROOT
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from helpers import example_files, kb
 from trace_factory import legacy_trace
 
 from gitkb.error_handler import LIVE_LOGGER
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def _break_cache(store) -> None:

@@ -24,6 +24,8 @@ from gitkb.errors import GitkbError
 from gitkb.mine.pipeline import mine
 from gitkb.store import Store
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 def outcomes(result):
     return {o.seg_id: o.action for o in result.outcomes}

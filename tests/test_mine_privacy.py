@@ -16,6 +16,8 @@ from gitkb.mine.pipeline import mine
 from gitkb.store import Store
 from gitkb.trace.scrub import Scrubber, scrub, user_names
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 LABEL = "kernel_opt_007_rmsnorm"
 PRIVATE = ("alice", "acme", "/home", "example.com", "zephyr")
 PATH = "/home/alice/work/kernels/rmsnorm_fast.py"

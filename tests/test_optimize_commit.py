@@ -77,6 +77,7 @@ def test_merge3_agrees_with_git_merge_file(tmp_path):
     assert merge3(BASE.encode(), TUNED.encode(), TUNED.encode()) == TUNED.encode()
 
 
+@pytest.mark.slow
 def test_clean_target_only_the_winner_is_committed(tmp_path):
     repo = repo_with(tmp_path)
     before = other_work(repo)
@@ -286,6 +287,7 @@ def state(repo: Path) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_hooks_run_and_the_reflog_is_written(tmp_path):
     repo = repo_with(tmp_path)
     seen = tmp_path / "pre-commit-saw"
@@ -307,6 +309,7 @@ def test_hooks_run_and_the_reflog_is_written(tmp_path):
     assert branch_log == "commit: Tune line 15"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pre-commit", "commit-msg"])
 def test_a_refusing_hook_refuses_the_commit_and_changes_nothing(tmp_path, name):
     repo = repo_with(tmp_path)
@@ -343,6 +346,7 @@ def gpg_stub(tmp_path: Path, status: int) -> Path:
     return stub
 
 
+@pytest.mark.slow
 def test_commit_signing_is_honoured(tmp_path):
     repo = repo_with(tmp_path)
     git("config", "commit.gpgsign", "true", cwd=repo)
@@ -369,6 +373,7 @@ def test_a_signing_failure_refuses_the_commit(tmp_path):
     assert state(repo) == before
 
 
+@pytest.mark.slow
 def test_staged_hunks_of_the_kernel_stay_staged(tmp_path):
     repo = repo_with(tmp_path)
     kernel = repo / "src" / "kernel.py"
@@ -403,6 +408,7 @@ def test_a_winner_overlapping_a_staged_hunk_is_refused(tmp_path):
     assert state(repo) == before
 
 
+@pytest.mark.slow
 def test_the_pre_commit_framework_judges_the_winner(tmp_path):
     """A repository guarded by the pre-commit framework: it stashes the user's unstaged
     work, judges only the winner's change, and puts everything back."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from helpers import example_files
 from test_optimize_loop import make_bundle, run
 
@@ -18,6 +19,8 @@ from gitkb import record as rec
 from gitkb.query.feedback import fold
 from gitkb.store import Store
 from gitkb.store.layout import feedback_path
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 ONE_CASE = [{"case_id": "small", "parameters": {"scale": 1.0}, "weight": 1.0}]
 ANTI_ID = "generic.cpu.any.bundle.anti.set-cost-from-60-0-to-120-0-t01"

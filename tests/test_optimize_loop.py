@@ -16,6 +16,8 @@ from gitkb.errors import GitkbError
 from gitkb.optimize import loop
 from gitkb.optimize.providers import ProviderOptions
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 HARNESS = """
 import os
 

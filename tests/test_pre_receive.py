@@ -27,6 +27,8 @@ from gitkb.validate import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 STORE_GATES = [g for g in record_level() if g.family == "store"]
 DAEMON_START_S = 10
 

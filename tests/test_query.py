@@ -15,6 +15,8 @@ from gitkb.query.scope import Request
 from gitkb.samples import synthetic
 from gitkb.store import Store
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 ANTI = "nvidia.h100.triton.norm.anti.whole-row-in-registers-t01"
 CARD = "nvidia.hopper.any.kernel-opt.online-softmax"

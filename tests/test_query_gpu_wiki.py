@@ -20,6 +20,8 @@ from helpers import CONFORMANCE, ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 import query_gpu_wiki as like  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 def reference_repo() -> Path:
     repo = Path(os.environ.get("GITKB_GPU_WIKI_REPO") or like.MIRROR)

@@ -175,6 +175,7 @@ def test_corrupt_entry_is_skipped_and_counted(store):
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
+@pytest.mark.slow
 def test_reads_only_the_candidates_files_and_no_repository(bare_store, monkeypatch):
     """The cache chooses; only the same-arch candidates' records (and ledgers) are read,
     and with the cache current for main the repository is never opened."""
@@ -216,12 +217,14 @@ def test_a_missing_object_is_skipped_and_counted(tmp_path):
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
+@pytest.mark.slow
 def test_bare_clone_without_checkout(store, tmp_path):
     admit(store, strategy(1))
     git("clone", "-q", "--bare", str(store.location), str(tmp_path / "clone.git"))
     assert ids(resolve(tmp_path / "clone.git", "softmax", product="sm_90")) == [strategy(1)["id"]]
 
 
+@pytest.mark.slow
 def test_kernel_matching_tiers_and_ambiguity(bare_store):
     admit(
         bare_store,
@@ -272,6 +275,7 @@ def test_prose_and_code_mirrored_before_verdict(bare_store, tmp_path):
         resolve(bare_store.location, "softmax", arch="hopper", out=str(out))
 
 
+@pytest.mark.slow
 def test_cli_prints_one_json_document(bare_store):
     admit(bare_store, strategy(1))
     result = kb(
@@ -287,6 +291,7 @@ def test_cli_prints_one_json_document(bare_store):
     )
 
 
+@pytest.mark.slow
 def test_missing_store_root_is_a_miss(tmp_path):
     for where in (tmp_path / "no-such-store", tmp_path):
         result = kb("resolve", "--kernel", "softmax", "--arch", "hopper", "--store", str(where))
@@ -309,6 +314,7 @@ def test_unknown_arch_token_names_the_known_ones(bare_store):
 # ----------------------------------------------------------------- pages (GEAK's identity)
 
 
+@pytest.mark.slow
 def test_a_product_is_its_own_page_not_its_family(bare_store):
     """gfx1200 and gfx1201 are both RDNA4, and still two pages; gfx90a (no clean-1.3 family)
     resolves by its page; a bare arch still reads every product of the family."""

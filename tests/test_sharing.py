@@ -25,6 +25,8 @@ from gitkb.store.layout import BRANCH
 from gitkb.vcs.trailers import format_message
 from gitkb.warmstart.attest import read_ledger
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 WORKERS = 8
 ROUNDS = 2
 

@@ -64,6 +64,7 @@ def test_bad_keys_are_one_error_naming_the_key_and_file(data, message):
     assert caught.value.message == f"/srv/kb: gitkb.toml: {message}"
 
 
+@pytest.mark.slow
 def test_mining_into_a_store_with_an_unknown_key_says_which(tmp_path, store):
     t = Trace(tmp_path / "kernel_opt_012_softmax")
     t.setup()

@@ -16,6 +16,8 @@ from gitkb.record.index import Index, index_entry
 from gitkb.samples import synthetic
 from gitkb.validate import folder_context, validate
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
 
 def write_folder(folder, count: int = 420):
     index = Index()
