@@ -105,7 +105,7 @@ def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
     """The trace at ``trace`` under the label the folder's mined records name (when they
     name one), built with the options mining recorded in the folder's traces/<label>.json."""
     from gitkb.gates.trace_evidence import label_of
-    from gitkb.store.layout import TRACE_OPTIONS_PATH
+    from gitkb.layout import TRACE_OPTIONS_PATH
     from gitkb.trace.sources import TraceRepo, open_trace, read_options
 
     repo, head, label = open_trace(Path(trace))

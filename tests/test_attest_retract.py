@@ -9,9 +9,9 @@ from helpers import git, kb
 from test_resolve import strategy
 
 from gitkb.errors import GitkbError
+from gitkb.layout import ledger_path
 from gitkb.record import dumps
 from gitkb.store import Store
-from gitkb.store.layout import ledger_path
 from gitkb.warmstart.attest import attest, read_ledger
 from gitkb.warmstart.retract import retract, unretract
 

@@ -9,9 +9,9 @@ import pytest
 from helpers import example_files, git, kb
 from test_pre_receive import clone, forge, push, refused, server  # noqa: F401 - fixtures
 
+from gitkb.layout import feedback_path
 from gitkb.query.feedback import fold
 from gitkb.store import Store
-from gitkb.store.layout import feedback_path
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

@@ -16,9 +16,9 @@ from helpers import example_files
 from test_optimize_loop import make_bundle, run
 
 from gitkb import record as rec
+from gitkb.layout import feedback_path
 from gitkb.query.feedback import fold
 from gitkb.store import Store
-from gitkb.store.layout import feedback_path
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

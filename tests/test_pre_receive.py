@@ -19,10 +19,10 @@ from test_hooks import put_git_kb_on_path
 from gitkb import record as rec
 from gitkb.gates.registry import record_level
 from gitkb.hooks import local as hooks
+from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH
 from gitkb.samples import synthetic
 from gitkb.store import Store
-from gitkb.store.layout import BRANCH
 from gitkb.validate import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message

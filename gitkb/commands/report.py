@@ -21,8 +21,8 @@ def command(out_dir: str, store_path: str) -> None:
     """
     from pathlib import Path
 
+    from gitkb.layout import TRACE_REFS
     from gitkb.site import build_site, trace_ladder
-    from gitkb.store.layout import TRACE_REFS
 
     store = open_store(store_path)
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]

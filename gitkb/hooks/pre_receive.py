@@ -24,11 +24,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.record.index import INDEX_PATH
-from gitkb.store import layout
 from gitkb.store.cache import IndexCache
 from gitkb.store.view import StoreView
 from gitkb.store.writer import message_problems

@@ -18,9 +18,9 @@ import logging
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotAStore
+from gitkb.layout import FEEDBACK_DIR, feedback_path
 from gitkb.query import budget, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
-from gitkb.store.layout import FEEDBACK_DIR, feedback_path
 
 log = logging.getLogger(__name__)
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError
 from gitkb.gates import Finding, GateContext, GateResult, run_gates
 from gitkb.record.signature import content_signature
-from gitkb.store import layout
 from gitkb.store.view import StoreView
 from gitkb.store.writer import Builder, Change
 

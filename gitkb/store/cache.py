@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
+from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
 from gitkb.store.rows import COLUMNS, Row, row_values
 from gitkb.vcs.plain import blob_id
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitkb.errors import GitkbError
-from gitkb.store.layout import CONFIG_PATH
+from gitkb.layout import CONFIG_PATH
 
 DEFAULT_MAX_RECORD_BYTES = 1 << 20
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
 from gitkb.store import config as store_config
-from gitkb.store import layout
 from gitkb.store.cache import IndexCache, RepoOpener
 from gitkb.store.view import StoreView
 from gitkb.vcs import plain

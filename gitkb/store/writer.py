@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gitkb import layout
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
-from gitkb.store import layout
 from gitkb.store.view import StoreView
 from gitkb.vcs import worktree
 from gitkb.vcs.trailers import format_message, parse_trailers

@@ -14,8 +14,8 @@ import json
 import re
 from pathlib import Path
 
+from gitkb import layout
 from gitkb.errors import GitkbError, NotARepository
-from gitkb.store import layout
 from gitkb.trace import TraceError
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import Packet, build_packets

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
-from gitkb.store.layout import ledger_path
+from gitkb.layout import ledger_path
 from gitkb.vcs.plain import identity
 
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gitkb import targets
 from gitkb.errors import GitkbError, NotAStore, writing
-from gitkb.store.layout import ledger_path
+from gitkb.layout import ledger_path
 from gitkb.warmstart import curate
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 

@@ -14,7 +14,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.importers import ImportReport
 from gitkb.importers.geak import mapper, reader
-from gitkb.store.layout import ledger_path
+from gitkb.layout import ledger_path
 from gitkb.warmstart.attest import appended, parse_ledger
 from gitkb.warmstart.curate import page_of
 
