@@ -300,12 +300,12 @@ def expect_optimize(result_path: str, repo: str | None) -> str:
         raise CheckFailed(
             f"no winner (stopping reason {result.get('stopping_reason')}); see {result_path}"
         )
-    commit = result.get("commit")
+    commit = result.get("auto_commit")
     commit = commit if isinstance(commit, dict) else {}
     if not commit.get("success"):
-        why = commit.get("diagnostic") or commit.get("reason") or "no commit attempted"
+        why = commit.get("diagnostics") or result.get("commit_skipped") or "no commit attempted"
         raise CheckFailed(f"winner {result['winner']} not committed: {why}")
-    sha = commit.get("commit") or ""
+    sha = commit.get("commit_revision") or ""
     if repo is not None:
         head = subprocess.run(
             ["git", "-C", repo, "log", "-1", "--format=%H%n%(trailers:key=TLX-Agent,valueonly)"],
@@ -319,7 +319,7 @@ def expect_optimize(result_path: str, repo: str | None) -> str:
             raise CheckFailed(f"winner commit {sha[:12]} has no 'TLX-Agent: authored' trailer")
     experiments = len(result.get("experiments") or [])
     return (
-        f"winner {result['winner']} at {fmt(result.get('aggregate_speedup'), 'x')} "
+        f"winner {result['winner']} at {fmt(dig(result, 'final', 'aggregate_speedup'), 'x')} "
         f"after {experiments} experiments; committed {sha[:12]}; "
         f"trace {dig(result, 'trace', 'label', default='?')}"
     )
@@ -478,9 +478,10 @@ def render_table(args) -> str:
         ("profiler", profiler_text(Path(args.run_1))),
         (
             "run 1 (cold)",
-            f"winner {first.get('winner')}, {fmt(first.get('aggregate_speedup'), 'x', 3)}, "
+            f"winner {first.get('winner')}, "
+            f"{fmt(dig(first, 'final', 'aggregate_speedup'), 'x', 3)}, "
             f"{len(first.get('experiments') or [])} experiments, "
-            f"commit {str(dig(first, 'commit', 'commit', default='-'))[:12]}, "
+            f"commit {str(dig(first, 'auto_commit', 'commit_revision', default='-'))[:12]}, "
             f"stopped: {first.get('stopping_reason')}",
         ),
         (

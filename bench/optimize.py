@@ -7,7 +7,11 @@ evaluation minus the time of a bare subprocess spawn of the same harness child
 runner (its supervisor process), the frozen bundle's hash checks, bookkeeping,
 files, trace commits, scoring.
 
-    python bench/optimize.py [--candidates 20]
+``--profile`` gives the harness a ``profile(artifact, case, request)`` that writes a
+file into the per-case artifacts folder of TLX's profile request, so the run carries
+every artifact it writes for a profiling harness.
+
+    python bench/optimize.py [--candidates 20] [--profile]
 """
 
 from __future__ import annotations
@@ -42,12 +46,19 @@ def verify(k, case):
 def benchmark(k, case, repetitions):
     return [k["COST"]] * repetitions
 """
+PROFILE = """
+def profile(k, case, request):
+    import os
+    with open(os.path.join(request["artifacts_dir"], "trace.txt"), "w") as fh:
+        fh.write("one line")
+    return {"duration_us": k["COST"]}
+"""
 
 
-def write_bundle(work: Path, candidates: int) -> tuple[Path, Path]:
+def write_bundle(work: Path, candidates: int, profile: bool) -> tuple[Path, Path]:
     bundle = work / "bundle"
     bundle.mkdir()
-    (bundle / "harness.py").write_text(HARNESS)
+    (bundle / "harness.py").write_text(HARNESS + (PROFILE if profile else ""))
     (bundle / "kernel.py").write_text("COST = 1000.0\n\n\ndef kernel(x):\n    return x\n")
     (bundle / "cases.json").write_text(
         json.dumps([{"case_id": "a", "parameters": {}}, {"case_id": "b", "parameters": {}}])
@@ -92,10 +103,11 @@ def bare_spawn(bundle: Path, work: Path, repeats: int = 10) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=20)
+    parser.add_argument("--profile", action="store_true", help="a harness with profile()")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        bundle, replay = write_bundle(work, args.candidates)
+        bundle, replay = write_bundle(work, args.candidates, args.profile)
         spawn = bare_spawn(bundle, work)
         start = time.perf_counter()
         result = loop.run(
@@ -113,7 +125,8 @@ def main() -> None:
     per_eval = elapsed / evaluations
     overhead = per_eval - spawn
     print(
-        f"candidates: {args.candidates}, harness evaluations: {evaluations} "
+        f"candidates: {args.candidates}{' (profiling harness)' if args.profile else ''}, "
+        f"harness evaluations: {evaluations} "
         f"(baseline, bundle check and final revalidation included), "
         f"winner: {result.document['winner']}"
     )

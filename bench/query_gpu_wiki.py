@@ -14,7 +14,15 @@ of the pool, drawn in each store's own order).
 Both tools run in this process (the reference tool's main() with stdout captured)
 so a few hundred questions take seconds.
 
+With --time, both tools then answer the issue's two agent questions (a scoped one,
+and a whole vendor) as whole processes, as their users run them, interleaved round
+by round so a busy machine slows both alike: gitkb as installed (`python -m gitkb
+query`, its bytecode compiled once), the reference as its script (`python
+query_wiki.py`). The figure is gitkb's median over the reference's, per question;
+each timed answer is checked to select what the reference selects.
+
     python bench/query_gpu_wiki.py [--repo PATH] [--records DIR] [--keep DIR] [--show N]
+                                   [--time [--runs N]]
 
 --repo: the clone (default ../.mirror/alibaba+atrex-kernel-agent/repo beside this
 checkout); --records: another GPU-wiki records tree to ask instead (e.g. the
@@ -192,12 +200,55 @@ def compare(tools: Path, wiki: Path, store: Path, questions: list[list[str]]) ->
     return rows
 
 
+# The agent questions timed (--time); the issue's table measured these.
+TIMED = {
+    "scoped": ["--vendor", "nvidia", "--arch", "hopper", "--dsl", "triton", "--family",
+               "flash-attention", "softmax", "tiling"],
+    "whole vendor": ["--vendor", "nvidia"],
+}  # fmt: skip
+TARGET_RATIO = 0.75
+
+
+def timing(tools: Path, wiki: Path, store: Path, work: Path, runs: int) -> dict[str, tuple]:
+    """(gitkb ms, reference ms, whether they selected alike) of each timed question: medians
+    of ``runs`` interleaved whole-process runs."""
+    import statistics
+
+    from resolve import interleaved, timed_ms
+    from stores import installed_env
+
+    env = installed_env(work, ROOT)
+    commands, outputs = {}, {}
+    for name, flags in TIMED.items():
+        commands[f"gitkb {name}"] = [sys.executable, "-m", "gitkb", "query", "--store",
+                                     str(store), "--json", *flags]  # fmt: skip
+        commands[f"reference {name}"] = [
+            sys.executable,
+            str(tools / "query_wiki.py"),
+            "--json-store",
+            str(wiki),
+            "--emit-json",
+            *flags,
+        ]
+        for tool in ("gitkb", "reference"):  # once untimed: the bytecode, the cache
+            outputs[f"{tool} {name}"] = json.loads(timed_ms(commands[f"{tool} {name}"], env)[1])
+    times = interleaved(commands, runs, env)
+    out = {}
+    for name in TIMED:
+        same = selection(outputs[f"gitkb {name}"]) == selection(outputs[f"reference {name}"])
+        out[name] = (statistics.median(times[f"gitkb {name}"]),
+                     statistics.median(times[f"reference {name}"]), same)  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=MIRROR, help="clone of atrex-kernel-agent")
     parser.add_argument("--records", type=Path, help="another GPU-wiki tree (has records/)")
     parser.add_argument("--keep", type=Path, help="work here and keep it (reused if present)")
     parser.add_argument("--show", type=int, default=5, help="differences to print")
+    parser.add_argument("--time", action="store_true", help="also time both tools")
+    parser.add_argument("--runs", type=int, default=15, help="timed rounds (--time)")
     args = parser.parse_args()
     if not args.repo.exists():
         raise SystemExit(f"no clone of the reference at {args.repo} (pass --repo)")
@@ -216,6 +267,7 @@ def main() -> None:
         start = time.perf_counter()
         rows = compare(tools, wiki, store, questions)
         asked = time.perf_counter() - start
+        timed = timing(tools, wiki, store, work, args.runs) if args.time else {}
     same = [r for r in rows if not r["differs"]]
     refused = sum(1 for r in rows if r["reference"] == 2 and not r["differs"])
     print(f"store                 {len(index)} records (reference tree and gitkb store "
@@ -229,6 +281,11 @@ def main() -> None:
     from figures import figure
 
     figure("query like-for-like with GPU-wiki", 100.0 * len(same) / len(rows), "%", 100, "higher")
+    for name, (ours, theirs, alike) in timed.items():
+        print(f"{name:21} gitkb {ours:6.1f} ms, query_wiki.py {theirs:6.1f} ms (median of "
+              f"{args.runs}; {'same' if alike else 'DIFFERENT'} selection)")  # fmt: skip
+        figure(f"query time over GPU-wiki's query_wiki.py, {name}", ours / theirs, "x",
+               TARGET_RATIO, "lower")  # fmt: skip
 
 
 if __name__ == "__main__":

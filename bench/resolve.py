@@ -19,7 +19,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
-from stores import installed_env, kept_store  # noqa: E402
+from stores import bench_store, store_arguments  # noqa: E402
 
 TARGET_OVER_VERSION_MS = 50
 
@@ -49,14 +48,10 @@ def interleaved(commands: dict[str, list[str]], runs: int, env: dict) -> dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
+    store_arguments(parser)
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--keep", help="Build the store here and keep it (reused if present).")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(args.keep) if args.keep else Path(tmp)
-        store_dir, built_s = kept_store(work, args.records)
-        env = installed_env(work, ROOT)
+    with bench_store(args, ROOT) as (work, store_dir, built_s, env):
         resolve_argv = [sys.executable, "-m", "gitkb", "resolve", "--kernel", "op007"]
         resolve_argv += ["--arch", "hopper", "--store", str(store_dir)]
         answer = json.loads(timed_ms(resolve_argv, env)[1])

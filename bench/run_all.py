@@ -28,6 +28,7 @@ SCRIPTS = {
     "resolve.py": ["--records", "2000"],
     "optimize.py": ["--candidates", "10"],
     "query.py": ["--records", "2000", "--runs", "7"],
+    "mcp_query.py": ["--records", "2000", "--calls", "50"],
 }
 
 

@@ -7,8 +7,12 @@ built once, as a store in use has it.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from gitkb import record as rec
@@ -60,3 +64,19 @@ def kept_store(work: Path, size: int) -> tuple[Path, float]:
         work.mkdir(parents=True, exist_ok=True)
         build_store(store_dir, size)
     return store_dir, time.perf_counter() - start
+
+
+def store_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a bench over a generated store: its size, and where to keep it."""
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--keep", help="Build the store here and keep it (reused if present).")
+
+
+@contextlib.contextmanager
+def bench_store(args: argparse.Namespace, root: Path) -> Iterator[tuple[Path, Path, float, dict]]:
+    """(work folder, store, seconds its build took, the installed environment) for the
+    block: under ``--keep`` or a temporary folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.keep) if args.keep else Path(tmp)
+        store_dir, built_s = kept_store(work, args.records)
+        yield work, store_dir, built_s, installed_env(work, root)

@@ -1,17 +1,16 @@
 """The `git-kb` command line: parse, dispatch to one module per verb, print.
 
 Verb modules are imported only when their verb runs, so `git kb --help` and
-the hooks start fast.
+the hooks start fast; `git kb --version` imports nothing but this module (not
+even click: the group is built on first use, ``cli``).
 """
 
 from __future__ import annotations
 
-import importlib
-
-import click
+import sys
+from functools import cache
 
 from gitkb import __version__
-from gitkb.error_handler import error_handler, set_verbosity
 
 # verb -> (module under gitkb.commands, one-line help shown by `git kb --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -26,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "renumber": ("renumber", "Give this clone's unpushed admission of an id a fresh id."),
     "validate": ("validate", "Run the gates on a store or a records folder."),
     "import": ("import_", "Import another tool's records (gpu-wiki, geak)."),
-    "export": ("export", "Export the store's records in another tool's layout (gpu-wiki)."),
+    "export": ("export", "Export the store in another tool's layout (gpu-wiki, tlx-knowledge)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),
     "report": ("report", "Write the reviewer's summary of the store as a static HTML site."),
     "examples": ("examples", "Print the paths of the example records shipped with gitkb."),
@@ -48,36 +47,62 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS:
-            return None
-        module = importlib.import_module(f"gitkb.commands.{COMMANDS[name][0]}")
-        return module.command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
+VERSION_LINE = f"git-kb, version {__version__}"  # what click's version option prints
 
 
-@click.group(
-    cls=LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(__version__, "-V", "--version", prog_name="git-kb")
-@click.option("-v", "--verbose", is_flag=True, help="Debug notes on stderr too.")
-@click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr: no notes.")
-def cli(verbose: bool, quiet: bool) -> None:
-    """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
+@cache
+def _group():
+    """The click group of every verb, its verb modules imported only when one runs."""
+    import importlib
 
-    Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
-    """
-    set_verbosity(verbose, quiet)
+    import click
+
+    class LazyGroup(click.Group):
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return list(COMMANDS)
+
+        def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+            if name not in COMMANDS:
+                return None
+            module = importlib.import_module(f"gitkb.commands.{COMMANDS[name][0]}")
+            return module.command
+
+        def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
+
+    @click.group(
+        cls=LazyGroup,
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
+    @click.version_option(__version__, "-V", "--version", prog_name="git-kb")
+    @click.option("-v", "--verbose", is_flag=True, help="Debug notes on stderr too.")
+    @click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr: no notes.")
+    def cli(verbose: bool, quiet: bool) -> None:
+        """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
+
+        Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
+        """
+        from gitkb.error_handler import set_verbosity
+
+        set_verbosity(verbose, quiet)
+
+    return cli
+
+
+def __getattr__(name: str):
+    # ``from gitkb.cli import cli``: the click group, built when first asked for.
+    if name == "cli":
+        return _group()
+    raise AttributeError(f"module 'gitkb.cli' has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["--version"], ["-V"]):
+        print(VERSION_LINE)
+        return
+    from gitkb.error_handler import error_handler
+
     with error_handler():
-        cli.main(args=argv, prog_name="git-kb", standalone_mode=True)
+        _group().main(args=args, prog_name="git-kb", standalone_mode=True)

@@ -168,16 +168,17 @@ class _Demo:
         promoted = [e for e in document["experiments"] if e["status"] == "promoted"]
         self.detail(
             f"{len(document['experiments']) - 1} candidates, {len(promoted)} promoted: "
-            f"{document['aggregate_speedup']:.2f}x over the baseline"
+            f"{document['final']['aggregate_speedup']:.2f}x over the baseline"
         )
         self.detail(
             f"winner committed to {self.paths['kernel_repo'].name} as "
-            f"{document['commit']['commit'][:12]} (trace {document['trace']['label']})"
+            f"{document['auto_commit']['commit_revision'][:12]} "
+            f"(trace {document['trace']['label']})"
         )
         self.summary["steps"]["first_run"] = {
-            "speedup": document["aggregate_speedup"],
+            "speedup": document["final"]["aggregate_speedup"],
             "winner": document["winner"],
-            "commit": document["commit"]["commit"],
+            "commit": document["auto_commit"]["commit_revision"],
             "trace_label": document["trace"]["label"],
         }
         return document
@@ -292,7 +293,9 @@ class _Demo:
             raise GitkbError(
                 f"demo: the second run adopted no warm start; see {self.paths['run_2']}"
             )
-        own = [e for e in document["experiments"] if e["status"] == "promoted" and e["round"] > 0]
+        own = [
+            e for e in document["experiments"] if e["status"] == "promoted" and e["round_index"] > 0
+        ]
         self.detail(
             f"adopted at {adopted['aggregate_speedup']:.2f}x; the run's own knob sweep "
             f"promoted {len(own)} more"
@@ -306,7 +309,7 @@ class _Demo:
             "candidates": warm["candidates"],
             "total_speedup": document["total_speedup"],
             "incremental_speedup": document["incremental_speedup"],
-            "commit": document["commit"]["commit"],
+            "commit": document["auto_commit"]["commit_revision"],
             "trace_label": document["trace"]["label"],
             "write_back": document["write_back"],
         }

@@ -93,7 +93,7 @@ def test_a_ledger_line_that_is_not_json_is_refused_and_survived(store):
     assert b"line 2 is not JSON" in result.stderr and store.tip == tip
     from gitkb.warmstart.resolve import resolve
 
-    rank = resolve(store.location, "softmax", arch="hopper")["ranks"][0]
+    rank = resolve(store, "softmax", arch="hopper")["ranks"][0]
     assert rank["attestations"]["validations"] == 1
     assert rank["attestations"]["unreadable_lines"] == 1
 

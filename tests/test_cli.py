@@ -45,6 +45,51 @@ def test_help_does_not_import_heavy_modules():
     assert out.stdout.strip().splitlines()[-1] == "heavy=", out.stdout
 
 
+def _modules_loaded(argv: list[str]) -> set[str]:
+    """The modules ``git kb ARGV`` loads, run as a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from gitkb.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print('\\nloaded=' + ','.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.rsplit("loaded=", 1)[1].strip().split(","))
+
+
+def test_version_loads_no_click():
+    loaded = _modules_loaded(["--version"])
+    assert "click" not in loaded and "sqlite3" not in loaded
+    assert {m for m in loaded if m.startswith("gitkb")} == {"gitkb", "gitkb.cli"}
+
+
+def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
+    """query, resolve and show on a store whose index cache holds main: no VCS layer's
+    dulwich side, no schema, no gates."""
+    from helpers import example_files
+
+    from gitkb.store import Store
+
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
+    shown = store.view().ids()[0]
+    at = ["--store", str(store.location)]
+    for argv in (
+        ["query", *at, "--arch", "sm_90", "softmax", "--json"],
+        ["query", *at, "--family", "softmax", "--dsl", "triton", "--brief"],
+        ["resolve", *at, "--kernel", "softmax", "--arch", "hopper"],
+        ["show", *at, shown],
+    ):
+        loaded = _modules_loaded(argv)
+        heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
+        heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
+        assert not heavy, (argv, sorted(heavy))
+
+
 def test_internal_errors_are_one_line(tmp_path):
     result = kb("validate", str(tmp_path / "missing"))
     assert result.returncode != 0

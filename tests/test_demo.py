@@ -85,8 +85,8 @@ def test_second_run_really_adopted_the_warm_start(demo):
     adopted = result["warm_start"]["adopted"]
     assert adopted is not None and adopted == warm["adopted"]
     assert adopted["record"] in summary["steps"]["mine"]["records"]
-    first = [e for e in result["experiments"] if e["id"] == adopted["experiment"]][0]
-    assert first["status"] == "promoted" and first["round"] == 0
+    first = [e for e in result["experiments"] if e["experiment_id"] == adopted["experiment"]][0]
+    assert first["status"] == "promoted" and first["round_index"] == 0
     assert result["total_speedup"] == pytest.approx(warm["total_speedup"])
     assert result["incremental_speedup"] == pytest.approx(warm["incremental_speedup"])
     assert result["total_speedup"] > 1.0

@@ -11,11 +11,14 @@ VARIABLE = re.compile(r"\bGITKB_[A-Z0-9_]*[A-Z0-9]\b")
 
 def _in_code() -> set[str]:
     found: set[str] = set()
+    constants: set[str] = set()  # Python names that merely look like variables
     for folder in ("gitkb", "hooks", "bench"):
         for path in (ROOT / folder).rglob("*"):
             if path.is_file() and path.suffix in ("", ".py", ".sh"):
-                found |= set(VARIABLE.findall(path.read_text(errors="replace")))
-    return found
+                text = path.read_text(errors="replace")
+                found |= set(VARIABLE.findall(text))
+                constants |= set(re.findall(r"^(GITKB_\w+) = ", text, re.M))
+    return found - constants
 
 
 def _in_table() -> set[str]:

@@ -136,7 +136,7 @@ def test_patch_entries_become_gate_valid_strategies(store, tmp_path):
     assert "evict-first keeps" not in text or "bandwidth-bound" in record["payload"]["mechanism"]
     validated = kb("validate", str(store.location))
     assert validated.returncode == 0, validated.stdout.decode()
-    answer = resolve(store.location, "triton_rmsnorm.py", product="gfx942")
+    answer = resolve(store, "triton_rmsnorm.py", product="gfx942")
     assert answer["read_reason"] == "read" and len(answer["ranks"]) == 1  # one direction
     assert len(answer["ranks"][0]["alternates"]) == 1
     assert answer["ranks"][0]["bench_key"] == "bk:rmsnorm-suite"
@@ -203,7 +203,7 @@ def test_retired_entries_are_deprecated_and_never_offered(store, tmp_path):
     entry = store.view().entry(record_id)
     assert report.imported == 1 and entry["status"] == "deprecated" and entry["worth_score"] == 0
     assert read_ledger(store, record_id).open_retraction()["reason"] == "wrong on odd N"
-    answer = resolve(store.location, "rmsnorm", arch="cdna3")
+    answer = resolve(store, "rmsnorm", arch="cdna3")
     assert answer["read_reason"] == "all_retired"
     unretract(store, record_id, "fixed and revalidated")
     assert store.view().entry(record_id)["status"] == "active"

@@ -118,7 +118,7 @@ def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
     ]
     assert [n["entry"].rsplit("/", 1)[-1] for n in report.notes] == ["20250605_100000_eeeeee"]
 
-    answer = resolve(store.location, "triton_rmsnorm.py", product="gfx942", top_n=4)
+    answer = resolve(store, "triton_rmsnorm.py", product="gfx942", top_n=4)
     # By hand, gfx942 + triton: A 1.45 (measured twice), L 1.45 (once), C 1.40, B 1.30
     # (A's direction, case and spaces aside), D 1.20; the gfx950-measured 20x, the retired
     # 1.90, the retracted 1.80, the 1.03 under the floor, HIP and CK are not on the page.
@@ -144,12 +144,12 @@ def test_a_geak_tree_resolves_to_the_ranks_geak_picks(store, tmp_path):
         "gfx950", "gfx1200", "gfx1201", "gfx90a", "gfx1100"
     }  # fmt: skip
 
-    top3 = resolve(store.location, "triton_rmsnorm.py", product="gfx942")
+    top3 = resolve(store, "triton_rmsnorm.py", product="gfx942")
     assert [r["id"] for r in top3["ranks"]] == [A, L, C] and top3["counts"]["beyond_top_n"] == 1
 
     # The other pages, each with its own code.
     def only(kernel, **hardware):
-        return [r["id"] for r in resolve(store.location, kernel, **hardware)["ranks"]]
+        return [r["id"] for r in resolve(store, kernel, **hardware)["ranks"]]
 
     assert only("triton_rmsnorm.py", product="gfx950") == [
         strategy_id("gfx950", "triton", "rewrite-as-persistent", "20250605_100000_eeeeee")

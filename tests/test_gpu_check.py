@@ -94,7 +94,7 @@ def check_rehearsal(done, work: Path, cases: list[str]) -> None:
     for case in cases:
         assert sum(line.split()[0] == case for line in table.splitlines()[1:] if line) == 2
     result = json.loads((work / "run-1" / "result.json").read_text())
-    commit = result["commit"]["commit"]
+    commit = result["auto_commit"]["commit_revision"]
     head = subprocess.run(
         ["git", "-C", str(work / "run-1-repo"), "log", "-1", "--format=%H%n%B"],
         capture_output=True,
@@ -174,7 +174,10 @@ def test_expect_names_what_each_step_did_not_do(tmp_path, capsys):
     assert code == 1 and err.startswith("no winner (stopping reason no_candidates)")
     uncommitted = write(
         tmp_path / "b.json",
-        {"winner": "r001-c001", "commit": {"success": False, "diagnostic": "target is dirty"}},
+        {
+            "winner": "r001-c001",
+            "auto_commit": {"success": False, "diagnostics": "target is dirty"},
+        },
     )
     code, _, err = helper(capsys, "expect", "optimize", uncommitted)
     assert code == 1 and "r001-c001 not committed: target is dirty" in err

@@ -20,7 +20,8 @@ STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 
 
 async def _session_calls(store_dir, calls):
-    """Start `git kb mcp` as the SDK's stdio client does, list its tools, make the calls."""
+    """Start `git kb mcp` as the SDK's stdio client does, list its tools, make the calls
+    (a callable among them runs between two calls, its result in their place)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     env = {"PYTHONPATH": str(ROOT), **{k: v for k, v in os.environ.items() if k.startswith("GIT")}}
@@ -30,7 +31,9 @@ async def _session_calls(store_dir, calls):
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = await session.list_tools()
-        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+        results = []
+        for step in calls:  # a tool call, or something to do between calls
+            results.append(step() if callable(step) else await session.call_tool(*step))
     return sorted(t.name for t in tools.tools), results
 
 
@@ -80,3 +83,29 @@ def test_mcp_serves_query_resolve_show_and_feedback(tmp_path):
     assert Store.open(store.location).log()[0]["action"] == "feedback"
     assert unknown.is_error and "unknown family 'softmx'" in unknown.content[0].text
     assert missing.is_error and "no record no.such.record.at.all" in missing.content[0].text
+
+
+def test_one_server_follows_main_as_it_moves(tmp_path):
+    """The server keeps its store open across calls, and a record another process admits
+    meanwhile is in the next answer."""
+    from gitkb import record as rec
+    from gitkb.samples import synthetic
+
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
+    incoming = synthetic.strategy(0, families=1)  # n=0: nvidia hopper triton
+
+    def admit() -> None:
+        Store.open(store.location).admit(rec.dumps(incoming), "insert")
+
+    question = ("query", {"dsl": "triton", "limit": 100})
+    admitted = incoming["id"]
+    _, results = call(store.location, question, question, admit, question,
+                      ("show", {"record_id": admitted}))  # fmt: skip
+    before, again, _, after, shown = [r if r is None else payload(r) for r in results]
+    ids = [r["id"] for r in after["records"]]
+    assert before["result"]["commit"] == again["result"]["commit"] != after["result"]["commit"]
+    assert admitted in ids and admitted not in [r["id"] for r in before["records"]]
+    assert after["result"]["store_total"] == before["result"]["store_total"] + 1
+    assert shown["id"] == admitted

@@ -19,8 +19,9 @@ HEADER_EDIT = BASE.replace("line 2\n", "line 2 edited by the user\n")
 
 
 def message() -> str:
-    cases = [{"case_id": "a", "median_us": 10.0, "cv": 0.01, "speedup": 1.0, "correct": True}]
-    winner = [{"case_id": "a", "median_us": 5.0, "cv": 0.02, "speedup": 2.0, "correct": True}]
+    ok = {"passed": True}
+    cases = [{"case_id": "a", "median_us": 10.0, "cv": 0.01, "speedup": 1.0, "verification": ok}]
+    winner = [{"case_id": "a", "median_us": 5.0, "cv": 0.02, "speedup": 2.0, "verification": ok}]
     return build_message("Tune line 15", "Line 15 tuned.", cases, winner, 2.0, "trace-1", "a" * 40)
 
 
@@ -84,7 +85,7 @@ def test_clean_target_only_the_winner_is_committed(tmp_path):
     head = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
     plan = prepare(repo / "src" / "kernel.py")
     result = commit_winner(plan, TUNED.encode(), message(), always_ok)
-    assert result.success, result.diagnostic
+    assert result.success, result.diagnostics
     assert not result.reverified
     assert git("rev-parse", "HEAD~1", cwd=repo).stdout.strip() == head
     assert git("show", "--name-only", "--format=", "HEAD", cwd=repo).stdout.split() == [
@@ -137,7 +138,7 @@ def test_dirty_target_failing_reverification_is_refused(tmp_path):
     plan = prepare(repo / "src" / "kernel.py")
     winner = HEADER_EDIT.replace("line 15\n", "line 15 tuned\n")
     result = commit_winner(plan, winner.encode(), message(), lambda m: (False, "case a failed"))
-    assert not result.success and "fails re-validation: case a failed" in result.diagnostic
+    assert not result.success and "fails re-validation: case a failed" in result.diagnostics
     assert git("rev-parse", "HEAD", cwd=repo).stdout.strip() == head
     assert (repo / "src" / "kernel.py").read_text() == HEADER_EDIT
 
@@ -151,7 +152,7 @@ def test_overlapping_edits_are_refused(tmp_path):
     result = commit_winner(
         plan, user.replace("by the user", "tuned").encode(), message(), always_ok
     )
-    assert not result.success and "overlaps" in result.diagnostic
+    assert not result.success and "overlaps" in result.diagnostics
     assert (repo / "src" / "kernel.py").read_text() == user
 
 
@@ -160,7 +161,7 @@ def test_target_changed_mid_run_is_refused(tmp_path):
     plan = prepare(repo / "src" / "kernel.py")
     (repo / "src" / "kernel.py").write_text(HEADER_EDIT)  # edited while the run went on
     result = commit_winner(plan, TUNED.encode(), message(), always_ok)
-    assert not result.success and "changed during the run" in result.diagnostic
+    assert not result.success and "changed during the run" in result.diagnostics
     assert (repo / "src" / "kernel.py").read_text() == HEADER_EDIT
 
 
@@ -169,7 +170,7 @@ def test_head_moved_mid_run_is_refused(tmp_path):
     plan = prepare(repo / "src" / "kernel.py")
     git("commit", "-q", "--allow-empty", "-m", "meanwhile", cwd=repo)
     result = commit_winner(plan, TUNED.encode(), message(), always_ok)
-    assert not result.success and "HEAD moved" in result.diagnostic
+    assert not result.success and "HEAD moved" in result.diagnostics
     assert git("log", "-1", "--format=%s", cwd=repo).stdout.strip() == "meanwhile"
 
 
@@ -177,7 +178,7 @@ def test_no_net_change_and_untracked_or_conflicted_targets_are_refused(tmp_path)
     repo = repo_with(tmp_path)
     plan = prepare(repo / "src" / "kernel.py")
     result = commit_winner(plan, BASE.encode(), message(), always_ok)
-    assert not result.success and "no net change" in result.diagnostic
+    assert not result.success and "no net change" in result.diagnostics
     (repo / "loose.py").write_text("x = 1\n")
     with pytest.raises(Exception, match="not tracked by git"):
         prepare(repo / "loose.py")
@@ -225,7 +226,7 @@ def test_hg_only_the_target_is_committed_other_work_kept(tmp_path, monkeypatch):
     plan = prepare(repo / "kernel.py", "hg")
     winner = HEADER_EDIT.replace("line 15\n", "line 15 tuned\n")
     result = commit_winner(plan, winner.encode(), message(), always_ok)
-    assert result.success, result.diagnostic
+    assert result.success, result.diagnostics
     assert result.reverified
     assert hg(repo, "status", "--change", ".", "-n").split() == ["kernel.py"]
     assert hg(repo, "cat", "-r", ".", "kernel.py") == TUNED
@@ -244,17 +245,17 @@ def test_hg_refusals(tmp_path, monkeypatch):
     hg(repo, "add", "other.txt")
     hg(repo, "commit", "-m", "meanwhile")
     result = commit_winner(plan, TUNED.encode(), message(), always_ok)
-    assert not result.success and "HEAD moved" in result.diagnostic
+    assert not result.success and "HEAD moved" in result.diagnostics
     plan = prepare(repo / "kernel.py", "hg")
     user = BASE.replace("line 15\n", "line 15 by the user\n")
     (repo / "kernel.py").write_text(user)
     result = commit_winner(plan, TUNED.encode(), message(), always_ok)
-    assert not result.success and "changed during the run" in result.diagnostic
+    assert not result.success and "changed during the run" in result.diagnostics
     plan = prepare(repo / "kernel.py", "hg")
     result = commit_winner(
         plan, user.replace("by the user", "tuned").encode(), message(), always_ok
     )
-    assert not result.success and "overlaps" in result.diagnostic
+    assert not result.success and "overlaps" in result.diagnostics
     assert hg(repo, "log", "-r", ".", "-T", "{desc}") == "meanwhile"
     (repo / "loose.py").write_text("x\n")
     with pytest.raises(Exception, match="not tracked by Mercurial"):
@@ -298,9 +299,9 @@ def test_hooks_run_and_the_reflog_is_written(tmp_path):
     result = commit_winner(
         prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
     )
-    assert result.success, result.diagnostic
+    assert result.success, result.diagnostics
     assert seen.read_text().split() == ["src/kernel.py"]  # the hook saw only the winner
-    assert (tmp_path / "post-commit-saw").read_text().strip() == result.commit
+    assert (tmp_path / "post-commit-saw").read_text().strip() == result.commit_revision
     body = git("log", "-1", "--format=%B", cwd=repo).stdout
     assert "Reviewed-by: the commit-msg hook" in body and "KB-Trace: trace-1" in body
     reflog = git("reflog", "-1", "--format=%gs", cwd=repo).stdout.strip()
@@ -320,8 +321,8 @@ def test_a_refusing_hook_refuses_the_commit_and_changes_nothing(tmp_path, name):
         prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
     )
     assert not result.success
-    assert "git commit refused the winner" in result.diagnostic
-    assert "house rule: no robot commits on Fridays" in result.diagnostic
+    assert "git commit refused the winner" in result.diagnostics
+    assert "house rule: no robot commits on Fridays" in result.diagnostics
     assert state(repo) == before  # HEAD, index, work tree, reflog; no scratch files left
 
 
@@ -354,7 +355,7 @@ def test_commit_signing_is_honoured(tmp_path):
     result = commit_winner(
         prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
     )
-    assert result.success, result.diagnostic
+    assert result.success, result.diagnostics
     assert "-bsau" in (tmp_path / "gpg-calls").read_text()
     raw = git("cat-file", "commit", "HEAD", cwd=repo).stdout
     assert "gpgsig -----BEGIN PGP SIGNATURE-----" in raw
@@ -368,7 +369,7 @@ def test_a_signing_failure_refuses_the_commit(tmp_path):
     result = commit_winner(
         prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok
     )
-    assert not result.success and "gpg failed to sign" in result.diagnostic
+    assert not result.success and "gpg failed to sign" in result.diagnostics
     assert (tmp_path / "gpg-calls").exists()
     assert state(repo) == before
 
@@ -383,7 +384,7 @@ def test_staged_hunks_of_the_kernel_stay_staged(tmp_path):
     kernel.write_text(work)  # unstaged: line 20
     winner = work.replace("line 15\n", "line 15 tuned\n")
     result = commit_winner(prepare(kernel), winner.encode(), message(), always_ok)
-    assert result.success, result.diagnostic
+    assert result.success, result.diagnostics
     assert git("show", "HEAD:src/kernel.py", cwd=repo).stdout == TUNED  # only the winner's line
     assert git("show", ":src/kernel.py", cwd=repo).stdout == HEADER_EDIT.replace(
         "line 15\n", "line 15 tuned\n"
@@ -404,7 +405,7 @@ def test_a_winner_overlapping_a_staged_hunk_is_refused(tmp_path):
     kernel.write_text(BASE)  # the work tree went back; the staged hunk stays
     before = state(repo)
     result = commit_winner(prepare(kernel), TUNED.encode(), message(), always_ok)
-    assert not result.success and "overlaps the staged edits" in result.diagnostic
+    assert not result.success and "overlaps the staged edits" in result.diagnostics
     assert state(repo) == before
 
 
@@ -430,11 +431,11 @@ def test_the_pre_commit_framework_judges_the_winner(tmp_path):
     refused = commit_winner(
         prepare(repo / "src" / "kernel.py"), todo.encode(), message(), always_ok
     )
-    assert not refused.success and "no TODO in kernels" in refused.diagnostic
-    assert "src/kernel.py:15:line 15 TODO" in refused.diagnostic
+    assert not refused.success and "no TODO in kernels" in refused.diagnostics
+    assert "src/kernel.py:15:line 15 TODO" in refused.diagnostics
     assert state(repo) == before
     done = commit_winner(prepare(repo / "src" / "kernel.py"), TUNED.encode(), message(), always_ok)
-    assert done.success, done.diagnostic
+    assert done.success, done.diagnostics
     assert git("show", "HEAD:src/kernel.py", cwd=repo).stdout == TUNED
     after = state(repo)
     assert after["cached"] == before["cached"] and after["unstaged"] == before["unstaged"]

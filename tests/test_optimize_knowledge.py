@@ -54,7 +54,7 @@ def test_knobs_skip_what_an_anti_strategy_ruled_out(tmp_path):
     result, lines = run(tmp_path, bundle, provider="knobs", kb=str(store.location))
     knowledge = result.document["knowledge"]
     assert ANTI_ID in knowledge["records"] and knowledge["asked"][0]["family"] == "bundle"
-    changes = [e["change"] for e in result.document["experiments"][1:]]
+    changes = [e["mutation_summary"] for e in result.document["experiments"][1:]]
     assert changes == ["set COST from 100.0 to 80.0"]  # 120.0 was never proposed
     first = result.document["experiments"][1]
     assert first["kb_excluded_by"] == [ANTI_ID] and first["kb_cited"] == []
@@ -104,3 +104,63 @@ def test_agent_prompt_carries_the_answer_and_outcomes_become_feedback(tmp_path):
     label = result.document["trace"]["label"]
     assert [(e["outcome"], e["trace"]) for e in events] == [("helped", label), ("no-effect", label)]
     assert fold(raw[feedback_path(strategy)]).counts["verified_effective"] == 1
+
+
+def tlx_reader(root, backend: str, architecture: str) -> list[str]:
+    """The TLX agent's documented selection, read off an exported tree: manifests under
+    <vendor>/<topic>/ whose backends and architectures are empty or hold the target's
+    (lower case, '-' and ' ' as '_'), sorted by (priority, documents); their documents."""
+
+    def norm(name):
+        return name.lower().replace("-", "_").replace(" ", "_")
+
+    chosen = []
+    for manifest_path in sorted(root.glob("*/*/manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        backends = [norm(b) for b in manifest.get("backends", [])]
+        archs = [norm(a) for a in manifest.get("architectures", [])]
+        if backends and norm(backend) not in backends:
+            continue
+        if archs and norm(architecture) not in archs:
+            continue
+        chosen.append((manifest.get("priority", 0), manifest["documents"], manifest_path.parent))
+    chosen.sort(key=lambda c: (c[0], c[1]))
+    return [str((folder / doc).relative_to(root)) for _, docs, folder in chosen for doc in docs]
+
+
+def test_the_store_exports_tlx_knowledge_and_the_run_reads_it_the_same_way(tmp_path):
+    from helpers import kb
+
+    store = knowledge_base(tmp_path)
+    out = tmp_path / "tlx-knowledge"
+    target = tmp_path / "target.json"
+    target.write_text(json.dumps({"backend": "cpu", "architecture": "x86_64"}))
+    done = kb(
+        "export", "tlx-knowledge", str(out), "--target", str(target),
+        "--store", str(store.location),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    selected = tlx_reader(out, "cpu", "x86_64")
+    assert selected == ["generic/generic/knowledge.md"]
+    text = (out / selected[0]).read_text()
+    strategy = next(e["id"] for e in store.view().entries() if e["type"] == "strategy")
+    assert f"Record `{strategy}`." in text and f"Record `{ANTI_ID}`." in text
+    assert "Numbers as the record states them: gain 20.0%" in text
+    assert text.index("## What worked, measured by a trace") < text.index("## What not to repeat")
+    manifest = json.loads((out / "generic" / "generic" / "manifest.json").read_text())
+    assert manifest == {
+        "priority": 0, "backends": [], "architectures": [], "documents": ["knowledge.md"]
+    }  # fmt: skip
+    flat = (out / "optimization_guidance.md").read_text()
+    assert flat.startswith("--- knowledge.md (generic/generic) ---\n# generic")
+    # the run's agent gets the same documents, headed the same way
+    bundle = make_bundle(tmp_path, cases=ONE_CASE, budget={"candidates_per_round": 1})
+    agent = tmp_path / "agent.py"
+    agent.write_text("import shutil, sys\nshutil.copy(sys.argv[1], sys.argv[2])\n")
+    result, _ = run(
+        tmp_path, bundle, provider="command", kb=str(store.location),
+        options={"agent_command": f"{sys.executable} {agent} {{prompt_file}} prompt.seen"},
+    )  # fmt: skip
+    assert result.document["knowledge"]["context_documents"] == selected
+    prompt = (tmp_path / "out" / "workspaces" / "r001-c000" / "prompt.seen").read_text()
+    assert flat.strip() in prompt

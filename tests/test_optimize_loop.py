@@ -135,20 +135,22 @@ def run(tmp_path, bundle, provider="replay", replay=None, **kwargs):
 
 
 def statuses(result):
-    return [(e["id"], e["status"]) for e in result.document["experiments"]]
+    return [(e["experiment_id"], e["status"]) for e in result.document["experiments"]]
 
 
 def test_incorrect_candidate_rejected_then_faster_one_promoted(tmp_path):
     bundle = make_bundle(tmp_path)
     replay = replay_dir(tmp_path, variant(COST=10.0, BROKEN=["small"]), variant(COST=50.0))
     result, lines = run(tmp_path, bundle, replay=replay)
-    assert statuses(result)[1:] == [("r001-c001", "rejected"), ("r001-c002", "promoted")]
-    assert result.exit_code == 0 and result.document["winner"] == "r001-c002"
-    assert result.document["aggregate_speedup"] == pytest.approx(2.0)
+    assert statuses(result)[1:] == [("r001-c000", "rejected"), ("r001-c001", "promoted")]
+    assert result.exit_code == 0 and result.document["winner"] == "r001-c001"
+    assert result.document["final"]["aggregate_speedup"] == pytest.approx(2.0)
     assert result.document["stopping_reason"] == "no_candidates"
-    assert any(
-        "r001-c002 status=promoted aggregate_speedup=2.0000 "
-        "case=small,correct,median=50.000" in line
+    assert any(  # the TLX agent's progress line, for its log scrapers
+        line.startswith(
+            "[tlx-agent] r001-c001 status=promoted aggregate_speedup=2.0000x "
+            "case=small,correct,median=50.000us,p95=50.000us,cv=0.0000,speedup=2.0000x"
+        )
         for line in lines
     )
     out = tmp_path / "out"
@@ -158,9 +160,9 @@ def test_incorrect_candidate_rejected_then_faster_one_promoted(tmp_path):
         "experiments.json",
         "baseline_profile.json",
         "best_profile.json",
-        "experiments/r001-c002/kernel.py",
-        "experiments/r001-c002/result.json",
-        "experiments/r001-c002/profile.json",
+        "experiments/r001-c001/kernel.py",
+        "experiments/r001-c001/result.json",
+        "experiments/r001-c001/profile.json",
     ):
         assert (out / name).exists(), name
     assert "COST = 50.0" in (out / "best_kernel.py").read_text()
@@ -172,16 +174,16 @@ def test_unprotected_failure_does_not_block(tmp_path):
     result, _ = run(
         tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=50.0, BROKEN=["large"]))
     )
-    assert statuses(result)[1] == ("r001-c001", "promoted")
+    assert statuses(result)[1] == ("r001-c000", "promoted")
     final = {c["case_id"]: c for c in result.document["final"]["cases"]}
-    assert final["large"]["correct"] is False and final["small"]["speedup"] == 2.0
+    assert final["large"]["verification"]["passed"] is False and final["small"]["speedup"] == 2.0
 
 
 def test_noisy_candidate_blocked(tmp_path):
     bundle = make_bundle(tmp_path)
     result, _ = run(tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=50.0, JITTER=0.5)))
-    assert statuses(result)[1] == ("r001-c001", "rejected")
-    assert "noisy timing" in result.document["experiments"][1]["diagnostics"][0]
+    assert statuses(result)[1] == ("r001-c000", "rejected")
+    assert "noisy timing" in result.document["experiments"][1]["diagnostics"]
     assert result.exit_code == 2 and result.document["winner"] is None
 
 
@@ -189,24 +191,25 @@ def test_loop_continues_after_a_dry_round_and_feeds_exclusions(tmp_path):
     bundle = make_bundle(tmp_path, {"max_rounds": 3, "candidates_per_round": 1})
     replay = replay_dir(tmp_path, variant(COST=200.0), variant(COST=40.0))
     result, _ = run(tmp_path, bundle, replay=replay)
-    assert statuses(result)[1:] == [("r001-c001", "rejected"), ("r002-c001", "promoted")]
+    assert statuses(result)[1:] == [("r001-c000", "rejected"), ("r002-c000", "promoted")]
     assert result.document["stopping_reason"] == "no_candidates"
 
 
-def test_duplicate_and_shortened_candidates_rejected(tmp_path):
+def test_duplicate_and_shortened_candidates_fail_unevaluated(tmp_path):
+    """Refused before evaluation: TLX's status for a candidate that never ran is failed."""
     bundle = make_bundle(tmp_path)
     shortened = "COST = 1.0\n\n\ndef kernel(x):\n    return x\n"
     replay = replay_dir(tmp_path, KERNEL, shortened, variant(COST=50.0), variant(COST=50.0))
     result, _ = run(tmp_path, bundle, replay=replay)
     diagnostics = [e["diagnostics"] for e in result.document["experiments"][1:]]
     assert statuses(result)[1:] == [
-        ("r001-c001", "rejected"),
-        ("r001-c002", "rejected"),
-        ("r001-c003", "promoted"),
-        ("r001-c004", "rejected"),
+        ("r001-c000", "failed"),
+        ("r001-c001", "failed"),
+        ("r001-c002", "promoted"),
+        ("r001-c003", "failed"),
     ]
-    assert "duplicate" in diagnostics[0][0] and "shortened" in diagnostics[1][0]
-    assert "duplicate" in diagnostics[3][0]
+    assert "duplicate" in diagnostics[0] and "shortened" in diagnostics[1]
+    assert "duplicate" in diagnostics[3]
     # Pre-evaluation rejections are not run, so they leave no trace version.
     log = git("log", "--format=%s", cwd=tmp_path / "out" / "trace").stdout.splitlines()
     assert len(log) == 2
@@ -216,7 +219,7 @@ def test_failed_final_revalidation_restores_the_baseline(tmp_path):
     mark = tmp_path / "flaky-mark"
     bundle = make_bundle(tmp_path, env={"FAKE_FLAKY_MARK": str(mark)})
     result, _ = run(tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=50.0, FLAKY=True)))
-    assert statuses(result)[1] == ("r001-c001", "promoted")
+    assert statuses(result)[1] == ("r001-c000", "promoted")
     assert result.document["stopping_reason"] == "finalist_revalidation_failed"
     assert result.document["winner"] is None and result.exit_code == 2
     assert (tmp_path / "out" / "best_kernel.py").read_text() == KERNEL
@@ -229,9 +232,11 @@ def test_failed_final_revalidation_restores_the_baseline(tmp_path):
 
 def test_near_threshold_candidate_is_rerun(tmp_path):
     bundle = make_bundle(tmp_path, {"min_speedup": 1.02})
-    result, _ = run(tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=100 / 1.025)))
-    assert statuses(result)[1] == ("r001-c001", "promoted")
-    assert (tmp_path / "out" / "experiments" / "r001-c001-rerun" / "response.json").exists()
+    result, lines = run(tmp_path, bundle, replay=replay_dir(tmp_path, variant(COST=100 / 1.025)))
+    assert statuses(result)[1] == ("r001-c000", "promoted")
+    assert (tmp_path / "out" / "experiments" / "r001-c000-rerun" / "response.json").exists()
+    line = "[tlx-agent] r001-c000 status=near-threshold-profiling diagnostics=reason=near_threshold"
+    assert line in lines
 
 
 def test_trace_format(tmp_path):
@@ -265,13 +270,13 @@ def test_knobs_sweep_is_deterministic_and_best_first(tmp_path):
         tunables={"COST": [100.0, 80.0, 60.0, 120.0]},
     )
     result, _ = run(tmp_path, bundle, provider="knobs")
-    changes = [e["change"] for e in result.document["experiments"][1:]]
+    changes = [e["mutation_summary"] for e in result.document["experiments"][1:]]
     assert changes == [
         "set COST from 100.0 to 80.0",
         "set COST from 80.0 to 60.0",
         "set COST from 60.0 to 120.0",
     ]
-    assert result.document["winner"] == "r001-c002"
+    assert result.document["winner"] == "r001-c001"
     assert result.document["stopping_reason"] == "no_candidates"
 
 
@@ -295,9 +300,9 @@ def test_command_provider_with_a_fake_agent(tmp_path):
         options={"agent_command": f"{sys.executable} {agent} {{candidate}}"},
     )
     first, second = result.document["experiments"][1:]
-    assert first["status"] == "promoted" and first["change"] == "COST 100 -> 25"
+    assert first["status"] == "promoted" and first["mutation_summary"] == "COST 100 -> 25"
     # the second proposal starts from the new best: the agent changes nothing -> duplicate
-    assert second["status"] == "rejected" and "duplicate" in second["diagnostics"][0]
+    assert second["status"] == "failed" and "duplicate" in second["diagnostics"]
 
 
 @pytest.mark.parametrize("provider", ["codex", "claude"])
@@ -313,8 +318,8 @@ def test_agent_adapters_run_the_cli_with_its_argv(tmp_path, provider):
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     bundle = make_bundle(tmp_path, {"candidates_per_round": 1})
     result, _ = run(tmp_path, bundle, provider=provider, options={"agent_bin": str(fake)})
-    assert result.document["winner"] == "r001-c001"
-    argv = json.loads((tmp_path / "out" / "workspaces" / "r001-c001" / "argv.json").read_text())
+    assert result.document["winner"] == "r001-c000"
+    argv = json.loads((tmp_path / "out" / "workspaces" / "r001-c000" / "argv.json").read_text())
     if provider == "codex":
         assert argv[:3] == ["exec", "--full-auto", "--skip-git-repo-check"]
     else:
@@ -331,7 +336,7 @@ def test_failing_agent_is_a_failed_experiment(tmp_path):
         options={"agent_command": f"{sys.executable} -c 'raise SystemExit(4)'"},
     )
     experiment = result.document["experiments"][1]
-    assert experiment["status"] == "failed" and "status 4" in experiment["diagnostics"][0]
+    assert experiment["status"] == "failed" and "status 4" in experiment["diagnostics"]
 
 
 def test_bad_bundles_are_refused_before_anything_runs(tmp_path):
@@ -343,8 +348,9 @@ def test_bad_bundles_are_refused_before_anything_runs(tmp_path):
         run(tmp_path, bundle, replay=replay_dir(tmp_path, KERNEL))
     assert not (tmp_path / "out").exists()
     (bundle / "cases.json").write_text(json.dumps([{"case_id": "a"}]))
-    (bundle / "budget.json").write_text(json.dumps({"max_round": 2}))
-    with pytest.raises(GitkbError, match="max_round.*budget.json"):
+    # TLX ignores keys it does not know, and refuses a min_speedup below 1
+    (bundle / "budget.json").write_text(json.dumps({"max_round": 2, "min_speedup": 0.9}))
+    with pytest.raises(GitkbError, match="min_speedup.*budget.json"):
         run(tmp_path, bundle, provider="knobs")
     (bundle / "budget.json").unlink()
     (bundle / "harness.py").write_text("def build(s, t):\n    return 1\n")
@@ -396,8 +402,9 @@ def test_cli_commits_the_winner_into_git(tmp_path):
     )
     assert done.returncode == 0, done.stderr.decode()
     document = json.loads(done.stdout)
-    assert document["commit"]["success"] and document["winner"] == "r001-c001"
-    assert b"[gitkb] r001-c001 status=promoted" in done.stderr
+    assert document["auto_commit"]["success"] and document["winner"] == "r001-c000"
+    assert b"[tlx-agent] r001-c000 status=promoted" in done.stderr
+    assert b"[tlx-agent] commit status=committed vcs=git id=" in done.stderr
     message = git("log", "-1", "--format=%B", cwd=repo).stdout
     assert message.startswith("Halve the cost\n")
     trailers = git("interpret-trailers", "--parse", input=message, cwd=repo).stdout
@@ -407,7 +414,8 @@ def test_cli_commits_the_winner_into_git(tmp_path):
     assert (repo / "other.txt").read_text() == "staged and dirty\n"
     assert git("show", ":other.txt", cwd=repo).stdout == "staged\n"
     auto = json.loads((tmp_path / "out" / "auto_commit.json").read_text())
-    assert auto["success"] and auto["commit"] == git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    head = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    assert auto["success"] and auto["commit_revision"] == head
 
 
 def test_cli_exit_3_when_head_moves_during_the_run(tmp_path):
@@ -434,7 +442,7 @@ def test_cli_exit_3_when_head_moves_during_the_run(tmp_path):
     )
     assert done.returncode == 3, done.stderr.decode()
     auto = json.loads((tmp_path / "out" / "auto_commit.json").read_text())
-    assert not auto["success"] and "HEAD moved" in auto["diagnostic"]
+    assert not auto["success"] and "HEAD moved" in auto["diagnostics"]
     assert git("log", "-1", "--format=%s", cwd=repo).stdout.strip() == "meanwhile"
     assert (repo / "kernel.py").read_text() == KERNEL
     assert (tmp_path / "out" / "best_kernel.py").read_text() == variant(COST=50.0, RUN_HOOK=True)
@@ -454,7 +462,7 @@ def test_cli_exit_codes_no_winner_and_usage(tmp_path):
         str(replay),
     )
     assert done.returncode == 2 and json.loads(done.stdout)["winner"] is None
-    assert json.loads(done.stdout)["commit"]["attempted"] is False
+    assert json.loads(done.stdout)["auto_commit"] is None
     done = kb("optimize", str(tmp_path / "missing"))
     assert done.returncode == 1 and done.stderr.startswith(b"gitkb: error: bundle is not a folder")
     done = kb("optimize", str(bundle), "--kernel", str(tmp_path / "loose.py"))
@@ -462,13 +470,18 @@ def test_cli_exit_codes_no_winner_and_usage(tmp_path):
 
 
 def test_untracked_kernel_is_refused_before_the_run(tmp_path):
+    """TLX decides the commit before the loop: exit 3, a failed auto_commit on stdout."""
     repo = kernel_repo(tmp_path)
     (repo / "new.py").write_text(KERNEL)
     bundle = make_bundle(tmp_path)
     done = kb(
         "optimize", str(bundle), "--kernel", str(repo / "new.py"), "-o", str(tmp_path / "out")
     )
-    assert done.returncode == 1 and b"not tracked by git" in done.stderr
+    assert done.returncode == 3
+    auto = json.loads(done.stdout)
+    assert auto["requested"] and not auto["success"] and "not tracked by git" in auto["diagnostics"]
+    assert auto["subject"] == "Optimize new.py with TLX agent"
+    assert b"[tlx-agent] commit status=failed vcs=unknown" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -538,7 +551,7 @@ def test_cpu_example_finds_a_real_speedup_and_commits_it(tmp_path):
     )
     assert done.returncode == 0, done.stderr.decode()
     document = json.loads(done.stdout)
-    assert document["aggregate_speedup"] > 1.5 and document["commit"]["success"]
+    assert document["final"]["aggregate_speedup"] > 1.5 and document["auto_commit"]["success"]
     assert "BLOCK = 16" not in git("show", "HEAD:kernel.py", cwd=repo).stdout
 
 
@@ -564,7 +577,7 @@ def test_a_rejection_lesson_is_mined_into_an_anti_strategy(tmp_path, store):
         )
     )
     overflow = result.document["experiments"][1]
-    assert overflow["change"] == "set SUBTRACT_MAX from True to False"
+    assert overflow["mutation_summary"] == "set SUBTRACT_MAX from True to False"
     assert overflow["status"] == "rejected"
     body = git("log", "--format=%B", cwd=tmp_path / "out" / "trace").stdout
     assert (

@@ -136,12 +136,12 @@ def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_p
     index = (tmp_path / "out" / "warm_start" / "kb_references" / "index.md").read_text()
     tried = index.split("## Reference only: tried in this run")[1]
     assert all(f"| {record_id} | failed |" in tried for record_id in offered)
-    statuses = [(e["id"], e["status"]) for e in document["experiments"]]
+    statuses = [(e["experiment_id"], e["status"]) for e in document["experiments"]]
     assert statuses == [
         ("baseline", "baseline"),
         ("ws-01", "rejected"),
-        ("ws-02", "rejected"),
-        ("r001-c001", "promoted"),
+        ("ws-02", "failed"),  # the same code as ws-01: never evaluated, TLX's failed
+        ("r001-c000", "promoted"),
     ]
     assert "BROKEN = []" in (tmp_path / "out" / "best_kernel.py").read_text()
     # nothing adopted: the run's own work is all of the gain
@@ -160,7 +160,7 @@ def test_warm_start_off_ignores_the_store(tmp_path, store):
     )
     document = result.document
     assert "warm_start" not in document and "total_speedup" not in document
-    assert [e["id"] for e in document["experiments"]] == ["baseline", "r001-c001"]
+    assert [e["experiment_id"] for e in document["experiments"]] == ["baseline", "r001-c000"]
     assert not (tmp_path / "out" / "warm_start").exists()
     assert not any("warm start" in line for line in lines)
     actions = [
@@ -176,7 +176,7 @@ def test_reference_mode_mirrors_prose_and_adopts_nothing(tmp_path, store):
     document = result.document
     assert document["warm_start"]["offered"] and document["warm_start"]["candidates"] == []
     assert document["warm_start"]["adopted"] is None
-    assert [e["id"] for e in document["experiments"]] == ["baseline", "r001-c001"]
+    assert [e["experiment_id"] for e in document["experiments"]] == ["baseline", "r001-c000"]
     assert (tmp_path / "out" / "warm_start" / "kb_references" / "reference_01.md").is_file()
     assert document["total_speedup"] == document["incremental_speedup"] == pytest.approx(1.25)
     ledger_writes = [

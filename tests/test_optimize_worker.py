@@ -161,8 +161,10 @@ def profile(artifact, case, request):
 """,
         profile=request,
     )
-    spilled = big.response["cases"][0]["profile"]
-    assert Path(spilled["spilled_to"]).stat().st_size > (1 << 20)
+    spilled = big.response["cases"][0]["profile"]  # TLX's pointer, in the case's own folder
+    assert spilled["truncated"] is True and spilled["size_bytes"] > (1 << 20)
+    assert spilled["artifact"] == str(tmp_path / "pa" / "a" / "raw_profile.json")
+    assert Path(spilled["artifact"]).stat().st_size > (1 << 20)
 
 
 @pytest.mark.slow

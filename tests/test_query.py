@@ -135,8 +135,37 @@ def test_max_bytes_drops_the_weakest_hits_and_says_so(kbdir):
     trimmed = json.loads(done.stdout)
     dropped = trimmed["result"]["dropped_for_budget"]
     assert dropped > 0 and ids(trimmed) == ids(full)[: len(ids(full)) - dropped]
-    tiny = ask(kbdir, "--arch", "sm_90", "--max-bytes", "10")
-    assert tiny["result"]["served"] == 1 and tiny["result"]["over_budget"] is True
+    tiny = ask(kbdir, "--arch", "sm_90", "--max-bytes", "10", code=2)
+    assert "--max-bytes 10 is less than this query's answer with no records" in tiny["stderr"]
+
+
+def test_max_bytes_is_never_exceeded_by_one_big_hit(tmp_path):
+    """A hit bigger than the whole budget is served brief (its code named, not sent) when
+    that fits, and left out, named with its size, when even its prose does not."""
+    store = Store.init(tmp_path / "kb")
+    strategy = synthetic.strategy(1, families=1)
+    strategy["payload"]["implementation"]["snippet"] = "x = 1\n" * 40_000
+    prose = synthetic.strategy(2, families=1)
+    prose["payload"]["mechanism"] = "Rows stay in registers. " * 12_000
+    for record in (strategy, prose):
+        store.admit(rec.dumps(record), "insert")
+    budget = 65_536
+    for record, trimmed in ((strategy, True), (prose, False)):
+        done = kb("query", "--store", str(store.location), "--json", "--family",
+                  record["retrieval"]["scope"]["operator_family"], "--max-bytes", str(budget),
+                  record["id"].rsplit(".", 1)[1])  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.rstrip(b"\n")) <= budget
+        result = json.loads(done.stdout)["result"]
+        hits = json.loads(done.stdout)["records"]
+        if trimmed:
+            assert result["trimmed_for_budget"] == record["id"] and result["served"] == 1
+            omitted = hits[0]["payload"]["omitted_by_brief"]["fields"]
+            assert omitted["implementation.snippet"] == len("x = 1\n" * 40_000)
+        else:
+            assert hits == [] and result["served"] == 0 and result["dropped_for_budget"] == 1
+            assert result["over_budget_hit"]["id"] == record["id"]
+            assert result["over_budget_hit"]["bytes"] > budget
 
 
 def test_zero_matches_say_why_and_fall_back_only_labelled(kbdir):
@@ -184,15 +213,15 @@ def test_feedback_moves_ranking_without_touching_the_record(tmp_path):
         store.admit(rec.dumps(synthetic.strategy(n, families=1)), "insert")
     first, second = sorted(store.view().ids())
     request = Request(arch="hopper", rank="importance")
-    assert [r["id"] for r in answer.query(store.location, request)["records"]] == [first, second]
+    assert [r["id"] for r in answer.query(store, request)["records"]] == [first, second]
     before = store.read_record(second).raw
     for n in range(4):
         feedback(store, second, "helped", trace="run-a", trace_commit=f"{n:040x}")
-    assert [r["id"] for r in answer.query(store.location, request)["records"]] == [second, first]
+    assert [r["id"] for r in answer.query(store, request)["records"]] == [second, first]
     assert store.read_record(second).raw == before  # nothing rewrote the record
     for n in range(8):
         feedback(store, second, "misleading", trace="run-b", trace_commit=f"{n:040x}")
-    assert [r["id"] for r in answer.query(store.location, request)["records"]] == [first, second]
+    assert [r["id"] for r in answer.query(store, request)["records"]] == [first, second]
 
 
 def test_retracted_records_are_left_out_unless_asked(kbdir, tmp_path):

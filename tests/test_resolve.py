@@ -60,7 +60,7 @@ def test_best_same_arch_code_first_and_other_arches_named(bare_store):
     a, b = strategy(1, pct=30.0), strategy(2, pct=10.0)
     elsewhere = strategy(3, product="mi300x", pct=50.0)
     admit(bare_store, a, b, elsewhere, strategy(4, kernel="layernorm"))
-    answer = resolve(bare_store.location, "triton_softmax.py", product="h100")
+    answer = resolve(bare_store, "triton_softmax.py", product="h100")
     assert answer["read_reason"] == "read"
     assert answer["kernel"]["tier"] == "exact" and answer["kernel"]["matched"] == ["softmax"]
     assert ids(answer) == [a["id"], b["id"]]
@@ -69,21 +69,17 @@ def test_best_same_arch_code_first_and_other_arches_named(bare_store):
     assert answer["other_arch_pages"] == [
         {"vendor": "amd", "arch": "cdna3", "product": "gfx942", "language": "triton", "records": 1}
     ]
-    assert (
-        resolve(bare_store.location, "softmax", arch="cdna3")["ranks"][0]["id"] == (elsewhere["id"])
-    )
-    assert resolve(bare_store.location, "softmax", arch="blackwell")["read_reason"] == (
-        "no_same_arch"
-    )
+    assert resolve(bare_store, "softmax", arch="cdna3")["ranks"][0]["id"] == (elsewhere["id"])
+    assert resolve(bare_store, "softmax", arch="blackwell")["read_reason"] == ("no_same_arch")
 
 
 def test_retired_never_offered_unless_asked(bare_store):
     a, b = strategy(1, pct=30.0), strategy(2, pct=10.0)
     admit(bare_store, a, b)
     retract(bare_store, a["id"], "wrong results on odd widths")
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(bare_store, "softmax", arch="hopper")
     assert ids(answer) == [b["id"]] and answer["counts"]["retired"] == 1
-    everything = resolve(bare_store.location, "softmax", arch="hopper", include_retired=True)
+    everything = resolve(bare_store, "softmax", arch="hopper", include_retired=True)
     assert ids(everything) == [a["id"], b["id"]] and everything["ranks"][0]["retired"]
 
 
@@ -92,7 +88,7 @@ def test_fully_retired_page_offers_nothing(bare_store):
     admit(bare_store, a, b)
     for record in (a, b):
         retract(bare_store, record["id"], "superseded by a correct kernel")
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(bare_store, "softmax", arch="hopper")
     assert answer["read_reason"] == "all_retired" and answer["ranks"] == []
     assert answer["counts"]["retired"] == 2
 
@@ -102,7 +98,7 @@ def test_one_rank_per_direction_with_alternates(bare_store):
     runner_up = strategy(2, pct=25.0, direction="online-rescale")
     other = strategy(3, pct=10.0, direction="vectorize")
     admit(bare_store, best, runner_up, other)
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(bare_store, "softmax", arch="hopper")
     assert ids(answer) == [best["id"], other["id"]]
     assert [a["id"] for a in answer["ranks"][0]["alternates"]] == [runner_up["id"]]
     assert answer["counts"]["collapsed"] == 1
@@ -114,7 +110,7 @@ def test_retire_hint_sorts_behind_clean_sibling(bare_store):
     admit(bare_store, suspect, clean)
     for _ in range(2):
         attest(bare_store, suspect["id"], "not_reproduced", by="box-a")
-    rank = resolve(bare_store.location, "softmax", arch="hopper")["ranks"][0]
+    rank = resolve(bare_store, "softmax", arch="hopper")["ranks"][0]
     assert rank["id"] == clean["id"]
     assert rank["alternates"][0]["id"] == suspect["id"]
     assert "not reproduced 2 times" in rank["alternates"][0]["retire_hint"]
@@ -123,7 +119,7 @@ def test_retire_hint_sorts_behind_clean_sibling(bare_store):
 def test_empty_direction_stands_alone(bare_store):
     a, b = strategy(1, pct=30.0, direction=""), strategy(2, pct=20.0, direction="")
     admit(bare_store, a, b)
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(bare_store, "softmax", arch="hopper")
     assert ids(answer) == [a["id"], b["id"]] and answer["counts"]["collapsed"] == 0
     assert all(r["direction"] == "" and r["alternates"] == [] for r in answer["ranks"])
 
@@ -131,15 +127,15 @@ def test_empty_direction_stands_alone(bare_store):
 def test_near_ties_stay_under_the_floor(bare_store):
     near_tie = strategy(1, pct=4.0)  # 1.042x
     admit(bare_store, near_tie)
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(bare_store, "softmax", arch="hopper")
     assert answer["read_reason"] == "below_min_speedup" and answer["counts"]["below_floor"] == 1
-    lower = resolve(bare_store.location, "softmax", arch="hopper", min_speedup=1.01)
+    lower = resolve(bare_store, "softmax", arch="hopper", min_speedup=1.01)
     assert ids(lower) == [near_tie["id"]]
 
 
 def test_top_n_limits_ranks(bare_store):
     admit(bare_store, *(strategy(n, pct=10.0 + n) for n in range(1, 6)))
-    answer = resolve(bare_store.location, "softmax", arch="hopper", top_n=2)
+    answer = resolve(bare_store, "softmax", arch="hopper", top_n=2)
     assert len(answer["ranks"]) == 2 and answer["counts"]["beyond_top_n"] == 3
 
 
@@ -148,7 +144,7 @@ def test_comparability_flags_mixed_bench_keys(bare_store):
     b = strategy(2, pct=20.0, cases=["b8-n8192", "b1-n4096"])  # same cases, other order
     c = strategy(3, pct=10.0, cases=["b1-n4096"])
     admit(bare_store, a, b, c)
-    ranks = resolve(bare_store.location, "softmax", arch="hopper")["ranks"]
+    ranks = resolve(bare_store, "softmax", arch="hopper")["ranks"]
     assert [r["comparable"] for r in ranks] == [True, True, False]
     assert ranks[0]["bench_key"] == ranks[1]["bench_key"] != ranks[2]["bench_key"]
 
@@ -156,11 +152,11 @@ def test_comparability_flags_mixed_bench_keys(bare_store):
 def test_reproduced_beats_one_off_on_a_tie(bare_store):
     one_off, reproduced = strategy(1, pct=20.0), strategy(2, pct=20.0)
     admit(bare_store, one_off, reproduced)
-    assert ids(resolve(bare_store.location, "softmax", arch="hopper"))[0] == one_off["id"]
+    assert ids(resolve(bare_store, "softmax", arch="hopper"))[0] == one_off["id"]
     again = dict(reproduced, id="nvidia.h100.triton.softmax.rerun-s09")
     admission = bare_store.admit(dumps(again), "insert")
     assert admission.action == "confirm" and admission.record_id == reproduced["id"]
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(bare_store, "softmax", arch="hopper")
     assert ids(answer) == [reproduced["id"], one_off["id"]]
     assert answer["ranks"][0]["reproductions"] == 1
 
@@ -171,7 +167,7 @@ def test_corrupt_entry_is_skipped_and_counted(store):
     path = store.view().entry(bad["id"])["path"]
     (store.location / path).write_text("{ not json")
     git("commit", "-qam", "break a record", cwd=store.location)
-    answer = resolve(store.location, "softmax", arch="hopper")
+    answer = resolve(store, "softmax", arch="hopper")
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
@@ -195,10 +191,10 @@ def test_reads_only_the_candidates_files_and_no_repository(bare_store, monkeypat
         raise AssertionError("resolve opened the repository")
 
     monkeypatch.setattr(StoreView, "read_files", spy)
-    resolve(bare_store.location, "softmax", arch="hopper")  # the cache is current after this
+    resolve(bare_store, "softmax", arch="hopper")  # the cache is current after this
     monkeypatch.setattr(Repository, "open", no_repository)
     read.clear()
-    answer = resolve(bare_store.location, "softmax", arch="hopper")
+    answer = resolve(Store.open(bare_store.location), "softmax", arch="hopper")
     assert ids(answer) == [mine[0]["id"]]
     records = [p for p in read if p.startswith("records/")]
     assert records == [bare_store.view().entry(mine[0]["id"])["path"]]
@@ -213,7 +209,7 @@ def test_a_missing_object_is_skipped_and_counted(tmp_path):
     admit(store, good, lost)
     path = store.view().entry(lost["id"])["path"]
     lose_object(store.location, store.repo.blob_sha(store.tip, path))
-    answer = resolve(store.location, "softmax", arch="hopper")
+    answer = resolve(Store.open(store.location), "softmax", arch="hopper")
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
@@ -221,7 +217,8 @@ def test_a_missing_object_is_skipped_and_counted(tmp_path):
 def test_bare_clone_without_checkout(store, tmp_path):
     admit(store, strategy(1))
     git("clone", "-q", "--bare", str(store.location), str(tmp_path / "clone.git"))
-    assert ids(resolve(tmp_path / "clone.git", "softmax", product="sm_90")) == [strategy(1)["id"]]
+    clone = Store.open(tmp_path / "clone.git")
+    assert ids(resolve(clone, "softmax", product="sm_90")) == [strategy(1)["id"]]
 
 
 @pytest.mark.slow
@@ -232,22 +229,20 @@ def test_kernel_matching_tiers_and_ambiguity(bare_store):
         strategy(2, kernel="fused_moe_gate"),
         strategy(3, kernel="fused_moe_topk"),
     )
-    assert resolve(bare_store.location, "RMSNorm", arch="hopper")["kernel"]["tier"] == (
-        "normalized"
-    )
-    fuzzy = resolve(bare_store.location, "triton_rms_norm_fwd_task.py", arch="hopper")
+    assert resolve(bare_store, "RMSNorm", arch="hopper")["kernel"]["tier"] == ("normalized")
+    fuzzy = resolve(bare_store, "triton_rms_norm_fwd_task.py", arch="hopper")
     assert fuzzy["kernel"]["tier"] == "fuzzy" and fuzzy["read_reason"] == "read"
     assert fuzzy["options"]["dsl"] == "triton" and fuzzy["options"]["dsl_from"] == "kernel name"
     # The name says HIP: a Triton record is never offered to a HIP kernel.
-    hip = resolve(bare_store.location, "hip_rms_norm_fwd_task.hip", arch="hopper")
+    hip = resolve(bare_store, "hip_rms_norm_fwd_task.hip", arch="hopper")
     assert hip["kernel"]["tier"] == "fuzzy" and hip["read_reason"] == "no_same_language"
     assert hip["other_language_pages"][0]["language"] == "triton"
-    ambiguous = resolve(bare_store.location, "fused_moe", arch="hopper")
+    ambiguous = resolve(bare_store, "fused_moe", arch="hopper")
     assert ambiguous["read_reason"] == "ambiguous" and ambiguous["ranks"] == []
     assert ambiguous["kernel"]["ambiguous"] == ["fused_moe_gate", "fused_moe_topk"]
-    missing = resolve(bare_store.location, "conv2d", arch="hopper")
+    missing = resolve(bare_store, "conv2d", arch="hopper")
     assert missing["read_reason"] == "kernel_not_found"
-    assert resolve(bare_store.location, "rms_norm")["read_reason"] == "missing_arch"
+    assert resolve(bare_store, "rms_norm")["read_reason"] == "missing_arch"
 
 
 def test_prose_and_code_mirrored_before_verdict(bare_store, tmp_path):
@@ -257,7 +252,7 @@ def test_prose_and_code_mirrored_before_verdict(bare_store, tmp_path):
     kernel = tmp_path / "softmax.py"
     kernel.write_text("def k(x, m):\n    y = tl.exp(x - m)\n    return y\n")
     out = tmp_path / "out"
-    answer = resolve(bare_store.location, str(kernel), arch="hopper", out=str(out))
+    answer = resolve(bare_store, str(kernel), arch="hopper", out=str(out))
     rank = answer["ranks"][0]
     assert rank["applies"] is True
     assert "tl.exp2((x - m) * 3)" in (out / "candidates" / "01" / "kernel.py").read_text()
@@ -272,7 +267,7 @@ def test_prose_and_code_mirrored_before_verdict(bare_store, tmp_path):
     assert example["id"] in (out / "kb_references" / "index.md").read_text()
     assert json.loads((out / "resolve.json").read_text())["ranks"][0]["id"] == example["id"]
     with pytest.raises(GitkbError, match="not empty"):
-        resolve(bare_store.location, "softmax", arch="hopper", out=str(out))
+        resolve(bare_store, "softmax", arch="hopper", out=str(out))
 
 
 @pytest.mark.slow
@@ -297,7 +292,7 @@ def test_missing_store_root_is_a_miss(tmp_path):
         result = kb("resolve", "--kernel", "softmax", "--arch", "hopper", "--store", str(where))
         assert result.returncode != 0 and result.stdout == b""
         err = result.stderr.decode()
-        assert err.startswith("gitkb: error: resolve:") and "not a gitkb store" in err
+        assert err.startswith("gitkb: error: ") and "not a gitkb store" in err
         assert "Traceback" not in err and err.count("\n") == 1
 
 
@@ -308,7 +303,7 @@ def test_unknown_arch_token_names_the_known_ones(bare_store):
     assert result.returncode == 2
     assert b"unknown hardware token 'h1000'" in result.stderr and b"mi300x" in result.stderr
     with pytest.raises(GitkbError, match="known arches"):
-        resolve(bare_store.location, "softmax", arch="volta")
+        resolve(bare_store, "softmax", arch="volta")
 
 
 # ----------------------------------------------------------------- pages (GEAK's identity)
@@ -321,15 +316,15 @@ def test_a_product_is_its_own_page_not_its_family(bare_store):
     g1200, g1201 = strategy(1, product="gfx1200", pct=40.0), strategy(2, product="gfx1201")
     mi250x = strategy(3, product="gfx90a", pct=15.0)
     admit(bare_store, g1200, g1201, mi250x)
-    answer = resolve(bare_store.location, "softmax", product="gfx1201")
+    answer = resolve(bare_store, "softmax", product="gfx1201")
     assert ids(answer) == [g1201["id"]] and answer["counts"]["other_product"] == 1
     assert answer["hardware"]["page"] == "gfx1201" and answer["ranks"][0]["product"] == "gfx1201"
     assert {p["product"] for p in answer["other_arch_pages"]} == {"gfx1200", "gfx90a"}
-    assert ids(resolve(bare_store.location, "softmax", product="rx9070")) == [g1201["id"]]
-    assert ids(resolve(bare_store.location, "softmax", product="MI250X")) == [mi250x["id"]]
-    assert ids(resolve(bare_store.location, "softmax", arch="rdna4")) == [g1200["id"], g1201["id"]]
+    assert ids(resolve(bare_store, "softmax", product="rx9070")) == [g1201["id"]]
+    assert ids(resolve(bare_store, "softmax", product="MI250X")) == [mi250x["id"]]
+    assert ids(resolve(bare_store, "softmax", arch="rdna4")) == [g1200["id"], g1201["id"]]
     with pytest.raises(GitkbError, match="several vendors"):
-        resolve(bare_store.location, "softmax", arch="generic")
+        resolve(bare_store, "softmax", arch="generic")
 
 
 def test_the_measured_gpu_wins_over_the_folder(bare_store):
@@ -337,8 +332,8 @@ def test_the_measured_gpu_wins_over_the_folder(bare_store):
     filed["evidence"]["summary"]["measured_on"]["gpu"] = "gfx950"  # measured elsewhere
     honest = strategy(2, product="mi300x", pct=20.0)
     admit(bare_store, filed, honest)
-    assert ids(resolve(bare_store.location, "softmax", product="gfx942")) == [honest["id"]]
-    assert ids(resolve(bare_store.location, "softmax", product="mi355x")) == [filed["id"]]
+    assert ids(resolve(bare_store, "softmax", product="gfx942")) == [honest["id"]]
+    assert ids(resolve(bare_store, "softmax", product="mi355x")) == [filed["id"]]
 
 
 def test_an_unknown_gfx_is_kept_as_its_own_page(bare_store):
@@ -347,11 +342,9 @@ def test_an_unknown_gfx_is_kept_as_its_own_page(bare_store):
     record["retrieval"]["scope"]["product"] = "gfx1100"
     record["evidence"]["summary"]["measured_on"]["gpu"] = "gfx1100"
     admit(bare_store, record)
-    answer = resolve(bare_store.location, "softmax", product="gfx1100")
+    answer = resolve(bare_store, "softmax", product="gfx1100")
     assert ids(answer) == [record["id"]] and answer["hardware"]["page"] == "gfx1100"
-    assert resolve(bare_store.location, "softmax", product="gfx942")["read_reason"] == (
-        "no_same_arch"
-    )
+    assert resolve(bare_store, "softmax", product="gfx942")["read_reason"] == ("no_same_arch")
 
 
 def test_dsl_filters_code_records_strictly(bare_store):
@@ -365,14 +358,14 @@ def test_dsl_filters_code_records_strictly(bare_store):
     hip["retrieval"]["generality"]["language"] = "any"
     hip["payload"]["problem"]["dsl"] = "hip"
     admit(bare_store, triton, untyped, hip)
-    answer = resolve(bare_store.location, "softmax", product="h100", dsl="triton")
+    answer = resolve(bare_store, "softmax", product="h100", dsl="triton")
     assert ids(answer) == [triton["id"]] and answer["counts"]["other_language"] == 2
-    assert ids(resolve(bare_store.location, "softmax", product="h100", dsl="hip")) == [hip["id"]]
-    everything = resolve(bare_store.location, "softmax", product="h100", dsl="any")
+    assert ids(resolve(bare_store, "softmax", product="h100", dsl="hip")) == [hip["id"]]
+    everything = resolve(bare_store, "softmax", product="h100", dsl="any")
     assert ids(everything) == [hip["id"], untyped["id"], triton["id"]]
     assert everything["ranks"][0]["language"] == "hip"
     with pytest.raises(GitkbError, match="known languages"):
-        resolve(bare_store.location, "softmax", product="h100", dsl="pascal")
+        resolve(bare_store, "softmax", product="h100", dsl="pascal")
 
 
 def test_directions_fold_case_and_whitespace(bare_store):
@@ -385,7 +378,7 @@ def test_directions_fold_case_and_whitespace(bare_store):
     same = directed(2, 20.0, " evict-first loads ")
     alone_a, alone_b = directed(3, 15.0, ""), directed(4, 12.0, "")
     admit(bare_store, best, same, alone_a, alone_b)
-    answer = resolve(bare_store.location, "softmax", product="h100", top_n=5)
+    answer = resolve(bare_store, "softmax", product="h100", top_n=5)
     assert ids(answer) == [best["id"], alone_a["id"], alone_b["id"]]
     assert [a["id"] for a in answer["ranks"][0]["alternates"]] == [same["id"]]
     assert answer["ranks"][0]["direction"] == "evict-first loads"
@@ -397,7 +390,7 @@ def test_no_bench_key_on_either_side_is_not_comparable(bare_store):
         record["worth"]["gain"]["metrics"][0].pop("measured_over", None)
         record["evidence"]["raw"].pop("bench_cases", None)
     admit(bare_store, a, b)
-    ranks = resolve(bare_store.location, "softmax", product="h100")["ranks"]
+    ranks = resolve(bare_store, "softmax", product="h100")["ranks"]
     assert [r["bench_key"] for r in ranks] == [None, None]
     assert [r["comparable"] for r in ranks] == [False, False]
 
@@ -406,7 +399,7 @@ def test_a_numeric_string_speedup_is_a_number(bare_store):
     stated = strategy(1, pct=5.0)
     stated["retrieval"]["signals"]["metrics"]["speedup_x"] = "1.45"
     admit(bare_store, stated, strategy(2, pct=20.0))
-    ranks = resolve(bare_store.location, "softmax", product="h100")["ranks"]
+    ranks = resolve(bare_store, "softmax", product="h100")["ranks"]
     assert ranks[0]["id"] == stated["id"] and ranks[0]["speedup"] == 1.45
 
 
@@ -417,7 +410,7 @@ def test_a_diff_that_does_not_apply_is_reference_only(bare_store, tmp_path):
     kernel = tmp_path / "softmax.py"
     kernel.write_text("def k(x, m):\n    y = tl.exp(x - m)\n    return y\n")
     out = tmp_path / "out"
-    answer = resolve(bare_store.location, str(kernel), product="h100", out=str(out))
+    answer = resolve(bare_store, str(kernel), product="h100", out=str(out))
     assert ids(answer) == [fits["id"]] and answer["ranks"][0]["applies"] is True
     [reference] = answer["reference_only"]
     assert reference["id"] == elsewhere["id"] and "does not apply" in reference["reason"]
@@ -429,5 +422,5 @@ def test_a_diff_that_does_not_apply_is_reference_only(bare_store, tmp_path):
         (out / "kb_references" / "reference_only_01.md").read_text().startswith("# Reference only:")
     )
     only = tmp_path / "only"
-    nothing = resolve(bare_store.location, str(kernel), product="h100", min_speedup=1.2, out=only)
+    nothing = resolve(bare_store, str(kernel), product="h100", min_speedup=1.2, out=only)
     assert nothing["read_reason"] == "reference_only" and nothing["ranks"] == []

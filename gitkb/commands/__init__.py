@@ -3,19 +3,44 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
 
-store_option = click.option(
-    "--store",
-    "store_path",
-    default=".",
-    envvar="GITKB_STORE",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="The store: a gitkb repository, bare or not (env GITKB_STORE).",
-)
+
+class StoreType(click.ParamType):
+    """A ``--store`` value opened as a ``Store``, so a verb gets the store, not a path: one
+    opener (``Store.open``) and its messages for every verb. ``missing_ok``: None where the
+    path holds no store (verbs that only read one when there is one)."""
+
+    name = "directory"
+
+    def __init__(self, missing_ok: bool = False) -> None:
+        self.missing_ok = missing_ok
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, (str, os.PathLike)):
+            return value  # already opened (a caller passing a Store)
+        from gitkb.store import Store
+
+        return Store.open(value, missing_ok=self.missing_ok)
+
+
+def _store_option(kind: StoreType):
+    return click.option(
+        "--store",
+        "store",
+        default=".",
+        envvar="GITKB_STORE",
+        show_default=True,
+        type=kind,
+        help="The store: a gitkb repository, bare or not (env GITKB_STORE).",
+    )
+
+
+store_option = _store_option(StoreType())
+store_option_if_any = _store_option(StoreType(missing_ok=True))
 
 
 # retract and unretract: the why and the who of a tombstone or its lifting.
@@ -23,12 +48,6 @@ reason_option = click.option(
     "--reason", required=True, help="Why (kept in the commit trailers and the ledger)."
 )
 by_option = click.option("--by", help="Who (default: the committer identity).")
-
-
-def open_store(path: str):
-    from gitkb.store import Store
-
-    return Store.open(path)
 
 
 def echo_json(document: object) -> None:

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, input_name, open_store, read_input, store_option
+from gitkb.commands import echo_json, input_name, read_input, store_option
 from gitkb.store.admission import ACTIONS, AUTO
 
 
@@ -32,7 +32,7 @@ def _report(admission, as_json: bool) -> None:
 @click.option("--trace-commit", help="The trace commit the record cites (KB-Trace-Commit trailer).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per admission.")
 @store_option
-def command(files, action, target, trace, trace_commit, as_json, store_path) -> None:
+def command(files, action, target, trace, trace_commit, as_json, store) -> None:
     """Admit record FILES into the store, in order, one commit each ('-' reads stdin).
 
     The record-level gates run before anything is written. A refused record
@@ -41,7 +41,6 @@ def command(files, action, target, trace, trace_commit, as_json, store_path) -> 
     from gitkb.errors import GitkbError
     from gitkb.store.admission import AdmitRequest
 
-    store = open_store(store_path)
     requests = [
         AdmitRequest(read_input(path), action, target, input_name(path), trace, trace_commit)
         for path in files

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 from gitkb.warmstart.attest import OUTCOMES
 
 
@@ -15,14 +15,13 @@ from gitkb.warmstart.attest import OUTCOMES
 @click.option("--by", help="Who attests (default: the committer identity).")
 @click.option("--evidence", multiple=True, metavar="K=V", help="Evidence to keep (repeatable).")
 @store_option
-def command(record_id, outcome, by, evidence, store_path) -> None:
+def command(record_id, outcome, by, evidence, store) -> None:
     """Append one outcome for RECORD_ID to ledger/<id>.jsonl: one attest commit.
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.
     """
     from gitkb.warmstart.attest import attest, parse_evidence, read_ledger, retire_hint
 
-    store = open_store(store_path)
     admission = attest(store, record_id, outcome, by, parse_evidence(evidence))
     counts = read_ledger(store, record_id, admission.commit).counts()
     echo_json(

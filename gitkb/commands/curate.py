@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 
 
 @click.command("curate")
@@ -12,11 +12,11 @@ from gitkb.commands import echo_json, open_store, store_option
 @click.option("--apply", is_flag=True, help="Retract them, one commit each (reason: the hint).")
 @click.option("--by", help="Who (default: the committer identity).")
 @store_option
-def command(retire, apply, by, store_path) -> None:
+def command(retire, apply, by, store) -> None:
     """Act on the store's curation hints, as JSON; a dry run unless --apply."""
     from gitkb.errors import GitkbError
     from gitkb.warmstart.retract import retire_pass
 
     if not retire:
         raise GitkbError("curate needs a pass to run: --retire", 2)
-    echo_json(retire_pass(open_store(store_path), apply, by))
+    echo_json(retire_pass(store, apply, by))

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 from gitkb.query.feedback import OUTCOMES
 
 
@@ -11,7 +11,7 @@ from gitkb.query.feedback import OUTCOMES
 @click.option("--trace-commit", help="That version's commit in the trace.")
 @click.option("--by", help="Who reports (default: the git identity).")
 @store_option
-def command(record_id, outcome, trace, trace_commit, by, store_path) -> None:
+def command(record_id, outcome, trace, trace_commit, by, store) -> None:
     """Report what using RECORD_ID did: one line appended to its feedback log (one commit).
 
     The log (feedback/<id>.jsonl) is append-only and union-merged; an event is
@@ -20,5 +20,5 @@ def command(record_id, outcome, trace, trace_commit, by, store_path) -> None:
     """
     from gitkb.query.feedback import feedback
 
-    admission = feedback(open_store(store_path), record_id, outcome, trace, trace_commit, by)
+    admission = feedback(store, record_id, outcome, trace, trace_commit, by)
     echo_json(admission.as_json())

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 from gitkb.importers import IMPORTERS
 
 
@@ -9,7 +9,7 @@ from gitkb.importers import IMPORTERS
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
 @store_option
-def command(kind: str, directory: str, as_json: bool, store_path: str) -> None:
+def command(kind: str, directory: str, as_json: bool, store) -> None:
     """Import another tool's records from DIRECTORY in one commit.
 
     gpu-wiki: a records tree (DIRECTORY/records/...); records keep their paths
@@ -19,7 +19,7 @@ def command(kind: str, directory: str, as_json: bool, store_path: str) -> None:
     """
     from gitkb.importers import import_tree
 
-    report = import_tree(kind, open_store(store_path), directory)
+    report = import_tree(kind, store, directory)
     if as_json:
         echo_json(report.as_json())
         return

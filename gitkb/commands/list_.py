@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 
 
 @click.command("list")
@@ -11,9 +11,8 @@ from gitkb.commands import echo_json, open_store, store_option
 @click.option("--operator", help="Operator family.")
 @click.option("--json", "as_json", is_flag=True, help="Print the index entries as JSON.")
 @store_option
-def command(type_, vendor, arch, dsl, operator, as_json, store_path) -> None:
+def command(type_, vendor, arch, dsl, operator, as_json, store) -> None:
     """List the store's records (read from the index)."""
-    store = open_store(store_path)
     entries = store.list(type=type_, vendor=vendor, arch=arch, dsl=dsl, operator=operator)
     if as_json:
         echo_json(entries)

@@ -1,15 +1,14 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 
 
 @click.command("log")
 @click.argument("record_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the history as JSON.")
 @store_option
-def command(record_id: str | None, as_json: bool, store_path: str) -> None:
+def command(record_id: str | None, as_json: bool, store) -> None:
     """Show the admission history (newest first), optionally of one record."""
-    store = open_store(store_path)
     history = store.log(record_id)
     if as_json:
         echo_json(history)

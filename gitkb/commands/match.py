@@ -1,12 +1,12 @@
 import click
 
-from gitkb.commands import echo_json, input_name, open_store, read_input, store_option
+from gitkb.commands import echo_json, input_name, read_input, store_option
 
 
 @click.command("match")
 @click.argument("file")
 @store_option
-def command(file: str, store_path: str) -> None:
+def command(file: str, store) -> None:
     """Print every same-scope candidate for the record in FILE, as JSON.
 
     Scope is vendor, arch, dsl (`any` matches both ways) and operator family;
@@ -14,7 +14,6 @@ def command(file: str, store_path: str) -> None:
     """
     from gitkb import record
 
-    store = open_store(store_path)
     incoming = record.parse(read_input(file), input_name(file))
     _, findings = store.check_record(incoming, record.path_for(incoming))
     if findings:

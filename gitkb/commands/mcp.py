@@ -5,7 +5,7 @@ from gitkb.commands import store_option
 
 @click.command("mcp")
 @store_option
-def command(store_path: str) -> None:
+def command(store) -> None:
     """Serve the store to coding agents as MCP tools over stdio: query, resolve, show, feedback.
 
     Needs the MCP SDK: pip install 'gitkb[mcp]'. Point an agent's MCP client at
@@ -13,4 +13,4 @@ def command(store_path: str) -> None:
     """
     from gitkb.query.mcp_server import serve
 
-    serve(store_path)
+    serve(store)

@@ -2,7 +2,7 @@ import sys
 
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, store_option_if_any
 from gitkb.record import DSLS
 
 trace_options = [
@@ -64,17 +64,13 @@ def mine_options(non_target_kernels=(), **flags):
 )
 @click.option("--dry-run", is_flag=True, help="Read, partition and distill; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@store_option
-def command(
-    trace, label, distiller, stage_only, jobs, dry_run, as_json, store_path, **flags
-) -> None:
+@store_option_if_any
+def command(trace, label, distiller, stage_only, jobs, dry_run, as_json, store, **flags) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
-    from gitkb.commands import open_store
-    from gitkb.mine.pipeline import mine, store_if_any
+    from gitkb.mine.pipeline import mine
 
     # A dry run or a staging run reads a store when there is one (ids, coverage); an
-    # admitting run needs one.
-    store = open_store(store_path) if not (dry_run or stage_only) else store_if_any(store_path)
+    # admitting run needs one (mine says so).
     bar = None
 
     def progress(done: int, total: int) -> None:

@@ -22,7 +22,8 @@ def _budget_option(name: str, kind, help_text: str):
         name,
         type=kind,
         default=None,
-        help=f"{help_text} Beats budget.json. [default: {default}]",
+        help=f"{help_text} A --budget file overrides it; it overrides BUNDLE's budget.json. "
+        f"[default: {default}]",
     )
 
 
@@ -37,7 +38,8 @@ def _file(flag: str, help_text: str):
 @_file("--harness", "harness.py (default: BUNDLE's).")
 @_file("--cases", "cases.json (default: BUNDLE's).")
 @_file("--target", "target.json (default: BUNDLE's).")
-@_file("--budget", "budget.json (default: BUNDLE's, when it has one).")
+@_file("--budget", "A budget JSON file whose keys override the flags (TLX's rule; default: "
+       "BUNDLE's budget.json, which the flags override).")  # fmt: skip
 @_file("--reference-kernel", "A trusted correctness oracle, frozen with the bundle; harness "
        "processes find it at $TLX_REFERENCE_KERNEL_PATH.")  # fmt: skip
 @click.option(
@@ -48,12 +50,38 @@ def _file(flag: str, help_text: str):
     type=click.Path(file_okay=False),
     help="A fresh artifact folder (default: ./optimize-out/<bundle>-<n>).",
 )
-@click.option("--arch", help="The architecture the run is for; must match target.json's.")
+@click.option(
+    "--arch",
+    help="The architecture the run is for; must match target.json's. With --kernel alone "
+    "it picks the bundle <arch>/targets/<kernel stem>/ (the TLX layout).",
+)
+@click.option(
+    "--bundle-root",
+    "bundle_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Kernel-only form: a folder holding <arch>/targets/<kernel stem>/ bundles (TLX's "
+    "harnesses/); searched before gitkb's own targets/. Repeatable.",
+)
 @click.option(
     "--provider",
     default="knobs",
     show_default=True,
-    help="Where candidates come from: knobs, command, codex, claude, replay.",
+    help="Where candidates come from: knobs, mock, command, codex, claude, replay.",
+)
+@click.option(
+    "--harness-mode",
+    type=click.Choice(["subprocess", "standalone"]),
+    default="subprocess",
+    show_default=True,
+    help="TLX's flag, kept for its command lines: evaluations always run in a contained "
+    "subprocess (standalone only warns, as the TLX CLI does).",
+)
+@click.option(
+    "--diagnostic-proton-intra-kernel",
+    is_flag=True,
+    help="Also collect TLX's diagnostic-only per-warp Proton trace request for the baseline "
+    "and the final winner (never measured, never promoted).",
 )
 @click.option("--model", help="codex/claude/command providers: the model the agent uses.")
 @click.option("--agent-command", help="command provider: the agent's command line.")
@@ -80,16 +108,14 @@ def _file(flag: str, help_text: str):
 @_budget_option(
     "max_total_seconds", click.FloatRange(min=0, min_open=True), "Wall-clock budget of the run."
 )
-@_budget_option(
-    "min_speedup", click.FloatRange(min=0, min_open=True), "Aggregate speedup a promotion needs."
-)
+@_budget_option("min_speedup", click.FloatRange(min=1), "Aggregate speedup a promotion needs.")
 @_budget_option("max_cv", click.FloatRange(min=0), "Largest timing CV a promotion accepts.")
 @_budget_option("benchmark_repetitions", click.IntRange(min=1), "Timing samples per case.")
 @click.option(
     "--profile/--no-profile",
     default=True,
     show_default=True,
-    help="Send the harness's profile() summary and deep requests.",
+    help="Send the harness's profile() summary and deep requests (TLX's --profile).",
 )
 @click.option(
     "--commit-winner/--no-commit-winner",
@@ -132,7 +158,10 @@ def command(
     reference_kernel,
     output,
     arch,
+    bundle_roots,
     provider,
+    harness_mode,
+    diagnostic_proton_intra_kernel,
     model,
     agent_command,
     agent_bin,
@@ -153,7 +182,9 @@ def command(
     runs from that copy, in a contained subprocess. The reviewer's log goes to stderr.
     Exit codes: 0 a winner (committed unless --no-commit-winner), 2 no winner, 3 a
     winner whose commit failed (artifacts kept), 1 a usage or setup error, or a run
-    stopped because the frozen bundle changed. Explicit flags beat budget.json.
+    stopped because the frozen bundle changed. The TLX agent's command line runs as it
+    is (--kernel alone with --arch finds the bundle by TLX's convention); --budget FILE
+    overrides the flags, which override BUNDLE's budget.json.
     """
     from pathlib import Path
 
@@ -187,6 +218,9 @@ def command(
         commit_message=commit_message,
         warm_start=warm_start,
         kb=kb,
+        bundle_roots=[Path(r) for r in bundle_roots],
+        harness_mode=harness_mode,
+        diagnostic_proton_intra_kernel=diagnostic_proton_intra_kernel,
     )
     result = loop.run(config)
     click.echo(loop.result_json(result.document))

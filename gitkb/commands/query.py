@@ -67,7 +67,7 @@ def _list_options(f):
 @click.option("--explain", is_flag=True, help="Also print each hit's path (text output).")
 @_list_options
 @click.option("--like", help="Substring filter for --list-*.")
-def command(terms, store_path, type_, exclude, as_json, coverage, listing, like, explain, **opts):
+def command(terms, store, type_, exclude, as_json, coverage, listing, like, explain, **opts):
     """Ask the store what it knows: scoped, ranked strategies, anti-strategies and cards.
 
     TERMS are free text matched against each record's retrieval terms (all of
@@ -83,7 +83,7 @@ def command(terms, store_path, type_, exclude, as_json, coverage, listing, like,
     from gitkb.query.scope import Request
 
     if listing:
-        found = answer.vocabulary(store_path, listing, like)
+        found = answer.vocabulary(store, listing, like)
         for value in found["values"]:
             click.echo(value)
         if found["free_text"]:
@@ -93,9 +93,9 @@ def command(terms, store_path, type_, exclude, as_json, coverage, listing, like,
     ids = frozenset(i.strip() for item in exclude for i in item.split(",") if i.strip())
     request = Request(terms=tuple(terms), type=type_, exclude=ids, **opts)
     if coverage:
-        echo_json(answer.coverage(store_path, request))
+        echo_json(answer.coverage(store, request))
         return
-    found = answer.query(store_path, request)
+    found = answer.query(store, request)
     if as_json:
         click.echo(budget.dumps(found))
         return

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, store_option_if_any
 from gitkb.commands.mine import mine_options, with_trace_options
 
 
@@ -8,15 +8,15 @@ from gitkb.commands.mine import mine_options, with_trace_options
 @click.argument("trace", type=click.Path(file_okay=False))
 @with_trace_options
 @click.option("--json", "as_json", is_flag=True, help="Print the recon as JSON.")
-@store_option
-def command(trace, label, as_json, store_path, **flags) -> None:
+@store_option_if_any
+def command(trace, label, as_json, store, **flags) -> None:
     """Read TRACE and print its evidence-density report; writes nothing."""
-    from gitkb.mine.pipeline import run_recon, store_if_any
+    from gitkb.mine.pipeline import run_recon
     from gitkb.mine.reports import recon_markdown
 
     document = run_recon(
         trace,
-        store=store_if_any(store_path),
+        store=store,
         label=label,
         options=mine_options(**flags),
     )

@@ -1,19 +1,19 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 
 
 @click.command("reindex")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_option
-def command(as_json: bool, store_path: str) -> None:
+def command(as_json: bool, store) -> None:
     """Rebuild the index cache from the records; commits nothing.
 
     The index lives under the git directory (store format 2). In a store with a
     work tree this also writes the git-ignored records/index.json that tools
     reading the folder expect.
     """
-    result = open_store(store_path).reindex()
+    result = store.reindex()
     if as_json:
         echo_json(result)
         return

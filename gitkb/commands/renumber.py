@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, open_store, store_option
+from gitkb.commands import echo_json, store_option
 
 
 @click.command("renumber")
@@ -11,7 +11,7 @@ from gitkb.commands import echo_json, open_store, store_option
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what moved as JSON.")
 @store_option
-def command(record_id: str, upstream: str | None, as_json: bool, store_path: str) -> None:
+def command(record_id: str, upstream: str | None, as_json: bool, store) -> None:
     """Give this clone's admission of RECORD_ID a fresh id.
 
     When the server refuses a push because another clone admitted the same id, run this
@@ -20,7 +20,7 @@ def command(record_id: str, upstream: str | None, as_json: bool, store_path: str
     """
     from gitkb.store.renumber import renumber
 
-    report = renumber(open_store(store_path), record_id, upstream)
+    report = renumber(store, record_id, upstream)
     if as_json:
         echo_json(report)
         return

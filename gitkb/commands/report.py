@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import open_store, store_option
+from gitkb.commands import store_option
 
 
 @click.command("report")
@@ -13,7 +13,7 @@ from gitkb.commands import open_store, store_option
     help="Folder to write the site into.",
 )
 @store_option
-def command(out_dir: str, store_path: str) -> None:
+def command(out_dir: str, store) -> None:
     """Write the reviewer's summary of the store as a static site (HTML, inline SVG).
 
     One page for the store (records by type/arch/operator, admission history,
@@ -24,7 +24,6 @@ def command(out_dir: str, store_path: str) -> None:
     from gitkb.layout import TRACE_REFS
     from gitkb.site import build_site, trace_ladder
 
-    store = open_store(store_path)
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]
     ladders = {label: trace_ladder(store, label) for label in labels}
     pages = build_site(store, Path(out_dir), ladders)

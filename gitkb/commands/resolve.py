@@ -47,7 +47,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     type=click.Path(file_okay=False),
     help="Write candidates/NN/ and kb_references/ here (before any verdict).",
 )
-def command(kernel, arch, product, dsl, store_path, top_n, min_speedup, include_retired, out):
+def command(kernel, arch, product, dsl, store, top_n, min_speedup, include_retired, out):
     """Print the store's best same-hardware code for a kernel, as one JSON document.
 
     Exit 0 for every answer that is a fact about the store (read_reason says
@@ -57,7 +57,7 @@ def command(kernel, arch, product, dsl, store_path, top_n, min_speedup, include_
 
     echo_json(
         resolve(
-            store_path,
+            store,
             kernel,
             arch=arch,
             product=product,

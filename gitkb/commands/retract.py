@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import by_option, echo_json, open_store, reason_option, store_option
+from gitkb.commands import by_option, echo_json, reason_option, store_option
 
 
 @click.command("retract")
@@ -8,9 +8,9 @@ from gitkb.commands import by_option, echo_json, open_store, reason_option, stor
 @reason_option
 @by_option
 @store_option
-def command(record_id, reason, by, store_path) -> None:
+def command(record_id, reason, by, store) -> None:
     """Take RECORD_ID back: status deprecated, score 0; the record stays."""
     from gitkb.warmstart.retract import retract
 
-    admission = retract(open_store(store_path), record_id, reason, by)
+    admission = retract(store, record_id, reason, by)
     echo_json(admission.as_json())

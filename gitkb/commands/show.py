@@ -2,13 +2,12 @@ import sys
 
 import click
 
-from gitkb.commands import open_store, store_option
+from gitkb.commands import store_option
 
 
 @click.command("show")
 @click.argument("record_id")
 @store_option
-def command(record_id: str, store_path: str) -> None:
+def command(record_id: str, store) -> None:
     """Print the record RECORD_ID exactly as stored."""
-    store = open_store(store_path)
     sys.stdout.buffer.write(store.read_record(record_id).raw)

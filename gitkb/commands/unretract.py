@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import by_option, echo_json, open_store, reason_option, store_option
+from gitkb.commands import by_option, echo_json, reason_option, store_option
 
 
 @click.command("unretract")
@@ -8,9 +8,9 @@ from gitkb.commands import by_option, echo_json, open_store, reason_option, stor
 @reason_option
 @by_option
 @store_option
-def command(record_id, reason, by, store_path) -> None:
+def command(record_id, reason, by, store) -> None:
     """Lift RECORD_ID's retraction: restore the status and score it had."""
     from gitkb.warmstart.retract import unretract
 
-    admission = unretract(open_store(store_path), record_id, reason, by)
+    admission = unretract(store, record_id, reason, by)
     echo_json(admission.as_json())

@@ -1,15 +1,15 @@
 import click
 
-from gitkb.commands import open_store, store_option
+from gitkb.commands import store_option
 
 
 @click.command("upgrade")
 @store_option
-def command(store_path: str) -> None:
+def command(store) -> None:
     """Upgrade a store to format 2: one `kb upgrade` commit takes records/index.json out
     of history (the index becomes a cache under the git directory). The first write to
     a format-1 store does the same on its own."""
-    admission = open_store(store_path).upgrade()
+    admission = store.upgrade()
     if admission.commit:
         click.echo(f"upgraded to store format 2 [{admission.commit[:12]}]")
     else:

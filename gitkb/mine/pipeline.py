@@ -25,21 +25,7 @@ from gitkb.trace.packets import packets_from
 from gitkb.trace.partition import partition
 from gitkb.trace.sources import TraceRepo, open_trace, usable_label
 
-__all__ = ["MineResult", "Outcome", "mine", "run_recon", "store_if_any"]
-
-
-def store_if_any(path) -> object | None:
-    """The store at ``path``, or None when there is none (dry runs and recon only read one)."""
-    from gitkb.vcs.plain import git_dir_of
-
-    if git_dir_of(Path(path)) is None:
-        return None  # not a repository at all: nothing to open
-    from gitkb.store import Store
-
-    try:
-        return Store.open(path)
-    except GitkbError:
-        return None
+__all__ = ["MineResult", "Outcome", "mine", "run_recon"]
 
 
 def check_label(label: str) -> str:

@@ -19,6 +19,8 @@ from pathlib import Path
 from gitkb.errors import GitkbError
 
 HARNESS_FUNCTIONS = ("build", "verify", "benchmark")
+# What the TLX agent fills into the target a harness's build() gets when target.json lacks it.
+TARGET_DEFAULTS = {"device": None, "environment": {}, "optimization_guidance": ""}
 # The canonical file names inside a (frozen) bundle folder.
 NAMES = {
     "harness": "harness.py",
@@ -31,26 +33,32 @@ NAMES = {
 
 @dataclass(frozen=True)
 class Budget:
-    """How long and how hard the loop searches."""
+    """How long and how hard the loop searches (the TLX agent's defaults)."""
 
-    max_rounds: int = 3
-    candidates_per_round: int = 4
-    max_candidate_seconds: float = 300.0
+    max_rounds: int = 5
+    candidates_per_round: int = 2
+    max_candidate_seconds: float = 600.0
     max_total_seconds: float = 3600.0
-    min_speedup: float = 1.02
+    min_speedup: float = 1.01
     max_cv: float = 0.1
     benchmark_repetitions: int = 10
 
     @classmethod
-    def effective(cls, flags: dict, budget_file: dict) -> tuple[Budget, dict[str, str]]:
-        """Explicit flags beat budget.json, which beats the defaults; returns the budget and
-        where each value came from (``flag``, ``budget.json`` or ``default``)."""
+    def effective(
+        cls, flags: dict, budget_file: dict, file_given: bool = False
+    ) -> tuple[Budget, dict[str, str]]:
+        """The budget and where each value came from (``flag``, ``--budget``, ``budget.json``
+        or ``default``). A file named with ``--budget`` overrides the flags key by key (the
+        TLX agent's documented rule); a bundle folder's own budget.json, found without
+        ``--budget``, is overridden by them."""
         values, sources = {}, {}
+        file_label = "--budget" if file_given else "budget.json"
         for name in (f.name for f in fields(cls)):
-            if flags.get(name) is not None:
+            from_flag = flags.get(name) is not None
+            if name in budget_file and (file_given or not from_flag):
+                values[name], sources[name] = budget_file[name], file_label
+            elif from_flag:
                 values[name], sources[name] = flags[name], "flag"
-            elif name in budget_file:
-                values[name], sources[name] = budget_file[name], "budget.json"
             else:
                 sources[name] = "default"
         return cls(**values), sources
@@ -68,6 +76,25 @@ class Sources:
     budget: Path | None = None
     reference_kernel: Path | None = None
     kernel: Path | None = None  # the bundle's own kernel.py
+    budget_given: bool = False  # budget.json came from --budget (it then beats the flags)
+
+
+def find_by_convention(kernel: Path, arch: str | None, roots: list[Path]) -> Path | None:
+    """The TLX agent's kernel-only form: the bundle of ``--kernel NAME.py`` is the folder
+    ``<root>/<arch>/targets/NAME/`` (TLX's ``harnesses/`` layout; gitkb's own ``targets/``
+    holds ``<backend>/examples/NAME/``). Without ``--arch`` the first architecture, in
+    name order, that has one; None when no root has it."""
+    stem = kernel.stem
+    for root in roots:
+        if not root.is_dir():
+            continue
+        archs = [arch] if arch else sorted(p.name for p in root.iterdir() if p.is_dir())
+        for name in archs:
+            for kind in ("targets", "examples"):
+                folder = root / name / kind / stem
+                if (folder / NAMES["harness"]).is_file():
+                    return folder
+    return None
 
 
 def sources(
@@ -99,6 +126,7 @@ def sources(
             if reference_kernel
             else own("reference_kernel"),
             kernel=kernel if kernel.is_file() else None,
+            budget_given=budget is not None,
         )
     missing = [
         flag
@@ -117,6 +145,7 @@ def sources(
         target=Path(target),
         budget=Path(budget) if budget else None,
         reference_kernel=Path(reference_kernel) if reference_kernel else None,
+        budget_given=budget is not None,
     )
 
 
@@ -239,6 +268,7 @@ def load(files: Sources) -> Bundle:
     cases = _cases(files.cases)
     target = _read_json(files.target)
     _check(target, "target", files.target)
+    target = {**TARGET_DEFAULTS, **target}
     budget_file = {}
     if files.budget is not None:
         budget_file = _read_json(files.budget)

@@ -14,8 +14,9 @@ it was.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,7 +90,7 @@ def performance_table(baseline_cases: list[dict], winner_cases: list[dict]) -> s
         rows.append(
             f"{base['case_id']} | {fmt(base.get('median_us'))} | {fmt(mine.get('median_us'))} | "
             f"{fmt(mine.get('speedup'), 4)}x | {fmt(base.get('cv'))} | {fmt(mine.get('cv'))} | "
-            f"{'yes' if mine.get('correct') else 'no'}"
+            f"{'yes' if (mine.get('verification') or {}).get('passed') else 'no'}"
         )
     return "\n".join(rows)
 
@@ -145,21 +146,56 @@ def prepare(kernel: Path, vcs: str = "auto") -> CommitPlan:
 
 @dataclass
 class CommitResult:
-    attempted: bool
+    """``auto_commit.json``: the TLX agent's fields, then gitkb's (the re-verification of a
+    dirty target's merged file, and the full message)."""
+
+    requested: bool
     success: bool
     vcs: str | None = None
-    repository: str | None = None
-    path: str | None = None
-    commit: str | None = None
-    parent: str | None = None
-    diagnostic: str | None = None
+    repo_root: str | None = None
+    target_path: str | None = None
+    target_relpath: str | None = None
+    base_revision: str | None = None
+    commit_revision: str | None = None
+    subject: str | None = None
+    attribution: str = ATTRIBUTION
+    dirty_target_at_start: bool = False
+    diagnostics: str = ""
     reverified: bool = False
     merged_differs_from_winner: bool = False
     message: str | None = None
-    details: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return dict(self.__dict__)
+
+    def event_line(self) -> str:
+        """The TLX agent's one ``commit status=committed|failed`` event for log scrapers."""
+        parts = [
+            "[tlx-agent] commit",
+            f"status={'committed' if self.success else 'failed'}",
+            f"vcs={self.vcs or 'unknown'}",
+        ]
+        for key, value in (
+            ("id", self.commit_revision),
+            ("repo", self.repo_root),
+            ("file", self.target_relpath),
+        ):
+            if value:
+                parts.append(f"{key}={value}")
+        if self.subject:
+            parts.append(f"subject={json.dumps(self.subject)}")
+        parts.append(f"attribution={json.dumps(self.attribution)}")
+        if self.diagnostics:
+            parts.append(f"diagnostics={json.dumps(self.diagnostics)}")
+        return " ".join(parts)
+
+
+def refused(kernel: Path, subject: str, why: str) -> CommitResult:
+    """The result of a commit refused before the run (no repository, untracked target ...)."""
+    return CommitResult(
+        requested=True, success=False, subject=subject, target_path=str(kernel.absolute()),
+        diagnostics=why,
+    )  # fmt: skip
 
 
 def commit_winner(
@@ -171,18 +207,21 @@ def commit_winner(
     """Commit the winner's change; never raises for a refusal, the result says why."""
     snap = plan.snapshot
     result = CommitResult(
-        attempted=True,
+        requested=True,
         success=False,
         vcs=snap.vcs,
-        repository=str(snap.root),
-        path=snap.path,
-        parent=snap.head,
+        repo_root=str(snap.root),
+        target_path=str(plan.kernel.absolute()),
+        target_relpath=snap.path,
+        base_revision=snap.head,
+        subject=message.split("\n", 1)[0],
+        dirty_target_at_start=snap.head_content != plan.baseline,
         message=message,
     )
     try:
         _commit(plan, winner, message, reverify, result)
     except GitkbError as exc:
-        result.diagnostic = exc.message
+        result.diagnostics = exc.message
     return result
 
 
@@ -223,7 +262,7 @@ def _commit(plan, winner, message, reverify, result) -> None:
     sha = repo.commit_file(
         snap, committed=merged, staged=staged, work=winner, before=plan.baseline, message=message
     )
-    result.commit = sha
+    result.commit_revision = sha
     problems = []
     if repo.parents(sha) != [snap.head]:
         problems.append(f"parent is {repo.parents(sha)}, expected {snap.head}")
@@ -246,7 +285,7 @@ def commit_run_winner(run, winner: dict, base_score, final_score, reverify) -> d
     subject = (
         run.config.commit_message
         or exp.get("commit_title")
-        or f"Optimize {run.kernel.name} with gitkb"
+        or f"Optimize {run.kernel.name} with TLX agent"
     )
     summary = exp.get("commit_summary") or exp.get("change") or ""
     message = build_message(
@@ -262,8 +301,11 @@ def commit_run_winner(run, winner: dict, base_score, final_score, reverify) -> d
     document = result.as_json()
     (run.output / "auto_commit.json").write_bytes(dumps(document))
     if result.success:
-        state = f"committed {result.commit} into {result.repository} ({result.vcs}): {subject}"
+        state = (
+            f"committed {result.commit_revision} into {result.repo_root} ({result.vcs}): {subject}"
+        )
     else:
-        state = f"commit failed: {result.diagnostic}"
+        state = f"commit failed: {result.diagnostics}"
     run.say(f"[gitkb] winner {winner['id']} {state}")
+    run.say(result.event_line())
     return document

@@ -1,9 +1,11 @@
 """One evaluation of one source: the frozen bundle checked, the harness run, the result scored.
 
-Every evaluation runs the frozen copy's harness, with the hashes checked before
-and after (a change raises ``BundleChanged`` and stops the run); its files land
-in ``experiments/<id>/`` (``kernel.py``, ``request.json``, ``response.json``,
-``harness.log``, ``profile.json``).
+Every evaluation runs the frozen copy's harness on a copy of the source
+(``experiments/<id>/kernel.py``), with the bundle's hashes and the user's kernel
+file checked before and after (a change raises ``BundleChanged`` or
+``KernelTouched`` and stops the run); its files land in ``experiments/<id>/``
+(``kernel.py``, ``request.json``, ``response.json``, ``harness.log``,
+``profile.json``, ``profile_artifacts/<case>/``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from gitkb.optimize import profilers, scoring, worker
 from gitkb.optimize.setup import Run
 from gitkb.optimize.trace import dumps
 
-DEFAULT_TOOLS = ["proton_launch", "native_profiler"]
+# TLX's portable tool names; ``native_profiler`` is sent as the backend's own tool (ncu on
+# nvidia) where the backend has one, as the TLX agent resolves it.
+DEFAULT_TOOLS = ("proton_launch", "native_profiler")
+DIAGNOSTIC_TOOLS = ("proton_intra_kernel",)
 
 
 @dataclass
@@ -32,28 +37,44 @@ class Measurement:
         return self.score is not None
 
 
-def profile_request(run: Run, exp_id: str, level: str, reason: str) -> dict | None:
-    """The structured request a harness's ``profile`` gets (None: profiling is off)."""
+def tools(run: Run, requested: tuple[str, ...] = DEFAULT_TOOLS) -> list[str]:
+    native = run.profiler.get("tool", "none")
+    named = [native if t == "native_profiler" and native != "none" else t for t in requested]
+    return list(dict.fromkeys(named))
+
+
+def profile_request(
+    run: Run, exp_id: str, level: str, reason: str, diagnostic: bool = False
+) -> dict | None:
+    """The structured request a harness's ``profile`` gets (None: profiling is off): TLX's
+    fields, ``artifacts_dir`` made per case by the harness process; gitkb adds the backend's
+    profiler mapping under ``native_profiler``. ``diagnostic``: TLX's per-warp Proton trace
+    request (``--diagnostic-proton-intra-kernel``), never a measurement."""
     if not run.config.profile:
         return None
     folder = run.output / "experiments" / exp_id
+    artifacts = "diagnostic_profile_artifacts" if diagnostic else "profile_artifacts"
     return {
-        "level": level,
-        "tools": list(DEFAULT_TOOLS),
+        "level": "deep" if diagnostic else level,
+        "tools": list(DIAGNOSTIC_TOOLS) if diagnostic else tools(run),
         "experiment_id": exp_id,
-        "artifacts_dir": str((folder / "profile_artifacts").resolve()),
+        "artifacts_dir": str(folder / artifacts),
         "reason": reason,
-        "diagnostic_only": False,
+        "diagnostic_only": diagnostic,
+        "granularity": "warp" if diagnostic else None,
         "native_profiler": run.profiler,
     }
 
 
-def evaluate(run: Run, source: str, exp_id: str, level: str, reason: str) -> worker.Evaluation:
+def evaluate(
+    run: Run, source: str, exp_id: str, level: str, reason: str, request: dict | None = None
+) -> worker.Evaluation:
     """Run the frozen harness once on ``source``."""
     folder = run.output / "experiments" / exp_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.py").write_text(source, encoding="utf-8")
     run.frozen.verify(f"before {exp_id}")
+    run.kernel_guard.verify(f"before {exp_id}")
     evaluation = worker.run_harness(
         run.bundle.harness,
         source,
@@ -63,9 +84,10 @@ def evaluate(run: Run, source: str, exp_id: str, level: str, reason: str) -> wor
         folder,
         run.budget.max_candidate_seconds,
         run.environment,
-        profile_request(run, exp_id, level, reason),
+        request or profile_request(run, exp_id, level, reason),
     )
     run.frozen.verify(f"during {exp_id}")
+    run.kernel_guard.verify(f"during {exp_id}")
     if evaluation.response is not None:
         for case in evaluation.response["cases"]:
             if "profile" in case:
@@ -95,3 +117,30 @@ def measure(
     metrics = {c["case_id"]: c.get("metrics") for c in response["cases"]}
     profiles = {c["case_id"]: c.get("profile") for c in response["cases"] if "profile" in c}
     return Measurement(score, diagnostics, metrics, profiles, level)
+
+
+def diagnose(run: Run, source: str, exp_id: str, reason: str) -> dict[str, dict]:
+    """TLX's ``--diagnostic-proton-intra-kernel``: one more evaluation of ``source`` with the
+    per-warp trace request (its artifacts under ``experiments/<exp_id>/``, its files under
+    ``experiments/<exp_id>-diagnostic/``); each case's profile, or the error, by case id.
+    Diagnostic only: its timings are never scored."""
+    request = profile_request(run, exp_id, "deep", reason, diagnostic=True)
+    if request is None:
+        return {}
+    evaluation = evaluate(run, source, f"{exp_id}-diagnostic", "deep", reason, request)
+    error = evaluation.error
+    if error is None and not evaluation.response["build"]["success"]:
+        error = "build failed: " + "; ".join(evaluation.response["build"]["diagnostics"])
+    if error is not None:
+        return {c.case_id: {"error": error} for c in run.bundle.cases}
+    return {c["case_id"]: c["profile"] for c in evaluation.response["cases"] if "profile" in c}
+
+
+def merge_diagnostics(measurement: Measurement, diagnostics: dict[str, dict]) -> None:
+    """Each case's diagnostic profile under ``diagnostic_proton_intra_kernel`` (TLX's key)."""
+    for case in measurement.score.cases:
+        if case.case_id in diagnostics:
+            case.profile = dict(
+                case.profile, diagnostic_proton_intra_kernel=diagnostics[case.case_id]
+            )
+            measurement.profiles[case.case_id] = case.profile

@@ -8,7 +8,7 @@ decision with its reasons. Kernel source never goes to the log.
 
 from __future__ import annotations
 
-from gitkb.optimize import profilers
+from gitkb.optimize import outputs, profilers
 from gitkb.optimize.evaluate import Measurement
 from gitkb.optimize.providers import Candidate
 from gitkb.optimize.setup import Run
@@ -27,24 +27,57 @@ def fmt(value, digits: int = 3) -> str:
     return "nan" if value is None else f"{value:.{digits}f}"
 
 
+def _ncu_part(profile) -> str:
+    parsed = (profile.get("parsed") or {}).get("ncu") if isinstance(profile, dict) else None
+    duration = parsed.get("duration_us") if isinstance(parsed, dict) else None
+    return "ncu=unavailable" if duration is None else f"ncu.duration_us={duration:.3f}"
+
+
 def progress_line(experiment: dict) -> str:
-    parts = [
-        f"[gitkb] {experiment['id']} status={experiment['status']}",
-        f"aggregate_speedup={fmt(experiment.get('aggregate_speedup'), 4)}",
-    ]
+    """The TLX agent's progress line: ``[tlx-agent] <id> status=...``, the aggregate and each
+    case (correctness, median, p95, CV, speedup), then the decision; what log scrapers of
+    the TLX agent read."""
+    parts = [f"[tlx-agent] {experiment['id']} status={experiment['status']}"]
+    if experiment.get("cases"):
+        parts.append(f"aggregate_speedup={fmt(experiment.get('aggregate_speedup'), 4)}x")
     for case in experiment.get("cases", []):
-        parts.append(
-            f"case={case['case_id']},{'correct' if case['correct'] else 'incorrect'},"
-            f"median={fmt(case['median_us'])},p95={fmt(case['p95_us'])},"
-            f"cv={fmt(case['cv'])},speedup={fmt(case['speedup'], 4)}"
-        )
-    if experiment["status"] in ("rejected", "failed") and experiment.get("diagnostics"):
-        parts.append(f"reason={experiment['diagnostics'][0][:160]!r}")
+        fields = [case["case_id"], "correct" if case["verification"]["passed"] else "incorrect"]
+        if case["timing"] is not None:
+            fields += [
+                f"median={fmt(case['median_us'])}us",
+                f"p95={fmt(case['p95_us'])}us",
+                f"cv={fmt(case['cv'], 4)}",
+            ]
+        if case["speedup"] is not None and experiment["status"] != "baseline":
+            fields.append(f"speedup={fmt(case['speedup'], 4)}x")
+        fields.append(_ncu_part(case["profile"]))
+        parts.append("case=" + ",".join(fields))
+    if experiment["status"] != "baseline" and experiment.get("diagnostics"):
+        parts.append(f"diagnostics=decision={'; '.join(experiment['diagnostics'])[:400]}")
     return " ".join(parts)
 
 
+def stage_line(exp_id: str, stage: str) -> str:
+    """TLX's ``generating`` / ``evaluating`` lines around a proposal."""
+    return f"[tlx-agent] {exp_id} status={stage}"
+
+
 def announce(run: Run, exp_id: str, candidate: Candidate) -> None:
-    """The reviewer's lines about a proposal, before it is judged."""
+    """The reviewer's lines about a proposal, before it is judged (TLX's one-line summary,
+    then gitkb's field by field)."""
+    summary = [
+        f"{label}={' '.join(str(getattr(candidate, name)).split())[:240]!r}"
+        for label, name in (
+            ("hypothesis", "hypothesis"),
+            ("evidence", "evidence"),
+            ("change", "change"),
+            ("expected", "expected_effect"),
+            ("risk", "risk"),
+        )
+        if getattr(candidate, name)
+    ]
+    text = " ".join(summary) or "change='candidate source edited'"
+    run.say(f"[tlx-agent] {exp_id} {text}")
     for label, name in REVIEW_FIELDS:
         text = " ".join(str(getattr(candidate, name) or "-").split())
         run.say(f"[gitkb] {exp_id} {label}: {text[:400]}")
@@ -125,9 +158,9 @@ def record(
     run.experiments.append(experiment)
     folder = run.output / "experiments" / exp_id
     folder.mkdir(parents=True, exist_ok=True)
-    if candidate is not None and candidate.source is not None:
-        (folder / "kernel.py").write_text(candidate.source, encoding="utf-8")
-    (folder / "result.json").write_bytes(dumps(experiment))
+    if candidate is not None:  # TLX writes the source of every try, "" when there was none
+        (folder / "kernel.py").write_text(candidate.source or "", encoding="utf-8")
+    (folder / "result.json").write_bytes(dumps(outputs.experiment_json(run.output, experiment)))
     run.say(progress_line(experiment))
     for case_id, profile in (measurement.profiles if measurement else {}).items():
         line = profilers.evidence_line(profile)

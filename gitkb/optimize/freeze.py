@@ -151,3 +151,30 @@ def _make_read_only(root: Path) -> None:
             path = os.path.join(folder, name)
             os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
         os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) & ~0o222)
+
+
+class KernelTouched(BundleChanged):
+    """An evaluation wrote the user's kernel file; it was put back and the run stopped."""
+
+
+@dataclass
+class KernelGuard:
+    """The user's kernel file as the run found it. Candidates are evaluated from copies
+    (``experiments/<id>/kernel.py``); one that writes the original anyway (a losing candidate
+    must not leave it modified) gets it restored, byte for byte, and the run stopped."""
+
+    path: Path
+    content: bytes
+
+    def verify(self, when: str) -> None:
+        try:
+            now = self.path.read_bytes()
+        except OSError:
+            now = None
+        if now == self.content:
+            return
+        self.path.write_bytes(self.content)
+        raise KernelTouched(
+            f"the kernel file was {'removed' if now is None else 'written'} {when}: it is "
+            f"restored, the run is stopped and nothing is committed ({self.path})"
+        )

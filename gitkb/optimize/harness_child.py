@@ -12,16 +12,18 @@ other value fails, and the diagnostic names the value received, so a harness
 returning ``"FAIL"`` or ``{"passed": "false"}`` cannot promote a wrong kernel.
 """
 
+import hashlib
 import importlib.util
 import inspect
 import json
 import math
 import os
+import re
 import sys
 import traceback
 
-# Profile payloads larger than this are written to a file and referenced.
-MAX_INLINE_PROFILE_BYTES = 1 << 20
+# Profile payloads larger than this are written to a file and referenced (TLX's limit).
+MAX_INLINE_PROFILE_BYTES = 1_000_000
 PASSES = "only True or {'passed': True} passes"
 
 
@@ -123,8 +125,31 @@ def _takes_request(function) -> bool:
     return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
+def safe_case_id(case_id) -> str:
+    """A case id as a folder name: unsafe runs of characters become ``-``; a name that had
+    to change (or is long) gets 8 hex digits of its SHA-1, so two ids never share a folder
+    (the TLX agent's naming)."""
+    raw = str(case_id)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("._-") or "case"
+    if safe == raw and len(safe) <= 96:
+        return safe
+    digest = hashlib.sha1(raw.encode("utf-8")).hexdigest()[:8]
+    return f"{safe[:80].rstrip('._-') or 'case'}-{digest}"
+
+
+def case_request(request, case_id):
+    """The run's profile request for one case: its own ``artifacts_dir``, created."""
+    folder = request.get("artifacts_dir")
+    if not folder:
+        return dict(request)
+    folder = os.path.join(folder, safe_case_id(case_id))
+    os.makedirs(folder, exist_ok=True)
+    return dict(request, artifacts_dir=folder)
+
+
 def _profile(harness, artifact, case, request):
     profile = harness.profile
+    request = case_request(request, case["case_id"])
     try:
         if _takes_request(profile):
             payload = profile(artifact, case, request)
@@ -133,12 +158,14 @@ def _profile(harness, artifact, case, request):
     except Exception as exc:  # noqa: BLE001 - a profiler failure is data, not a crash
         return {"error": _describe(exc)}
     text = json.dumps(payload, default=repr)
-    if len(text.encode("utf-8")) > MAX_INLINE_PROFILE_BYTES:
-        os.makedirs(request["artifacts_dir"], exist_ok=True)
-        spill = os.path.join(request["artifacts_dir"], f"profile-{case['case_id']}.json")
+    size = len(text.encode("utf-8"))
+    if size > MAX_INLINE_PROFILE_BYTES:
+        if not request.get("artifacts_dir"):
+            return {"error": "profile payload exceeded inline limit (1MB)", "size_bytes": size}
+        spill = os.path.join(request["artifacts_dir"], "raw_profile.json")
         with open(spill, "w", encoding="utf-8") as fh:
             fh.write(text)
-        return {"spilled_to": spill, "bytes": len(text)}
+        return {"artifact": spill, "size_bytes": size, "truncated": True}
     return json.loads(text)
 
 

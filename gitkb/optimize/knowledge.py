@@ -71,10 +71,16 @@ def gather(store_path: str, hardware: str, operator: str | None, source: str) ->
     """Ask the store about the kernel; an answer it cannot give is noted, never fatal."""
     from gitkb.query import answer
     from gitkb.query.scope import Request
+    from gitkb.store import Store
     from gitkb.trace.naming import sniff_dsl
 
     dsl = sniff_dsl(source)
     knowledge = Knowledge(store=str(store_path))
+    try:
+        store = Store.open(store_path)
+    except GitkbError as exc:
+        knowledge.notes.append(exc.message)
+        return knowledge
     for record_type in TYPES:
         for scope in _attempts(hardware, None if dsl == "any" else dsl, operator):
             request = Request(
@@ -82,7 +88,7 @@ def gather(store_path: str, hardware: str, operator: str | None, source: str) ->
                 fallback=False, **scope,
             )  # fmt: skip
             try:
-                found = answer.query(store_path, request)
+                found = answer.query(store, request)
             except GitkbError as exc:
                 knowledge.notes.append(f"{record_type}: {exc.message}")
                 continue

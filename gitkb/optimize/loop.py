@@ -22,12 +22,19 @@ from gitkb.optimize import (
     warm,
     writeback,
 )
-from gitkb.optimize.evaluate import Measurement, measure
-from gitkb.optimize.experiments import announce, decide_line, exclusion, record
-from gitkb.optimize.freeze import BundleChanged
+from gitkb.optimize.evaluate import Measurement, diagnose, measure, merge_diagnostics
+from gitkb.optimize.experiments import (
+    announce,
+    decide_line,
+    exclusion,
+    progress_line,
+    record,
+    stage_line,
+)
+from gitkb.optimize.freeze import BundleChanged, KernelTouched
 from gitkb.optimize.providers import ProposalContext
 from gitkb.optimize.revalidate import revalidate
-from gitkb.optimize.setup import Run, RunConfig, hardware_tokens, prepare
+from gitkb.optimize.setup import CommitRefused, Run, RunConfig, hardware_tokens, prepare
 from gitkb.optimize.trace import memory_record
 from gitkb.optimize.validation import validate
 
@@ -119,6 +126,7 @@ class _Loop:
             workspace=run.output / "workspaces" / exp_id,
             references=run.references,
             knowledge=run.knowledge.records if run.knowledge is not None else [],
+            kb_context=run.kb_context,
         )
 
     def rounds(self) -> str:
@@ -126,10 +134,11 @@ class _Loop:
         budget = self.run.budget
         for round_no in range(1, budget.max_rounds + 1):
             promoted = False
-            for index in range(1, budget.candidates_per_round + 1):
+            for index in range(budget.candidates_per_round):  # TLX counts from c000
                 if self.run.elapsed() > budget.max_total_seconds:
                     return "time_budget_exhausted"
                 exp_id = f"r{round_no:03d}-c{index:03d}"
+                self.run.say(stage_line(exp_id, "generating"))
                 candidate = self.run.provider.propose(self.context(exp_id))
                 if candidate is None:
                     return "no_candidates"
@@ -172,12 +181,13 @@ class _Loop:
             decide_line(run, exp, best["aggregate"])
             return {"status": "failed", "experiment": exp}
         refusal = scoring.precheck(candidate.source, best["source"], self.seen)
-        if refusal:
+        if refusal:  # never evaluated: TLX's "failed", as for a candidate that raised
             why = [f"pre-evaluation: {refusal}"]
-            exp = record(run, exp_id, round_no, parent, "rejected", candidate, None, why, None)
+            exp = record(run, exp_id, round_no, parent, "failed", candidate, None, why, None)
             decide_line(run, exp, best["aggregate"])
-            return {"status": "rejected", "experiment": exp}
+            return {"status": "failed", "experiment": exp}
         self.seen.add(scoring.source_key(candidate.source))
+        run.say(stage_line(exp_id, "evaluating"))
         self.version += traced
         version = self.version if traced else None
         measurement, verdict = self.measure_and_decide(candidate, exp_id, best["aggregate"])
@@ -227,7 +237,9 @@ class _Loop:
         if given:
             experiment["kb_feedback"] = given
             outputs_path = self.run.output / "experiments" / experiment["id"] / "result.json"
-            outputs_path.write_bytes(experiments.dumps(experiment))
+            outputs_path.write_bytes(
+                experiments.dumps(outputs.experiment_json(self.run.output, experiment))
+            )
             self.run.say(
                 f"[gitkb] {experiment['id']} feedback {given.get('outcome')} on "
                 f"{', '.join(given.get('records', [])) or given.get('error', '-')}"
@@ -255,6 +267,9 @@ class _Loop:
                 again = f"benchmark and profile disagree ({disagree[0]})"
         if again is None:
             return measurement, verdict
+        if verdict.rerun:  # TLX's line for the same step
+            line = stage_line(exp_id, "near-threshold-profiling")
+            run.say(f"{line} diagnostics=reason=near_threshold")
         run.say(f"[gitkb] {exp_id} measured again with a deep profile: {again}")
         measurement = measure(run, candidate.source, f"{exp_id}-rerun", "deep", again, base)
         if not measurement.measured:
@@ -286,6 +301,10 @@ class _Loop:
         )  # fmt: skip
         if not found.measured:
             return False, "; ".join(found.diagnostics)
+        cases = [c.as_json() for c in found.score.cases]  # TLX keeps this one at the root
+        (self.run.output / "commit_revalidation.json").write_bytes(
+            experiments.dumps(outputs.performance(cases, found.score.aggregate))
+        )
         if not found.score.protected_pass:
             return False, f"protected cases failed: {', '.join(found.score.failed_protected())}"
         return True, ""
@@ -298,8 +317,22 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         final, revalidation = revalidate(run, loop.best, loop.base)
         if revalidation["passed"]:
             winner = loop.best
+            if run.config.diagnostic_proton_intra_kernel:
+                traces = diagnose(run, winner["source"], "final", "final_winner_diagnostic")
+                merge_diagnostics(final, traces)
         else:
             stopping = "finalist_revalidation_failed"
+    final_cases = (final if winner else loop.base).score.cases
+    run.say(
+        progress_line(
+            {
+                "id": "final",
+                "status": "revalidated" if winner else "baseline",
+                "aggregate_speedup": final.score.aggregate if winner else 1.0,
+                "cases": [c.as_json() for c in final_cases],
+            }
+        )
+    )
     commit_result = None
     if winner is not None and run.plan is not None:
         run.frozen.verify("before the winner commit")
@@ -316,12 +349,16 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         write_back = {"attempted": False, "reason": "the knowledge base could not be read"}
     document = outputs.write(run, ending, loop.base)
     if run.warm_report is not None:
-        document.update(warm.speedups(run, winner, document["aggregate_speedup"]))
+        document.update(warm.speedups(run, winner, document["final"]["aggregate_speedup"]))
         document["warm_start"] = run.warm_report
     if write_back is not None:
         document["write_back"] = write_back
     if run.knowledge is not None:
-        document["knowledge"] = run.knowledge.report()
+        document["knowledge"] = dict(
+            run.knowledge.report(),
+            context_documents=run.kb_context_files,
+            context_bytes=len(run.kb_context.encode("utf-8")),
+        )
     outputs.save(run.output, document)
     if winner is None:
         why = "; ".join(revalidation["reasons"]) if revalidation else stopping
@@ -332,9 +369,30 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
     return RunResult(document, EXIT_OK)
 
 
+def tlx_context(run: Run) -> None:
+    """The store's knowledge as TLX's agent context: the documents ``git kb export
+    tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
+    beside the wider ones), joined widest first, headed by file, within 16 KiB."""
+    from gitkb.importers import tlx_knowledge
+
+    target = run.bundle.target
+    found = tlx_knowledge.topics(tlx_knowledge.store_records(run.kb))
+    run.kb_context, run.kb_context_files = tlx_knowledge.context(
+        found, target.get("backend"), target.get("architecture"), run.operator
+    )
+    run.say(
+        f"[gitkb] knowledge context: {', '.join(run.kb_context_files) or 'none'} "
+        f"({len(run.kb_context.encode('utf-8'))} bytes)"
+    )
+
+
 def run(config: RunConfig) -> RunResult:
     """Run one optimization; see the module docstring."""
-    state = prepare(config)
+    try:
+        state = prepare(config)
+    except CommitRefused as refused:  # TLX: a failed auto_commit on stdout, exit 3, no run
+        config.progress(refused.result.event_line())
+        return RunResult(refused.result.as_json(), EXIT_COMMIT_FAILED)
     if state.warm is not None:
         warm.offer(state)
     if config.kb:
@@ -346,9 +404,14 @@ def run(config: RunConfig) -> RunResult:
             f"[gitkb] knowledge base: {len(state.knowledge.records)} records in the kernel's "
             f"scope ({', '.join(state.knowledge.ids) or 'none'})"
         )
+        if state.kb is not None:
+            tlx_context(state)
     base = None
     try:
         base = validate(state)
+        if config.diagnostic_proton_intra_kernel:
+            traces = diagnose(state, state.baseline_source, "baseline", "baseline_diagnostic")
+            merge_diagnostics(base, traces)
         loop = _Loop(state, base)
         loop.record_baseline()
         adopted = None
@@ -364,5 +427,6 @@ def run(config: RunConfig) -> RunResult:
         return _finish(state, loop, loop.rounds())
     except BundleChanged as exc:
         state.say(f"[gitkb] run stopped: {exc.message}")
-        document = outputs.write(state, outputs.Ending("bundle_changed", error=exc.message), base)
+        stopping = "kernel_changed" if isinstance(exc, KernelTouched) else "bundle_changed"
+        document = outputs.write(state, outputs.Ending(stopping, error=exc.message), base)
         return RunResult(document, EXIT_STOPPED)

@@ -1,9 +1,11 @@
 """The run's outputs: ``best_kernel.py``, ``experiments.json``, the profiles and ``result.json``.
 
-``result.json`` (also printed on stdout) names the device and the cases, the
-effective budget and where each value came from, the frozen bundle's hashes,
-the absolute output folder, every experiment with its decision, the stopping
-reason, the winner and the commit.
+``result.json`` (also printed on stdout) has the TLX agent's keys and shapes
+(``success, stopping_reason, best_kernel, artifacts_dir, baseline, final,
+experiments, auto_commit``; a case is ``{case_id, verification, timing,
+profile}``), then gitkb's: the winner's id, why nothing was committed, the
+device and the cases, the effective budget and where each value came from, the
+frozen bundle's hashes, the bundle validation, the revalidation and the trace.
 """
 
 from __future__ import annotations
@@ -16,25 +18,49 @@ from pathlib import Path
 from gitkb.optimize.setup import Run
 from gitkb.optimize.trace import dumps
 
-EXPERIMENT_FIELDS = (
-    "id",
-    "round",
-    "parent",
-    "status",
+# gitkb's fields of an experiment, after the TLX agent's.
+GITKB_EXPERIMENT_FIELDS = (
     "version",
-    "hypothesis",
-    "evidence",
-    "change",
-    "expected_effect",
-    "risk",
-    "diagnostics",
+    "category",
+    "commit_title",
+    "commit_summary",
     "numbers",
     "kb_cited",
     "kb_excluded_by",
     "kb_feedback",
-    "aggregate_speedup",
     "profile_level",
 )
+
+
+def performance(cases: list[dict], aggregate: float | None) -> dict:
+    """The TLX agent's performance summary: the aggregate speedup and each case."""
+    return {"aggregate_speedup": _finite(aggregate), "cases": cases}
+
+
+def experiment_json(out: Path, experiment: dict) -> dict:
+    """One experiment as the TLX agent writes it (``result.experiments``,
+    ``experiments.json``, ``experiments/<id>/result.json``), gitkb's fields after."""
+    folder = out / "experiments" / experiment["id"]
+    measured = bool(experiment.get("cases"))
+    document = {
+        "experiment_id": experiment["id"],
+        "round_index": experiment["round"],
+        "parent_id": experiment["parent"],
+        "status": experiment["status"],
+        "source_path": str(folder / "kernel.py"),
+        "performance": performance(experiment["cases"], experiment.get("aggregate_speedup"))
+        if measured
+        else None,
+        "diagnostics": "; ".join(experiment.get("diagnostics") or []),
+        "mutation_summary": experiment.get("change") or "",
+        "hypothesis": experiment.get("hypothesis") or "",
+        "evidence": experiment.get("evidence") or "",
+        "expected_effect": experiment.get("expected_effect") or "",
+        "risk": experiment.get("risk") or "",
+        "profile_path": str(folder / "profile.json") if measured else None,
+    }
+    document.update({k: experiment.get(k) for k in GITKB_EXPERIMENT_FIELDS})
+    return document
 
 
 @dataclass
@@ -54,25 +80,40 @@ def _finite(value):
 
 
 def write(run: Run, ending: Ending, base) -> dict:
-    """Write every output file; returns the result document."""
+    """Write every output file; returns the result document: the TLX agent's keys, then
+    gitkb's."""
     out = run.output
     winner = ending.winner
     final_score = ending.final.score if winner and ending.final else None
     base_score = base.score if base is not None else None
-    (out / "best_kernel.py").write_text(
-        winner["source"] if winner else run.baseline_source, encoding="utf-8"
-    )
-    (out / "experiments.json").write_bytes(dumps(run.experiments))
+    best_source = winner["source"] if winner else run.baseline_source
+    (out / "best_kernel.py").write_text(best_source, encoding="utf-8")
+    experiments = [experiment_json(out, e) for e in run.experiments]
+    (out / "experiments.json").write_bytes(dumps(experiments))
     base_profiles = base.profiles if base is not None else {}
     (out / "baseline_profile.json").write_bytes(dumps(base_profiles))
     final_profiles = ending.final.profiles if winner and ending.final else base_profiles
     (out / "best_profile.json").write_bytes(dumps(final_profiles))
+    final_folder = out / "experiments" / "final"
+    if not (final_folder / "profile.json").exists():  # no finalist: TLX's final is the baseline
+        final_folder.mkdir(parents=True, exist_ok=True)
+        (final_folder / "profile.json").write_bytes(dumps(final_profiles))
+    baseline = performance([c.as_json() for c in base_score.cases] if base_score else [], 1.0)
+    final = baseline
+    if final_score is not None:
+        final = performance([c.as_json() for c in final_score.cases], final_score.aggregate)
     target = run.bundle.target
     document = {
-        "success": winner is not None and (ending.commit is None or ending.commit["success"]),
+        "success": winner is not None,
         "stopping_reason": ending.stopping,
+        "best_kernel": best_source,
+        "artifacts_dir": str(out),
+        "baseline": baseline,
+        "final": final,
+        "experiments": experiments,
+        "auto_commit": ending.commit,
         "winner": winner["id"] if winner else None,
-        "aggregate_speedup": _finite(final_score.aggregate) if final_score else 1.0,
+        "commit_skipped": None if ending.commit is not None else _no_commit_reason(run, ending),
         "provider": run.config.provider,
         "device": {
             "backend": target.get("backend"),
@@ -83,23 +124,16 @@ def write(run: Run, ending: Ending, base) -> dict:
         "cases": [dict(c.raw) for c in run.bundle.cases],
         "bundle": {
             "source": run.frozen.origin,
-            "frozen": str(run.frozen.path.resolve()),
+            "frozen": str(run.frozen.path),
             "sha256": dict(run.frozen.files),
         },
         "kernel": str(run.kernel),
-        "output": str(out.resolve()),
         "budget": dict(vars(run.budget)),
         "budget_sources": dict(run.budget_sources),
         "validation": run.validation,
-        "baseline": {"cases": [c.as_json() for c in base_score.cases] if base_score else []},
-        "final": {"cases": [c.as_json() for c in final_score.cases] if final_score else []},
         "revalidation": ending.revalidation,
-        "experiments": [{k: e.get(k) for k in EXPERIMENT_FIELDS} for e in run.experiments],
-        "commit": ending.commit
-        if ending.commit is not None
-        else {"attempted": False, "reason": _no_commit_reason(run, ending)},
         "trace": {
-            "path": str((out / "trace").resolve()),
+            "path": str(out / "trace"),
             "label": run.trace_label if run.trace.head else None,
             "head": run.trace.head,
         },

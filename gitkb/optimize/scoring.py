@@ -98,20 +98,37 @@ class CaseScore:
     cv: float | None = None
     speedup: float | None = None
     profiled_duration_us: float | None = None
+    metrics: dict = field(default_factory=dict)  # what verify reported beside its verdict
+    warmup_count: int = 0
+    cache_policy: str = "unspecified"
+    profile: dict = field(default_factory=dict)
 
     def as_json(self) -> dict:
+        """The TLX agent's case evaluation (``verification``, ``timing`` or null, ``profile``),
+        then gitkb's statistics of it."""
+        timing = None
+        if self.passed:
+            timing = {
+                "samples_us": self.samples_us,
+                "warmup_count": self.warmup_count,
+                "cache_policy": self.cache_policy,
+            }
         return {
             "case_id": self.case_id,
+            "verification": {
+                "passed": self.passed,
+                "diagnostics": "; ".join(self.diagnostics),
+                "metrics": self.metrics,
+            },
+            "timing": timing,
+            "profile": self.profile,
             "protected": self.protected,
             "weight": self.weight,
-            "correct": self.passed,
             "median_us": self.median_us,
             "p95_us": self.p95_us,
             "cv": self.cv,
             "speedup": self.speedup,
             "profiled_duration_us": self.profiled_duration_us,
-            "samples_us": self.samples_us,
-            "diagnostics": self.diagnostics,
         }
 
 
@@ -158,7 +175,13 @@ def score(evaluation: dict, cases, baseline: Score | None) -> Score:
             samples_us=samples,
             diagnostics=list(raw.get("diagnostics") or []),
             profiled_duration_us=_profiled_duration(raw.get("profile")),
+            metrics=raw["metrics"] if isinstance(raw.get("metrics"), dict) else {},
+            profile=raw["profile"] if isinstance(raw.get("profile"), dict) else {},
         )
+        if isinstance(raw.get("warmup_count"), int) and not isinstance(raw["warmup_count"], bool):
+            entry.warmup_count = raw["warmup_count"]
+        if isinstance(raw.get("cache_policy"), str):
+            entry.cache_policy = raw["cache_policy"]
         if passed:
             entry.median_us = median(samples)
             entry.p95_us = percentile(samples, 0.95)

@@ -55,6 +55,9 @@ class RunConfig:
     commit_message: str | None = None
     warm_start: str = "off"  # on | reference | off (WARM_START.md, "The adopting run")
     kb: str | None = None  # the knowledge base: warm start reads it, write-back mines into it
+    bundle_roots: list[Path] = field(default_factory=list)  # --bundle-root: kernel-only form
+    harness_mode: str = "subprocess"  # TLX's flag: gitkb always isolates, as TLX's CLI does
+    diagnostic_proton_intra_kernel: bool = False  # baseline and winner: a per-warp trace too
     progress: Callable[[str], None] = live_line
 
 
@@ -66,6 +69,7 @@ class Run:
     bundle: bundle_mod.Bundle  # read from the frozen copy
     frozen: freeze_mod.Frozen
     kernel: Path
+    kernel_guard: freeze_mod.KernelGuard
     baseline_source: str
     budget: bundle_mod.Budget
     budget_sources: dict[str, str]
@@ -82,6 +86,8 @@ class Run:
     warm_report: dict | None = None
     references: Path | None = None
     knowledge: object | None = None  # knowledge.Knowledge: the store's answer (--kb)
+    kb_context: str = ""  # the store's TLX knowledge documents for this target (--kb)
+    kb_context_files: list[str] = field(default_factory=list)
     adopted_source: str | None = None
     validation: dict | None = None  # what the bundle validation found
     experiments: list[dict] = field(default_factory=list)
@@ -164,6 +170,47 @@ def default_output(files: bundle_mod.Sources) -> Path:
     return Path(f"{base}-{n}")
 
 
+class CommitRefused(GitkbError):
+    """The winner could never be committed (the kernel is in no repository, untracked ...):
+    refused before anything runs, with the TLX agent's exit 3 and a failed ``auto_commit``."""
+
+    def __init__(self, result) -> None:
+        super().__init__(result.diagnostics)
+        self.result = result
+
+
+def _bundle_folder(config: RunConfig) -> Path | None:
+    """BUNDLE, else for ``--kernel`` without every bundle file the folder found by the TLX
+    convention (``<arch>/targets/<kernel stem>/`` under ``--bundle-root`` or gitkb's own
+    ``targets/``)."""
+    if config.bundle is not None or config.kernel is None:
+        return config.bundle
+    if config.harness and config.cases and config.target:
+        return None
+    from gitkb.resources import data_dir
+
+    roots = [Path(r) for r in config.bundle_roots] + [data_dir("targets")]
+    found = bundle_mod.find_by_convention(Path(config.kernel), config.arch, roots)
+    if found is None:
+        where = ", ".join(str(r) for r in roots)
+        raise GitkbError(
+            f"no bundle for {Path(config.kernel).name}: pass BUNDLE or --harness, --cases, "
+            f"--target, or keep it at <arch>/targets/{Path(config.kernel).stem}/ under {where}"
+        )
+    return found
+
+
+def _plan_commit(config: RunConfig, kernel: Path):
+    """The winner commit's snapshot; a refusal is final now (exit 3, TLX's order)."""
+    from gitkb.optimize import commit
+
+    try:
+        return commit.prepare(kernel, config.vcs)
+    except GitkbError as exc:
+        subject = config.commit_message or f"Optimize {kernel.name} with TLX agent"
+        raise CommitRefused(commit.refused(kernel, subject, exc.message)) from None
+
+
 def prepare(config: RunConfig) -> Run:
     """Check everything and set the run up; see the module docstring."""
     if config.warm_start not in warmstart.MODES:
@@ -172,8 +219,13 @@ def prepare(config: RunConfig) -> Run:
         raise GitkbError(
             "warm-start is not a round provider: use --warm-start on --kb STORE (--provider)"
         )
+    if config.harness_mode != "subprocess":
+        config.progress(
+            f"warning: --harness-mode {config.harness_mode} is only available via the Python "
+            "API (StandaloneHarness); CLI still uses subprocess isolation."
+        )
     files = bundle_mod.sources(
-        config.bundle,
+        _bundle_folder(config),
         config.harness,
         config.cases,
         config.target,
@@ -187,9 +239,11 @@ def prepare(config: RunConfig) -> Run:
         raise GitkbError(
             f"no kernel: pass --kernel FILE (the bundle has no kernel.py) ({files.folder})"
         )
-    kernel = Path(kernel)
+    kernel = Path(kernel).absolute()
     baseline_source = _read_kernel(kernel)
-    budget, budget_sources = bundle_mod.Budget.effective(config.budget_flags, checked.budget_file)
+    budget, budget_sources = bundle_mod.Budget.effective(
+        config.budget_flags, checked.budget_file, files.budget_given
+    )
 
     warm, kb = None, None
     if config.warm_start != "off":
@@ -208,18 +262,21 @@ def prepare(config: RunConfig) -> Run:
                 "pass --kernel FILE to commit the winner into that file's repository"
             )
         else:
-            from gitkb.optimize import commit
-
-            plan = commit.prepare(kernel, config.vcs)
+            plan = _plan_commit(config, kernel)
     provider = providers.load(config.provider, config.provider_options, checked.tunables)
 
-    output = Path(config.output) if config.output else default_output(files)
+    # Absolute from here on: agents (codex --cd) and harnesses run in other folders.
+    output = (Path(config.output) if config.output else default_output(files)).resolve()
     if output.exists() and any(output.iterdir()):
         raise GitkbError(f"output folder is not empty ({output})")
     copies = freeze_mod.collect(files, exclude=(output,))
     with writing(output):
         output.mkdir(parents=True, exist_ok=True)
         frozen = freeze_mod.freeze(copies, output / "bundle", files.folder)
+        if files.reference_kernel is not None:  # TLX keeps the oracle at the folder's root
+            (output / bundle_mod.NAMES["reference_kernel"]).write_bytes(
+                files.reference_kernel.read_bytes()
+            )
     frozen_bundle = bundle_mod.load(frozen.sources(files.reference_kernel is not None))
     frozen_bundle = dataclasses.replace(
         frozen_bundle, target=_check_arch(config.arch, frozen_bundle.target, files.target)
@@ -230,6 +287,7 @@ def prepare(config: RunConfig) -> Run:
         bundle=frozen_bundle,
         frozen=frozen,
         kernel=kernel,
+        kernel_guard=freeze_mod.KernelGuard(kernel, baseline_source.encode("utf-8")),
         baseline_source=baseline_source,
         budget=budget,
         budget_sources=budget_sources,

@@ -21,6 +21,9 @@ from gitkb import runner
 
 CHILD = Path(__file__).with_name("harness_child.py")
 KILL_GRACE_S = runner.KILL_GRACE_S
+# What a harness prints is kept up to this much from the start, plus this much of the end.
+LOG_HEAD_BYTES = 1 << 20
+LOG_TAIL_BYTES = 64 << 10
 
 
 @dataclass
@@ -61,6 +64,29 @@ def _tail(path: Path, limit: int = 600) -> str:
     except OSError:
         return ""
     return text.replace("\n", " | ")
+
+
+def cap_log(path: Path, head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES) -> int:
+    """Cut ``path`` to its first ``head`` and last ``tail`` bytes, with a notice between them
+    saying how much was dropped; returns that many (0: the log was small enough)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    dropped = size - head - tail
+    if dropped <= 0:
+        return 0
+    with open(path, "r+b") as fh:
+        fh.seek(size - tail)
+        end = fh.read(tail)
+        fh.seek(head)
+        fh.write(
+            f"\n[gitkb] harness output truncated: {dropped} bytes dropped after the first "
+            f"{head}; the last {tail} follow\n".encode()
+        )
+        fh.write(end)
+        fh.truncate()
+    return dropped
 
 
 def _is_sample(value) -> bool:
@@ -138,6 +164,7 @@ def run_harness(
         output=log_path,
         grace_s=KILL_GRACE_S,
     )
+    cap_log(log_path)
     response = None
     if not outcome.timed_out and response_path.exists():
         try:

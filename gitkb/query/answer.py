@@ -1,9 +1,12 @@
 """``git kb query``: the store's scoped, ranked knowledge for an agent, as one answer.
 
 Reads ``main`` through the index cache (a bare clone works, no checkout): the
-scope is resolved and the pool chosen from the cache's columns and a few entry
-fields; record bytes are read only for the hits served (and for records whose
-feedback or speedup must be folded in), so the query costs what it returns.
+scope is resolved and the pool chosen from the cache's columns (named rows of
+``gitkb.store.queries``; no entry is decoded); record bytes are read only for the
+hits served (and for records whose feedback or speedup must be folded in), so the
+query costs what it returns. The store comes opened (``Store.open``): a caller
+that keeps it (the MCP server) asks every question of the commit ``main`` names
+then.
 
 The answer is self-describing, so stdout alone cannot mislead: ``query`` is the
 scope as resolved, ``result.kind`` says ``matches``, ``empty`` or ``fallback``
@@ -15,12 +18,17 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError, NotAStore
-from gitkb.layout import FEEDBACK_DIR, feedback_path
+from gitkb.errors import GitkbError
+from gitkb.layout import feedback_path
 from gitkb.query import budget, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
+from gitkb.store import queries
+
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -33,42 +41,27 @@ _COVERAGE_READING = (
 )
 
 
-def open_store(store_path):
-    from gitkb.store import Store
-
-    try:
-        return Store.open(store_path)
-    except NotAStore as exc:
-        raise GitkbError(f"query: {exc.message}") from None
-
-
 class Reader:
     """One query's reads of the store at one commit: candidates from the cache, enriched
     once each with what ranking must fold in (feedback; a speedup from the record)."""
 
-    def __init__(self, store, cache, request: scope.Request, now: float | None) -> None:
+    def __init__(self, store: Store, cache, request: scope.Request, now: float | None) -> None:
         self.view = store.view(cache.commit)
         self.cache = cache
         self.request = request
         self.now = now
-        self._enriched: dict[str, pool.Candidate] = {}
-        self._all: list[pool.Candidate] | None = None
-        prefix = FEEDBACK_DIR + "/"
-        found = cache.select(
-            "SELECT path FROM files WHERE path >= ? AND path < ?", (prefix, FEEDBACK_DIR + "0")
-        )
-        self._with_feedback = {row[0] for row in found}
+        # id -> (worth, tier, speedup) as enriched: each scope's rows are read afresh (their
+        # text tests differ), the records behind them are read once
+        self._enriched: dict[str, tuple] = {}
+        self._with_feedback = queries.feedback_paths(cache)
 
-    def candidates(self, scoped_by: scope.Scope | None) -> list[pool.Candidate]:
-        if scoped_by is None and self._all is not None:
-            return self._all
+    def candidates(self, scoped_by: scope.Scope) -> list[pool.Candidate]:
         found = pool.candidates(self.cache, scoped_by)
-        fresh = [c for c in found if c.id not in self._enriched]
-        self._enrich(fresh)
-        out = [self._enriched.setdefault(c.id, c) for c in found]
-        if scoped_by is None:
-            self._all = out
-        return out
+        for c in found:
+            if c.id in self._enriched:
+                c.worth, c.tier, c.speedup = self._enriched[c.id]
+        self._enrich([c for c in found if c.id not in self._enriched])
+        return found
 
     def _enrich(self, fresh: list[pool.Candidate]) -> None:
         folding = {c.id for c in fresh if feedback_path(c.id) in self._with_feedback}
@@ -92,10 +85,11 @@ class Reader:
                 c.worth, c.tier = folded_rank(record, events, self.now)
             if c.id in speedless:
                 c.speedup = speedup(record)
+            self._enriched[c.id] = (c.worth, c.tier, c.speedup)
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""
-        return len(rank.ranked(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by))
+        return rank.matches(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by)
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
@@ -104,10 +98,6 @@ class Reader:
             if data is not None:
                 out[path] = data
         return out
-
-
-def _store_total(cache) -> int:
-    return cache.select("SELECT count(*) FROM records WHERE id IS NOT NULL")[0][0]
 
 
 def _resolved(s: scope.Scope) -> dict:
@@ -164,10 +154,9 @@ def _sample(scoped_pool: list, request: scope.Request) -> list:
     return random.Random(request.seed).sample(scoped_pool, min(n, request.limit))
 
 
-def query(store_path, request: scope.Request, now: float | None = None) -> dict:
+def query(store: Store, request: scope.Request, now: float | None = None) -> dict:
     """The answer to ``request`` over the store's main (one JSON-ready dict)."""
     request = request.checked()
-    store = open_store(store_path)
     tip = store.tip
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
@@ -177,14 +166,14 @@ def query(store_path, request: scope.Request, now: float | None = None) -> dict:
         in_scope = pool.scoped(reader.candidates(s), s)
         resolved = _resolved(s)
         if s.symptom:
-            signal = any(pool.symptom_match(c, s.symptom) == "signal" for c, _ in in_scope)
+            signal = any(pool.symptom_match(c, s) == "signal" for c, _ in in_scope)
             resolved["symptom_match_mode"] = "signal" if signal else "text"
-        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s)[: request.limit]]
+        hits = [(h.candidate, h.reach) for h in rank.ranked(in_scope, s, request.limit)]
         result: dict = {
             "kind": "matches",
             "served": 0,
             "scoped_pool": len(in_scope),
-            "store_total": _store_total(cache),
+            "store_total": queries.record_count(cache),
             "commit": tip,
             "note": None,
         }
@@ -218,16 +207,15 @@ def query(store_path, request: scope.Request, now: float | None = None) -> dict:
     return budget.fit(answer, request.max_bytes)
 
 
-def coverage(store_path, request: scope.Request, now: float | None = None) -> dict:
+def coverage(store: Store, request: scope.Request, now: float | None = None) -> dict:
     """How the scoped pool decomposes (``--coverage``): by reach, by type, by dsl. A pool
     size alone cannot tell a caller that its own cell is empty."""
     request = request.checked()
-    store = open_store(store_path)
     with store.cache.snapshot(store.tip) as cache:
         s = scope.resolve(cache, request)
         reader = Reader(store, cache, request, now)
         in_scope = pool.scoped(reader.candidates(s), s)
-        total = _store_total(cache)
+        total = queries.record_count(cache)
     by: dict[str, dict[str, int]] = {"by_reach": {}, "by_type": {}, "by_dsl": {}}
     for c, how in in_scope:
         for name, value in (("by_reach", how), ("by_type", c.type), ("by_dsl", c.dsl)):
@@ -241,19 +229,18 @@ def coverage(store_path, request: scope.Request, now: float | None = None) -> di
     }
 
 
-def shown(store_path, record_id: str) -> dict:
+def shown(store: Store, record_id: str) -> dict:
     """One record's served projection, payload in full (what ``--brief`` named)."""
-    loaded = open_store(store_path).read_record(record_id)
+    loaded = store.read_record(record_id)
     if loaded.data is None:
         raise GitkbError(f"{record_id}: {loaded.path} is unreadable ({loaded.error})")
     return serve.served(loaded.data, None)
 
 
-def vocabulary(store_path, name: str, like: str | None = None) -> dict:
+def vocabulary(store: Store, name: str, like: str | None = None) -> dict:
     """The store's values of one filter (``--list-*``): tokens, then free-text values."""
     if name not in scope.LISTABLE:
         raise GitkbError(f"cannot list {name!r}; lists: {', '.join(scope.LISTABLE)}", 2)
-    store = open_store(store_path)
     with store.cache.snapshot(store.tip) as cache:
         tokens, prose = scope.listing(cache, name, like)
     return {"name": name, "values": tokens + prose, "free_text": prose}

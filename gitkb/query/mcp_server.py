@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitkb.errors import GitkbError
+
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
 
 INSTRUCTIONS = (
     "gitkb: a git-native store of GPU-kernel optimization experience. Call `query` with what "
@@ -40,11 +43,14 @@ def _sdk():
 
 
 def _as_tool_errors(tool_error: type[Exception]) -> Callable:
-    """A gitkb error inside a tool becomes the tool's error result with its one line."""
+    """A tool run on the server's own thread (the SDK hands a plain function to a worker
+    thread, and the open store's SQLite connection belongs to this one; the calls of one
+    stdio client are answered in turn all the same), a gitkb error inside it becoming the
+    tool's error result with its one line."""
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
-        def call(*args, **kwargs):
+        async def call(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
             except GitkbError as exc:
@@ -55,8 +61,10 @@ def _as_tool_errors(tool_error: type[Exception]) -> Callable:
     return wrap
 
 
-def build(store_path: str):
-    """The MCP server of the store at ``store_path``, its four tools registered."""
+def build(store: Store):
+    """The MCP server of ``store``, its four tools registered. The server keeps the one
+    open store (its index cache connection included) for its life: each call reads the
+    commit ``main`` names then, so an admission elsewhere is seen by the next call."""
     mcp_server, tool_error = _sdk()
     server = mcp_server(name="gitkb", instructions=INSTRUCTIONS)
     guarded = _as_tool_errors(tool_error)
@@ -110,15 +118,15 @@ def build(store_path: str):
             max_bytes=max_bytes,
         )
         if coverage:
-            return answer.coverage(store_path, request)
-        return answer.query(store_path, request)
+            return answer.coverage(store, request)
+        return answer.query(store, request)
 
     @server.tool(description="One record's served projection, payload in full.")
     @guarded
     def show(record_id: str) -> dict[str, Any]:
         from gitkb.query.answer import shown
 
-        return shown(store_path, record_id)
+        return shown(store, record_id)
 
     @server.tool(description="The store's best same-hardware code for a kernel (git kb resolve).")
     @guarded
@@ -133,7 +141,7 @@ def build(store_path: str):
         from gitkb.warmstart.resolve import resolve as resolve_kernel
 
         return resolve_kernel(
-            store_path, kernel, arch=arch, product=product, dsl=dsl, top_n=top_n,
+            store, kernel, arch=arch, product=product, dsl=dsl, top_n=top_n,
             min_speedup=min_speedup,
         )  # fmt: skip
 
@@ -146,18 +154,14 @@ def build(store_path: str):
         trace_commit: str | None = None,
         by: str | None = None,
     ) -> dict[str, Any]:
-        from gitkb.query.answer import open_store
         from gitkb.query.feedback import feedback as give
 
-        admission = give(open_store(store_path), record_id, outcome, trace, trace_commit, by)
+        admission = give(store, record_id, outcome, trace, trace_commit, by)
         return admission.as_json()
 
     return server
 
 
-def serve(store_path: str) -> None:
+def serve(store: Store) -> None:
     """Serve the store's tools over stdio until the client closes the connection."""
-    from gitkb.query.answer import open_store
-
-    open_store(store_path)  # a path that is no store fails here, before the protocol starts
-    build(store_path).run("stdio")
+    build(store).run("stdio")

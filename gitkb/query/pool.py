@@ -1,11 +1,11 @@
 """The scoped pool: which records a scope reaches, and how each was reached.
 
-The index cache answers in two steps. SQL narrows the records by the columns and
-tables it keeps (vendor, arch and every architecture a record names, dsl,
-family, type, status, the kernels an operator files under): always a superset of
-the scope, so it only saves work. For what is left, a few ranking fields are
-read from each entry by SQLite's JSON functions, no entry decoded whole, and the
-scope is then decided exactly here, in one place:
+The index cache answers in two steps. Its columns narrow the records
+(``gitkb.store.queries.Narrowing``: vendor, arch and every architecture a record
+names, dsl, family, type, status, the kernels an operator files under): always a
+superset of the scope, so it only saves work. What is left comes back with the
+ranking fields the cache keeps as columns, no entry decoded, and the scope is then
+decided exactly here, in one place:
 
 * ``--arch``: a record written for that architecture (its ``arch`` or one of its
   ``architectures``) is ``exact``; an architecture-neutral record (arch
@@ -21,134 +21,64 @@ scope is then decided exactly here, in one place:
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gitkb.query.feedback import number
-from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope, by_arch
-
-# The entry fields ranking reads, by JSON path; one json_extract call reads them all.
-_FIELDS = (
-    ("level", "$.level"),
-    ("tier", "$.tier"),
-    ("worth", "$.worth_score"),
-    ("gain", "$.gain_pct"),
-    ("speedup", "$.speedup_x"),
-    ("title", "$.title"),
-    ("architectures", "$.retrieval.scope.architectures"),
-    ("operators", "$.retrieval.scope.operators"),
-    ("symptoms", "$.retrieval.signals.symptoms"),
-    ("bottleneck", "$.retrieval.signals.bottleneck"),
-    ("search_text", "$.search_text"),
-)
-_COLUMNS = "id, path, type, status, vendor, arch, dsl, family"
-_EXTRACT = "json_extract(entry, {})".format(", ".join(f"'{p}'" for _, p in _FIELDS))
-# An entry SQLite's JSON parser refuses (a NaN json.dumps wrote) is decoded here instead.
-_PROJECTION = f"{_COLUMNS}, CASE WHEN json_valid(entry) THEN {_EXTRACT} END, "
-_PROJECTION += "CASE WHEN json_valid(entry) THEN NULL ELSE entry END"
+from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
+from gitkb.store.queries import ArchWanted, Narrowing, RankRow, rank_rows, strings
 
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
 
 @dataclass(slots=True)
-class Candidate:
-    """One record as ranking sees it: its cache columns, then the entry fields in
-    ``_FIELDS`` order."""
-
-    id: str
-    path: str
-    type: str | None
-    status: str | None
-    vendor: str | None
-    arch: str | None
-    dsl: str | None
-    family: str | None
-    level: object = None
-    tier: object = None
-    worth: object = None
-    gain: object = None
-    speedup: object = None
-    title: object = None
-    architectures: object = None
-    operators: object = None
-    symptoms: object = None
-    bottleneck: object = None
-    search_text: object = ""
+class Candidate(RankRow):
+    """One record as ranking sees it: the cache's ranking columns (``worth``, ``tier`` and
+    ``speedup`` may be refolded from feedback and the record before ranking)."""
 
     @property
     def importance(self) -> float:
         """worth.rank.score as ranking uses it: a number in [0, 1], 0 when missing."""
         value = self.worth
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if type(value) not in (float, int):  # None, and a boolean, count as missing
             return 0.0
-        return min(1.0, max(0.0, float(value)))
+        if 0 <= value <= 1:
+            return float(value)
+        return 1.0 if value > 1 else 0.0
 
 
-def _candidate(row: tuple) -> Candidate:
-    *columns, extracted, whole = row
-    if extracted is not None:
-        values = json.loads(extracted)
-    else:
-        entry = json.loads(whole)  # Python's parser takes what SQLite's refused
-        values = [_dig(entry, path) for _, path in _FIELDS]
-    candidate = Candidate(*columns, *values)
-    if not isinstance(candidate.search_text, str):
-        candidate.search_text = ""
-    return candidate
+def texts(scope: Scope) -> tuple[str, ...]:
+    """What a candidate's ``contains`` answers for ``scope``: its terms, in order, then the
+    symptom as a text mention would spell it."""
+    return (*scope.terms, *((scope.symptom.replace("-", " "),) if scope.symptom else ()))
 
 
-def _dig(entry: dict, path: str) -> object:
-    node: object = entry
-    for key in path[2:].split("."):
-        node = node.get(key) if isinstance(node, dict) else None
-    return node
+def candidates(cache, scope: Scope) -> list[Candidate]:
+    """The records the cache's columns can tell may be in ``scope``, by id."""
+    return rank_rows(cache, _narrowing(scope), texts(scope), Candidate)
 
 
-def candidates(cache, scope: Scope | None) -> list[Candidate]:
-    """The records SQL can tell may be in ``scope`` (None: every record), by id."""
-    where, params = _narrowing(scope) if scope is not None else ([], [])
-    sql = f"SELECT {_PROJECTION} FROM records WHERE id IS NOT NULL AND entry IS NOT NULL"
-    sql += "".join(f" AND {w}" for w in where) + " ORDER BY id, path"
-    return [_candidate(row) for row in cache.select(sql, tuple(params))]
-
-
-def _narrowing(scope: Scope) -> tuple[list[str], list]:
-    """SQL conditions every record in ``scope`` meets (a superset; ``reach`` decides)."""
-    where: list[str] = []
-    params: list = []
+def _narrowing(scope: Scope) -> Narrowing:
+    """What every record in ``scope`` meets (a superset; ``reach`` and ``scoped`` decide)."""
     request = scope.request
+    arch = None
     if scope.arch:
-        # written for it: its own arch (indexed with the vendor), or one it lists besides
-        own, own_params = by_arch(scope.store_vendors, scope.arch)
-        exact = f"({own} OR path IN (SELECT path FROM arches WHERE arch = ?))"
-        params += [*own_params, scope.arch]
-        if not request.strict_arch:
-            # the same vendor's (or no one's) generic records; under --cross-arch, any of its
-            # architectures. Both spelled so the (vendor, arch) index answers.
-            own_vendor = "(vendor IN (?, 'generic') OR vendor IS NULL)"
-            if request.cross_arch:
-                exact = f"({exact} OR {own_vendor})"
-                params.append(scope.arch_vendor)
-            else:
-                exact = f"({exact} OR ({own_vendor} AND arch = ?))"
-                params += [scope.arch_vendor, NEUTRAL_ARCH]
-        where.append(exact)
-    for value, condition in (
-        (scope.vendor, "vendor IN (?, 'generic')"),
-        (scope.dsl, "dsl IN (?, 'any')"),
-        (scope.family, "family = ?"),
-        (scope.operator, "path IN (SELECT path FROM kernels WHERE name = ?)"),
-        (scope.type, "type = ?"),
-        (scope.status, "status = ?"),
-    ):
-        if value:
-            where.append(condition)
-            params.append(value)
-    if not scope.status and not request.include_retired:
-        marks = ", ".join("?" * len(RETIRED_STATUSES))
-        where.append(f"(status IS NULL OR status NOT IN ({marks}))")
-        params += list(RETIRED_STATUSES)
-    return where, params
+        # the same vendor's (or no one's) generic records; under --cross-arch, any of its
+        # architectures
+        kin = () if request.strict_arch else (scope.arch_vendor, "generic")
+        kin_arch = None if request.cross_arch else NEUTRAL_ARCH
+        arch = ArchWanted(scope.arch, scope.store_vendors, kin, kin_arch)
+    retired = () if scope.status or request.include_retired else RETIRED_STATUSES
+    return Narrowing(
+        arch=arch,
+        vendor_in=(scope.vendor, "generic") if scope.vendor else (),
+        dsl_in=(scope.dsl, "any") if scope.dsl else (),
+        family=scope.family,
+        kernel=scope.operator,
+        type=scope.type,
+        status=scope.status,
+        status_not_in=retired,
+    )
 
 
 def reach(candidate: Candidate, scope: Scope) -> str | None:
@@ -156,8 +86,7 @@ def reach(candidate: Candidate, scope: Scope) -> str | None:
     None when it does not."""
     if not scope.arch:
         return EXACT
-    listed = candidate.architectures if isinstance(candidate.architectures, list) else []
-    if candidate.arch == scope.arch or scope.arch in listed:
+    if candidate.arch == scope.arch or scope.arch in strings(candidate.architectures):
         return EXACT
     request = scope.request
     if request.strict_arch:
@@ -169,61 +98,64 @@ def reach(candidate: Candidate, scope: Scope) -> str | None:
     return OTHER if request.cross_arch and own else None
 
 
-def symptom_match(candidate: Candidate, symptom: str) -> str | None:
-    """``signal`` when the record holds the symptom as a recorded signal, ``text`` when it
-    only mentions it, else None."""
-    listed = candidate.symptoms if isinstance(candidate.symptoms, list) else []
-    if candidate.bottleneck == symptom or symptom in listed:
+def symptom_match(candidate: Candidate, scope: Scope) -> str | None:
+    """``signal`` when the record holds the scope's symptom as a recorded signal, ``text``
+    when it only mentions it, else None."""
+    symptom = scope.symptom
+    if candidate.bottleneck == symptom or symptom in strings(candidate.symptoms):
         return "signal"
-    if symptom.replace("-", " ") in candidate.search_text:
+    if candidate.contains >> len(scope.terms) & 1:  # the symptom's text comes last (``texts``)
         return "text"
     return None
 
 
+def _tests(scope: Scope) -> list[Callable[[Candidate], bool]]:
+    """The exact filters ``scope`` sets besides arch and symptom, one test each."""
+    request = scope.request
+    tests: list[Callable[[Candidate], bool]] = []
+    for value, test in (
+        (scope.vendor, lambda c: c.vendor in (scope.vendor, "generic")),
+        (scope.dsl, lambda c: c.dsl in (scope.dsl, "any")),
+        (scope.family, lambda c: c.family == scope.family),
+        (scope.operator, lambda c: scope.operator in strings(c.operators)),
+        (scope.type, lambda c: c.type == scope.type),
+        (scope.level, lambda c: c.level == scope.level),
+        (scope.status, lambda c: c.status == scope.status),
+        (scope.tier, lambda c: c.tier == scope.tier),
+    ):
+        if value:
+            tests.append(test)
+    if not scope.status and not request.include_retired:
+        tests.append(lambda c: c.status not in RETIRED_STATUSES)
+    if request.min_importance is not None:
+        tests.append(lambda c: c.importance >= request.min_importance)
+    if request.min_gain is not None:
+        tests.append(lambda c: _at_least(c.gain, request.min_gain))
+    if request.min_speedup is not None:
+        tests.append(lambda c: _at_least(c.speedup, request.min_speedup))
+    if request.exclude:
+        tests.append(lambda c: c.id not in request.exclude)
+    return tests
+
+
+def _at_least(value: object, floor: float) -> bool:
+    found = number(value)
+    return found is not None and found >= floor
+
+
 def scoped(pool: list[Candidate], scope: Scope) -> list[tuple[Candidate, str]]:
     """(candidate, reach) of every candidate in ``scope``, in the pool's order."""
-    request = scope.request
+    tests = _tests(scope)
     kept: list[tuple[Candidate, str, str | None]] = []
     for c in pool:
-        how = reach(c, scope)
-        if how is None:
+        how = reach(c, scope) if scope.arch else EXACT
+        if how is None or not all(test(c) for test in tests):
             continue
-        if scope.vendor and c.vendor not in (scope.vendor, "generic"):
-            continue
-        if scope.dsl and c.dsl not in (scope.dsl, "any"):
-            continue
-        if scope.family and c.family != scope.family:
-            continue
-        if scope.operator and scope.operator not in (
-            c.operators if isinstance(c.operators, list) else []
-        ):
-            continue
-        if scope.type and c.type != scope.type:
-            continue
-        if scope.level and c.level != scope.level:
-            continue
-        if scope.status and c.status != scope.status:
-            continue
-        if not scope.status and not request.include_retired and c.status in RETIRED_STATUSES:
-            continue
-        if scope.tier and c.tier != scope.tier:
-            continue
-        if request.min_importance is not None and c.importance < request.min_importance:
-            continue
-        gain = number(c.gain)
-        if request.min_gain is not None and (gain is None or gain < request.min_gain):
-            continue
-        if request.min_speedup is not None:
-            found = number(c.speedup)
-            if found is None or found < request.min_speedup:
-                continue
         strength = None
         if scope.symptom:
-            strength = symptom_match(c, scope.symptom)
+            strength = symptom_match(c, scope)
             if strength is None:
                 continue
-        if c.id in request.exclude:
-            continue
         kept.append((c, how, strength))
     # A recorded signal beats a passing mention: serving both buries the records that are
     # about this bottleneck under those that only use its words.

@@ -10,6 +10,7 @@ architecture's record lower still. Ties go to the higher worth, then the id.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from gitkb.query.pool import NEUTRAL, OTHER, Candidate
@@ -34,16 +35,16 @@ def text_hits(candidate: Candidate, terms: tuple[str, ...], any_term: bool) -> i
     terms, or any one under ``any_term``); 1 when there are no terms."""
     if not terms:
         return 1
-    hits = sum(1 for term in terms if term in candidate.search_text)
+    hits = (candidate.contains & ((1 << len(terms)) - 1)).bit_count()  # terms first: pool.texts
     if hits == 0 or (not any_term and hits != len(terms)):
         return 0
     return hits
 
 
-def ranked(pool: list[tuple[Candidate, str]], scope: Scope) -> list[Hit]:
-    """The pool's text matches, best first."""
+def _keyed(pool: list[tuple[Candidate, str]], scope: Scope) -> list[tuple]:
+    """(key, worth, candidate, reach, text hits) of each of the pool's text matches."""
     request = scope.request
-    hits = []
+    out = []
     for candidate, reach in pool:
         found = text_hits(candidate, scope.terms, request.any_term)
         if not found:
@@ -61,6 +62,25 @@ def ranked(pool: list[tuple[Candidate, str]], scope: Scope) -> list[Hit]:
             key *= OTHER_ARCH_DISCOUNT
         if scope.dsl and candidate.dsl == "any":
             key *= NEUTRAL_DSL_DISCOUNT
-        hits.append(Hit(candidate, reach, key, found))
-    hits.sort(key=lambda h: (-h.key, -h.candidate.importance, h.candidate.id))
-    return hits
+        out.append((key, worth, candidate, reach, found))
+    return out
+
+
+def _order(keyed: tuple) -> tuple:
+    return -keyed[0], -keyed[1], keyed[2].id
+
+
+def ranked(pool: list[tuple[Candidate, str]], scope: Scope, limit: int | None = None) -> list[Hit]:
+    """The pool's text matches, best first (the best ``limit`` of them, when given)."""
+    keyed = _keyed(pool, scope)
+    if limit is None:
+        best = sorted(keyed, key=_order)
+    else:
+        best = heapq.nsmallest(limit, keyed, key=_order)  # sorted()[:limit], ties alike
+    return [Hit(candidate, reach, key, found) for key, _, candidate, reach, found in best]
+
+
+def matches(pool: list[tuple[Candidate, str]], scope: Scope) -> int:
+    """How many of the pool's records the terms match."""
+    request = scope.request
+    return sum(1 for c, _ in pool if text_hits(c, scope.terms, request.any_term))

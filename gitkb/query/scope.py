@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from gitkb.errors import GitkbError
+from gitkb.store import queries
 
 RANK_MODES = ("blend", "text", "importance")
 TIERS = ("proven", "promising", "provisional", "cautionary")
@@ -31,14 +32,6 @@ _LISTED_AT_MOST = 25
 DEFAULT_LIMIT = 8
 DEFAULT_FALLBACK_RATIO = 0.10
 
-# filter name -> the cache column that holds it
-_COLUMNS = {"vendor": "vendor", "arch": "arch", "dsl": "dsl", "family": "family", "type": "type"}
-# vocabulary name -> the entry paths its values come from (lists or strings)
-_ENTRY_VALUES = {
-    "operator": ("$.retrieval.scope.operators",),
-    "symptom": ("$.retrieval.signals.symptoms", "$.retrieval.signals.bottleneck"),
-    "tag": ("$.retrieval.technique_tags",),
-}
 LISTABLE = ("vendor", "arch", "dsl", "family", "operator", "type", "symptom", "tag")
 
 
@@ -161,52 +154,29 @@ class Vocabulary:
         self._values: dict[str, set[str]] = {}
 
     def vendors(self) -> tuple[str, ...]:
-        """Every vendor value the store holds (a walk of the (vendor, arch, family) index)."""
+        """Every vendor value the store holds."""
         if "vendor" not in self._values:
-            found = self.cache.select("SELECT DISTINCT vendor FROM records WHERE vendor NOT NULL")
-            self._values["vendor"] = {row[0] for row in found}
+            self._values["vendor"] = queries.vendors(self.cache)
         return tuple(sorted(self._values["vendor"]))
 
     def holds(self, name: str, value: str) -> bool:
         if name == "arch":
-            where, params = by_arch(self.vendors(), value)
-            return bool(self.cache.select(f"SELECT 1 FROM records WHERE {where} LIMIT 1", params))
-        if name in _COLUMNS:
-            sql = f"SELECT 1 FROM records WHERE {_COLUMNS[name]} = ? AND id IS NOT NULL LIMIT 1"
-            return bool(self.cache.select(sql, (value,)))
+            return queries.holds_arch(self.cache, self.vendors(), value)
+        if name in queries.SCOPE_COLUMNS:
+            return queries.holds(self.cache, name, value)
         if name == "operator":
             # The kernels table files a record under its operators: a superset to check.
-            where = "path IN (SELECT path FROM kernels WHERE name = ?)"
-            return value in self._entry_values(name, where, (value,))
+            return value in queries.entry_values(self.cache, name, kernel=value)
         needle = json.dumps(value, ensure_ascii=False)  # as the entry text holds it
-        return value in self._entry_values(name, "instr(entry, ?) > 0", (needle,))
+        return value in queries.entry_values(self.cache, name, containing=needle)
 
     def values(self, name: str) -> set[str]:
         if name not in self._values:
-            if name in _COLUMNS:
-                column = _COLUMNS[name]
-                found = self.cache.select(
-                    f"SELECT DISTINCT {column} FROM records WHERE id IS NOT NULL "
-                    f"AND {column} IS NOT NULL AND {column} != ''"
-                )
-                self._values[name] = {row[0] for row in found}
+            if name in queries.SCOPE_COLUMNS:
+                self._values[name] = queries.column_values(self.cache, name)
             else:
-                self._values[name] = self._entry_values(name, "1", ())
+                self._values[name] = queries.entry_values(self.cache, name)
         return self._values[name]
-
-    def _entry_values(self, name: str, where: str, params: tuple) -> set[str]:
-        paths = ", ".join(f"'{p}'" for p in _ENTRY_VALUES[name])
-        found = self.cache.select(
-            f"SELECT json_extract(entry, {paths}) FROM records "
-            f"WHERE id IS NOT NULL AND json_valid(entry) AND {where}",
-            params,
-        )
-        out: set[str] = set()
-        for (text,) in found:
-            for value in json.loads(text) if text else ():
-                items = value if isinstance(value, list) else [value]
-                out.update(v for v in items if isinstance(v, str) and v)
-        return out
 
     def resolve(self, name: str, value: str | None) -> str | None:
         """The store's spelling of ``value``; an unknown value fails closed (exit 2)."""
@@ -217,13 +187,6 @@ class Vocabulary:
         if fold(value) in folded:
             return folded[fold(value)]
         raise GitkbError(unknown_value(name, value, known), 2)
-
-
-def by_arch(vendors: tuple[str, ...], arch: str) -> tuple[str, tuple]:
-    """SQL for "the scope's arch is ``arch``", spelled so the (vendor, arch) index answers."""
-    marks = ", ".join("?" * len(vendors))
-    any_vendor = f"(vendor IN ({marks}) OR vendor IS NULL)" if vendors else "vendor IS NULL"
-    return f"({any_vendor} AND arch = ?)", (*vendors, arch)
 
 
 def unknown_value(name: str, value: str, known: set[str]) -> str:

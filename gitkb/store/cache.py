@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.store.rows import COLUMNS, Row, row_values
+from gitkb.store.rows import COLUMNS, WIDTH, KernelRow, Row, row_values
 from gitkb.vcs.plain import blob_id
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "4"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -67,6 +67,17 @@ CREATE TABLE IF NOT EXISTS records (
     language TEXT,
     signature TEXT,
     source TEXT,
+    level TEXT,
+    tier TEXT,
+    worth REAL,
+    gain REAL,
+    speedup REAL,
+    architectures TEXT,
+    operators TEXT,
+    symptoms TEXT,
+    bottleneck TEXT,
+    search_text TEXT,
+    -- the entry last: a column after it would be read through its overflow pages
     entry TEXT,
     error TEXT
 );
@@ -81,6 +92,7 @@ CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
 CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
 CREATE INDEX IF NOT EXISTS records_type ON records(type);
 CREATE INDEX IF NOT EXISTS records_family ON records(family);
+CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
 CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
 CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
@@ -423,7 +435,7 @@ class IndexCache:
         db.executemany("DELETE FROM arches WHERE path = ?", replaced)
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
         db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES "
-                       f"({', '.join('?' * 17)})", rows)  # fmt: skip
+                       f"({', '.join('?' * WIDTH)})", rows)  # fmt: skip
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
@@ -479,21 +491,19 @@ class IndexCache:
     def kernel_names(self) -> list[str]:
         return [r[0] for r in self._query("SELECT DISTINCT name FROM kernels")]
 
-    def kernel_rows(self, names: Iterable[str]) -> list[tuple]:
-        """(id, type, status, vendor, arch, dsl, path, blob, product, measured, language) of
-        the records filed under any of ``names``, without decoding their entries: ``product``
-        is the scope's, ``measured`` the GPU ``evidence.summary.measured_on`` names, and
-        ``language`` the record's (``gitkb.record.language_of``)."""
+    def kernel_rows(self, names: Iterable[str]) -> list[KernelRow]:
+        """The rows of the records filed under any of ``names``, without decoding their
+        entries."""
         names = sorted(set(names))
         if not names:
             return []
         marks = ", ".join("?" * len(names))
-        return self._query(
-            "SELECT id, type, status, vendor, arch, dsl, path, blob, product, measured, language "
-            f"FROM records WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) "
-            "ORDER BY path",
+        found = self._query(
+            f"SELECT {', '.join(KernelRow._fields)} FROM records "
+            f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
             tuple(names),
         )
+        return [KernelRow(*values) for values in found]
 
     def scoped_rows(self, **scope: str | None) -> list[Row]:
         """Rows of records with an id whose columns equal every given value (type, vendor,
@@ -504,8 +514,8 @@ class IndexCache:
 
     def select(self, sql: str, params: tuple = ()) -> list[tuple]:
         """One read-only statement over the snapshot's tables (``records``, ``kernels``,
-        ``arches``, ``files``), for a reader that wants a few columns of many rows (SQLite's
-        JSON functions reach into ``records.entry``) without decoding whole entries."""
+        ``arches``, ``files``): for the store's own query modules (``gitkb.store.queries``),
+        which turn its tuples into named rows; nothing outside ``gitkb.store`` writes SQL."""
         if sql.lstrip()[:6].upper() != "SELECT":
             raise GitkbError("internal: IndexCache.select runs one SELECT statement")
         return self._query(sql, params)

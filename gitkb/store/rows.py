@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitkb import record as rec
 from gitkb.record.index import index_entry
 
 COLUMNS = (
     "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
-    "language, signature, source, entry, error"
+    "language, signature, source, entry, error, "
+    # what ranking reads, kept beside the entry so a broad query decodes no entry
+    "level, tier, worth, gain, speedup, search_text, architectures, operators, symptoms, "
+    "bottleneck"
 )
+WIDTH = COLUMNS.count(",") + 1
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,24 @@ class Row:
     entry: dict | None
     error: str | None
     source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
+
+
+class KernelRow(NamedTuple):
+    """What warm start reads of a record filed under a kernel name, without decoding its
+    entry: ``product`` is the scope's, ``measured`` the GPU ``evidence.summary.measured_on``
+    names, ``language`` the record's (``gitkb.record.language_of``)."""
+
+    id: str | None
+    type: str | None
+    status: str | None
+    vendor: str | None
+    arch: str | None
+    dsl: str | None
+    path: str
+    blob: str
+    product: str | None
+    measured: str | None
+    language: str | None
 
 
 def kernel_names(record: dict) -> list[str]:
@@ -49,6 +72,41 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _number(value: object) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _strings(value: object) -> str | None:
+    """The strings of a JSON list, as JSON text (decoded only by a query that filters on
+    them); None when there are none."""
+    if not isinstance(value, list):
+        return None
+    found = [v for v in value if isinstance(v, str)]
+    return json.dumps(found, ensure_ascii=False) if found else None
+
+
+def _ranking(entry: dict) -> tuple:
+    """The entry fields ranking reads, each as the one type ranking compares it as."""
+    retrieval = entry.get("retrieval") if isinstance(entry.get("retrieval"), dict) else {}
+    scope = retrieval.get("scope") if isinstance(retrieval.get("scope"), dict) else {}
+    signals = retrieval.get("signals") if isinstance(retrieval.get("signals"), dict) else {}
+    return (
+        _text(entry.get("level")),
+        _text(entry.get("tier")),
+        _number(entry.get("worth_score")),
+        _number(entry.get("gain_pct")),
+        _number(entry.get("speedup_x")),
+        _text(entry.get("search_text")) or "",
+        _strings(scope.get("architectures")),
+        _strings(scope.get("operators")),
+        _strings(signals.get("symptoms")),
+        _text(signals.get("bottleneck")),
+    )
+
+
 def row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str], list[str]]:
     """The ``records`` row of one record file, its kernel names and its architectures."""
     loaded = (
@@ -62,7 +120,7 @@ def row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str
         # (and counts) the broken record.
         parts = path.split("/")
         kernels = parts[5:6] if len(parts) == 7 else []
-        return (path, blob, *([None] * 14), loaded.error), kernels, []
+        return (path, blob, *([None] * 14), loaded.error, *([None] * 10)), kernels, []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)
     values = (
@@ -83,5 +141,6 @@ def row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str
         _text(rec.dig(data, "evidence", "raw", "source_repo")),
         json.dumps(entry, ensure_ascii=False),
         None,
+        *_ranking(entry),
     )
     return values, kernel_names(data), record_arches(data)

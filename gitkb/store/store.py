@@ -13,7 +13,7 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from gitkb import layout
 from gitkb import record as rec
@@ -46,9 +46,29 @@ class Store:
 
     # ----------------------------------------------------------------- opening
 
+    @overload
     @classmethod
-    def open(cls, path: str | os.PathLike = ".") -> Store:
-        location = Path(path)
+    def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
+
+    @overload
+    @classmethod
+    def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
+
+    @classmethod
+    def open(cls, path: str | os.PathLike = ".", missing_ok: bool = False) -> Store | None:
+        """The store at ``path`` (a work tree or a bare repository): the one way gitkb opens
+        a store, with the one set of messages (``NotAStore`` names the path and what it
+        lacks). ``missing_ok``: None where ``path`` holds no store at all; a store that is
+        there but damaged is an error all the same."""
+        try:
+            return cls._open(Path(path))
+        except NotAStore:
+            if missing_ok:
+                return None
+            raise
+
+    @classmethod
+    def _open(cls, location: Path) -> Store:
         git_dir = plain.git_dir_of(location)
         if git_dir is not None:
             # The quick path: the cache already holds the commit main names, and that

@@ -16,16 +16,21 @@ cold-starts a run.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb import targets
-from gitkb.errors import GitkbError, NotAStore, writing
+from gitkb.errors import GitkbError, writing
 from gitkb.layout import ledger_path
+from gitkb.store.rows import KernelRow
 from gitkb.warmstart import curate
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 DEFAULT_TOP_N = 3
 DEFAULT_MIN_SPEEDUP = 1.05
 _KINDS = (*curate.CODE_TYPES, "anti-strategy")
+
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
 
 
 def _token(text: str) -> targets.Hardware | None:
@@ -87,10 +92,9 @@ def language_for(kernel: str, dsl: str | None) -> tuple[str | None, str | None]:
     return wanted, "--dsl"
 
 
-def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]]:
+def _rows(store: Store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[KernelRow]]:
     """The kernel match over the names the store files code under, and the matched
-    records' rows (id, type, status, vendor, arch, dsl, path, blob, product, measured,
-    language): from the index cache, so no record is read to choose."""
+    records' rows: from the index cache, so no record is read to choose."""
     with store.cache.snapshot(tip) as cache:
         by_canonical: dict[str, set[str]] = {}
         for name in cache.kernel_names():
@@ -99,31 +103,22 @@ def _rows(store, tip: str, kernel: str) -> tuple[curate.KernelMatch, list[tuple]
         found = cache.kernel_rows(n for c in match.names for n in by_canonical.get(c, ()))
     rows = []
     for row in found:
-        if row[1] is None:
+        if row.type is None:
             # Unreadable: a corrupt code record where its folder and file name file it.
-            parts = row[6].split("/")
+            parts = row.path.split("/")
             named = parts[-1].split(".")
             product = named[1] if len(named) > 2 else None
-            rows.append((None, curate.CODE_TYPES[0], None, *parts[2:5], *row[6:8], product, None,
-                         parts[4]))  # fmt: skip
-        elif row[1] in _KINDS and row[0] is not None:
+            rows.append(KernelRow(None, curate.CODE_TYPES[0], None, *parts[2:5], row.path,
+                                  row.blob, product, None, parts[4]))  # fmt: skip
+        elif row.type in _KINDS and row.id is not None:
             rows.append(row)
     return match, rows
 
 
-def _open(store_path) -> object:
-    from gitkb.store import Store
-
-    try:
-        return Store.open(store_path)
-    except NotAStore as exc:
-        raise GitkbError(f"resolve: {exc.message} (a warm start needs an existing store)") from None
-
-
-def _answer(store_path, tip, kernel, top_n, min_speedup, include_retired, dsl, source) -> dict:
+def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl, source) -> dict:
     return {
         "read_reason": None,
-        "store": str(store_path),
+        "store": str(store.location),
         "commit": tip,
         "kernel": {"query": kernel, "canonical": curate.canonical_kernel(kernel)},
         "hardware": None,
@@ -160,7 +155,7 @@ def _answer(store_path, tip, kernel, top_n, min_speedup, include_retired, dsl, s
 
 
 def resolve(
-    store_path,
+    store: Store,
     kernel: str,
     arch: str | None = None,
     product: str | None = None,
@@ -179,10 +174,9 @@ def resolve(
         raise GitkbError("--kernel needs a kernel name or file", 2)
     hardware = hardware_for(arch, product)
     language, source = language_for(kernel, dsl)
-    store = _open(store_path)
     tip = store.tip
     kernel_file = Path(kernel) if Path(kernel).is_file() else None
-    answer = _answer(store_path, tip, kernel, top_n, min_speedup, include_retired, language,
+    answer = _answer(store, tip, kernel, top_n, min_speedup, include_retired, language,
                      source)  # fmt: skip
     counts = answer["counts"]
     if hardware is None:
@@ -205,15 +199,16 @@ def resolve(
         answer["read_reason"] = "kernel_not_found"
         return answer
 
-    wanted: list[tuple] = []  # (row, retired, page) of the same-page code records to load
+    wanted: list[tuple[KernelRow, bool, str | None]] = []  # the same-page code records to load
     pitfall_paths: list[str] = []
     other_pages: dict[tuple, int] = {}
     other_language: dict[tuple, int] = {}
     same_page_total = 0
     for row in rows:
-        _, kind, status, vendor, record_arch, _, path, _, record_product, measured = row[:10]
-        record_language = row[10] or curate.ANY_LANGUAGE
-        page = curate.page_of(record_product, measured)
+        kind, status, vendor, record_arch, path = (row.type, row.status, row.vendor, row.arch,
+                                                   row.path)  # fmt: skip
+        record_language = row.language or curate.ANY_LANGUAGE
+        page = curate.page_of(row.product, row.measured)
         is_code = kind in curate.CODE_TYPES
         counts["total"] += is_code
         key = (vendor, record_arch, page, record_language)
@@ -240,7 +235,7 @@ def resolve(
         wanted.append((row, retired, page))
 
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
-    paths = [row[6] for row, _, _ in wanted] + [ledger_path(row[0]) for row, _, _ in wanted]
+    paths = [row.path for row, _, _ in wanted] + [ledger_path(row.id) for row, _, _ in wanted]
     blobs = store.view(tip).read_files(paths)
     candidates: list[curate.Candidate] = []
     for row, retired, page in wanted:
@@ -307,12 +302,12 @@ def _fits(kernel_file: Path | None):
     return fits
 
 
-def _candidate(row: tuple, retired: bool, page: str | None, blobs: dict):
+def _candidate(row: KernelRow, retired: bool, page: str | None, blobs: dict):
     """The candidate a row names; None when its record is corrupt, 'no_code' when the
     record carries no code a run can use."""
     from gitkb.record import load
 
-    record_id, path = row[0], row[6]
+    record_id, path = row.id, row.path
     raw = blobs.get(path)
     record = None if raw is None else load(path, raw).data
     if record is None or record.get("id") != record_id:
@@ -337,7 +332,7 @@ def _candidate(row: tuple, retired: bool, page: str | None, blobs: dict):
             counts=counts,
             retire_hint=retire_hint(counts),
             page=page,
-            language=row[10] or curate.ANY_LANGUAGE,
+            language=row.language or curate.ANY_LANGUAGE,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         return None

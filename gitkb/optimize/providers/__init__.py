@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "codex": "gitkb.optimize.providers.codex",
     "claude": "gitkb.optimize.providers.claude",
     "replay": "gitkb.optimize.providers.replay",
+    "mock": "gitkb.optimize.providers.mock",
     "warm-start": "gitkb.optimize.providers.warmstart",  # --warm-start, not --provider
 }
 
@@ -72,6 +73,7 @@ class ProposalContext:
     workspace: Path | None = None  # a fresh folder the provider may use
     references: Path | None = None  # the knowledge base's prose for this kernel (warm start)
     knowledge: list[dict] = field(default_factory=list)  # the store's answer (--kb, brief)
+    kb_context: str = ""  # the store's TLX knowledge documents, joined as TLX joins them
 
 
 @dataclass(frozen=True)

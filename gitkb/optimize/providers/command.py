@@ -77,6 +77,12 @@ def build_prompt(context: providers.ProposalContext) -> str:
             "## What the knowledge base knows about this kernel",
             f"Measured prior work on this hardware, one page per record: {context.references}",
         ]
+    if context.kb_context:
+        lines += [
+            "",
+            "## Optimization knowledge (the knowledge base's documents, widest first)",
+            context.kb_context,
+        ]
     lines += knowledge.prompt_section(context.knowledge)
     if context.exclusions:
         lines += ["", "## Already tried and rejected (do not repeat)"]

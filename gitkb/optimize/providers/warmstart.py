@@ -60,7 +60,7 @@ class Provider(providers.Provider):
             return self.answer
         try:
             self.answer = resolve(
-                str(self.store.location),
+                self.store,
                 str(kernel_file),
                 product=hardware,
                 dsl=sniff_dsl(baseline_source),

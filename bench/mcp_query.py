@@ -1,0 +1,111 @@
+"""`git kb mcp` latency: warm `query` tool calls through the official MCP client, on a
+generated 10,000-record bare store.
+
+The server runs as an agent's MCP client starts it (`git kb mcp --store PATH` over
+stdio, gitkb's bytecode compiled once, as installed); the SDK's own ClientSession
+drives it. After a few warm-up calls, each timed call is one round trip of the
+agent's question (its arch as the runtime reports it, DSL, operator family, a few
+words, brief, a budget): the server keeps one open store, so a warm call pays the
+query, not the opening. Halfway through, another process admits a record, moving
+`main`; the calls after it must see the new record (the server follows `main`).
+
+(Not bench/mcp.py: a script of that name, on the path as bench/ is for the other
+benches and tests, would hide the MCP SDK's own ``mcp`` package.)
+
+    python bench/mcp_query.py [--records 10000] [--calls 200] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from figures import figure  # noqa: E402
+from stores import bench_store, fresh_records, store_arguments  # noqa: E402
+
+TARGET_P50_MS = 5
+TARGET_P99_MS = 20
+QUESTION = {"arch": "sm_90", "dsl": "triton", "family": "op007", "terms": "online softmax",
+            "brief": True, "limit": 5, "max_bytes": 20000}  # fmt: skip
+WARM_UP = 5
+
+
+def _payload(result) -> dict:
+    if result.is_error:
+        raise SystemExit(f"the query tool failed: {result.content[0].text}")
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+async def _calls(store_dir: Path, env: dict, calls: int, admit) -> tuple[list[float], dict]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "gitkb", "mcp", "--store",
+                                   str(store_dir)], env=env)  # fmt: skip
+    times: list[float] = []
+    seen: dict = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for _ in range(WARM_UP):
+            _payload(await session.call_tool("query", QUESTION))
+        for n in range(calls):
+            if n == calls // 2:
+                seen["before"] = _payload(await session.call_tool("query", QUESTION))
+                admitted = admit()
+                after = _payload(await session.call_tool("query", {"terms": admitted}))
+                seen["after"] = after
+                seen["admitted"] = admitted
+            start = time.perf_counter()
+            _payload(await session.call_tool("query", QUESTION))
+            times.append((time.perf_counter() - start) * 1000)
+    return times, seen
+
+
+def main() -> None:
+    import anyio
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    store_arguments(parser)
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args()
+    with bench_store(args, ROOT) as (work, store_dir, built_s, env):
+        subprocess.run([sys.executable, "-m", "gitkb", "--version"], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+        incoming = work / "incoming.json"
+
+        def admit() -> str:
+            """Another process admits one new record (main moves); its id."""
+            raw = fresh_records(args.records + int(time.time()) % 100_000, 1)[0]
+            incoming.write_bytes(raw)
+            subprocess.run([sys.executable, "-m", "gitkb", "admit", str(incoming), "--store",
+                            str(store_dir)], env=env, check=True, capture_output=True)  # fmt: skip
+            return json.loads(raw)["id"]
+
+        times, seen = anyio.run(_calls, store_dir, env, args.calls, admit)
+    ordered = sorted(times)
+    p50 = statistics.median(ordered)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    found = [r["id"] for r in seen["after"]["records"]]
+    moved = seen["after"]["result"]["commit"] != seen["before"]["result"]["commit"]
+    print(f"store                  {args.records} records, bare (built in {built_s:.1f} s)")
+    print(f"warm query tool calls  {len(times)}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
+          f"max {ordered[-1]:.2f} ms")  # fmt: skip
+    print(
+        f"main moved mid-run     {'yes' if moved else 'NO'}; the next call "
+        f"{'served' if seen['admitted'] in found else 'did NOT serve'} the new record"
+    )
+    figure(f"mcp warm query call p50, {args.records} records", p50, "ms", TARGET_P50_MS, "lower")
+    figure(f"mcp warm query call p99, {args.records} records", p99, "ms", TARGET_P99_MS, "lower")
+
+
+if __name__ == "__main__":
+    main()
