@@ -349,7 +349,7 @@ def test_edge_15_git_excluded_profiles_are_not_citable(tmp_path):
 
 
 def test_edges_16_17_scrubbing():
-    scrub = Scrubber(("acme-cluster",), "kernel_opt_001_softmax")
+    scrub = Scrubber(("acme-cluster",))
     text = scrub.text(
         "v3: fixed after 5d1c0a7e on acme-cluster by ann@b.example.com in /home/ann/x.py, "
         "see notes.md; 12345678 stays, abc1234 and 5d1c0a7e2b3c stay; Tesla V100; v2 and v3"

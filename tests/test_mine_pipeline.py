@@ -301,9 +301,13 @@ def test_a_trace_without_metadata_names_its_operator_from_the_kernel(tmp_path, s
         e["id"].split(".")[3] for e in store.view().entries() if e["type"] != "anti-strategy"
     }
     assert families == {"fused-rms-norm"}
-    recon = json.loads(store.repo.read(store.tip, "reports/rmsnorm/recon.json"))
+    # The folder's name is a word of the trace's own text: gitkb named the trace itself.
+    label = summary["label"]
+    assert label.startswith("kernel_opt_fused_rms_norm_") and "rmsnorm" in summary["label_note"]
+    assert label.encode() in done.stderr
+    recon = json.loads(store.repo.read(store.tip, f"reports/{label}/recon.json"))
     assert recon["identity"]["operator_basis"] == "the kernel's entry point"
-    # A label inside the operator's name would be echoed by every record: refused up front.
+    # An explicit label inside the operator's name would be echoed by every record: refused.
     other = tmp_path / "clone"
     git("clone", "-q", str(t.path), str(other))
     done = kb("mine", str(other), "--store", str(store.location), "--arch", "hopper",

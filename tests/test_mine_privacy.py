@@ -129,7 +129,7 @@ def test_a_label_holding_a_private_word_is_refused(tmp_path, store, denylist):
 
 
 def test_scrubber_strengths():
-    scrubber = Scrubber(("secretproj",), "kernel_opt_001_x")
+    scrubber = Scrubber(("secretproj",))
     scrubber.learn("see /home/bob/runs/a.log and /Users/carol/x")
     assert scrubber.users == {"bob", "carol"}
     text = "Bob's /opt/tools/bin/run and /tmp on SecretProj, bob@corp.example.com, notes.md"

@@ -105,6 +105,7 @@ def memory(
     pitfalls: list | None = None,
     open_directions: list | None = None,
     performance: dict | None = None,
+    expected_impact: str = "",
     **extra,
 ) -> dict:
     """A ``memory/v<N>.json`` document; ``performance`` keys override the defaults."""
@@ -129,12 +130,51 @@ def memory(
     doc["optimization"] = {
         "action_category": category or "kernel_change",
         "action_description": description,
-        "expected_impact": "",
+        "expected_impact": expected_impact,
     }
     doc["open_directions"] = open_directions or []
     doc["pitfalls_and_fixes"] = pitfalls or []
     doc.update(extra)
     return doc
+
+
+# The journal keys the producer copies into canonical memory; any other key of an
+# experiment is folded into one sorted-key JSON ``details`` string (long_horizon/campaign.py).
+MEMORY_EXPERIMENT_FIELDS = ("name", "hypothesis", "change", "evidence", "result", "decision",
+                            "timestamp")  # fmt: skip
+
+
+def memory_experience(experiments: list[dict]) -> dict:
+    """``_memory_experience``: each journal experiment as canonical memory holds it."""
+    compact = []
+    for index, raw in enumerate(experiments, start=1):
+        entry: dict = {"index": index}
+        entry |= {k: str(raw[k]) for k in MEMORY_EXPERIMENT_FIELDS if raw.get(k)}
+        extra = {k: v for k, v in raw.items() if k not in MEMORY_EXPERIMENT_FIELDS}
+        if extra:
+            entry["details"] = json.dumps(extra, ensure_ascii=False, sort_keys=True)
+        compact.append(entry)
+    return {
+        "experiment_count": len(experiments),
+        "recorded_experiment_count": len(compact),
+        "experiments": compact,
+    }
+
+
+def _sol_manifest(name: str, hardware: list) -> dict:
+    return {
+        "name": f"{name}_v0_pytorch",
+        "definition": name,
+        "author": "atrex-aka",
+        "spec": {
+            "languages": ["pytorch"],
+            "target_hardware": hardware,
+            "entry_point": "kernel.py::run",
+            "dependencies": ["torch"],
+            "destination_passing_style": True,
+        },
+        "sources": [{"path": "kernel.py"}],
+    }
 
 
 @dataclass
@@ -346,7 +386,6 @@ class Trace:
                 "decision": "continue",
             }
         ]
-        indexed = [{"index": i + 1, **e} for i, e in enumerate(experiments)]
         memory_fields.setdefault("category", "long_horizon_episode")
         perf = {
             "measurement_source": "authoritative_verification",
@@ -359,11 +398,7 @@ class Trace:
             geomean,
             description=description,
             performance=perf,
-            experience={
-                "experiment_count": len(experiments),
-                "recorded_experiment_count": len(experiments),
-                "experiments": indexed,
-            },
+            experience=memory_experience(experiments),
             long_horizon={"status": "candidate_ready", "mode": "full", "verification": "abba"},
             git_commit_hash="5e0c1f9a2b7d4c3e8f6a1b2c3d4e5f6a7b8c9d0e",
             **memory_fields,
@@ -408,6 +443,8 @@ class Trace:
         incumbent_geomean: float,
         experiments: list[dict] | None = None,
         failure_reason: str = "candidate was not faster than the incumbent",
+        description: str | None = None,
+        candidate_commit: str | None = None,
     ) -> int:
         """``v<N>: long-horizon episode <E> <status>``: memory repeats the incumbent's numbers
         (carry-forward), correctness PASS, quality gate FAIL."""
@@ -418,24 +455,130 @@ class Trace:
             gate="FAIL",
             gate_failure=failure_reason,
             category="long_horizon_episode",
-            description=f"long-horizon episode {episode} ended {status}",
+            description=description or f"long-horizon episode {episode} ended {status}",
             performance={
                 "measurement_subject": "incumbent",
                 "measurement_source": "canonical_incumbent_carry_forward",
                 "carried_from_version": incumbent,
             },
-            experience={
-                "experiment_count": len(experiments),
-                "recorded_experiment_count": len(experiments),
-                "experiments": [{"index": i + 1, **e} for i, e in enumerate(experiments)],
-            },
-            long_horizon={"status": status, "candidate_commit": None, "mode": "full"},
+            experience=memory_experience(experiments),
+            long_horizon={"status": status, "candidate_commit": candidate_commit, "mode": "full"},
             git_commit_hash=None,
         )
         return self.commit(
             f"v{n}: long-horizon episode {episode} {status}",
             {f"memory/v{n}.json": doc},
             author=LONG_HORIZON_AUTHOR,
+        )
+
+    # ----------------------------------------------------------------- the producer's own shapes
+
+    def sol_seed(self, geomean: float, hardware: list | None = None, name: str = "softmax") -> int:
+        """``reference/sol_seed.py``: one ``V0: baseline (SOL reference wrapper)`` commit with
+        the operator files, the V0 kernel and the SOL manifest (``target_hardware`` B200 and
+        LOCAL), then ``V0: record baseline measurement`` (memory and baseline report)."""
+        source = self.commit(
+            "V0: baseline (SOL reference wrapper)",
+            {
+                "definition.json": {
+                    "name": name,
+                    "description": "Row-wise softmax over the last axis of a 2-D bf16 tensor",
+                    "axes": {"cols": {"type": "const", "value": 4096}, "rows": {"type": "var"}},
+                },
+                "workload.jsonl": "".join(
+                    json.dumps({"uuid": f"{i:08d}-aaaa-bbbb", "rows": 2**i}) + "\n"
+                    for i in range(3)
+                ),
+                "solution.json": _sol_manifest(name, hardware or ["B200", "LOCAL"]),
+                "kernel.py": kernel_source(0, "any"),
+                "test_kernel.py": "# immutable evaluator\n",
+                "README.md": f"# kernel_opt_{name}\n",
+            },
+            author="GPU Kernel Optimizer <gpu-kernel-optimizer@local>",
+        )
+        doc = memory(
+            "v0",
+            geomean,
+            category="baseline",
+            description="verbatim reference wrapper measured by the official full-workload "
+            "evaluator",
+            git_commit_hash=f"{source:040x}",
+        )
+        doc["optimization"]["expected_impact"] = (
+            "correctness and latency reference for later versions"
+        )
+        return self.commit(
+            "V0: record baseline measurement",
+            {"memory/v0.json": doc, "baseline_report.md": "baseline\n"},
+            author="GPU Kernel Optimizer <gpu-kernel-optimizer@local>",
+        )
+
+    def framework_v1(self, geomean: float, framework: str = "triton", arch: str = "sm_100") -> int:
+        """``_commit_framework_baseline``: C1 holds only the kernel and the native manifest
+        (no ``target_hardware``), C2 pins it (``framework_baseline.json`` and memory)."""
+        self.commit(
+            f"v1: framework baseline ({framework}) replacing the V0 PyTorch wrapper",
+            {
+                "kernel.py": kernel_source(1, "triton"),
+                "solution.json": {"spec": {"languages": ["python", framework]}},
+            },
+        )
+        doc = memory(
+            "v1",
+            geomean,
+            category="framework_baseline",
+            description="Triton framework baseline: one program per row, whole row in registers",
+            framework_baseline={"framework": framework, "validated_stages": ["correctness"]},
+        )
+        return self.commit(
+            "v1: pin framework baseline 0a1b2c3d",
+            {
+                "memory/v1.json": doc,
+                "framework_baseline.json": {
+                    "framework": framework,
+                    "arch": arch,
+                    "platform": "B200",
+                },
+            },
+        )
+
+    def episode_branch(self, episode: int, base: int, n: int, trials: int = 2) -> int:
+        """The episode's private checkpoints on ``atrex/long-e<EEEE>-<8hex>``, which the
+        squash promotion leaves unreachable from HEAD; returns the last one's mark."""
+        ref = f"refs/heads/atrex/long-e{episode:04d}-1a2b3c4d"
+        mark = base
+        for k in range(1, trials + 1):
+            mark = self.commit(
+                f"v{n} trial {k}: fast kernel candidate",
+                {"kernel.py": kernel_source(100 + n * 10 + k, "triton")},
+                author=LONG_HORIZON_AUTHOR,
+                ref=ref,
+                parent=mark if k == 1 else None,
+            )
+        return mark
+
+    def rejected_candidate(
+        self,
+        n: int,
+        episode: int,
+        incumbent: str,
+        incumbent_geomean: float,
+        summary: str,
+        experiments: list[dict],
+        improvement: float = -2.7027027027027026,
+    ) -> int:
+        """``candidate_ready`` that the supervisor's ABBA refused: the outcome record carries
+        the incumbent forward and names the gate failure in the verifier's own words."""
+        return self.non_promotion(
+            n,
+            episode,
+            "candidate_ready",
+            incumbent,
+            incumbent_geomean,
+            experiments=experiments,
+            failure_reason=f"candidate improvement {improvement} did not exceed 0.000%",
+            description=summary,
+            candidate_commit="9f8e7d6c5b4a39281706f5e4d3c2b1a098765432",
         )
 
     def profile(self, n: int, kernel_name: str, report: str = "", suffix: str = "") -> int:
@@ -456,6 +599,17 @@ SPILL_DEADEND = (
     "BLOCK 8192 whole-row load spills registers because 128 threads hold 64 fp32 values each"
 )
 SMEM_DEADEND = "double buffering in shared memory does not fit on sm_90 at 228 KB per SM"
+
+
+TMA_EXPERIMENT = {
+    "name": "tma row loads",
+    "hypothesis": "bulk copies hide the load latency",
+    "change": "load each row with a TMA descriptor",
+    "evidence": "slower on every shape",
+    "result": "slower on sm_100 because the TMA descriptor setup per row exceeds the load "
+    "time of a 16 KB row, so the copy engine never overlaps",
+    "decision": "revert",
+}
 
 
 def legacy_trace(path: Path, hardware: str | None = "NVIDIA H100", bare: bool = False) -> Path:
@@ -530,17 +684,7 @@ def long_horizon_trace(path: Path, hardware: str | None = "NVIDIA B200", bare: b
         "pivot",
         "v2",
         80.0,
-        experiments=[
-            {
-                "name": "tma row loads",
-                "hypothesis": "bulk copies hide the load latency",
-                "change": "load each row with a TMA descriptor",
-                "evidence": "slower on every shape",
-                "result": "slower on sm_100 because the TMA descriptor setup per row exceeds "
-                "the load time of a 16 KB row, so the copy engine never overlaps",
-                "decision": "revert",
-            }
-        ],
+        experiments=[TMA_EXPERIMENT],
     )
     t.promote(
         3,

@@ -11,7 +11,11 @@ trace_options = [
     click.option("--product", help="Override the trace's hardware: product token (h100, ...)."),
     click.option("--dsl", type=click.Choice(DSLS), help="Override the DSL sniffed from kernel.py."),
     click.option("--harness", help="How the trace measured (shown as measured_on.harness)."),
-    click.option("--label", help="The trace label (default: the trace folder's name)."),
+    click.option(
+        "--label",
+        help="The trace label (default: the one the store holds the trace under, else the "
+        "trace folder's name unless the records would echo it, else one gitkb picks).",
+    ),
     click.option(
         "--operator",
         help="The operator's name when the trace's metadata names none "
@@ -98,6 +102,8 @@ def command(trace, label, distiller, stage_only, jobs, dry_run, as_json, store, 
         if bar is not None:
             bar.__exit__(None, None, None)
     summary = result.summary()
+    if summary["label_note"]:
+        click.echo(f"gitkb: {summary['label_note']}", err=True)
     if as_json:
         echo_json(summary)
         return

@@ -10,16 +10,18 @@ import json
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
+from gitkb.mine.labels import LabelChoice
 from gitkb.mine.result import MineResult, Outcome
 from gitkb.store.writer import Change
 from gitkb.trace.options import TraceOptions
 from gitkb.vcs.repository import Repository
 
 
-def options_document(label: str, options: TraceOptions) -> bytes:
+def options_document(label: str, options: TraceOptions, choice: LabelChoice) -> bytes:
     """``traces/<label>.json``: how this run built its packets, so the trace gates rebuild
     them the same way (in a store, and in a staging folder for ``validate --trace``)."""
-    document = {"label": label, "ref": layout.trace_ref(label), **options.stored()}
+    document = {"label": label, "ref": layout.trace_ref(label), **choice.stored()}
+    document |= options.stored()
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
 
 
@@ -32,7 +34,9 @@ def admit(store, trace, result: MineResult, options: TraceOptions, ready, outcom
     _copy_trace(store, trace, result.head, label)
     outcomes = list(outcomes)
     by_seg: dict[str, Outcome] = {}
-    builds = [_options_change(label, result.head, options)]
+    builds = [
+        _options_change(label, result.head, options_document(label, options, result.label_choice))
+    ]
     for attempt in ready:
         packet, record = attempt.packet, attempt.result.record
         request = AdmitRequest(
@@ -109,11 +113,10 @@ def _descends(trace, current: str, head: str) -> bool:
     return trace_repo.has_object(current) and trace_repo.is_ancestor(current, head)
 
 
-def _options_change(label: str, head: str, options: TraceOptions):
+def _options_change(label: str, head: str, data: bytes):
     """The run's options, kept on main so the trace gates rebuild the packets the way
     this run built them; a change only when something changed."""
     path = layout.TRACE_OPTIONS_PATH.format(label=label)
-    data = options_document(label, options)
 
     def build(view) -> Change:
         if view.repo.read(view.tip, path) == data:

@@ -17,7 +17,7 @@ def long_horizon(ingested: Ingest, ladder: Ladder) -> dict | None:
     lineage = []
     for row in rows:
         step = steps[row.n]
-        promoted = row.episode is not None and not row.carry_forward
+        promoted = row.promotion and not row.carry_forward
         rejected = [
             e["index"]
             for e in row.experiments

@@ -16,6 +16,7 @@ from pathlib import Path
 from gitkb.errors import GitkbError, writing
 from gitkb.mine.checks import gate_findings
 from gitkb.mine.distill import distill_all
+from gitkb.mine.labels import choose_label
 from gitkb.mine.recon import recon
 from gitkb.mine.result import MineResult, Outcome
 from gitkb.trace.ingest import Ingest, ingest
@@ -23,36 +24,26 @@ from gitkb.trace.ladder import build_ladder
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import packets_from
 from gitkb.trace.partition import partition
-from gitkb.trace.sources import TraceRepo, open_trace, usable_label
+from gitkb.trace.sources import TraceRepo, open_trace, stated_label, usable_label
 
 __all__ = ["MineResult", "Outcome", "mine", "run_recon"]
 
 
-def check_label(label: str) -> str:
-    if not usable_label(label) or label.endswith("."):
+def check_label(label: str | None) -> str | None:
+    if label is not None and (not usable_label(label) or label.endswith(".")):
         raise GitkbError(f"--label {label!r} is not usable as a ref name (A-Z a-z 0-9 . _ -)", 2)
     return label
 
 
-def check_label_use(label: str, ingested: Ingest) -> None:
-    """The label names a ref and a report folder, so it may hold no private word; and it is
-    ``evidence.raw.source_repo``, which no served field may echo (raw-isolation), so it
-    may not be part of the operator's name either."""
-    if ingested.scrubber.mentions_private(label):
-        raise GitkbError(
-            f"the trace label {label!r} holds a denylisted term or a user name from the "
-            "trace's paths, and would name the store's trace ref and report folder; "
-            "pass --label NAME",
-            2,
-        )
-    slug = ingested.meta.operator_slug
-    if label.lower() in slug or label.lower() in ingested.meta.operator_name.lower():
-        raise GitkbError(
-            f"the trace label {label!r} is part of the operator name {slug!r}: every served "
-            "record would echo evidence.raw.source_repo and raw-isolation would refuse it; "
-            "pass --label NAME (e.g. kernel_opt_<n>_<operator>)",
-            2,
-        )
+def _ingest(trace, store, label: str | None, options: TraceOptions):
+    """Open and ingest the trace, then settle its label (rule 15): the packets are built
+    under it, and nothing the records say depends on it."""
+    repo, head, own = open_trace(trace)
+    own_basis = "solution.json trace_label" if stated_label(repo, head) else "the folder name"
+    ingested = ingest(repo, head, own, options)
+    choice = choose_label(ingested, own, own_basis, check_label(label), store)
+    ingested.meta.label = choice.label
+    return repo, head, ingested, choice
 
 
 def with_store_config(store, options: TraceOptions) -> TraceOptions:
@@ -80,12 +71,10 @@ def _store_options(store, ingested: Ingest, options: TraceOptions) -> TraceOptio
 
 def run_recon(trace: str | Path, store=None, label: str | None = None, options=None) -> dict:
     """``git kb recon``: ingest and recon only; nothing is written."""
-    repo, head, default_label = open_trace(trace)
-    label = check_label(label or default_label)
     options = with_store_config(store, options or TraceOptions())
-    ingested = ingest(repo, head, label, options)
+    _, _, ingested, choice = _ingest(trace, store, label, options)
     ladder = build_ladder(ingested.rows)
-    return recon(ingested, ladder, store)
+    return recon(ingested, ladder, store, choice)
 
 
 def mine(
@@ -102,13 +91,11 @@ def mine(
     admitting = not dry_run and stage_only is None
     if admitting and store is None:
         raise GitkbError("mining needs a store, --stage-only DIR or --dry-run", 2)
-    repo, head, default_label = open_trace(trace)
-    label = check_label(label or default_label)
     options = with_store_config(store, options or TraceOptions())
-    ingested = ingest(repo, head, label, options)
-    check_label_use(label, ingested)
+    repo, head, ingested, choice = _ingest(trace, store, label, options)
+    label = choice.label
     ladder = build_ladder(ingested.rows)
-    recon_doc = recon(ingested, ladder, store)
+    recon_doc = recon(ingested, ladder, store, choice)
     options = _store_options(store, ingested, options)
     segments = partition(ingested, ladder, tuple(options.existing_ids))
     packets = packets_from(repo, ingested, ladder, segments, options)
@@ -125,7 +112,7 @@ def mine(
     precheck = None if admitting and distiller == "builtin" else check
     attempts = distill_all(packets, distiller, jobs, progress, precheck)
     outcomes, ready, refused = _sort(attempts)
-    result = MineResult(label, head, ingested, ladder, recon_doc, segments, outcomes, {})
+    result = MineResult(label, head, ingested, ladder, recon_doc, segments, outcomes, {}, choice)
     if admitting:
         from gitkb.mine.admit import admit
 

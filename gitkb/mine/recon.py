@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gitkb import record as rec
+from gitkb.mine.labels import LabelChoice
 from gitkb.mine.longhorizon import long_horizon
 from gitkb.trace.ingest import Ingest
 from gitkb.trace.ladder import Ladder
@@ -40,7 +41,7 @@ def store_coverage(store, slug: str, label: str) -> dict:
     }
 
 
-def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
+def recon(ingested: Ingest, ladder: Ladder, store=None, label: LabelChoice | None = None) -> dict:
     meta, rows = ingested.meta, ingested.rows
     dsl_runs: list[list] = []
     for row in rows:
@@ -68,6 +69,8 @@ def recon(ingested: Ingest, ladder: Ladder, store=None) -> dict:
             "slug": meta.operator_slug,
             "workload_family": meta.workload_family,
             "label": meta.label,
+            "label_basis": label.basis if label else None,
+            "label_note": label.note() if label else "",
             "head": meta.head[:12],
             "target": {"vendor": meta.vendor, "arch": meta.arch, "product": meta.product},
             "hardware_basis": meta.hardware_basis,

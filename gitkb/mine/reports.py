@@ -27,6 +27,7 @@ def recon_markdown(recon: dict) -> str:
                 ],
                 ["operator named by", ident["operator_basis"]],
                 ["trace label", ident["label"]],
+                ["label from", ident.get("label_note") or ident.get("label_basis")],
                 ["HEAD", ident["head"]],
                 ["target", f"{target['vendor']} {target['arch']} {target['product'] or 'any'}"],
                 ["hardware decided by", ident["hardware_basis"]],
@@ -166,6 +167,17 @@ def mine_markdown(summary: dict) -> str:
     ]
     for record_type, fields in summary["missing_by_type"].items():
         out.append(f"- {record_type}: {', '.join(fields) or 'none'}")
+    for record_type, fields in summary.get("fields_by_type", {}).items():
+        out += ["", f"### {record_type}: fields filled from the trace", ""]
+        rows = [
+            [
+                name,
+                f"{c['filled']} of {c['records']}",
+                "; ".join(f"{why} ({n})" for why, n in c["missing_because"].items()),
+            ]
+            for name, c in fields.items()
+        ]
+        out.append(_table(["field", "records with it", "why the others have none"], rows))
     skipped = [o for o in summary["outcomes"] if o["action"] == "skip" and o.get("lever")]
     if skipped:
         out += ["", "## Levers not kept", ""]

@@ -57,7 +57,8 @@ def stage(folder: Path, result: MineResult, options, packets, ready, refused) ->
         name = f"{PACKETS_DIR.format(label=label)}/{packet.seg_id}.json"
         atomic_write(folder / name, _dumps(packet.as_json()))
     atomic_write(
-        folder / layout.TRACE_OPTIONS_PATH.format(label=label), options_document(label, options)
+        folder / layout.TRACE_OPTIONS_PATH.format(label=label),
+        options_document(label, options, result.label_choice),
     )
     return outcomes
 

@@ -15,6 +15,39 @@ from gitkb.vcs.repository import Repository
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_EVIDENCE_BYTES = 32 * 1024 * 1024
 MAX_LINK_HOPS = 8
+# No producer nests JSON deeper than a dozen levels; a deeper file is refused before any
+# reader (the scrubber's walk, repr) can recurse through it.
+MAX_JSON_DEPTH = 64
+
+
+class JsonProblem(ValueError):
+    """A trace file that is not bounded UTF-8 JSON; the message says why, in words."""
+
+
+def parse_json(data: bytes) -> object:
+    """``data`` as JSON, nested at most MAX_JSON_DEPTH levels; JsonProblem otherwise."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise JsonProblem(f"not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"not JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise JsonProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+        return value  # too few brackets to nest that deep
+    level: list = [value]
+    for _ in range(MAX_JSON_DEPTH):
+        level = [
+            child
+            for node in level
+            if isinstance(node, (dict, list))
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return value
+    raise JsonProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
 
 
 class TraceFiles:
@@ -60,7 +93,7 @@ class TraceFiles:
         if data is None:
             return None
         try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            self.refused.append(f"{path}: not UTF-8 JSON, ignored")
+            return parse_json(data)
+        except JsonProblem as problem:
+            self.refused.append(f"{path}: {problem}, ignored")
             return None

@@ -3,20 +3,33 @@ the target table maps; nothing found is a clear failure naming the flags, never 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gitkb import targets
 from gitkb.trace import TraceError
 from gitkb.trace.files import TraceFiles
 from gitkb.trace.memory import object_of
 
 
-def resolve_hardware(files: TraceFiles, options) -> tuple[str, str, str | None, str]:
-    """(vendor, arch, product, which token or flag decided)."""
+def resolve_hardware(
+    files: TraceFiles, options, earlier: Iterable[tuple[str, object]] = ()
+) -> tuple[str, str, str | None, str]:
+    """(vendor, arch, product, which token or flag decided). ``earlier``: (commit,
+    solution.json) of older commits, newest first, read only when the tip's solution.json
+    states no target (the producer's V1 manifest replaces the SOL seed's, rule 14)."""
     if options.vendor or options.arch or options.product:
         return _from_flags(options)
     tokens: list[tuple[str, str]] = []
     solution = object_of(files.json("solution.json"))
-    for token in _as_list(object_of(solution.get("spec")).get("target_hardware")):
+    for token in _target_hardware(solution):
         tokens.append(("solution.json spec.target_hardware", token))
+    if not tokens:
+        for commit, document in earlier:
+            found = _target_hardware(object_of(document))
+            if found:
+                where = f"solution.json spec.target_hardware at {commit[:12]}"
+                tokens += [(where, token) for token in found]
+                break
     definition = object_of(files.json("definition.json"))
     for key in ("target_hardware", "gpu", "hardware"):
         for token in _as_list(definition.get(key)):
@@ -33,6 +46,10 @@ def resolve_hardware(files: TraceFiles, options) -> tuple[str, str, str | None, 
         f"no hardware token in the trace maps to a known target (tokens: {tried}); "
         "pass --vendor/--arch/--product"
     )
+
+
+def _target_hardware(solution: dict) -> list[str]:
+    return _as_list(object_of(solution.get("spec")).get("target_hardware"))
 
 
 def _as_list(value: object) -> list[str]:

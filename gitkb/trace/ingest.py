@@ -26,6 +26,7 @@ from gitkb.trace.messages import (
     episode_of,
     is_reverted,
     long_horizon_commit,
+    outcome_episode,
     parse_deadends,
 )
 from gitkb.trace.naming import entry_point, operator_slug, sniff_dsl, workload_family
@@ -70,7 +71,14 @@ class Ingest:
     scrubber: Scrubber  # the trace's scrubber, its user names learned from all its text
     snapshots: dict[int, str] = field(default_factory=dict)  # N -> versions/kernel_v<N>.py
     commits: frozenset[str] = frozenset()  # every commit reachable from the tip
+    root: str = ""  # the oldest commit: stable while the trace grows
+    kernel_sources: dict[int, str] = field(default_factory=dict)  # N -> kernel.py text
+    kernel_texts: dict[str, str] = field(default_factory=dict)  # blob -> text, as read once
     _by_n: dict[int, VersionRow] = field(default_factory=dict, repr=False)
+
+    def texts(self):
+        """Every text a record or report may be built from, code included (rule 11)."""
+        return _all_text(self.meta, self.rows, self.captures, self.kernel_sources.values())
 
     def row(self, n: int) -> VersionRow | None:
         if len(self._by_n) != len(self.rows):
@@ -119,8 +127,8 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     files = TraceFiles(repo, tip)
     if repo.read(tip, "kernel.py") is None and not repo.is_symlink(tip, "kernel.py"):
         raise TraceError(f"{label}: the trace's HEAD has no kernel.py")
-    hardware = resolve_hardware(files, options)
     history = _walk(repo, tip)
+    hardware = resolve_hardware(files, options, _earlier_solutions(repo, files, history))
     rows, kernels = [], {}
     for n in sorted(set(history.first_add) | set(history.prefix_commits)):
         row, source = _row(repo, files, history, n)
@@ -133,7 +141,7 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     meta = _meta(files, label, tip, hardware, options)
     captures = read_captures(files, non_target, kernels)
     _read_journals(files, rows)
-    scrubber = Scrubber(options.denylist, label)
+    scrubber = Scrubber(options.denylist)
     for text in _all_text(meta, rows, captures, kernels.values()):
         scrubber.learn(text)
     # Names are made from scrubbed text only (rule 11).
@@ -150,6 +158,9 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
         refused=files.refused,
         scrubber=scrubber,
         commits=frozenset(history.by_sha),
+        root=history.commits[0].sha if history.commits else tip,
+        kernel_sources=kernels,
+        kernel_texts={blob: text for blob, (text, _) in history.kernels.items() if text},
         snapshots={
             int(m.group(1)): path
             for path, _ in repo.list_tree(tip, "versions")
@@ -158,10 +169,21 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     )
 
 
+def _earlier_solutions(repo: Repository, files: TraceFiles, history: _History):
+    """(commit, solution.json) of each distinct earlier manifest, newest first."""
+    seen: set[str] = set()
+    for info in reversed(history.commits):
+        entry = history.root(repo, info.sha).get("solution.json")
+        if entry is None or entry[1] in seen or not stat.S_ISREG(entry[0]):
+            continue
+        seen.add(entry[1])
+        yield info.sha, files.at(info.sha).json("solution.json")
+
+
 def _read_journals(files: TraceFiles, rows: list[VersionRow]) -> None:
     """Promotions read their own journal; a committed supervisor folder fills in the rest."""
     for row in rows:
-        if row.journal_path and row.event_sha and row.episode is not None:
+        if row.journal_path and row.event_sha and row.promotion:
             row.journal = promotion_journal(files.at(row.event_sha), row.journal_path, row.episode)
             if row.journal is not None and row.improvement_pct is None:
                 row.improvement_pct = row.journal.improvement_pct
@@ -296,8 +318,11 @@ def _row(repo, files, history: _History, n: int) -> tuple[VersionRow, str | None
     row.deadend_streak = deadend_streak(message)
     episode = episode_of(history.by_sha[event].subject) if event else None
     if episode is not None:
-        row.episode = episode
+        row.episode, row.promotion = episode, True
         row.journal_path = history.journals.get(event)
+    else:
+        # A non-promotion names its episode in its subject (rule 14).
+        row.episode = outcome_episode(row.subject)
     if row.code_sha:
         row.parent = (history.by_sha[row.code_sha].parents or (None,))[0]
     if n in history.memory_blob:
@@ -364,9 +389,9 @@ def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
 
 
 def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMeta:
-    vendor, arch, product, basis = hardware
+    vendor, arch, product, hardware_basis = hardware
     definition = object_of(files.json("definition.json"))
-    name, basis = _operator(files, definition, options)
+    name, operator_basis = _operator(files, definition, options)
     description = text_of(definition.get("description"))
     axes = object_of(definition.get("axes"))
     constants = {
@@ -384,7 +409,7 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         label=label,
         head=tip,
         operator_name=name,
-        operator_basis=basis,
+        operator_basis=operator_basis,
         operator_slug="",  # set from the scrubbed name
         workload_family="",
         description=description,
@@ -394,6 +419,6 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         vendor=vendor,
         arch=arch,
         product=product,
-        hardware_basis=basis,
+        hardware_basis=hardware_basis,
         harness=options.harness or DEFAULT_HARNESS,
     )

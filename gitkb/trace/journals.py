@@ -10,11 +10,10 @@ positions in the journal; the authoritative gain is ``verification.improvement_p
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
-from gitkb.trace.files import MAX_EVIDENCE_BYTES, TraceFiles
+from gitkb.trace.files import MAX_EVIDENCE_BYTES, JsonProblem, TraceFiles, parse_json
 from gitkb.trace.memory import VersionRow, number, object_of, text_of
 
 SUPERVISOR_DIR = ".atrex_long_horizon"
@@ -22,7 +21,6 @@ _EPISODE_FILE = re.compile(
     rf"^{re.escape(SUPERVISOR_DIR)}/episodes/e(\d+)/(episode_runtime/journal\.json|attempt\.json)$"
 )
 _VERSION = re.compile(r"^v(\d+)$")
-_OUTCOME_EPISODE = re.compile(r"\blong-horizon episode (\d+)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -85,8 +83,6 @@ def attach(rows: list[VersionRow], journals: dict[int, Journal]) -> None:
     by_version = {j.version: j for j in journals.values() if j.version is not None}
     for row in rows:
         episode = row.episode
-        if episode is None and (found := _OUTCOME_EPISODE.search(row.subject)):
-            episode = int(found.group(1))
         journal = journals.get(episode) if episode is not None else by_version.get(row.n)
         if journal is None or (journal.version is not None and journal.version != row.n):
             continue
@@ -94,7 +90,7 @@ def attach(rows: list[VersionRow], journals: dict[int, Journal]) -> None:
         if not row.experiments:
             row.experiments = [dict(e) for e in journal.experiments]
             row.experiments_from = journal.path
-        if row.improvement_pct is None and row.episode is not None:
+        if row.improvement_pct is None and row.promotion:
             row.improvement_pct = journal.improvement_pct
 
 
@@ -105,9 +101,9 @@ def _read(files: TraceFiles, path: str | None, budget: list[int]) -> dict:
     if data is None:
         return {}
     try:
-        return object_of(json.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, ValueError):
-        files.refused.append(f"{path}: not UTF-8 JSON, ignored")
+        return object_of(parse_json(data))
+    except JsonProblem as problem:
+        files.refused.append(f"{path}: {problem}, ignored")
         return {}
 
 

@@ -94,7 +94,11 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
         if row.reverted and row.has_commit:
             if _infra(row):
                 step.reason = "infrastructure"
-            elif row.deadend_items or len(row.text) > DEADEND_MIN_CHARS:
+            elif (
+                row.deadend_items
+                or len(row.text) > DEADEND_MIN_CHARS
+                or any(p and p["explanation"] for p in row.pitfalls)
+            ):
                 step.kind = "deadend"
             else:
                 step.reason = "reverted, nothing said"
@@ -119,7 +123,7 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
             continue
         measured = (best - geo) / best * 100.0
         # A promotion's verified same-allocation gain outranks the geomean delta (§5.6).
-        step.authoritative = row.episode is not None and row.improvement_pct is not None
+        step.authoritative = row.promotion and row.improvement_pct is not None
         improve = row.improvement_pct if step.authoritative else measured
         step.improve_pct = round(improve, 2)
         step.geomean_pct = round(measured, 2)

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import math
+import re
 from dataclasses import dataclass, field
+
+from gitkb.trace.files import JsonProblem, parse_json
 
 
 @dataclass
@@ -48,8 +50,10 @@ class VersionRow:
     open_directions: list[dict] = field(default_factory=list)
     pitfalls: list[dict] = field(default_factory=list)
     experiments: list[dict] = field(default_factory=list)
+    profiler_finding: dict = field(default_factory=dict)  # profile_evidence a profiler stated
     long_horizon_status: str | None = None
-    episode: int | None = None
+    episode: int | None = None  # the long-horizon episode, promoted or not
+    promotion: bool = False  # an ``episode <E>: promote ...`` commit recorded this version
     journal_path: str | None = None  # memory/long_horizon_e<EEEE>.json of a promotion
     journal: object | None = None  # its gitkb.trace.journals.Journal, or a committed one
     experiments_from: str | None = None  # the file the experiments' ids refer to
@@ -114,12 +118,9 @@ def read_memory(row: VersionRow, raw: bytes | None, refused: str | None) -> None
         row.problems.append(refused or "memory file unreadable")
         return
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        row.problems.append(f"memory is not UTF-8 (byte {exc.start}); no numbers")
-        return
-    except json.JSONDecodeError as exc:
-        row.problems.append(f"memory is not JSON ({exc.msg}, line {exc.lineno}); no numbers")
+        doc = parse_json(raw)
+    except JsonProblem as problem:
+        row.problems.append(f"memory is {problem}; no numbers")
         return
     if not isinstance(doc, dict):
         row.problems.append(f"memory is a JSON {type(doc).__name__}, not an object; no numbers")
@@ -140,13 +141,48 @@ def read_memory(row: VersionRow, raw: bytes | None, refused: str | None) -> None
     experiments = object_of(doc.get("experience")).get("experiments")
     for position, entry in enumerate(experiments if isinstance(experiments, list) else [], 1):
         if isinstance(entry, dict):
-            row.experiments.append({**entry, "index": position})
+            row.experiments.append({**_details(entry.get("details")), **entry, "index": position})
+    row.profiler_finding = profiler_finding(doc.get("profile_evidence"))
     if row.experiments:
         row.experiments_from = row.memory_path
     row.long_horizon_status = text_of(object_of(doc.get("long_horizon")).get("status")) or None
     commit_hash = doc.get("git_commit_hash")
     if isinstance(commit_hash, (str, int)) and not isinstance(commit_hash, bool):
         row.git_commit_hash = str(commit_hash)
+
+
+# profile_evidence values that say no profiler looked (the supervisor's own bookkeeping).
+_NOT_PROFILED = re.compile(
+    r"^(?:|none\b.*|n/?a|unknown|episode-derived|not_profiled\w*|episode journal)$",
+    re.IGNORECASE,
+)
+
+
+def profiler_finding(value: object) -> dict:
+    """``profile_evidence`` when a profiler stated a finding: the tool and what it found,
+    verbatim; {} for the supervisor's placeholders (``episode-derived``, fast mode)."""
+    evidence = object_of(value)
+    tool = text_of(evidence.get("tool_used"))
+    found = {
+        "tool": tool,
+        "bottleneck_type": text_of(evidence.get("bottleneck_type")),
+        "summary": text_of(evidence.get("evidence_summary")),
+    }
+    if _NOT_PROFILED.match(tool) or _NOT_PROFILED.match(found["bottleneck_type"]):
+        return {}
+    return {k: v for k, v in found.items() if v}
+
+
+def _details(value: object) -> dict:
+    """The producer folds an experiment's extra keys (``conclusion``, ``expected_effect``)
+    into one JSON ``details`` string; its text values are the experiment's own."""
+    if not isinstance(value, str) or not value.startswith("{"):
+        return {}
+    try:
+        details = object_of(parse_json(value.encode("utf-8")))
+    except JsonProblem:
+        return {}
+    return {k: v.strip() for k, v in details.items() if isinstance(v, str) and v.strip()}
 
 
 def _performance(row: VersionRow, doc: dict) -> None:

@@ -11,7 +11,7 @@ _VERDICT_LINE = re.compile(r"^\s*verdict\s*:(.*)$", re.IGNORECASE | re.MULTILINE
 _DEADEND = re.compile(r"dead-end recorded:(.*)", re.IGNORECASE | re.DOTALL)
 _NEXT = re.compile(r"\bNext:(.*)", re.DOTALL)
 _SENTENCE_END = re.compile(r"\.\s+(?=[A-Za-z])")
-_OUTCOME = re.compile(r"^\s*v\d+\s*:\s*long-horizon episode \d+", re.IGNORECASE)
+_OUTCOME = re.compile(r"^\s*v\d+\s*:\s*long-horizon episode (\d+)", re.IGNORECASE)
 _STREAK = re.compile(r"(\d+)(?:st|nd|rd|th) consecutive dead-end", re.IGNORECASE)
 _CONTINUATION = re.compile(
     r"(?:so|which|because|since|as|and|but|while|whereas|then|thus|hence|therefore|causing|"
@@ -29,6 +29,12 @@ def version_of(subject: str) -> int | None:
 def episode_of(subject: str) -> int | None:
     """E of an ``episode <E>: ...`` subject (a long-horizon promotion), else None."""
     match = EPISODE.match(subject)
+    return int(match.group(1)) if match else None
+
+
+def outcome_episode(subject: str) -> int | None:
+    """E of a long-horizon non-promotion (``v<N>: long-horizon episode <E> <status>``)."""
+    match = _OUTCOME.match(subject)
     return int(match.group(1)) if match else None
 
 

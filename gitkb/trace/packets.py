@@ -28,6 +28,20 @@ FACT_RULE = (
     "because of a mechanism of at least forty characters taken from the trace's own words."
 )
 VERDICTS = ("accuracy-gate/ceiling", "api-limitation", "not-worth-it-here", "performance-ceiling")
+AUTHORITATIVE_BASIS = (
+    "the supervisor's authoritative same-allocation verification against the incumbent"
+)
+GEOMEAN_BASIS = "geomean against the best earlier version"
+SPLIT_INSTRUCTIONS = {
+    "mechanical": "one record for this one listed lever",
+    "curated": "one record for this one recorded pitfall",
+    "agent": "one record for the most substantial lever; name the others in the lesson",
+    "journal": "one record for this one rejected experiment",
+    "rejected-candidate": "one record for this one candidate the supervisor's verification "
+    "rejected",
+}
+# Journal experiment keys beyond the ones the producer asks for, kept when an agent wrote them.
+EXTRA_EXPERIMENT_FIELDS = ("conclusion", "expected_effect")
 
 
 @dataclass
@@ -78,13 +92,18 @@ def diff_text(repo: Repository, parent: str | None, sha: str, path: str = "kerne
     return unified_diff(before, repo.read(sha, path), path)
 
 
-def kernel_diff(repo: Repository, row: VersionRow) -> str:
+def kernel_diff(repo: Repository, row: VersionRow, texts: dict[str, str] | None = None) -> str:
     """``kernel.py`` from the code commit's parent to the code commit; by blob id when
-    ingest saw both sides as regular files (each blob is read once)."""
+    ingest saw both sides as regular files (``texts``: the sources ingest already read)."""
     if row.kernel_blob is None:
         return diff_text(repo, row.parent, row.code_sha)
-    before = _blob(repo, row.parent_kernel_blob) if row.parent_kernel_blob else None
-    return unified_diff(before, _blob(repo, row.kernel_blob), "kernel.py")
+    texts = texts or {}
+
+    def side(sha: str) -> str | bytes:
+        return texts[sha] if sha in texts else _blob(repo, sha)
+
+    before = side(row.parent_kernel_blob) if row.parent_kernel_blob else None
+    return unified_diff(before, side(row.kernel_blob), "kernel.py")
 
 
 _BLOBS: dict[str, bytes] = {}
@@ -99,15 +118,21 @@ def _blob(repo: Repository, sha: str) -> bytes:
     return _BLOBS[sha]
 
 
-def unified_diff(before: bytes | None, after: bytes | None, path: str) -> str:
+def unified_diff(before: str | bytes | None, after: str | bytes | None, path: str) -> str:
     import difflib
 
-    if before == after:
+    old, new = _text(before), _text(after)
+    if old == new:
         return ""
-    old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
-    new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    old, new = old.splitlines(keepends=True), new.splitlines(keepends=True)
     lines = difflib.unified_diff(old, new, f"a/{path}", f"b/{path}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _text(side: str | bytes | None) -> str:
+    if isinstance(side, bytes):
+        return side.decode("utf-8", "replace")
+    return side or ""
 
 
 def build_packets(
@@ -179,10 +204,7 @@ def _packet(
     measurements = {
         "geomean_us": row.geomean,
         "improve_pct_vs_best_so_far": segment.improve_pct,
-        "improvement_basis": "the long-horizon supervisor's authoritative same-allocation "
-        "verification against the incumbent"
-        if step and step.authoritative
-        else "geomean against the best earlier version",
+        "improvement_basis": AUTHORITATIVE_BASIS if step and step.authoritative else GEOMEAN_BASIS,
         "geomean_improve_pct_vs_best_so_far": step.geomean_pct if step else None,
         "best_so_far_geomean_us": step.best_before if step else None,
         "baseline_geomean_us": baseline.geomean if baseline else None,
@@ -223,6 +245,7 @@ def _packet(
         "profiler": {
             "conclusion": scrub.text(report.conclusion) if report else "",
             "ncu_measured_the_kernel_under_test": bool(usable),
+            "stated_finding": scrub.value(row.profiler_finding),
         },
         "open_directions": [
             scrub.value(d) for d in row.open_directions[:LIST_LIMIT] if isinstance(d, dict)
@@ -233,13 +256,12 @@ def _packet(
     }
     if segment.record_type == "anti-strategy":
         agent_facing["the_failed_lever"] = scrub.text(segment.text)
+        agent_facing["attempted"] = scrub.text(segment.attempted)
+        agent_facing["stated_cause"] = scrub.text(segment.cause)
         agent_facing["how_it_was_fixed"] = scrub.text(segment.fix)
-        agent_facing["split_instruction"] = {
-            "mechanical": "one record for this one listed lever",
-            "curated": "one record for this one recorded pitfall",
-            "agent": "one record for the most substantial lever; name the others in the lesson",
-            "journal": "one record for this one rejected experiment",
-        }[segment.split_by]
+        agent_facing["split_instruction"] = SPLIT_INSTRUCTIONS.get(
+            segment.seg_kind, SPLIT_INSTRUCTIONS[segment.split_by]
+        )
         agent_facing["established_fact_required"] = {
             "rule": FACT_RULE,
             "verdict_must_conclude": list(VERDICTS),
@@ -262,6 +284,7 @@ def _packet(
                     for k in ("index", "name", "hypothesis", "change", "evidence", "result")
                 }
                 | {"decision": str(e.get("decision") or "")}
+                | {k: e[k] for k in EXTRA_EXPERIMENT_FIELDS if isinstance(e.get(k), str)}
             )
             for e in row.experiments
             if e["index"] in segment.experiments
@@ -277,7 +300,7 @@ def _packet(
             kernel = scrub.code(source.decode("utf-8", "replace")[:KERNEL_LIMIT])
             agent_facing["kernel_file"] = f"{segment.seg_id}.py"
     elif row.code_sha:
-        diff = scrub.code(kernel_diff(repo, row)[:DIFF_LIMIT]) or None
+        diff = scrub.code(kernel_diff(repo, row, ingested.kernel_texts)[:DIFF_LIMIT]) or None
         if diff:
             agent_facing["diff_file"] = f"{segment.seg_id}.diff"
     provenance = {

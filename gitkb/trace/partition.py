@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gitkb.trace import facts
 from gitkb.trace.facts import fact_precheck
 from gitkb.trace.ingest import Ingest
 from gitkb.trace.ladder import Ladder
@@ -20,6 +21,9 @@ from gitkb.trace.naming import slugify
 from gitkb.trace.scrub import Scrubber
 
 MIN_ITEM_CHARS = 12
+REJECTED_DECISIONS = ("revert", "reject_and_continue", "pivot")
+# Where a journal experiment states why it came out as it did, most explicit first.
+CAUSE_FIELDS = ("conclusion", "result", "evidence")
 
 _VERDICT_BOILERPLATE = re.compile(
     r"^\s*v\d+\s*:\s*|\b(?:committed|reverted|dead-end recorded)\b.*$|\([+-]?\d[^)]*\)",
@@ -36,7 +40,9 @@ class Segment:
     marker: str  # s, t, r
     row: VersionRow
     technique: str
-    text: str = ""  # the failed lever / pitfall text for anti-strategies
+    text: str = ""  # everything the trace says of an anti-strategy's lever, in its words
+    attempted: str = ""  # the lever alone: what was tried
+    cause: str = ""  # the trace's own sentence of why it failed, when it states one apart
     fix: str = ""
     split_by: str = ""  # mechanical, agent, curated, journal
     fact_precheck: str = ""
@@ -93,86 +99,8 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
                 )
             )
         previous = row
-    deadend_versions = set()
-    for step in ladder.deadends:
-        row = rows[step.n]
-        deadend_versions.add(row.n)
-        if row.long_horizon_status:
-            for experiment in row.experiments:
-                if not _rejected(experiment):
-                    continue
-                text = " ".join(
-                    str(experiment.get(k) or "") for k in ("change", "result", "evidence")
-                ).strip()
-                segments.append(
-                    Segment(
-                        f"anti-{row.version}-{experiment['index']:02d}",
-                        "anti-strategy",
-                        "journal-experiment",
-                        "t",
-                        row,
-                        name(str(experiment.get("name") or experiment.get("change") or "")),
-                        text=text,
-                        split_by="journal",
-                        fact_precheck=precheck(text),
-                        experiments=[experiment["index"]],
-                    )
-                )
-            continue
-        items = [i for i in row.deadend_items if len(i) >= MIN_ITEM_CHARS]
-        if items:
-            for k, item in enumerate(items, 1):
-                segments.append(
-                    Segment(
-                        f"anti-{row.version}-{k:02d}",
-                        "anti-strategy",
-                        "deadend-item",
-                        "t",
-                        row,
-                        name(item),
-                        text=item,
-                        split_by="mechanical",
-                        fact_precheck=precheck(item),
-                    )
-                )
-        else:
-            text = row.body or row.description or row.gate_failure or row.subject
-            segments.append(
-                Segment(
-                    f"anti-{row.version}-01",
-                    "anti-strategy",
-                    "deadend-prose",
-                    "t",
-                    row,
-                    name(_dash_text(row.subject) or row.description or text),
-                    text=text,
-                    split_by="agent",
-                    fact_precheck=precheck(text),
-                )
-            )
-    for row in ingest.rows:
-        if row.n in deadend_versions:
-            continue
-        for position, pitfall in enumerate(row.pitfalls, 1):
-            if not pitfall:
-                continue
-            text = ". ".join(p for p in (pitfall["pitfall"], pitfall["explanation"]) if p)
-            if len(text) < MIN_ITEM_CHARS:
-                continue
-            segments.append(
-                Segment(
-                    f"pitfall-{row.version}-{position:02d}",
-                    "anti-strategy",
-                    "curated-pitfall",
-                    "t",
-                    row,
-                    name(pitfall["pitfall"] or text),
-                    text=text,
-                    fix=pitfall["fix"],
-                    split_by="curated",
-                    fact_precheck=precheck(f"{text} {pitfall['fix']}"),
-                )
-            )
+    segments += _deadends(ingest, ladder, rows, name, precheck)
+    segments += _long_horizon(ingest, ladder, name, precheck)
     if ladder.final is not None:
         row = rows[ladder.final]
         segments.append(
@@ -198,7 +126,189 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
 
 def _rejected(experiment: dict) -> bool:
     decision = str(experiment.get("decision") or "").lower()
-    return decision in ("revert", "reject_and_continue", "pivot")
+    return decision in REJECTED_DECISIONS
+
+
+def sentences(*parts: str) -> str:
+    """The trace's own sentences, in order, each ending in a full stop: nothing added."""
+    out = []
+    for part in (p.strip() for p in parts if p):
+        if part and part not in out:
+            out.append(part if part[-1] in ".!?;:" else part + ".")
+    return " ".join(out)
+
+
+def experiment_cause(experiment: dict) -> str:
+    """What an experiment says caused its result: its conclusion, result or evidence that
+    states a mechanism (the first that does), else none."""
+    for key in CAUSE_FIELDS:
+        text = str(experiment.get(key) or "").strip()
+        if text and facts.states_mechanism(text):
+            return text
+    return ""
+
+
+def _deadends(ingest: Ingest, ladder: Ladder, rows: dict, name, precheck) -> list[Segment]:
+    """Legacy dead-ends: a listed lever each; a prose dead-end once, or once per recorded
+    pitfall when its cause sits only there (rule 13); curated pitfalls of every version
+    that is not a dead-end."""
+    segments: list[Segment] = []
+    merged: set[int] = set()
+    for step in ladder.deadends:
+        row = rows[step.n]
+        if _long_horizon_row(row):
+            continue
+        items = [i for i in row.deadend_items if len(i) >= MIN_ITEM_CHARS]
+        for k, item in enumerate(items, 1):
+            segments.append(
+                Segment(
+                    f"anti-{row.version}-{k:02d}",
+                    "anti-strategy",
+                    "deadend-item",
+                    "t",
+                    row,
+                    name(item),
+                    text=item,
+                    attempted=item,
+                    split_by="mechanical",
+                    fact_precheck=precheck(item),
+                )
+            )
+        if items:
+            merged.add(row.n)  # its pitfalls restate the listed levers
+            continue
+        lever = _dash_text(row.subject) or row.description
+        text = row.body or row.description or row.gate_failure or row.subject
+        pitfalls = [(k, p) for k, p in enumerate(row.pitfalls, 1) if p and p["explanation"]]
+        if not pitfalls:
+            segments.append(
+                Segment(
+                    f"anti-{row.version}-01",
+                    "anti-strategy",
+                    "deadend-prose",
+                    "t",
+                    row,
+                    name(lever or text),
+                    text=text,
+                    attempted=lever or text,
+                    split_by="agent",
+                    fact_precheck=precheck(text),
+                )
+            )
+            continue
+        # The version's one lever, its cause stated in each pitfall the agent recorded.
+        merged.add(row.n)
+        for position, pitfall in pitfalls:
+            attempted = lever or pitfall["pitfall"] or text
+            full = sentences(attempted, pitfall["pitfall"], pitfall["explanation"])
+            segments.append(
+                Segment(
+                    f"pitfall-{row.version}-{position:02d}",
+                    "anti-strategy",
+                    "deadend-pitfall",
+                    "t",
+                    row,
+                    name(pitfall["pitfall"] or attempted),
+                    text=full,
+                    attempted=attempted,
+                    cause=pitfall["explanation"],
+                    fix=pitfall["fix"],
+                    split_by="curated",
+                    fact_precheck=precheck(f"{full} {pitfall['fix']}"),
+                )
+            )
+    for row in ingest.rows:
+        if row.n in merged:
+            continue
+        for position, pitfall in enumerate(row.pitfalls, 1):
+            if not pitfall:
+                continue
+            text = ". ".join(p for p in (pitfall["pitfall"], pitfall["explanation"]) if p)
+            if len(text) < MIN_ITEM_CHARS:
+                continue
+            segments.append(
+                Segment(
+                    f"pitfall-{row.version}-{position:02d}",
+                    "anti-strategy",
+                    "curated-pitfall",
+                    "t",
+                    row,
+                    name(pitfall["pitfall"] or text),
+                    text=text,
+                    attempted=pitfall["pitfall"] or text,
+                    cause=pitfall["explanation"],
+                    fix=pitfall["fix"],
+                    split_by="curated",
+                    fact_precheck=precheck(f"{text} {pitfall['fix']}"),
+                )
+            )
+    return segments
+
+
+def _long_horizon_row(row: VersionRow) -> bool:
+    return bool(row.long_horizon_status) or row.episode is not None
+
+
+def _long_horizon(ingest: Ingest, ladder: Ladder, name, precheck) -> list[Segment]:
+    """Every stated lesson of a long-horizon run (rule 13): each rejected experiment of any
+    episode, promoted or not, and a ``candidate_ready`` candidate the supervisor's A/B
+    verification rejected. Blocked (infrastructure) episodes teach nothing of the kernel."""
+    segments: list[Segment] = []
+    for row in ingest.rows:
+        if not _long_horizon_row(row) or ladder.step(row.n) is None:
+            continue
+        if row.long_horizon_status == "blocked" or ladder.step(row.n).reason == "infrastructure":
+            continue
+        for experiment in row.experiments:
+            if not _rejected(experiment):
+                continue
+            attempted = str(experiment.get("change") or experiment.get("name") or "").strip()
+            text = sentences(
+                attempted,
+                *(str(experiment.get(k) or "") for k in ("result", "evidence", "conclusion")),
+            )
+            segments.append(
+                Segment(
+                    f"anti-{row.version}-{experiment['index']:02d}",
+                    "anti-strategy",
+                    "journal-experiment",
+                    "t",
+                    row,
+                    name(str(experiment.get("name") or attempted)),
+                    text=text,
+                    attempted=attempted or text,
+                    cause=experiment_cause(experiment),
+                    split_by="journal",
+                    fact_precheck=precheck(text),
+                    experiments=[experiment["index"]],
+                )
+            )
+        if row.long_horizon_status == "candidate_ready" and not row.promotion:
+            segments.append(_rejected_candidate(row, name, precheck))
+    return segments
+
+
+def _rejected_candidate(row: VersionRow, name, precheck) -> Segment:
+    """A finished candidate the supervisor's A/B verification refused: the episode's one
+    lever, its cause in the journal's own words, the gate failure saying by how much."""
+    kept = [e for e in row.experiments if not _rejected(e)]
+    causes = [c for e in kept if (c := experiment_cause(e))]
+    attempted = row.description or sentences(*(str(e.get("change") or "") for e in kept))
+    text = sentences(attempted, *causes, row.gate_failure)
+    return Segment(
+        f"candidate-{row.version}",
+        "anti-strategy",
+        "rejected-candidate",
+        "t",
+        row,
+        name(attempted or row.subject),
+        text=text,
+        attempted=attempted or text,
+        cause=" ".join(causes),
+        split_by="journal",
+        fact_precheck=precheck(text),
+        experiments=[e["index"] for e in kept],
+    )
 
 
 def _dash_text(subject: str) -> str:

@@ -12,7 +12,7 @@ strengths, each containing the one before:
   repository paths (the anonymization and no-cross-reference gates' rules). Importers
   use this through ``scrub(text)``.
 * ``text(text)``: a trace's agent-facing prose: also commit ids, git commands, trace
-  file names, the trace label and version ids (8-hex shape ids become ``shape-N``,
+  file names, ``kernel_opt_...`` trace names and version ids (8-hex shape ids become ``shape-N``,
   numbered per packet).
 * ``name(text)``: the text ids, slugs and tags are made from: ``text`` with the private
   parts removed outright instead of replaced by words.
@@ -39,6 +39,12 @@ USER = "a user"
 DOCUMENT = "a document"
 # The words private text is replaced by (a gate may need to recognise them).
 PLACEHOLDERS = (PRIVATE_TERM, LOCAL_PATH, ADDRESS, HOST, USER, DOCUMENT)
+# The words ``text`` puts where a trace names its own files, commits and versions.
+TRACE_WORDS = (
+    "this operator", "a commit", "shape-", "the history", "the profile", "the step record",
+    "that snapshot", "the kernel source", "the trace metadata", "a re-measurement",
+    "(an earlier step)", "earlier steps", "an earlier step",
+)  # fmt: skip
 
 _PATHS = re.compile(
     # a home directory, with or without what follows it
@@ -146,15 +152,11 @@ class Scrubber:
     """One trace's (or one importer's) scrubber. ``denylist`` None: the environment's."""
 
     def __init__(
-        self,
-        denylist: tuple[str, ...] | None = None,
-        label: str = "",
-        users: tuple[str, ...] = (),
+        self, denylist: tuple[str, ...] | None = None, users: tuple[str, ...] = ()
     ) -> None:
         terms = denylist_from_env() if denylist is None else denylist
         self.denylist = tuple(sorted({t for t in terms if t}, key=len, reverse=True))
         self._terms = _alternation(self.denylist)
-        self.label = label
         self.users: set[str] = set(users)
         self._users = _alternation(tuple(sorted(self.users, key=len, reverse=True)), words=True)
         self.hex_names: dict[str, str] = {}
@@ -169,7 +171,7 @@ class Scrubber:
 
     def for_packet(self) -> Scrubber:
         """The same terms with a fresh ``shape-N`` numbering (one per packet)."""
-        packet = Scrubber(self.denylist, self.label, tuple(self.users))
+        packet = Scrubber(self.denylist, tuple(self.users))
         return packet
 
     def mentions_private(self, text: str) -> bool:
@@ -210,8 +212,6 @@ class Scrubber:
         if not value:
             return value
         value = self.served(value)
-        if self.label:
-            value = value.replace(self.label, "this operator")
         value = _LONG_HEX.sub("a commit", value)
         value = _HEX.sub(self._hex, value)
         if "git" in value:
@@ -236,8 +236,6 @@ class Scrubber:
     def name(self, value: str) -> str:
         """Text to make an id, slug or tag from: private parts removed, not described."""
         value = self.private(value, blank=True)
-        if self.label:
-            value = value.replace(self.label, " ")
         return _SPACES.sub(" ", value).strip()
 
     def code(self, source: str) -> str:

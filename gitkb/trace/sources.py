@@ -10,13 +10,14 @@ the environment's denylist, so a record meets the same scrubbed packet everywher
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from gitkb import layout
 from gitkb.errors import GitkbError, NotARepository
 from gitkb.trace import TraceError
+from gitkb.trace.files import JsonProblem, parse_json
+from gitkb.trace.memory import object_of
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import Packet, build_packets
 from gitkb.vcs.repository import Repository
@@ -42,7 +43,7 @@ def open_trace(path: str | Path) -> tuple[Repository, str, str]:
         raise TraceError(f"{location}: the repository has no commits")
     if repo.object_type(head) != "commit":
         raise TraceError(f"{location}: HEAD is not a commit")
-    stated = _stated_label(repo, head)
+    stated = stated_label(repo, head)
     if stated is not None:
         return repo, head, stated
     name = location.resolve().name
@@ -59,8 +60,8 @@ def read_options(raw: bytes | None) -> TraceOptions:
     if raw is None:
         return TraceOptions()
     try:
-        return TraceOptions.from_stored(json.loads(raw))
-    except ValueError:
+        return TraceOptions.from_stored(parse_json(raw))
+    except JsonProblem:
         return TraceOptions()
 
 
@@ -145,11 +146,12 @@ class TraceRepo:
         return self._packets
 
 
-def _stated_label(repo: Repository, head: str) -> str | None:
+def stated_label(repo: Repository, head: str) -> str | None:
+    """The label a trace states for itself (``solution.json`` ``trace_label``), if usable."""
     raw = repo.read(head, "solution.json")
     try:
-        label = json.loads(raw).get("trace_label") if raw else None
-    except (ValueError, AttributeError):
+        label = object_of(parse_json(raw)).get("trace_label") if raw else None
+    except JsonProblem:
         return None
     if isinstance(label, str) and usable_label(label):
         return label

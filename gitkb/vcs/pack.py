@@ -84,8 +84,15 @@ def object_size(object_store: DiskObjectStore, sha: str) -> int | None:
 
 def _loose_object_size(path: Path) -> int:
     """The size a loose object's header states (``<type> <size>\\0``), inflating only it."""
+    inflater, head = zlib.decompressobj(), b""
     with open(path, "rb") as fh:
-        head = zlib.decompressobj().decompress(fh.read(_SIZE_PROBE), _SIZE_PROBE)
+        # A deflate stream may spend its first bytes on Huffman tables: read on until the
+        # header's NUL is inflated, never more than the probe.
+        while b"\0" not in head and len(head) < _SIZE_PROBE:
+            chunk = inflater.unconsumed_tail or fh.read(_SIZE_PROBE)
+            if not chunk:
+                break
+            head += inflater.decompress(chunk, _SIZE_PROBE - len(head))
     return int(head.split(b"\0", 1)[0].split(b" ", 1)[1])
 
 

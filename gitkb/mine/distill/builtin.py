@@ -16,7 +16,7 @@ from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
 from gitkb.record import new_track
 from gitkb.trace import facts
-from gitkb.trace.packets import Packet
+from gitkb.trace.packets import AUTHORITATIVE_BASIS, GEOMEAN_BASIS, Packet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 SOURCE_FORMAT = "source (verbatim)"
@@ -26,6 +26,45 @@ MIN_MECHANISM = 40
 _API = re.compile(r"unsupported|not supported|cannot express|does not exist|no api", re.I)
 _ACCURACY = re.compile(r"accuracy|tolerance|\bnan\b|mismatch|incorrect|precision", re.I)
 _CEILING = re.compile(r"does not fit|exceeds|limit|capacity|ceiling|saturat", re.I)
+GENERIC_LESSON = (
+    "Under the stated condition this change made the kernel worse; do not repeat it "
+    "without removing the cause."
+)
+# Every fixed phrase this distiller writes into a record, so the trace's label can be kept
+# out of them (TRACE_FORMAT rule 15): a label inside one would be echoed by every record.
+PHRASES = (
+    DIFF_FORMAT,
+    SOURCE_FORMAT,
+    GENERIC_LESSON,
+    "optimizing a kernel on",
+    "considering this change for a kernel on",
+    "Lower the latency of the kernel on",
+    "Know which change not to repeat on the kernel",
+    "Start a kernel for from",
+    "the snapshot of a milestone of this trace, a step that cut the latency by at least a fifth",
+    "the best measured version of this trace",
+    "the previous best version of this kernel",
+    "the trace's final kernel",
+    "the trace's correctness check",
+    "the trace's correctness check passed",
+    "no correctness verdict in the trace",
+    "the store already holds this operator from another trace or harness",
+    "geomean against the trace's baseline",
+    "over shapes:",
+    "harness",
+    "ncu",
+    "latency lower-better %",
+    AUTHORITATIVE_BASIS,
+    GEOMEAN_BASIS,
+)
+# Categories whose expected impact is the supervisor's or the seed's bookkeeping, not the
+# agent's account of why the change works.
+SUPERVISOR_CATEGORIES = (
+    "baseline",
+    "framework_baseline",
+    "long_horizon_episode",
+    "fast_long_horizon_episode",
+)
 
 
 def _diff_snippet(diff: str) -> str:
@@ -187,6 +226,60 @@ def distill(packet: Packet) -> Distilled:
     return result
 
 
+def _stated(text: str) -> bool:
+    return len(text.strip()) >= MIN_MECHANISM and facts.states_mechanism(text)
+
+
+def _experiment_sentences(af: dict, keys: tuple[str, ...]) -> list[str]:
+    """The journal experiments' own sentences under ``keys``, in journal order."""
+    return [
+        e[k].strip()
+        for e in af.get("journal_experiments", [])
+        for k in keys
+        if isinstance(e.get(k), str) and e[k].strip()
+    ]
+
+
+def _mechanism(af: dict) -> tuple[str, str]:
+    """(the strategy's mechanism, why none): a journal experiment's conclusion, result or
+    hypothesis that states a cause; the agent's expected impact (not the supervisor's
+    bookkeeping); the profiler's finding on a usable capture."""
+    said, profiler = af["what_the_run_said"], af["profiler"]
+    for sentence in _experiment_sentences(af, ("conclusion", "result", "hypothesis")):
+        if _stated(sentence):
+            return sentence, ""
+    if said["expected_impact"] and said["category_hint"] not in SUPERVISOR_CATEGORIES:
+        return said["expected_impact"], ""
+    if profiler["ncu_measured_the_kernel_under_test"] and profiler["conclusion"]:
+        return profiler["conclusion"], ""
+    for sentence in _experiment_sentences(af, ("expected_effect", "hypothesis")):
+        return sentence, ""
+    return "", "the trace states no expected impact, hypothesis or usable profiler finding"
+
+
+def _bottleneck(af: dict) -> tuple[str | None, str]:
+    """(the bottleneck in the trace's words, why none): a usable capture's finding, else
+    what a profiler stated in the version's memory."""
+    profiler = af["profiler"]
+    if profiler["ncu_measured_the_kernel_under_test"] and profiler["conclusion"]:
+        return profiler["conclusion"], ""
+    finding = profiler.get("stated_finding") or {}
+    if finding.get("summary") or finding.get("bottleneck_type"):
+        return finding.get("summary") or finding["bottleneck_type"], ""
+    return None, "no usable profiler capture and no profiler finding stated in memory"
+
+
+def _applies_when(texts: list[str], dsl: str) -> list[str]:
+    """The conditions the trace's own sentences state (arch, shape regime, dtype, a
+    versioned toolchain), each a fragment of those sentences."""
+    found: list[str] = []
+    for text in texts:
+        for value in facts.conditions(text).values():
+            if value not in found:
+                found.append(value)
+    return found
+
+
 def _strategy(packet: Packet) -> Distilled:
     af, missing = packet.agent_facing, []
     said, m = af["what_the_run_said"], af["measurements"]
@@ -196,24 +289,32 @@ def _strategy(packet: Packet) -> Distilled:
     change = said["change"] or said["commit_subject"]
     if not change:
         return Distilled(packet.seg_id, None, skipped="the trace says nothing about the change")
-    mechanism = said["expected_impact"] or (
-        af["profiler"]["conclusion"] if af["profiler"]["ncu_measured_the_kernel_under_test"] else ""
-    )
+    mechanism, why = _mechanism(af)
     if not mechanism:
-        missing.append("payload.mechanism")
+        missing.append(f"payload.mechanism ({why})")
     snippet = _diff_snippet(packet.diff or "")
     implementation = {"format": DIFF_FORMAT, "snippet": snippet} if snippet else {"format": "none"}
     if not snippet:
-        missing.append("payload.implementation.snippet")
+        missing.append("payload.implementation.snippet (no kernel diff at this version)")
     builds_on = af.get("builds_on") or {}
     approach = builds_on.get("previous_approach") or "the previous best version of this kernel"
     if not builds_on.get("previous_approach"):
-        missing.append("payload.trace.builds_on.approach")
+        missing.append("payload.trace.builds_on.approach (the previous step says nothing)")
     record = _base(packet, "strategy")
     op = af["operator"]
+    problem = _problem(packet)
+    bottleneck, why_not = _bottleneck(af)
+    if bottleneck:
+        problem["bottleneck"] = bottleneck
+        record["retrieval"]["signals"]["symptoms"] = [bottleneck]
+    else:
+        missing += [
+            f"payload.problem.bottleneck ({why_not})",
+            f"retrieval.signals.symptoms ({why_not})",
+        ]
     record["payload"] = {
         "goal": f"Lower the latency of the {op['name']} kernel ({op['dsl']}) on {op['gpu']}.",
-        "problem": _problem(packet),
+        "problem": problem,
         "trace": {
             "builds_on": {
                 "approach": approach,
@@ -233,8 +334,15 @@ def _strategy(packet: Packet) -> Distilled:
         "next_steps": [d["direction"] for d in af["open_directions"] if d.get("direction")],
     }
     if not record["payload"]["next_steps"]:
-        missing.append("payload.next_steps")
-    missing += ["payload.applies_when", "payload.problem.bottleneck", "retrieval.signals.symptoms"]
+        missing.append("payload.next_steps (no open directions recorded)")
+    conditions = _applies_when(
+        [change, mechanism, said["expected_impact"], *_experiment_sentences(af, ("hypothesis",))],
+        op["dsl"],
+    )
+    if conditions:
+        record["payload"]["applies_when"] = conditions
+    else:
+        missing.append("payload.applies_when (the trace states no arch, shape, dtype or toolchain)")
     record["evidence"] = _measured_evidence(packet, pct, against_parent=True)
     record["worth"] = {
         "rank": {"score": 0.0, "tier": "provisional"},
@@ -260,7 +368,11 @@ def _anti(packet: Packet) -> Distilled:
     af = packet.agent_facing
     lever = af["the_failed_lever"]
     fix = af["how_it_was_fixed"]
-    mechanism = lever.strip()
+    cause = af.get("stated_cause") or ""
+    # The trace's own sentence of the cause when it states one apart, else all it says.
+    mechanism = (
+        cause.strip() if _stated(cause) and not NON_MECHANISM.search(cause) else lever.strip()
+    )
     condition = facts.conditions(lever, af["operator"]["dsl"])
     if len(mechanism) < MIN_MECHANISM or not facts.states_mechanism(mechanism):
         return Distilled(
@@ -278,22 +390,26 @@ def _anti(packet: Packet) -> Distilled:
             None,
             skipped="the trace's text names no checkable condition (arch, shape, dtype)",
         )
-    missing = ["payload.hypothesis", "payload.observed", "payload.would_retry_if"]
+    missing = []
     record = _base(packet, "anti-strategy")
     op = af["operator"]
+    attempted = af.get("attempted") or lever
     record["retrieval"]["triggers"] = [
-        f"considering this change for a {op['dsl']} {op['name']} kernel on {op['gpu']}: {lever}"
+        f"considering this change for a {op['dsl']} {op['name']} kernel on {op['gpu']}: {attempted}"
     ]
-    lesson = fix or (
-        "Under the stated condition this change made the kernel worse; do not repeat it "
-        "without removing the cause."
-    )
+    lesson = fix or GENERIC_LESSON
     if not fix:
         missing.append("payload.lesson (no fix recorded; generic lesson)")
+    problem = _problem(packet)
+    bottleneck, why_not = _bottleneck(af)
+    if bottleneck:
+        problem["bottleneck"] = bottleneck
+    else:
+        missing.append(f"payload.problem.bottleneck ({why_not})")
     record["payload"] = {
         "goal": f"Know which change not to repeat on the {op['name']} kernel ({op['dsl']}).",
-        "problem": _problem(packet),
-        "attempted": lever,
+        "problem": problem,
+        "attempted": attempted,
         "verdict": _verdict(lever),
         "lesson": lesson,
         "established_fact": {"condition": condition, "mechanism": mechanism},
@@ -301,13 +417,22 @@ def _anti(packet: Packet) -> Distilled:
     }
     if fix:
         record["payload"]["would_retry_if"] = fix
-        missing.remove("payload.would_retry_if")
-    for experiment in af.get("journal_experiments", [])[:1]:
-        # A journal experiment states its own hypothesis and what was seen.
-        for key, source in (("hypothesis", "hypothesis"), ("observed", "evidence")):
-            if experiment.get(source):
-                record["payload"][key] = experiment[source]
-                missing.remove(f"payload.{key}")
+    else:
+        missing.append("payload.would_retry_if (no fix recorded)")
+    experiment = (af.get("journal_experiments") or [{}])[0]
+    observed = experiment.get("evidence") or experiment.get("result") or ""
+    if packet.seg_kind == "rejected-candidate":
+        observed = af["what_the_run_said"]["gate_verdict"]["failure"] or observed
+    if experiment.get("hypothesis"):
+        record["payload"]["hypothesis"] = experiment["hypothesis"]
+    else:
+        missing.append("payload.hypothesis (no journal experiment states one)")
+    if observed:
+        record["payload"]["observed"] = observed
+        record["retrieval"]["signals"]["symptoms"] = [observed]
+    else:
+        why = "no journal evidence or gate failure stated"
+        missing += [f"payload.observed ({why})", f"retrieval.signals.symptoms ({why})"]
     has_numbers = af["measurements"]["geomean_us"] is not None
     record["evidence"] = {
         "summary": _summary(packet, "measured" if has_numbers else "inferred", False),
