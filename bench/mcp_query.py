@@ -99,8 +99,10 @@ def main() -> None:
     print(f"store                  {args.records} records, bare (built in {built_s:.1f} s)")
     print(f"warm query tool calls  {len(times)}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
           f"max {ordered[-1]:.2f} ms")  # fmt: skip
-    print(f"main moved mid-run     {'yes' if moved else 'NO'}; the next call "
-          f"{'served' if seen['admitted'] in found else 'did NOT serve'} the new record")
+    print(
+        f"main moved mid-run     {'yes' if moved else 'NO'}; the next call "
+        f"{'served' if seen['admitted'] in found else 'did NOT serve'} the new record"
+    )
     figure(f"mcp warm query call p50, {args.records} records", p50, "ms", TARGET_P50_MS, "lower")
     figure(f"mcp warm query call p99, {args.records} records", p99, "ms", TARGET_P99_MS, "lower")
 

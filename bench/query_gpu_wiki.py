@@ -222,8 +222,14 @@ def timing(tools: Path, wiki: Path, store: Path, work: Path, runs: int) -> dict[
     for name, flags in TIMED.items():
         commands[f"gitkb {name}"] = [sys.executable, "-m", "gitkb", "query", "--store",
                                      str(store), "--json", *flags]  # fmt: skip
-        commands[f"reference {name}"] = [sys.executable, str(tools / "query_wiki.py"),
-                                         "--json-store", str(wiki), "--emit-json", *flags]
+        commands[f"reference {name}"] = [
+            sys.executable,
+            str(tools / "query_wiki.py"),
+            "--json-store",
+            str(wiki),
+            "--emit-json",
+            *flags,
+        ]
         for tool in ("gitkb", "reference"):  # once untimed: the bytecode, the cache
             outputs[f"{tool} {name}"] = json.loads(timed_ms(commands[f"{tool} {name}"], env)[1])
     times = interleaved(commands, runs, env)

@@ -76,11 +76,16 @@ def _group():
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     )
     @click.version_option(__version__, "-V", "--version", prog_name="git-kb")
-    def cli() -> None:
+    @click.option("-v", "--verbose", is_flag=True, help="Debug notes on stderr too.")
+    @click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr: no notes.")
+    def cli(verbose: bool, quiet: bool) -> None:
         """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
 
         Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
         """
+        from gitkb.error_handler import set_verbosity
+
+        set_verbosity(verbose, quiet)
 
     return cli
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import gitkb
 from gitkb.errors import GitkbError, writing
-from gitkb.store.layout import BRANCH, TRACE_REFSPEC
+from gitkb.layout import BRANCH, TRACE_REFSPEC
 
 EXAMPLE = ("cpu", "examples", "blocked_matmul")
 # The first run stops early (two knob settings), so the second has room to go further.
@@ -83,8 +83,8 @@ class _Demo:
 
     def clone(self, dest: Path):
         """A bare clone of the server's main and trace refs, through the VCS layer."""
+        from gitkb.layout import TRACE_REFS
         from gitkb.store import Store
-        from gitkb.store.layout import TRACE_REFS
         from gitkb.vcs.repository import Repository
 
         server = Repository.open(self.paths["server"])

@@ -13,16 +13,37 @@ from gitkb.errors import GitkbError
 EXIT_INTERNAL = 70
 
 
+# The optimizer's live lines: a channel of their own, printed as they are ("[gitkb] ...").
+LIVE_LOGGER = "gitkb.optimize.live"
+
+
+class _Stderr(logging.Handler):
+    """One line per record on ``sys.stderr`` as it is when the record comes (a caller may
+    have swapped it); the library's notes read ``gitkb: ...``, the live lines as they are."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            print(text if record.name == LIVE_LOGGER else f"gitkb: {text}", file=sys.stderr)
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
+            self.handleError(record)
+
+
 def _show_notes() -> None:
-    """The library's notes (``logging.getLogger("gitkb")``: a recovered lock, an upgrade)
-    reach the user as ``gitkb: ...`` lines on stderr."""
+    """The library's notes (the loggers under ``gitkb``: a recovered lock, an upgrade) and
+    the optimizer's live lines reach the user on stderr."""
     logger = logging.getLogger("gitkb")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("gitkb: %(message)s"))
-        logger.addHandler(handler)
+        logger.addHandler(_Stderr())
         logger.setLevel(logging.INFO)
         logger.propagate = False
+
+
+def set_verbosity(verbose: bool, quiet: bool) -> None:
+    """``-q``: warnings only (no notes, no live lines); ``-v``: debug notes too."""
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+    logging.getLogger("gitkb").setLevel(level)
 
 
 @contextlib.contextmanager

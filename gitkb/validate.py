@@ -105,10 +105,10 @@ def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
     """The trace at ``trace`` under the label the folder's mined records name (when they
     name one), built with the options mining recorded in the folder's traces/<label>.json."""
     from gitkb.gates.trace_evidence import label_of
-    from gitkb.store.layout import TRACE_OPTIONS_PATH
+    from gitkb.layout import TRACE_OPTIONS_PATH
     from gitkb.trace.sources import TraceRepo, open_trace, read_options
 
-    repo, head, label = open_trace(trace)
+    repo, head, label = open_trace(Path(trace))
     named = {label_of(data) for _, data in ctx.parsed()} - {None}
     if len(named) == 1:
         label = named.pop()
@@ -140,7 +140,7 @@ def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     rebuilds real evidence from the store."""
     from gitkb.samples import trace as sample_trace
 
-    store, candidate = sample_trace.sample_store(workdir)
+    store, candidate = sample_trace.sample_store(Path(workdir))
     return GateContext(records=[candidate], store=store.view(), extra={"admission": "insert"})
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from test_resolve import strategy
 
 from gitkb.errors import GitkbError
+from gitkb.layout import ledger_path
 from gitkb.record import dumps
 from gitkb.store import Store
-from gitkb.store.layout import ledger_path
 from gitkb.warmstart.attest import attest, read_ledger
 from gitkb.warmstart.retract import retract, unretract
 
@@ -38,6 +38,7 @@ def test_attest_appends_one_line_and_moves_no_ranking_scalar(bare_store):
     assert counts["last_outcome"] == "failed" and counts["last_by"] == "box-b"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("outcomes", "hint"),
     [
@@ -59,6 +60,7 @@ def test_retire_hint_patterns(bare_store, outcomes, hint):
     assert (hint in document["retire_hint"]) if hint else document["retire_hint"] is None
 
 
+@pytest.mark.slow
 def test_attest_bad_input_writes_nothing(bare_store):
     record = strategy(1)
     bare_store.admit(dumps(record), "insert")
@@ -77,6 +79,7 @@ def test_attest_bad_input_writes_nothing(bare_store):
     assert bare_store.tip == tip
 
 
+@pytest.mark.slow
 def test_a_ledger_line_that_is_not_json_is_refused_and_survived(store):
     record = strategy(1)
     store.admit(dumps(record), "insert")
@@ -95,6 +98,7 @@ def test_a_ledger_line_that_is_not_json_is_refused_and_survived(store):
     assert rank["attestations"]["unreadable_lines"] == 1
 
 
+@pytest.mark.slow
 def test_retract_is_a_tombstone_that_keeps_every_gate_green(store):
     record = strategy(1)
     store.admit(dumps(record), "insert")
@@ -166,6 +170,7 @@ def test_reproduction_confirms_once_and_whitespace_does_not_matter(bare_store):
     assert bare_store.admit(dumps(other_arch), "insert").action == "insert"
 
 
+@pytest.mark.slow
 def test_concurrent_attestations_merge_by_union(tmp_path):
     remote = tmp_path / "remote.git"
     seed = Store.init(tmp_path / "seed")
@@ -192,6 +197,7 @@ def test_concurrent_attestations_merge_by_union(tmp_path):
     assert validated.returncode == 0, validated.stdout.decode()
 
 
+@pytest.mark.slow
 def test_the_retire_pass_lists_then_retracts_one_commit_each(bare_store):
     suspect, tried, fine, gone = strategy(1), strategy(2), strategy(3), strategy(4)
     for record in (suspect, tried, fine, gone):

@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, example_files, git, kb
+from helpers import ROOT, example_files, git, kb
 
 sys.path.insert(0, str(Path(__file__).parent))
 from trace_factory import legacy_trace  # noqa: E402
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 STRATEGY = next(p for p in example_files() if "/strategy/" in p.as_posix())
 ANTI = next(p for p in example_files() if "/anti-strategy/" in p.as_posix())

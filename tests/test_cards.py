@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from trace_factory import Trace, kernel_source
 
 from gitkb import record as rec

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import kb
+from helpers import kb
 
 from gitkb.cli import COMMANDS
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 @pytest.mark.parametrize("verb", sorted(COMMANDS))
@@ -67,7 +69,7 @@ def test_version_loads_no_click():
 def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
     """query and resolve on a store whose index cache holds main: no VCS layer's dulwich
     side, no schema, no gates; show: no schema, no gates."""
-    from conftest import example_files
+    from helpers import example_files
 
     from gitkb.store import Store
 

@@ -8,13 +8,16 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, git
+import pytest
+from helpers import ROOT, git
 
 from gitkb.gates import run_gates
 from gitkb.gates.registry import by_name
 from gitkb.record import dumps
 from gitkb.samples import synthetic
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def write_records(folder, numbers):

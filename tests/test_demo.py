@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 
 from gitkb.store import Store
 from gitkb.warmstart.attest import read_ledger
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 
-from conftest import example_files, git, kb
+import pytest
+from helpers import example_files, git, kb
 from test_pre_receive import clone, forge, push, refused, server  # noqa: F401 - fixtures
 
+from gitkb.layout import feedback_path
 from gitkb.query.feedback import fold
 from gitkb.store import Store
-from gitkb.store.layout import feedback_path
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 RECORD = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 SHA = "5d1c0a7e" * 5

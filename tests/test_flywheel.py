@@ -165,7 +165,7 @@ def test_the_site_shows_each_card_with_its_records_and_the_flywheel_plot(tmp_pat
 
 
 def test_re_mining_an_optimize_trace_admits_nothing_and_refuses_nothing(tmp_path, store):
-    from conftest import kb
+    from helpers import kb
 
     stored_win(tmp_path, "a", store, 100.0, 50.0)
     folder = tmp_path / "warm"

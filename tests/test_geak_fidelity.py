@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, kb
+from helpers import ROOT, kb
 from geak_trees import QUERIES, comparable_view, curate_fidelity_tree, fidelity_tree
 
 from gitkb.importers import import_tree
@@ -190,7 +190,7 @@ def test_symlinks_are_never_followed(store, tmp_path):
 
 
 def test_gpu_wiki_import_refuses_a_symlink(store, tmp_path):
-    from conftest import CONFORMANCE
+    from helpers import CONFORMANCE
 
     if not CONFORMANCE.is_dir():
         pytest.skip("the shared conformance sample is absent")
@@ -206,7 +206,7 @@ def test_gpu_wiki_import_refuses_a_symlink(store, tmp_path):
 def test_a_synced_store_passes_the_server_hook(tmp_path, monkeypatch):
     """Every commit a sync writes (import, confirm, attest, retract) is one the server's
     pre-receive hook accepts: pushed through C git to a hooked bare store."""
-    from conftest import git
+    from helpers import git
     from test_hooks import put_git_kb_on_path
 
     put_git_kb_on_path(tmp_path, monkeypatch)

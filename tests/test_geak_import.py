@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
-from conftest import kb
+from helpers import kb
 
 from gitkb.importers import import_tree
 from gitkb.warmstart.attest import read_ledger
 from gitkb.warmstart.resolve import resolve
 from gitkb.warmstart.retract import unretract
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 DIFF = """diff --git a/kernels/rmsnorm.py b/kernels/rmsnorm.py
 --- a/kernels/rmsnorm.py

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
-from conftest import kb
+from helpers import kb
 from test_geak_import import REPORT, meta
 
 from gitkb.importers import import_tree
 from gitkb.warmstart.resolve import resolve
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 SUITE = {"bench_key": "b2:rmsnorm-suite", "case_names": ["n4096", "n8192"]}
 

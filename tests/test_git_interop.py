@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from conftest import example_files, git
+import pytest
+from helpers import example_files, git
 
 from gitkb.record import dumps
 from gitkb.samples import synthetic
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def test_push_clone_fsck_and_trailers(tmp_path):

@@ -106,6 +106,7 @@ def check_rehearsal(done, work: Path, cases: list[str]) -> None:
     assert json.loads((work / "mine.json").read_text())["counts"]["insert"] >= 1
 
 
+@pytest.mark.slow
 def test_dry_run_installs_gitkb_and_rehearses_every_step(tmp_path):
     work = tmp_path / "work"
     done = run_script("--dry-run", "--workdir", str(work))
@@ -130,6 +131,7 @@ def test_dry_run_rehearses_the_triton_bundle_in_the_interpreter(tmp_path):
     assert not (work / "pip.log").exists()
 
 
+@pytest.mark.slow
 def test_real_run_without_a_gpu_stops_plainly_before_installing(tmp_path):
     if shutil.which("nvidia-smi"):
         pytest.skip("nvidia-smi is installed here")
@@ -141,6 +143,7 @@ def test_real_run_without_a_gpu_stops_plainly_before_installing(tmp_path):
     assert not work.exists()
 
 
+@pytest.mark.slow
 def test_bad_usage_exits_2_and_help_exits_0():
     done = run_script("--frobnicate", timeout=60)
     assert done.returncode == 2 and "unknown argument '--frobnicate'" in done.stderr
@@ -251,6 +254,7 @@ def test_profiler_line_reports_ncu_durations_or_the_reason(tmp_path):
     assert gpu_check.profiler_text(tmp_path) == "none: RuntimeError: boom"
 
 
+@pytest.mark.slow
 def test_bundle_check_refuses_a_harness_that_imports_torch_eagerly(tmp_path):
     copy = tmp_path / "triton_softmax"
     shutil.copytree(BUNDLE, copy)

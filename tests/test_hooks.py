@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, git, kb
+from helpers import ROOT, git, kb
 
 from gitkb import record as rec
 from gitkb.hooks.install import server_shim
@@ -19,6 +19,8 @@ from gitkb.hooks.local import commit_msg
 from gitkb.resources import data_dir
 from gitkb.samples import synthetic
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:

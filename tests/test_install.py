@@ -8,7 +8,9 @@ import sys
 import sysconfig
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 @pytest.fixture(scope="module")

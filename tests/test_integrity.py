@@ -11,13 +11,13 @@ import subprocess
 import threading
 
 import pytest
-from conftest import git
+from helpers import git
 from test_pre_receive import clone, forge, has_object, push, record_edits, server  # noqa: F401
 
 from gitkb import record as rec
 from gitkb.samples import synthetic
 from gitkb.store import Store
-from gitkb.store.layout import BRANCH
+from gitkb.layout import BRANCH
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -361,7 +361,7 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
     ref (a plain push: git moves main first, the trace ref next); push B
     creates the same trace ref with another history at the same time. Round after round,
     whatever lands, main never cites a trace commit that its trace ref does not reach."""
-    from conftest import kb
+    from helpers import kb
     from test_hooks import put_git_kb_on_path
     from trace_factory import legacy_trace
 
@@ -436,7 +436,7 @@ def test_every_writer_makes_history_the_rules_accept(tmp_path):
     """init, admit (insert, confirm, conflict), attest, retract, unretract, feedback, mine
     and a GPU-wiki import: `git kb validate --history` finds nothing; a forged commit is
     listed by its id."""
-    from conftest import CONFORMANCE, example_files, kb
+    from helpers import CONFORMANCE, example_files, kb
     from trace_factory import legacy_trace
 
     from gitkb.importers.gpu_wiki import import_tree
@@ -544,7 +544,7 @@ def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
     """A store that took a lone-surrogate record, a feedback line no double holds and an
     entry named ``../../evil.json`` before these rules: every reader skips them, the
     server takes the next good push, and export writes nothing outside its folder."""
-    from conftest import kb
+    from helpers import kb
     from test_hooks import put_git_kb_on_path
 
     put_git_kb_on_path(tmp_path, monkeypatch)
@@ -593,7 +593,7 @@ def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
     cache's own checks pass) is not shown: the tree is asked first."""
     import zlib
 
-    from conftest import kb
+    from helpers import kb
 
     from gitkb.store.rows import COLUMNS, WIDTH, row_values
     from gitkb.vcs.plain import blob_id

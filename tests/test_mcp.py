@@ -7,9 +7,11 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, example_files
+from helpers import ROOT, example_files
 
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install 'gitkb[mcp]')")
 anyio = pytest.importorskip("anyio")

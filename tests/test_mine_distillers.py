@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import sys
 
-from conftest import ROOT, kb
+import pytest
+from helpers import ROOT, kb
 from trace_factory import legacy_trace, long_horizon_trace
 
 from gitkb.mine.pipeline import mine
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 # A real distiller process: it rebuilds the Packet from the JSON it is handed and copies
 # what gitkb's own distiller would write, then misbehaves as its mode says.

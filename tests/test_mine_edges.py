@@ -238,6 +238,7 @@ def test_edges_10_11_dead_end_lists(message, items, next_direction):
     assert found == items and direction == next_direction
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hardware, framework_arch, expected",
     [
@@ -418,6 +419,7 @@ def test_edges_19_to_24_robust_memory(tmp_path):
     assert ingested.row(71) is None and not ingested.row(6).has_memory
 
 
+@pytest.mark.slow
 def test_edge_26_packets_come_from_objects_not_the_work_tree(tmp_path):
     path = legacy_trace(tmp_path / "kernel_opt_001_softmax")
     repo = Repository.open(path)
@@ -448,6 +450,7 @@ def test_edge_27_id_allocation_and_comparability(tmp_path):
     assert packets[0].agent_facing["measurements"]["comparable_with_the_store"] is False
 
 
+@pytest.mark.slow
 def test_edge_28_only_kernel_py_is_diffed_and_truncation_keeps_verbatim(tmp_path):
     t = start(tmp_path)
     t.legacy_keep(0, 100.0, "baseline kernel with three passes")
@@ -510,6 +513,7 @@ def test_edge_31_uncommitted_evaluations_are_ignored(tmp_path):
     assert before == after
 
 
+@pytest.mark.slow
 def test_edge_32_symlinks_and_oversized_files_are_refused(tmp_path):
     t = start(tmp_path)
     t.legacy_keep(0, 100.0, "baseline kernel with three passes")
@@ -540,6 +544,7 @@ def test_rule_1_metadata_only_commit_never_replaces_the_code_event(tmp_path):
     assert row.geomean == 79.0  # numbers: the newest committed memory
 
 
+@pytest.mark.slow
 def test_bare_clone_mines_the_same(tmp_path):
     path = long_horizon_trace(tmp_path / "kernel_opt_002_softmax")
     bare = tmp_path / "kernel_opt_002_softmax.git"
@@ -586,7 +591,7 @@ def test_long_horizon_granular_evidence(tmp_path):
 
 
 def test_scoring_reproduces_the_example_records_ranks():
-    from conftest import example_files
+    from helpers import example_files
 
     from gitkb.mine.score import rank
 

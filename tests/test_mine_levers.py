@@ -52,6 +52,7 @@ def test_measurement_only_text_names_no_cause():
     assert fact_precheck("v3 adds vectorized loads, 3% slower").endswith("names no cause")
 
 
+@pytest.mark.slow
 def test_every_stated_lesson_is_admitted_and_the_lost_one_is_quoted(tmp_path, store):
     t = Trace(tmp_path / "kernel_opt_010_softmax")
     t.setup()

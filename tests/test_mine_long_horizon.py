@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 
-from conftest import kb
+import pytest
+from helpers import kb
 from trace_factory import LONG_HORIZON_AUTHOR, Trace
 
 from gitkb.mine.pipeline import mine
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 LABEL = "kernel_opt_020_softmax"
 TMA = (

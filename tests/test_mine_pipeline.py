@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from trace_factory import (
     SPILL_DEADEND,
     Symlink,
@@ -23,6 +23,8 @@ from trace_factory import (
 from gitkb.errors import GitkbError
 from gitkb.mine.pipeline import mine
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def outcomes(result):

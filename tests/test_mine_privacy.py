@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import kb
+from helpers import kb
 from trace_factory import Trace, kernel_source, memory
 
 from gitkb.gates.raw_isolation import served
 from gitkb.mine.pipeline import mine
 from gitkb.store import Store
 from gitkb.trace.scrub import Scrubber, scrub, user_names
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 LABEL = "kernel_opt_007_rmsnorm"
 PRIVATE = ("alice", "acme", "/home", "example.com", "zephyr")

@@ -20,11 +20,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from trace_factory import TMA_EXPERIMENT, Trace, kernel_source, memory
 
 from gitkb.mine.pipeline import mine, run_recon
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 LABEL = "kernel_opt_001_softmax"
 PACKED = (

@@ -94,6 +94,7 @@ def test_every_tunable_is_a_literal_of_the_kernel_within_its_declared_values():
     assert all(v & (v - 1) == 0 for v in TARGET["tunables"]["BLOCK_N"])  # tl.arange needs 2^k
 
 
+@pytest.mark.slow
 def test_knobs_provider_sweeps_every_declared_value_once():
     provider = providers.load("knobs", providers.ProviderOptions(), TARGET["tunables"])
     seen = {scoring.source_key(SOURCE)}

@@ -16,14 +16,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb, live_with
+from helpers import git, kb, live_with
 
 from gitkb.optimize import loop, worker
 from gitkb.optimize.providers import ProviderOptions
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="containment and the checks read /proc"
-)
+pytestmark = [
+    pytest.mark.slow,  # every test here takes seconds (pyproject: markers)
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="containment and the checks read /proc"
+    ),
+]
 
 HARNESS = r"""
 import os, signal, subprocess, sys, time

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import sys
 
-from conftest import example_files
+import pytest
+from helpers import example_files
 from test_optimize_loop import make_bundle, run
 
 from gitkb import record as rec
+from gitkb.layout import feedback_path
 from gitkb.query.feedback import fold
 from gitkb.store import Store
-from gitkb.store.layout import feedback_path
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 ONE_CASE = [{"case_id": "small", "parameters": {"scale": 1.0}, "weight": 1.0}]
 ANTI_ID = "generic.cpu.any.bundle.anti.set-cost-from-60-0-to-120-0-t01"
@@ -126,7 +129,7 @@ def tlx_reader(root, backend: str, architecture: str) -> list[str]:
 
 
 def test_the_store_exports_tlx_knowledge_and_the_run_reads_it_the_same_way(tmp_path):
-    from conftest import kb
+    from helpers import kb
 
     store = knowledge_base(tmp_path)
     out = tmp_path / "tlx-knowledge"

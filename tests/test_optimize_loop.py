@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 
 from gitkb.errors import GitkbError
 from gitkb.optimize import loop
 from gitkb.optimize.providers import ProviderOptions
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 HARNESS = """
 import os

@@ -196,6 +196,7 @@ def kernel_with(cost: float, profiled: float) -> str:
     )
 
 
+@pytest.mark.slow
 def test_profiles_escalate_as_the_tlx_rules_say(tmp_path):
     result, log, requested = profiled_run(
         tmp_path,
@@ -229,6 +230,7 @@ def test_profiles_escalate_as_the_tlx_rules_say(tmp_path):
     assert memory["profile_evidence"]["tool_used"] == "proton"
 
 
+@pytest.mark.slow
 def test_no_profile_sends_no_profile_requests(tmp_path):
     result, _, requested = profiled_run(
         tmp_path, [(kernel_with(50.0, 50.0), {})], {"max_rounds": 1}, profile=False

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 # TLX's KernelOptimizationResult, PerformanceSummary, CaseEvaluation, VerificationResult,
 # TimingSamples, ExperimentSummary and AutoCommitResult, field by field.

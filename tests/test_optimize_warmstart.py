@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb, lose_object
+from helpers import git, kb, lose_object
 from test_optimize_loop import make_bundle, replay_dir, run, variant
 
 from gitkb.store import Store
 from gitkb.warmstart.attest import read_ledger
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 CASES_SMALL = [{"case_id": "small", "parameters": {"scale": 1.0}, "weight": 1.0}]
 CASES_LARGE = [{"case_id": "large", "parameters": {"scale": 4.0}, "weight": 1.0}]

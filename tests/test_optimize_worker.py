@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from gitkb.optimize.worker import KILL_GRACE_S, run_harness
 
 CASES = [{"case_id": "a", "parameters": {}, "weight": 1.0, "protected": True}]
@@ -67,6 +69,7 @@ def benchmark(artifact, case, repetitions):
     assert case["warmup_count"] == 4 and case["cache_policy"] == "cold"
 
 
+@pytest.mark.slow
 def test_failed_build_and_verify_skip_benchmark(tmp_path):
     ev = _run(
         tmp_path,
@@ -108,6 +111,7 @@ def benchmark(a, c, r): return [1.0, float("nan")]
     assert not case["passed"] and "not finite" in case["diagnostics"][0]
 
 
+@pytest.mark.slow
 def test_profile_two_and_three_argument_forms(tmp_path):
     request = {"level": "deep", "artifacts_dir": str(tmp_path / "pa"), "experiment_id": "x"}
     legacy = _run(
@@ -163,6 +167,7 @@ def profile(artifact, case, request):
     assert Path(spilled["artifact"]).stat().st_size > (1 << 20)
 
 
+@pytest.mark.slow
 def test_hanging_harness_is_killed_within_the_timeout(tmp_path):
     start = time.monotonic()
     ev = _run(
@@ -220,6 +225,7 @@ def benchmark(a, c, r): return [1.0]
     assert _gone(pid)
 
 
+@pytest.mark.slow
 def test_forked_child_of_a_hanging_harness_is_killed(tmp_path):
     pid_file = tmp_path / "child.pid"
     ev = _run(

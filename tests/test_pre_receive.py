@@ -14,19 +14,21 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import example_files, git, kb
+from helpers import example_files, git, kb
 from test_hooks import put_git_kb_on_path
 
 from gitkb import record as rec
 from gitkb.gates.registry import record_level
 from gitkb.hooks import local as hooks
+from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH
 from gitkb.samples import synthetic
 from gitkb.store import Store
-from gitkb.store.layout import BRANCH
 from gitkb.validate import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 STORE_GATES = [g for g in record_level() if g.family == "store"]
 DAEMON_START_S = 10

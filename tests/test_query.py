@@ -6,7 +6,7 @@ import copy
 import json
 
 import pytest
-from conftest import example_files, git, kb
+from helpers import example_files, git, kb
 
 from gitkb import record as rec
 from gitkb.query import answer
@@ -14,6 +14,8 @@ from gitkb.query.feedback import feedback
 from gitkb.query.scope import Request
 from gitkb.samples import synthetic
 from gitkb.store import Store
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 ANTI = "nvidia.h100.triton.norm.anti.whole-row-in-registers-t01"

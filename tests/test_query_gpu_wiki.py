@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONFORMANCE, ROOT
+from helpers import CONFORMANCE, ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import query_gpu_wiki as like  # noqa: E402
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def reference_repo() -> Path:

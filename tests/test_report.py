@@ -100,8 +100,9 @@ def test_site_renders_in_headless_chromium(store, tmp_path):
     assert len(set(pixels)) > 40
 
 
+@pytest.mark.slow
 def test_report_cli_plots_a_mined_trace(tmp_path, store):
-    from conftest import kb
+    from helpers import kb
     from trace_factory import legacy_trace
 
     trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, kb, lose_object
+from helpers import git, kb, lose_object
 
 from gitkb import targets
 from gitkb.errors import GitkbError
@@ -70,12 +70,8 @@ def test_best_same_arch_code_first_and_other_arches_named(bare_store):
     assert answer["other_arch_pages"] == [
         {"vendor": "amd", "arch": "cdna3", "product": "gfx942", "language": "triton", "records": 1}
     ]
-    assert (
-        resolve(bare_store, "softmax", arch="cdna3")["ranks"][0]["id"] == (elsewhere["id"])
-    )
-    assert resolve(bare_store, "softmax", arch="blackwell")["read_reason"] == (
-        "no_same_arch"
-    )
+    assert resolve(bare_store, "softmax", arch="cdna3")["ranks"][0]["id"] == (elsewhere["id"])
+    assert resolve(bare_store, "softmax", arch="blackwell")["read_reason"] == ("no_same_arch")
 
 
 def test_retired_never_offered_unless_asked(bare_store):
@@ -179,6 +175,7 @@ def test_corrupt_entry_is_skipped_and_counted(store):
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
+@pytest.mark.slow
 def test_reads_only_the_candidates_files_and_no_repository(bare_store, monkeypatch):
     """The cache chooses; only the same-arch candidates' records (and ledgers) are read,
     and with the cache current for main the repository is never opened."""
@@ -220,6 +217,7 @@ def test_a_missing_object_is_skipped_and_counted(tmp_path):
     assert ids(answer) == [good["id"]] and answer["counts"]["corrupt"] == 1
 
 
+@pytest.mark.slow
 def test_bare_clone_without_checkout(store, tmp_path):
     admit(store, strategy(1))
     git("clone", "-q", "--bare", str(store.location), str(tmp_path / "clone.git"))
@@ -227,6 +225,7 @@ def test_bare_clone_without_checkout(store, tmp_path):
     assert ids(resolve(clone, "softmax", product="sm_90")) == [strategy(1)["id"]]
 
 
+@pytest.mark.slow
 def test_kernel_matching_tiers_and_ambiguity(bare_store):
     admit(
         bare_store,
@@ -234,9 +233,7 @@ def test_kernel_matching_tiers_and_ambiguity(bare_store):
         strategy(2, kernel="fused_moe_gate"),
         strategy(3, kernel="fused_moe_topk"),
     )
-    assert resolve(bare_store, "RMSNorm", arch="hopper")["kernel"]["tier"] == (
-        "normalized"
-    )
+    assert resolve(bare_store, "RMSNorm", arch="hopper")["kernel"]["tier"] == ("normalized")
     fuzzy = resolve(bare_store, "triton_rms_norm_fwd_task.py", arch="hopper")
     assert fuzzy["kernel"]["tier"] == "fuzzy" and fuzzy["read_reason"] == "read"
     assert fuzzy["options"]["dsl"] == "triton" and fuzzy["options"]["dsl_from"] == "kernel name"
@@ -277,6 +274,7 @@ def test_prose_and_code_mirrored_before_verdict(bare_store, tmp_path):
         resolve(bare_store, "softmax", arch="hopper", out=str(out))
 
 
+@pytest.mark.slow
 def test_cli_prints_one_json_document(bare_store):
     admit(bare_store, strategy(1))
     result = kb(
@@ -292,6 +290,7 @@ def test_cli_prints_one_json_document(bare_store):
     )
 
 
+@pytest.mark.slow
 def test_missing_store_root_is_a_miss(tmp_path):
     for where in (tmp_path / "no-such-store", tmp_path):
         result = kb("resolve", "--kernel", "softmax", "--arch", "hopper", "--store", str(where))
@@ -314,6 +313,7 @@ def test_unknown_arch_token_names_the_known_ones(bare_store):
 # ----------------------------------------------------------------- pages (GEAK's identity)
 
 
+@pytest.mark.slow
 def test_a_product_is_its_own_page_not_its_family(bare_store):
     """gfx1200 and gfx1201 are both RDNA4, and still two pages; gfx90a (no clean-1.3 family)
     resolves by its page; a bare arch still reads every product of the family."""
@@ -350,9 +350,7 @@ def test_an_unknown_gfx_is_kept_as_its_own_page(bare_store):
     admit(bare_store, record)
     answer = resolve(bare_store, "softmax", product="gfx1100")
     assert ids(answer) == [record["id"]] and answer["hardware"]["page"] == "gfx1100"
-    assert resolve(bare_store, "softmax", product="gfx942")["read_reason"] == (
-        "no_same_arch"
-    )
+    assert resolve(bare_store, "softmax", product="gfx942")["read_reason"] == ("no_same_arch")
 
 
 def test_dsl_filters_code_records_strictly(bare_store):

@@ -10,13 +10,16 @@ import threading
 import time
 
 import pytest
-from conftest import live_with
+from helpers import live_with
 
 from gitkb import runner
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="subtree containment walks /proc (Linux)"
-)
+pytestmark = [
+    pytest.mark.slow,  # every test here takes seconds (pyproject: markers)
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="subtree containment walks /proc (Linux)"
+    ),
+]
 
 # A process that ignores SIGTERM: only SIGKILL ends it.
 STUBBORN = (

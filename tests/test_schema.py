@@ -248,6 +248,7 @@ def has_error(found, path: str) -> bool:
 # --- conformance sample and valid records -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_conformance_sample_validates():
     records_dir = SAMPLE / "records"
     if not records_dir.is_dir():
@@ -317,6 +318,7 @@ def test_enum_rejects_unknown_value(type_, path):
     assert has_error(schema.errors(record), _dotted(path))
 
 
+@pytest.mark.slow
 def test_enum_cases_reach_every_enum_in_the_schema():
     from jsonschema import Draft202012Validator
 
@@ -355,6 +357,7 @@ def test_schema_const_is_pinned():
 REQUIRED_CASES = [(t, key) for t, payload in MINIMAL_PAYLOADS.items() for key in payload]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("type_", "key"), REQUIRED_CASES, ids=lambda v: str(v))
 def test_payload_required_key_missing_is_rejected(type_, key):
     payload = copy.deepcopy(MINIMAL_PAYLOADS[type_])
@@ -402,6 +405,7 @@ CLOSED_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("type_", "path"), CLOSED_CASES, ids=lambda v: str(v))
 def test_closed_object_rejects_unknown_key(type_, path):
     record = record_of(type_)
@@ -695,6 +699,7 @@ def test_example_record(path):
         assert json.dumps(record).count(commit) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [schema.BASE, schema.PROFILE])
 def test_shipped_schemas_are_valid_draft_2020_12(name):
     """The validator trusts the shipped schemas at run time; this is where they are checked."""
@@ -729,6 +734,7 @@ def _mutations(record: dict, rng):
         yield doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [schema.BASE, schema.PROFILE])
 def test_fast_check_agrees_with_jsonschema(name):
     """The compiled check and jsonschema give the same verdict on thousands of near-valid

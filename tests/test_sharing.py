@@ -12,18 +12,20 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, kb
+from helpers import git, kb
 from test_hooks import put_git_kb_on_path
 from test_pre_receive import git_daemon
 
 from gitkb import record as rec
+from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH, Index, index_entry
 from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.store.admission import AUTO, AdmitRequest
-from gitkb.store.layout import BRANCH
 from gitkb.vcs.trailers import format_message
 from gitkb.warmstart.attest import read_ledger
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 WORKERS = 8
 ROUNDS = 2

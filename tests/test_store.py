@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import example_files, git, kb, needs_conformance
+from helpers import example_files, git, kb, needs_conformance
 
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
 from gitkb.importers.gpu_wiki import export_tree, import_tree
@@ -58,6 +58,7 @@ def test_init_never_overwrites_a_users_files(tmp_path):
         Store.init(tmp_path / "plain")
 
 
+@pytest.mark.slow
 def test_insert_keeps_bytes_updates_index_and_work_tree(store):
     raw = example_files()[0].read_bytes()
     admission = store.admit(raw, "insert", source="x.json", trace="t1", trace_commit="a" * 40)
@@ -73,6 +74,7 @@ def test_insert_keeps_bytes_updates_index_and_work_tree(store):
         store.admit(raw, "insert")
 
 
+@pytest.mark.slow
 def test_confirm_is_idempotent_per_evidence(store):
     target = synthetic.strategy(1)
     store.admit(dumps(target), "insert")
@@ -91,6 +93,7 @@ def test_confirm_is_idempotent_per_evidence(store):
     assert incoming["id"] not in store.view()  # a confirm does not insert the incoming record
 
 
+@pytest.mark.slow
 def test_conflict_queues_numbered_files_for_a_human(store):
     target = synthetic.strategy(1)
     store.admit(dumps(target), "insert")
@@ -105,6 +108,7 @@ def test_conflict_queues_numbered_files_for_a_human(store):
     assert store.view().entry(target["id"]) is not None and len(store.view()) == 1
 
 
+@pytest.mark.slow
 def test_match_lists_same_scope_candidates(store):
     base = synthetic.strategy(0)
     store.admit(dumps(base), "insert")
@@ -148,6 +152,7 @@ def test_match_lists_same_scope_candidates(store):
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_records_leave_the_store_unchanged(store, raw, expected, error):
     before = snapshot(store.location)
     with pytest.raises(error, match=expected):
@@ -177,6 +182,7 @@ def test_ref_moving_under_every_attempt_is_reported_and_nothing_lands(store, mon
     assert store.tip == before and len(store.view()) == 0
 
 
+@pytest.mark.slow
 def test_ref_moved_once_is_retried_on_the_new_tip(store):
     """A commit that lands on main between our read and our swap (a human's, or a push)."""
     repo = store.repo
@@ -230,6 +236,7 @@ def test_bare_store_works_without_checkout(bare_store):
     assert bare_store.list(arch="cdna3") == []
 
 
+@pytest.mark.slow
 def test_gpu_wiki_import_export_is_byte_identical(tmp_path):
     sample = needs_conformance()
     store = Store.init(tmp_path / "kb.git", bare=True)
@@ -270,6 +277,7 @@ def test_import_refuses_a_tree_with_a_bad_record(tmp_path):
     assert store.tip == tip
 
 
+@pytest.mark.slow
 def test_cli_round_trip(tmp_path):
     kb_dir = tmp_path / "kb"
     assert kb("init", str(kb_dir)).returncode == 0
@@ -290,6 +298,7 @@ def test_cli_round_trip(tmp_path):
     assert json.loads(match.stdout)["status"] == "ok"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message", "code"),
     [

@@ -96,6 +96,7 @@ def test_record_level_flags():
     assert not gates["relations"].record_level and gates["relations"].full_only
 
 
+@pytest.mark.slow
 def test_every_injection_fires_and_every_baseline_is_clean():
     outcomes = run_injections(example_context(), store_gates())
     assert [o for o in outcomes if o.status not in ("FIRED", "CLEAN")] == []
@@ -110,6 +111,7 @@ def test_examples_pass_every_gate():
     assert {r.gate.name: r.status for r in results} == dict.fromkeys(STORE_GATES, "PASS")
 
 
+@pytest.mark.slow
 def test_conformance_sample_passes_all_nine_gates():
     if not (SAMPLE / "records").is_dir():
         pytest.skip("the conformance sample (../shared) is not present")

@@ -12,7 +12,7 @@ import copy
 import subprocess
 
 import pytest
-from conftest import git, kb, needs_conformance
+from helpers import git, kb, needs_conformance
 from trace_factory import Symlink, Trace, kernel_source
 
 from gitkb import record as rec
@@ -71,6 +71,7 @@ def test_registry_appends_the_eight_trace_gates_in_spec_order():
         assert all(case.name.startswith(gate.name + "/") for case in gate.injections)
 
 
+@pytest.mark.slow
 def test_every_trace_injection_fires_on_real_evidence_and_the_sample_is_clean():
     outcomes = injection_outcomes(by_name(list(TRACE_GATES)))
     assert [o for o in outcomes if o.status not in ("FIRED", "CLEAN")] == []
@@ -79,6 +80,7 @@ def test_every_trace_injection_fires_on_real_evidence_and_the_sample_is_clean():
     assert sum(o.status == "FIRED" for o in outcomes) >= 3 * len(TRACE_GATES)
 
 
+@pytest.mark.slow
 def test_cli_injection_tests_cover_all_eighteen_gates():
     done = kb("validate", "--injection-tests")
     out = done.stdout.decode()
@@ -91,6 +93,7 @@ def test_cli_injection_tests_cover_all_eighteen_gates():
 # --- end to end: real packets from the store -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_store_of_mined_records_passes_all_eighteen_gates(tmp_path):
     store, second = sample_trace.sample_store(tmp_path)
     store.admit(second.raw, "insert", source="example")
@@ -102,6 +105,7 @@ def test_a_store_of_mined_records_passes_all_eighteen_gates(tmp_path):
     assert "0 of 18 gates failed" in done.stdout.decode()
 
 
+@pytest.mark.slow
 def test_git_kb_mine_output_passes_all_eighteen_gates(tmp_path):
     from trace_factory import legacy_trace, long_horizon_trace
 
@@ -117,6 +121,7 @@ def test_git_kb_mine_output_passes_all_eighteen_gates(tmp_path):
     assert {r.gate.name: r.status for r in results} == {g.name: "PASS" for g in all_gates()}
 
 
+@pytest.mark.slow
 def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
     store, second = sample_trace.sample_store(tmp_path)
     forged = copy.deepcopy(second.data)
@@ -127,6 +132,7 @@ def test_admission_refuses_a_record_the_trace_does_not_back(tmp_path):
     assert second.data["id"] not in store.view()
 
 
+@pytest.mark.slow
 def test_an_injection_context_mutates_its_own_copy_of_the_packets(sample):
     from gitkb.gates import trace_evidence
     from gitkb.trace.sources import StoreTraces
@@ -356,6 +362,7 @@ def journal_messages(hostile, **extra) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_journal_backs_declared_experiments(hostile):
     assert journal_messages(hostile) == []
     assert journal_messages(hostile, journal="memory/v1.json", experiments=[4]) == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import needs_conformance
+from helpers import needs_conformance
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
@@ -15,6 +15,8 @@ from gitkb.gates.registry import GATE_NAMES, all_gates
 from gitkb.record.index import Index, index_entry
 from gitkb.samples import synthetic
 from gitkb.validate import folder_context, validate
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 
 def write_folder(folder, count: int = 420):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import git
+from helpers import git
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved
 from gitkb.vcs.repository import Repository
@@ -151,6 +151,7 @@ def test_fetch_into_copies_objects_under_a_ref(tmp_path):
         repo.fetch_into(trace, sha, "refs/kb/traces/t1")  # a rewind is refused
 
 
+@pytest.mark.slow
 def test_batched_commits_pack_as_one_and_read_back(tmp_path):
     """A batch of commits is stored as one pack that C git and dulwich both read back."""
     repo_dir = tmp_path / "bare.git"
@@ -173,6 +174,7 @@ def test_batched_commits_pack_as_one_and_read_back(tmp_path):
         assert git("show", f"{commit}:big.txt", cwd=repo_dir).stdout.encode() == data
 
 
+@pytest.mark.slow
 def test_entry_changes_match_c_git_diff_tree(tmp_path):
     """The raw-bytes diff of one folder agrees with C git on adds, edits, deletes, mode
     changes and subfolders, in a folder that grows a file per commit, loose and packed."""
@@ -224,6 +226,7 @@ def test_entry_changes_match_c_git_diff_tree(tmp_path):
             assert got == expected(old, new), (old, new)
 
 
+@pytest.mark.slow
 def test_trees_written_from_entry_rows_keep_gits_order_and_read_back(tmp_path):
     """Trees are edited as rows of raw entries: folders sort as if their names ended in
     '/', entries are replaced and removed in place, and C git reads every version back."""

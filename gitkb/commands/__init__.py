@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import click
 
@@ -63,7 +64,7 @@ def read_input(path: str) -> bytes:
     from gitkb.errors import RecordError
 
     if path == "-":
-        return click.get_binary_stream("stdin").read()
+        return sys.stdin.buffer.read()
     try:
         with open(path, "rb") as fh:
             return fh.read()

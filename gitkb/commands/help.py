@@ -1,3 +1,5 @@
+import typing
+
 import click
 
 
@@ -6,7 +8,7 @@ import click
 @click.pass_context
 def command(ctx: click.Context, verb: str | None) -> None:
     """Show help for VERB (or the list of verbs)."""
-    group = ctx.parent.command
+    group = typing.cast(click.Group, ctx.parent.command)
     if not verb:
         click.echo(group.get_help(ctx.parent))
         return

@@ -1,3 +1,5 @@
+import sys
+
 import click
 
 from gitkb.commands import echo_json, store_option_if_any
@@ -67,9 +69,7 @@ def mine_options(non_target_kernels=(), **flags):
 @click.option("--dry-run", is_flag=True, help="Read, partition and distill; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @store_option_if_any
-def command(
-    trace, label, distiller, stage_only, jobs, dry_run, as_json, store, **flags
-) -> None:
+def command(trace, label, distiller, stage_only, jobs, dry_run, as_json, store, **flags) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
     from gitkb.mine.pipeline import mine
 
@@ -82,9 +82,7 @@ def command(
         if total < 50:
             return
         if bar is None:
-            bar = click.progressbar(
-                length=total, label="distilling", file=click.get_text_stream("stderr")
-            )
+            bar = click.progressbar(length=total, label="distilling", file=sys.stderr)
             bar.__enter__()
         bar.update(1)
 

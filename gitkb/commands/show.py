@@ -1,3 +1,5 @@
+import sys
+
 import click
 
 from gitkb.commands import store_option
@@ -8,4 +10,4 @@ from gitkb.commands import store_option
 @store_option
 def command(record_id: str, store) -> None:
     """Print the record RECORD_ID exactly as stored."""
-    click.get_binary_stream("stdout").write(store.read_record(record_id).raw)
+    sys.stdout.buffer.write(store.read_record(record_id).raw)

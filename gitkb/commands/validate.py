@@ -58,7 +58,7 @@ def command(
     names = checked_names(gate_names)
     if injection_tests:
         outcomes = validate.injection_outcomes(by_name(names))
-        failed = [o for o in outcomes if not o.ok and o.status != "SKIP"]
+        problems = [o for o in outcomes if not o.ok and o.status != "SKIP"]
         if as_json:
             echo_json([o.__dict__ for o in outcomes])
         else:
@@ -68,8 +68,8 @@ def command(
                     + (f"  ({o.detail})" if o.detail and not o.ok else "")
                 )
             fired = sum(o.status == "FIRED" for o in outcomes)
-            click.echo(f"{fired} cases fired, {len(failed)} problems")
-        raise SystemExit(1 if failed else 0)
+            click.echo(f"{fired} cases fired, {len(problems)} problems")
+        raise SystemExit(1 if problems else 0)
 
     done = validate.validate(path, names, staging, full, trace=trace_path, store=store_path)
     results = done.results

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from gitkb.record import RecordFile
 
@@ -70,6 +71,23 @@ class Injection:
 
     name: str
     mutate: Callable[[GateContext], bool]
+
+
+Target = TypeVar("Target")
+
+
+def mutation(
+    locate: Callable[[GateContext], Target | None], edit: Callable[[Target], object]
+) -> Callable[[GateContext], bool]:
+    """An injection case's ``mutate`` from its two halves: ``locate`` finds what to damage
+    (None: the context offers nothing), ``edit`` damages it in place and returns False
+    when, after all, there was nothing to change."""
+
+    def mutate(ctx: GateContext) -> bool:
+        target = locate(ctx)
+        return target is not None and edit(target) is not False
+
+    return mutate
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.record import dig
@@ -146,7 +147,7 @@ class Haystack:
 # --- the check ----------------------------------------------------------------------------
 
 
-def _leaks(record_id: str, haystack: Haystack):
+def _leaks(record_id: str, haystack: Haystack) -> Iterator[Finding]:
     for what, pattern, literal in LEAK_PATTERNS:
         if literal not in haystack.text:
             continue
@@ -155,7 +156,7 @@ def _leaks(record_id: str, haystack: Haystack):
             yield Finding(record_id, NAME, f"{what} {match.group()!r} in {where}", where)
 
 
-def _denylisted(record_id: str, haystack: Haystack, terms: tuple[str, ...]):
+def _denylisted(record_id: str, haystack: Haystack, terms: tuple[str, ...]) -> Iterator[Finding]:
     folded = haystack.text.casefold()
     for term in terms:
         if term in folded:
@@ -163,7 +164,7 @@ def _denylisted(record_id: str, haystack: Haystack, terms: tuple[str, ...]):
             yield Finding(record_id, NAME, f"denylisted private term {term!r} in {where}", where)
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     configured = denylist_file()
     terms: tuple[str, ...] = ()
     if configured is not None:

@@ -10,7 +10,7 @@ list G (spec 5.3), so a record passes here only what both reference tools pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
@@ -55,7 +55,7 @@ def _is_stated(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def problems(payload: dict):
+def problems(payload: dict) -> Iterator[tuple[str, str]]:
     """(field, message) for every way an anti-strategy's payload fails to state a law."""
     verdict = payload.get("verdict")
     if isinstance(verdict, str) and verdict in NO_CONCLUSION_VERDICTS:
@@ -86,7 +86,7 @@ def problems(payload: dict):
         )
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, record in ctx.parsed():
         if record.get("type") != "anti-strategy":
             continue

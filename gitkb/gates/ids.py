@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.record import ID_PATTERN, MIN_ID_SEGMENTS
@@ -11,7 +12,7 @@ from gitkb.record import ID_PATTERN, MIN_ID_SEGMENTS
 NAME = "ids"
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     counts = Counter(data.get("id") for _, data in ctx.parsed())
     for record_file, data in ctx.parsed():
         record_id = data.get("id")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.record import dig
@@ -20,7 +21,7 @@ from gitkb.record.index import INDEX_PATH
 NAME = "index"
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     # JSON equality: key order ignored, list order kept, 1 == 1.0, but True != 1.
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -31,7 +32,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     if ctx.index_check is not None:
         if not ctx.full:
             raise Skip("a store's index is a cache under its git directory: --full checks it")
@@ -71,7 +72,7 @@ def whole_index(raw: bytes | None, record_count: int) -> tuple[list[Finding], di
     return found, by_id
 
 
-def disagreements(record_id: str, record: dict, entry: dict | None):
+def disagreements(record_id: str, record: dict, entry: dict | None) -> Iterator[Finding]:
     """How one record's index entry (None when absent) disagrees with the record; the
     pre-receive hook applies the same comparison to the records a push changed."""
     if entry is None:
@@ -95,7 +96,7 @@ def disagreements(record_id: str, record: dict, entry: dict | None):
             )
 
 
-def _edit_first_entry(ctx: GateContext, edit) -> bool:
+def _edit_first_entry(ctx: GateContext, edit: Callable[[dict, dict], object]) -> bool:
     index = json.loads(ctx.index_raw)
     edit(index, index["records"][0])
     ctx.index_raw = json.dumps(index).encode()

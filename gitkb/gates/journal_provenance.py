@@ -22,8 +22,10 @@ headers alone, before any content is read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -36,6 +38,9 @@ from gitkb.gates.trace_evidence import (
     trace_tip,
 )
 from gitkb.trace.messages import long_horizon_commit
+
+if TYPE_CHECKING:
+    from gitkb.vcs.repository import Repository
 
 NAME = "journal-provenance"
 FIELD = "evidence.raw.evidence_extra"
@@ -87,12 +92,12 @@ def path_problem(path: object) -> str | None:
     return None
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx, also=_declares)
     require_traces(ctx)
     for record_file, data in records:
         if _declares(data):
-            problems = _problems(ctx, data)
+            problems = list(_problems(ctx, data))
         elif kind := cited_kind(ctx, data):
             problems = [(FIELD, OMITTED.format(kind=kind))]
         else:
@@ -101,7 +106,7 @@ def check(ctx: GateContext):
             yield Finding(record_file.id, NAME, message, field)
 
 
-def _problems(ctx: GateContext, data: dict):
+def _problems(ctx: GateContext, data: dict) -> Iterator[tuple[str, str]]:
     extra = evidence_extra(data)
     label = label_of(data)
     if not isinstance(extra, dict):
@@ -175,7 +180,7 @@ def _problems(ctx: GateContext, data: dict):
             )
 
 
-def _locate(repo, commits: list[str], path: str) -> tuple[str | None, str | None]:
+def _locate(repo: Repository, commits: list[str], path: str) -> tuple[str | None, str | None]:
     """The first commit holding ``path`` as a regular file; a symlink anywhere on the way
     is refused (it could point out of the trace)."""
     parts = path.split("/")
@@ -212,12 +217,13 @@ def journal_experiments(raw: bytes | None) -> set[int] | None:
     return ids
 
 
-def _granular(ctx: GateContext):
+def _granular(ctx: GateContext) -> dict | None:
     record_file = first_mined(ctx, lambda data: isinstance(evidence_extra(data), dict))
-    return None if record_file is None else evidence_extra(record_file.data)
+    extra = None if record_file is None else evidence_extra(record_file.data)
+    return extra if isinstance(extra, dict) else None
 
 
-def _set_journal(path: str):
+def _set_journal(path: str) -> Callable[[GateContext], bool]:
     def mutate(ctx: GateContext) -> bool:
         extra = _granular(ctx)
         if extra is None:
@@ -228,12 +234,8 @@ def _set_journal(path: str):
     return mutate
 
 
-def _unknown_experiment(ctx: GateContext) -> bool:
-    extra = _granular(ctx)
-    if extra is None:
-        return False
+def _unknown_experiment(extra: dict) -> None:
     extra["experiments"] = [*(extra.get("experiments") or []), 9999]
-    return True
 
 
 def _omitted_journal(ctx: GateContext) -> bool:
@@ -245,14 +247,10 @@ def _omitted_journal(ctx: GateContext) -> bool:
     return True
 
 
-def _unresolved_promotion(ctx: GateContext) -> bool:
-    extra = _granular(ctx)
-    if extra is None:
-        return False
+def _unresolved_promotion(extra: dict) -> None:
     for key in COMMIT_KEYS:
         extra.pop(key, None)
     extra["promotion_commit"] = "0" * 40
-    return True
 
 
 GATE = Gate(
@@ -266,8 +264,12 @@ GATE = Gate(
         ),
         Injection("journal-provenance/absolute-path", _set_journal("/etc/passwd")),
         Injection("journal-provenance/traversal", _set_journal("memory/../../outside.json")),
-        Injection("journal-provenance/unknown-experiment", _unknown_experiment),
-        Injection("journal-provenance/unresolved-promotion", _unresolved_promotion),
+        Injection(
+            "journal-provenance/unknown-experiment", mutation(_granular, _unknown_experiment)
+        ),
+        Injection(
+            "journal-provenance/unresolved-promotion", mutation(_granular, _unresolved_promotion)
+        ),
         Injection("journal-provenance/omitted-journal", _omitted_journal),
     ),
 )

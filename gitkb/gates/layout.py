@@ -6,9 +6,15 @@ to gitkb's layout (the store `ids` gate checks every file name)."""
 
 from __future__ import annotations
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import first_mined, mined_records
 from gitkb.record import RECORDS_DIR
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
 
 NAME = "layout"
 
@@ -26,7 +32,7 @@ def expected_path(data: dict) -> str:
     return "/".join([RECORDS_DIR, *map(str, parts), f"{data.get('id')}.json"])
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, data in mined_records(ctx):
         wanted = expected_path(data)
         if record_file.path != wanted:
@@ -35,19 +41,12 @@ def check(ctx: GateContext):
             )
 
 
-def _scope_mismatch(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _scope_mismatch(record_file: RecordFile) -> None:
     scope = record_file.data["retrieval"]["scope"]
     scope["dsl"] = "triton" if scope.get("dsl") == "cuda" else "cuda"
-    return True
 
 
-def _other_vendor_folder(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _other_vendor_folder(record_file: RecordFile) -> bool:
     parts = record_file.path.split("/")
     if len(parts) < 4:
         return False
@@ -56,21 +55,13 @@ def _other_vendor_folder(ctx: GateContext) -> bool:
     return True
 
 
-def _flat_file(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _flat_file(record_file: RecordFile) -> None:
     record_file.path = f"{RECORDS_DIR}/{record_file.data['id']}.json"
-    return True
 
 
-def _operator_family_changed(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _operator_family_changed(record_file: RecordFile) -> None:
     scope = record_file.data["retrieval"]["scope"]
     scope["operator_family"] = "norm" if scope.get("operator_family") != "norm" else "softmax"
-    return True
 
 
 GATE = Gate(
@@ -79,9 +70,11 @@ GATE = Gate(
     description="mined records are filed under type/vendor/arch/dsl/operator_family",
     check=check,
     injections=(
-        Injection("layout/scope-mismatch", _scope_mismatch),
-        Injection("layout/other-vendor-folder", _other_vendor_folder),
-        Injection("layout/flat-file", _flat_file),
-        Injection("layout/operator-family-changed", _operator_family_changed),
+        Injection("layout/scope-mismatch", mutation(first_mined, _scope_mismatch)),
+        Injection("layout/other-vendor-folder", mutation(first_mined, _other_vendor_folder)),
+        Injection("layout/flat-file", mutation(first_mined, _flat_file)),
+        Injection(
+            "layout/operator-family-changed", mutation(first_mined, _operator_family_changed)
+        ),
     ),
 )

@@ -3,14 +3,21 @@ capture: one of the packet's cited profile directories measured the kernel under
 
 from __future__ import annotations
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
     mined_records,
-    packet_of,
+    packet_of_record,
     require_traces,
 )
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
+    from gitkb.trace.packets import Packet
 
 NAME = "ncu-attribution"
 FIELD = "evidence.summary.bottleneck_evidence.basis"
@@ -22,7 +29,7 @@ def basis(data: dict) -> object:
     return claim.get("basis") if isinstance(claim, dict) else None
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     require_traces(ctx)
     for record_file, data in records:
@@ -48,7 +55,7 @@ def check(ctx: GateContext):
             )
 
 
-def _claim_profiler(ctx: GateContext):
+def _claim_profiler(ctx: GateContext) -> RecordFile | None:
     record_file = first_mined(ctx)
     if record_file is None:
         return None
@@ -58,33 +65,19 @@ def _claim_profiler(ctx: GateContext):
     return record_file
 
 
-def _unbacked_claim(ctx: GateContext) -> bool:
-    record_file = _claim_profiler(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
+def _unbacked_claim(packet: Packet) -> None:
     packet.provenance["ncu_dirs"] = []
-    return True
 
 
-def _unusable_capture(ctx: GateContext) -> bool:
+def _unusable_capture(packet: Packet) -> None:
     """Captures are cited, but none measured the kernel under test."""
-    record_file = _claim_profiler(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
     packet.provenance["ncu_dirs"] = packet.provenance.get("ncu_dirs") or ["profiles/v1"]
     packet.usable_captures = []
-    return True
 
 
-def _no_packet(ctx: GateContext) -> bool:
-    record_file = _claim_profiler(ctx)
-    if record_file is None:
-        return False
+def _no_packet(record_file: RecordFile) -> None:
     record_file.data["id"] += "-unmined"
     record_file.data["evidence"]["raw"]["version"] = "v9999"
-    return True
 
 
 GATE = Gate(
@@ -93,8 +86,14 @@ GATE = Gate(
     description="a profiler-based bottleneck cites a usable capture of the kernel",
     check=check,
     injections=(
-        Injection("ncu-attribution/unbacked-claim", _unbacked_claim),
-        Injection("ncu-attribution/unusable-capture", _unusable_capture),
-        Injection("ncu-attribution/no-packet", _no_packet),
+        Injection(
+            "ncu-attribution/unbacked-claim",
+            mutation(packet_of_record(_claim_profiler), _unbacked_claim),
+        ),
+        Injection(
+            "ncu-attribution/unusable-capture",
+            mutation(packet_of_record(_claim_profiler), _unusable_capture),
+        ),
+        Injection("ncu-attribution/no-packet", mutation(_claim_profiler, _no_packet)),
     ),
 )

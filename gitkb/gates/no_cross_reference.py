@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.anonymization import CODE_KEYS, MARKDOWN_PAGE, child_path
@@ -60,7 +61,7 @@ def searched_text(record: dict) -> str:
     return text
 
 
-def _texts(node: object, path: str):
+def _texts(node: object, path: str) -> Iterator[tuple[str, str]]:
     """(path, text) for every key and string value below ``node``, code strings left out."""
     if isinstance(node, str):
         yield path, node
@@ -83,7 +84,7 @@ def _where(record: dict, found: str) -> str:
     return ""
 
 
-def _references(record_id: str, record: dict, text: str):
+def _references(record_id: str, record: dict, text: str) -> Iterator[Finding]:
     for what, pattern, literals in REFERENCE_PATTERNS:
         if not any(literal in text for literal in literals):
             continue
@@ -93,7 +94,7 @@ def _references(record_id: str, record: dict, text: str):
             yield Finding(record_id, NAME, f"{what} {match.group()!r}{place}", where)
 
 
-def _serve_time_fields(record_id: str, record: dict):
+def _serve_time_fields(record_id: str, record: dict) -> Iterator[Finding]:
     payload = record.get("payload")
     implementation = payload.get("implementation") if isinstance(payload, dict) else None
     if not isinstance(implementation, dict):
@@ -108,7 +109,7 @@ def _serve_time_fields(record_id: str, record: dict):
         )
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, record in ctx.parsed():
         yield from _references(record_file.id, record, searched_text(record))
         yield from _serve_time_fields(record_file.id, record)

@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
     mined_records,
-    packet_of,
+    packet_of_record,
     require_traces,
 )
 from gitkb.record import dig
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
+    from gitkb.trace.packets import Packet
 
 NAME = "no-fabrication"
 AUDITED = (
@@ -58,7 +64,7 @@ def normalised(token: str) -> set[str]:
     return forms
 
 
-def pool(packet) -> set[str]:
+def pool(packet: Packet) -> set[str]:
     return (
         magnitudes(json.dumps(packet.agent_facing, ensure_ascii=False))
         | magnitudes(packet.code)
@@ -66,7 +72,7 @@ def pool(packet) -> set[str]:
     )
 
 
-def audited_leaves(data: dict):
+def audited_leaves(data: dict) -> Iterator[tuple[str, str]]:
     """(field path, text) for every audited leaf, numbers in their usual decimal form."""
     for keys in AUDITED:
         node = dig(data, *keys)
@@ -74,7 +80,7 @@ def audited_leaves(data: dict):
             yield from _leaves(node, ".".join(keys))
 
 
-def _leaves(node, where: str):
+def _leaves(node: object, where: str) -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for key, value in node.items():
             if key not in UNAUDITED_KEYS:
@@ -96,7 +102,7 @@ def _all_stated(data: dict, allowed: set[str]) -> bool:
     return all(normalised(token) & allowed or not normalised(token) for token in tokens)
 
 
-def _texts(node, out: list[str]) -> None:
+def _texts(node: object, out: list[str]) -> None:
     """Every audited leaf of ``node`` as text, without its path (see ``_leaves``)."""
     if isinstance(node, dict):
         for key, value in node.items():
@@ -111,7 +117,7 @@ def _texts(node, out: list[str]) -> None:
         out.append(repr(node))
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     require_traces(ctx)
     for record_file, data in records:
@@ -140,10 +146,7 @@ def check(ctx: GateContext):
                 )
 
 
-def _invented_number(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _invented_number(record_file: RecordFile) -> bool:
     data = record_file.data
     gain = (data.get("worth") or {}).get("gain") or {}
     metrics = gain.get("metrics") or []
@@ -159,45 +162,28 @@ def _invented_number(ctx: GateContext) -> bool:
     return False
 
 
-def _invented_signal(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _invented_signal(record_file: RecordFile) -> None:
     signals = record_file.data.setdefault("retrieval", {}).setdefault("signals", {})
     metrics = signals.get("metrics")
     signals["metrics"] = {**(metrics if isinstance(metrics, dict) else {}), "dram_pct": 93.17}
-    return True
 
 
-def _invented_effect(ctx: GateContext) -> bool:
+def _invented_effect(record_file: RecordFile) -> None:
     """A better absolute latency than the trace measured: warm start ranks by it."""
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
     raw = record_file.data.setdefault("evidence", {}).setdefault("raw", {})
     effect = raw.get("effect") if isinstance(raw.get("effect"), dict) else {"basis": "measured"}
     raw["effect"] = {**effect, "new_geomean_us": 12.3457}
-    return True
 
 
-def _unmatched_record(ctx: GateContext) -> bool:
-    record_file = first_mined(ctx)
-    if record_file is None:
-        return False
+def _unmatched_record(record_file: RecordFile) -> None:
     data = record_file.data
     data["id"] += "-unmined"
     data["evidence"]["raw"]["version"] = "v9999"
-    return True
 
 
-def _evidence_lost(ctx: GateContext) -> bool:
+def _evidence_lost(packet: Packet) -> None:
     """The trace no longer states the record's numbers: the packet says nothing."""
-    record_file = first_mined(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
     packet.agent_facing, packet.target, packet.diff, packet.kernel = {}, {}, None, None
-    return True
 
 
 GATE = Gate(
@@ -206,10 +192,14 @@ GATE = Gate(
     description="every number a mined record states occurs in its packet",
     check=check,
     injections=(
-        Injection("no-fabrication/invented-number", _invented_number),
-        Injection("no-fabrication/invented-signal-metric", _invented_signal),
-        Injection("no-fabrication/invented-effect-geomean", _invented_effect),
-        Injection("no-fabrication/no-packet", _unmatched_record),
-        Injection("no-fabrication/evidence-lost", _evidence_lost),
+        Injection("no-fabrication/invented-number", mutation(first_mined, _invented_number)),
+        Injection("no-fabrication/invented-signal-metric", mutation(first_mined, _invented_signal)),
+        Injection(
+            "no-fabrication/invented-effect-geomean", mutation(first_mined, _invented_effect)
+        ),
+        Injection("no-fabrication/no-packet", mutation(first_mined, _unmatched_record)),
+        Injection(
+            "no-fabrication/evidence-lost", mutation(packet_of_record(first_mined), _evidence_lost)
+        ),
     ),
 )

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from collections.abc import Iterator
+
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import first_mined, mined_records
 
 NAME = "profile"
 ERRORS_PER_RECORD = 4
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     from gitkb import schema
 
     for record_file, data in mined_records(ctx):
@@ -18,12 +20,9 @@ def check(ctx: GateContext):
             yield Finding(record_file.id, NAME, message, path)
 
 
-def _mutate(change):
-    def mutate(ctx: GateContext) -> bool:
-        record_file = first_mined(ctx)
-        return record_file is not None and change(record_file.data) is not False
-
-    return mutate
+def _mined_data(ctx: GateContext) -> dict | None:
+    record_file = first_mined(ctx)
+    return None if record_file is None else record_file.data
 
 
 def _generic_level(data: dict) -> None:
@@ -56,10 +55,10 @@ GATE = Gate(
     description="mined records validate against the opt-trace-1.0 profile",
     check=check,
     injections=(
-        Injection("profile/generic-level", _mutate(_generic_level)),
-        Injection("profile/technique-card", _mutate(_technique_card)),
-        Injection("profile/missing-git-commit", _mutate(_drop_commit)),
-        Injection("profile/page-pointer", _mutate(_page_pointer)),
-        Injection("profile/gain-without-kind", _mutate(_gain_without_kind)),
+        Injection("profile/generic-level", mutation(_mined_data, _generic_level)),
+        Injection("profile/technique-card", mutation(_mined_data, _technique_card)),
+        Injection("profile/missing-git-commit", mutation(_mined_data, _drop_commit)),
+        Injection("profile/page-pointer", mutation(_mined_data, _page_pointer)),
+        Injection("profile/gain-without-kind", mutation(_mined_data, _gain_without_kind)),
     ),
 )

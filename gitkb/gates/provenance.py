@@ -9,7 +9,8 @@ A record that cites a trace commit without naming its trace is reported too."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.trace_evidence import (
@@ -23,6 +24,9 @@ from gitkb.gates.trace_evidence import (
     trace_tip,
 )
 
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
+
 NAME = "provenance"
 _SHA = re.compile(r"[0-9a-f]{40}")
 UNKNOWN_COMMIT = "0" * 40
@@ -32,7 +36,7 @@ def _cites_commit(data: dict) -> bool:
     return bool(raw_of(data).get("git_commit"))
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx, also=_cites_commit)
     require_traces(ctx)
     expected_label = ctx.extra.get("trace_label")
@@ -75,7 +79,7 @@ def check(ctx: GateContext):
             )
 
 
-def _first(ctx: GateContext):
+def _first(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(raw_of(data).get("git_commit")))
 
 

@@ -9,6 +9,7 @@ raw provenance values (repository, checkout file, commit, file paths) in it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 from gitkb.gates.anonymization import child_path
@@ -56,7 +57,7 @@ def served_text(projection: dict) -> str:
     return json.dumps(projection, ensure_ascii=False, default=str)
 
 
-def _paths(node: object, path: str = ""):
+def _paths(node: object, path: str = "") -> Iterator[tuple[str, str]]:
     """(path, key or string value) for every key and every string value below ``node``."""
     if isinstance(node, str):
         yield path, node
@@ -89,7 +90,7 @@ def _raw_block(record: dict) -> dict:
     return raw if isinstance(raw, dict) else {}
 
 
-def _forbidden_tokens(record_id: str, projection: dict, text: str):
+def _forbidden_tokens(record_id: str, projection: dict, text: str) -> Iterator[Finding]:
     for token in FORBIDDEN_TOKENS:
         if f'"{token}"' in text:
             where = _where_token(projection, token)
@@ -102,7 +103,7 @@ def _forbidden_tokens(record_id: str, projection: dict, text: str):
             )
 
 
-def _worth_shape(record_id: str, projection: dict):
+def _worth_shape(record_id: str, projection: dict) -> Iterator[Finding]:
     worth = projection["worth"]
     if set(worth) != SERVED_WORTH_KEYS:
         yield Finding(
@@ -117,7 +118,7 @@ def _worth_shape(record_id: str, projection: dict):
         )
 
 
-def _echoed_raw_values(record_id: str, projection: dict, text: str, raw: dict):
+def _echoed_raw_values(record_id: str, projection: dict, text: str, raw: dict) -> Iterator[Finding]:
     for key in ECHOED_RAW_KEYS:
         value = raw.get(key)
         if value and str(value) in text:
@@ -131,7 +132,7 @@ def _echoed_raw_values(record_id: str, projection: dict, text: str, raw: dict):
             )
 
 
-def _echoed_file_paths(record_id: str, projection: dict, text: str, raw: dict):
+def _echoed_file_paths(record_id: str, projection: dict, text: str, raw: dict) -> Iterator[Finding]:
     file_paths = raw.get("file_paths")
     if not isinstance(file_paths, list):
         return
@@ -149,7 +150,7 @@ def _echoed_file_paths(record_id: str, projection: dict, text: str, raw: dict):
         yield Finding(record_id, NAME, message, where or f"evidence.raw.file_paths[{position}]")
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, record in ctx.parsed():
         projection = served(record)
         text = served_text(projection)

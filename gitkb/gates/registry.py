@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from typing import Protocol, runtime_checkable
 
 from gitkb.gates import Gate
 
@@ -28,6 +29,13 @@ GATE_MODULES = (
     "store_overlap",
     "journal_provenance",
 )
+
+
+@runtime_checkable
+class GateModule(Protocol):
+    """What a module named in ``GATE_MODULES`` holds (tests/test_plugins.py checks each)."""
+
+    GATE: Gate
 
 
 # A gate's name is its module's with hyphens (a test holds every module to it), so names

@@ -7,7 +7,7 @@ needs every id, so it never runs on a single record at admission.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
@@ -25,7 +25,7 @@ def _links(record: dict) -> dict:
     return links if isinstance(links, dict) else {}
 
 
-def dangling_links(record_id: str, record: dict, known_ids: Container[str]):
+def dangling_links(record_id: str, record: dict, known_ids: Container[str]) -> Iterator[Finding]:
     """Findings for the links of one record that name no id in ``known_ids`` (a set of ids,
     or an index: the pre-receive hook checks a push's records against the new tip's)."""
     for relation, value in _links(record).items():
@@ -42,7 +42,7 @@ def dangling_links(record_id: str, record: dict, known_ids: Container[str]):
             )
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     known_ids = {data.get("id") for _, data in ctx.parsed() if isinstance(data.get("id"), str)}
     for record_file, record in ctx.parsed():
         yield from dangling_links(record_file.id, record, known_ids)
@@ -51,7 +51,7 @@ def check(ctx: GateContext):
 # --- injection cases ----------------------------------------------------------------------
 
 
-def _set_links(ctx: GateContext, **links) -> bool:
+def _set_links(ctx: GateContext, **links: object) -> bool:
     ctx.records[0].data["retrieval"]["links"] = links
     return True
 

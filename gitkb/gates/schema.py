@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
 NAME = "schema"
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     from gitkb import schema
 
     for record_file in ctx.records:

@@ -11,8 +11,9 @@ latencies, only ``worth.gain`` is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 
 NAME = "self-contained"
 
@@ -63,7 +64,7 @@ def is_number(value: object) -> bool:
 # --- the checks, each a generator of (field, message) ------------------------------------
 
 
-def _prose_problems(record: dict):
+def _prose_problems(record: dict) -> Iterator[tuple[str, str]]:
     payload = _object(record.get("payload"))
     problem = _object(payload.get("problem"))
     if is_blank(payload.get("goal")):
@@ -80,7 +81,7 @@ def _prose_problems(record: dict):
         yield "payload.problem.operator", "an operator-level record names no problem.operator"
 
 
-def _gain_string_problems(gain: dict):
+def _gain_string_problems(gain: dict) -> Iterator[tuple[str, str]]:
     if not gain.get("basis"):
         yield "worth.gain.basis", "gain basis is missing"
     for key, value in gain.items():
@@ -88,7 +89,7 @@ def _gain_string_problems(gain: dict):
             yield f"worth.gain.{key}", f"absolute latency in worth.gain.{key}: {value!r}"
 
 
-def _metric_problems(gain: dict):
+def _metric_problems(gain: dict) -> Iterator[tuple[str, str]]:
     for list_name in METRIC_LISTS:
         for position, metric in enumerate(_entries(gain.get(list_name))):
             where = f"worth.gain.{list_name}[{position}]"
@@ -110,14 +111,14 @@ def _metric_problems(gain: dict):
                 yield where, "metric has no delta_pct, before or after, and no note saying why"
 
 
-def _measured_strategy_problems(record: dict, gain: dict):
+def _measured_strategy_problems(record: dict, gain: dict) -> Iterator[tuple[str, str]]:
     if gain.get("basis") != "measured" or record.get("type") != "strategy":
         return
     if not any(m.get("delta_pct") is not None for m in _entries(gain.get("metrics"))):
         yield "worth.gain.metrics", "a measured strategy has no metric with a delta_pct"
 
 
-def _pct_problems(gain: dict):
+def _pct_problems(gain: dict) -> Iterator[tuple[str, str]]:
     primary = gain.get("primary")
     headline = [
         m.get("delta_pct")
@@ -138,7 +139,7 @@ def _pct_problems(gain: dict):
         )
 
 
-def _implementation_problems(record: dict):
+def _implementation_problems(record: dict) -> Iterator[tuple[str, str]]:
     if record.get("type") not in CODE_CARRYING_TYPES:
         return
     payload = _object(record.get("payload"))
@@ -163,7 +164,7 @@ def _implementation_problems(record: dict):
         )
 
 
-def problems(record: dict):
+def problems(record: dict) -> Iterator[tuple[str, str]]:
     """(field, message) for every way one record is not self-contained."""
     gain = _object(_object(record.get("worth")).get("gain"))
     yield from _prose_problems(record)
@@ -174,7 +175,7 @@ def problems(record: dict):
     yield from _implementation_problems(record)
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     for record_file, record in ctx.parsed():
         for field, message in problems(record):
             yield Finding(record_file.id, NAME, message, field)
@@ -195,45 +196,25 @@ def _blank_goal(ctx: GateContext) -> bool:
     return True
 
 
-def _latency_in_gain_note(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _latency_in_gain_note(strategy: dict) -> None:
     strategy["worth"]["gain"]["note"] = "geomean went from 53.6 us to 41.8 us"
-    return True
 
 
-def _microsecond_metric(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _microsecond_metric(strategy: dict) -> None:
     metric = strategy["worth"]["gain"]["metrics"][0]
     metric.update(unit="us", before=53.6, after=41.8)
-    return True
 
 
-def _pct_not_headline(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _pct_not_headline(strategy: dict) -> None:
     strategy["worth"]["gain"]["pct"] = 25.0
-    return True
 
 
-def _diff_labelled_source(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _diff_labelled_source(strategy: dict) -> None:
     strategy["payload"]["implementation"]["format"] = "source (verbatim)"
-    return True
 
 
-def _missing_operator(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+def _missing_operator(strategy: dict) -> None:
     strategy["payload"]["problem"]["operator"] = None
-    return True
 
 
 GATE = Gate(
@@ -243,10 +224,14 @@ GATE = Gate(
     check=check,
     injections=(
         Injection("self-contained/blank-goal", _blank_goal),
-        Injection("self-contained/latency-in-gain-note", _latency_in_gain_note),
-        Injection("self-contained/microsecond-metric", _microsecond_metric),
-        Injection("self-contained/pct-not-headline", _pct_not_headline),
-        Injection("self-contained/diff-labelled-source", _diff_labelled_source),
-        Injection("self-contained/missing-operator", _missing_operator),
+        Injection(
+            "self-contained/latency-in-gain-note", mutation(_strategy, _latency_in_gain_note)
+        ),
+        Injection("self-contained/microsecond-metric", mutation(_strategy, _microsecond_metric)),
+        Injection("self-contained/pct-not-headline", mutation(_strategy, _pct_not_headline)),
+        Injection(
+            "self-contained/diff-labelled-source", mutation(_strategy, _diff_labelled_source)
+        ),
+        Injection("self-contained/missing-operator", mutation(_strategy, _missing_operator)),
     ),
 )

@@ -17,6 +17,7 @@ import os
 import pickle
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from gitkb import record as rec
 from gitkb.gates import Finding, Gate, GateContext, GateResult, run_gates
@@ -66,7 +67,9 @@ def workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run(folder: Path, names: tuple[str, ...], index_raw: bytes | None):
+def run(
+    folder: Path, names: tuple[str, ...], index_raw: bytes | None
+) -> tuple[int, str, list[GateResult]]:
     """(record count, census line, results) of the gates ``names`` on the folder's records,
     ``index_raw`` its records/index.json bytes. The shards fork before the gate modules
     load, so each process loads them at the same time."""
@@ -88,7 +91,7 @@ def run(folder: Path, names: tuple[str, ...], index_raw: bytes | None):
         whole["index"] = _merge(index_gate, [("PASS", "", _plain(index_found))] + [
             ("PASS", "", part["index"]) for part in parts
         ])  # fmt: skip
-    types = sum((part["types"] for part in parts), Counter())
+    types: Counter[str] = sum((part["types"] for part in parts), Counter())
     results = []
     for gate in gates:
         if gate.name in WHOLE_CONTEXT:
@@ -104,7 +107,7 @@ def _judge(folder: Path, shard: list[str], names: tuple[str, ...], by_id: dict |
 
     files = [rec.load(path, (folder / path).read_bytes()) for path in shard]
     results = run_gates(GateContext(records=files), by_name(names))
-    index = []
+    index: list[Finding] = []
     if by_id is not None:
         for f in files:
             if f.data is not None:
@@ -129,7 +132,9 @@ def _stub(record_file: rec.RecordFile) -> rec.RecordFile:
     return rec.RecordFile(record_file.path, b"", {"id": data.get("id")})
 
 
-def _fork(folder: Path, shard: list[str], names: tuple[str, ...], by_id) -> tuple[int, int]:
+def _fork(
+    folder: Path, shard: list[str], names: tuple[str, ...], by_id: dict | None
+) -> tuple[int, int]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: judge the shard, send the outcome, leave without cleanup
@@ -152,7 +157,8 @@ def _collect(pid: int, read_end: int) -> dict:
     with os.fdopen(read_end, "rb") as pipe:
         data = pipe.read()
     os.waitpid(pid, 0)
-    kind, value = pickle.loads(data) if data else ("error", "the shard process died")
+    outcome: tuple[str, Any] = pickle.loads(data) if data else ("error", "the shard process died")
+    kind, value = outcome
     if kind != "ok":
         raise GitkbError(f"validating a shard of the records failed: {value}")
     return value

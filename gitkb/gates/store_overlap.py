@@ -17,6 +17,7 @@ Sharing an ``episode_key`` is not overlap (it makes a confirm, not an insert).""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.gates.trace_evidence import first_mined, is_mined, mined_records
@@ -24,7 +25,7 @@ from gitkb.gates.trace_evidence import first_mined, is_mined, mined_records
 NAME = "store-overlap"
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     if ctx.store is None:
         raise Skip("no store: a record's id can only overlap a store's")

@@ -16,10 +16,17 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, Skip
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
+    from gitkb.trace.packets import Packet
+    from gitkb.vcs.repository import Repository
 
 _CACHE_KEY = "trace_evidence"
 MUTABLE_EVIDENCE = "mutable_evidence"  # set on a context whose evidence may be mutated
@@ -44,7 +51,9 @@ def raw_of(data: dict) -> dict:
     return raw if isinstance(raw, dict) else {}
 
 
-def mined_records(ctx: GateContext, also=None) -> list:
+def mined_records(
+    ctx: GateContext, also: Callable[[dict], bool] | None = None
+) -> list[tuple[RecordFile, dict]]:
     """The (record file, data) pairs a trace gate checks: the mined records, plus those
     ``also(data)`` selects. Raises Skip when the context holds none of them."""
     found = [(f, d) for f, d in ctx.parsed() if is_mined(d) or (also is not None and also(d))]
@@ -56,7 +65,7 @@ def mined_records(ctx: GateContext, also=None) -> list:
 NO_TRACE = "no trace: pass --trace PATH, or --store STORE holding refs/kb/traces/<label>"
 
 
-def source(ctx: GateContext):
+def source(ctx: GateContext) -> Any:  # ctx.traces is untyped until GateContext is
     """Where this context finds traces: its own trace source, else the store's copies."""
     if ctx.traces is not None:
         return ctx.traces
@@ -73,7 +82,7 @@ def require_traces(ctx: GateContext) -> None:
         raise Skip(NO_TRACE)
 
 
-def trace_repo(ctx: GateContext, label: str):
+def trace_repo(ctx: GateContext, label: str) -> Repository:
     """The repository that holds trace ``label``'s commits (``require_traces`` first)."""
     return source(ctx).repo(label)
 
@@ -85,7 +94,7 @@ class TraceEvidence:
 
     label: str
     tip: str | None
-    packet: object | None  # gitkb.trace.packets.Packet
+    packet: Packet | None
     problem: str = ""  # why there is no tip or no packet, in words
 
 
@@ -173,7 +182,9 @@ def reachable(ctx: GateContext, label: str) -> set[str]:
     return trace.reachable
 
 
-def first_mined(ctx: GateContext, wanted=None):
+def first_mined(
+    ctx: GateContext, wanted: Callable[[dict], bool] | None = None
+) -> RecordFile | None:
     """The first mined record (sorted by path) that ``wanted(data)`` accepts, for
     injection cases; None when there is none."""
     for record_file in sorted(ctx.records, key=lambda f: f.path):
@@ -183,8 +194,21 @@ def first_mined(ctx: GateContext, wanted=None):
     return None
 
 
-def packet_of(ctx: GateContext, data: dict):
+def packet_of(ctx: GateContext, data: dict) -> Packet | None:
     """The packet this context's evidence holds for ``data`` (for injection cases)."""
     if source(ctx) is None or not is_mined(data):
         return None
     return evidence(ctx, data).packet
+
+
+def packet_of_record(
+    locate: Callable[[GateContext], RecordFile | None],
+) -> Callable[[GateContext], Packet | None]:
+    """A ``mutation`` locator: the packet of the record ``locate`` finds (for injection
+    cases that damage the evidence rather than the record)."""
+
+    def packet(ctx: GateContext) -> Packet | None:
+        record_file = locate(ctx)
+        return packet_of(ctx, record_file.data) if record_file is not None else None
+
+    return packet

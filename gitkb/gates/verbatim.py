@@ -14,16 +14,22 @@ that equals it with that word standing for any text."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
     mined_records,
-    packet_of,
+    packet_of_record,
     require_traces,
 )
 from gitkb.trace.scrub import PLACEHOLDERS
+
+if TYPE_CHECKING:
+    from gitkb.record import RecordFile
+    from gitkb.trace.packets import Packet
 
 NAME = "verbatim"
 MIN_LINE_CHARS = 12
@@ -53,7 +59,7 @@ def snippets(data: dict) -> list[tuple[str, str]]:
     return found
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     require_traces(ctx)
     for record_file, data in records:
@@ -93,23 +99,16 @@ def _scrubbed_from(line: str, code_lines: list[str]) -> bool:
     return any(pattern.fullmatch(candidate) for candidate in code_lines)
 
 
-def _quoting(ctx: GateContext):
+def _quoting(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(snippets(data)))
 
 
-def _paraphrased(ctx: GateContext) -> bool:
-    record_file = _quoting(ctx)
-    if record_file is None:
-        return False
+def _paraphrased(record_file: RecordFile) -> None:
     invented = "+    acc = fused_rescale_accumulate(acc, x_tile, running_max)\n"
     _replace_snippet(record_file.data, invented)
-    return True
 
 
-def _renamed_variable(ctx: GateContext) -> bool:
-    record_file = _quoting(ctx)
-    if record_file is None:
-        return False
+def _renamed_variable(record_file: RecordFile) -> bool:
     snippet = snippets(record_file.data)[0][1]
     lines = snippet.splitlines()
     for i, line in enumerate(lines):
@@ -120,13 +119,8 @@ def _renamed_variable(ctx: GateContext) -> bool:
     return False
 
 
-def _packet_without_code(ctx: GateContext) -> bool:
-    record_file = _quoting(ctx)
-    packet = packet_of(ctx, record_file.data) if record_file else None
-    if packet is None:
-        return False
+def _packet_without_code(packet: Packet) -> None:
     packet.diff = packet.kernel = None
-    return True
 
 
 def _replace_snippet(data: dict, text: str) -> None:
@@ -147,8 +141,11 @@ GATE = Gate(
     description="quoted code occurs line by line in the trace's code at the cited commit",
     check=check,
     injections=(
-        Injection("verbatim/paraphrased-snippet", _paraphrased),
-        Injection("verbatim/renamed-variable", _renamed_variable),
-        Injection("verbatim/packet-without-code", _packet_without_code),
+        Injection("verbatim/paraphrased-snippet", mutation(_quoting, _paraphrased)),
+        Injection("verbatim/renamed-variable", mutation(_quoting, _renamed_variable)),
+        Injection(
+            "verbatim/packet-without-code",
+            mutation(packet_of_record(_quoting), _packet_without_code),
+        ),
     ),
 )

@@ -70,8 +70,8 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
 
 def _warm_cache(repo: Repository) -> None:
     """Build the server's index cache now, so the first push costs the push too."""
+    from gitkb.layout import BRANCH
     from gitkb.store.cache import IndexCache
-    from gitkb.store.layout import BRANCH
 
     tip = repo.resolve(BRANCH)
     if tip is not None:

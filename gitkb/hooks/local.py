@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.gates import GateContext, run_gates
+
+if TYPE_CHECKING:
+    from gitkb.vcs.repository import Repository
 
 
 def pre_commit(files: list[str]) -> list[str]:
@@ -29,7 +33,7 @@ def pre_commit(files: list[str]) -> list[str]:
     return [f"{f.line()}" for r in results for f in r.findings]
 
 
-def pre_receive(lines: list[str], repo=None) -> list[str]:
+def pre_receive(lines: list[str], repo: Repository | None = None) -> list[str]:
     """Check a push from the ``old new ref`` lines git gives a pre-receive hook; return
     ``<ref> <commit>: <record-id>: <rule>: <what>`` lines, empty when the push may land.
 

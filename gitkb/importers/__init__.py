@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gitkb.store.store import Store
 
 # kind -> module under gitkb.importers
 IMPORTERS = {
@@ -31,6 +37,13 @@ class ImportReport:
 
     def as_json(self) -> dict:
         return dict(self.__dict__)
+
+
+@runtime_checkable
+class ImporterModule(Protocol):
+    """What a module named in ``IMPORTERS`` holds (tests/test_plugins.py checks each)."""
+
+    def import_tree(self, store: Store, folder: Path, dry_run: bool = False) -> ImportReport: ...
 
 
 def import_tree(kind: str, store, folder, dry_run: bool = False) -> ImportReport:

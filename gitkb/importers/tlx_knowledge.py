@@ -176,6 +176,7 @@ def _claims(record: dict) -> list[str]:
     """The mechanism in prose: what the record says, field by field, for its type."""
     payload = record.get("payload") or {}
     kind = record["type"]
+    fields: tuple[tuple[str, object], ...]
     if kind == "strategy":
         fields = (("Change", payload.get("change")), ("Why", payload.get("mechanism")))
     elif kind == "anti-strategy":

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.mine.labels import LabelChoice
 from gitkb.mine.result import MineResult, Outcome
-from gitkb.store import layout
 from gitkb.store.writer import Change
 from gitkb.trace.options import TraceOptions
 from gitkb.vcs.repository import Repository

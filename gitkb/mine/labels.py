@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from gitkb import schema
+from gitkb import layout, schema
 from gitkb.errors import GitkbError
-from gitkb.store import layout
 from gitkb.trace import scrub
 from gitkb.trace.files import JsonProblem, parse_json
 from gitkb.trace.ingest import Ingest

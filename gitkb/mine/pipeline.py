@@ -51,11 +51,9 @@ def with_store_config(store, options: TraceOptions) -> TraceOptions:
     command line set them."""
     if store is None or options.non_target_kernels:
         return options
-    kernels = (store.config().get("mine") or {}).get("non_target_kernels")
-    if isinstance(kernels, list) and all(isinstance(k, str) for k in kernels):
-        options.non_target_kernels = tuple(kernels)
-    elif kernels is not None:
-        raise GitkbError("gitkb.toml: [mine] non_target_kernels must be a list of kernel names")
+    kernels = store.settings().non_target_kernels
+    if kernels:
+        options.non_target_kernels = kernels
     return options
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitkb.error_handler import LIVE_LOGGER
 from gitkb.errors import GitkbError, writing
 from gitkb.optimize import bundle as bundle_mod
 from gitkb.optimize import freeze as freeze_mod
@@ -26,10 +27,12 @@ from gitkb.optimize.providers import warmstart
 from gitkb.optimize.trace import TraceWriter
 
 REFERENCE_KERNEL_VARIABLE = "TLX_REFERENCE_KERNEL_PATH"
+live_log = logging.getLogger(LIVE_LOGGER)
 
 
-def stderr_line(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+def live_line(line: str) -> None:
+    """The default progress: the line goes to the live-lines logger (the CLI prints it)."""
+    live_log.info("%s", line)
 
 
 @dataclass
@@ -55,7 +58,7 @@ class RunConfig:
     bundle_roots: list[Path] = field(default_factory=list)  # --bundle-root: kernel-only form
     harness_mode: str = "subprocess"  # TLX's flag: gitkb always isolates, as TLX's CLI does
     diagnostic_proton_intra_kernel: bool = False  # baseline and winner: a per-warp trace too
-    progress: Callable[[str], None] = stderr_line
+    progress: Callable[[str], None] = live_line
 
 
 @dataclass

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
+from gitkb.layout import feedback_path
 from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
 from gitkb.store import queries
-from gitkb.store.layout import feedback_path
 
 if TYPE_CHECKING:
     from gitkb.store.store import Store
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
 _DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.layout import FEEDBACK_DIR, feedback_path
+from gitkb.layout import FEEDBACK_DIR, feedback_path
 
 OUTCOMES = ("helped", "no-effect", "misleading")
 COUNTER_NAMES = rec.COUNTERS

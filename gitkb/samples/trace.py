@@ -357,8 +357,8 @@ def sample_store(workdir: str | Path):
     """A store holding the example trace under ``refs/kb/traces/<label>`` with the first
     milestone admitted; returns (store, the second milestone's record file, not admitted)."""
     from gitkb import record as rec
+    from gitkb.layout import trace_ref
     from gitkb.store import Store
-    from gitkb.store.layout import trace_ref
 
     workdir = Path(workdir)
     trace = write_trace(workdir / LABEL)

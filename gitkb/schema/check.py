@@ -15,7 +15,7 @@ without ``then`` constrains nothing, ``enum``/``const`` compare as JSON values.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 Check = Callable[[object], bool]
 
@@ -39,6 +39,8 @@ _TYPES: dict[str, Check] = {
         or (isinstance(v, float) and v.is_integer())
     ),
 }
+# The types an isinstance call decides alone (no bool-vs-int subtleties).
+_PLAIN_CLASSES: dict[str, type] = {"string": str, "object": dict, "array": list, "null": type(None)}
 
 
 def json_equal(a: object, b: object) -> bool:
@@ -97,8 +99,7 @@ def compile_schema(root: dict) -> Check:
                 return tests[0]
             if set(names) <= {"string", "object", "array", "null"}:
                 # Plain classes, no bool-vs-int subtleties: one isinstance call.
-                classes = tuple({"string": str, "object": dict, "array": list,
-                                 "null": type(None)}[n] for n in names)  # fmt: skip
+                classes = tuple(_PLAIN_CLASSES[n] for n in names)
                 return lambda v: isinstance(v, classes)
             return lambda v: any(t(v) for t in tests)
         if keyword == "enum":
@@ -161,7 +162,7 @@ def compile_schema(root: dict) -> Check:
 # Combinators written as loops: a generator per call costs more than the checks it runs.
 
 
-def _every(checks: list[Check]) -> Check:
+def _every(checks: Iterable[Check]) -> Check:
     checks = tuple(checks)
 
     def check(v: object) -> bool:

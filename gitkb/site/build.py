@@ -18,10 +18,10 @@ from pathlib import Path
 
 from gitkb.errors import writing
 from gitkb.fs import atomic_write
+from gitkb.layout import TRACE_REFS
 from gitkb.record import scope_of
 from gitkb.site.ladder import LadderPoint, ladder_svg, legend
 from gitkb.site.pages import Link, page, record_page_name, table, trace_page_name
-from gitkb.store.layout import TRACE_REFS
 
 RECORD_ACTIONS = ("insert", "confirm", "conflict", "import", "retract", "unretract")
 

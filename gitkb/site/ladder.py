@@ -31,7 +31,7 @@ class LadderPoint:
 def trace_ladder(store, label: str) -> list[LadderPoint]:
     """The version ladder of a trace the store holds, rebuilt from its copied commits
     by the mining stages (ingest, ladder) exactly as mining saw it."""
-    from gitkb.store.layout import trace_ref
+    from gitkb.layout import trace_ref
     from gitkb.trace.ingest import ingest
     from gitkb.trace.ladder import build_ladder
     from gitkb.trace.sources import StoreTraces

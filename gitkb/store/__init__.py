@@ -1,6 +1,6 @@
 """A gitkb store: a git repository whose ``main`` commits are record admissions.
 
-``layout`` names every path and ref; ``cache`` keeps the index entries under the
+``gitkb.layout`` names every path and ref; ``cache`` keeps the index entries under the
 git directory; ``view`` is the store at one commit as gates see it; ``writer`` is
 the one write path (``Change`` + ``Store.commit``); ``admission`` decides insert,
 confirm, conflict and reproduction; ``store`` holds ``Store``.
@@ -8,10 +8,16 @@ confirm, conflict and reproduction; ``store`` holds ``Store``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def __getattr__(name: str):
-    # ``from gitkb.store import Store`` without loading the VCS layer for modules that
-    # only need the store's names (gitkb.store.layout).
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+
+
+def __getattr__(name: str) -> type[Store]:
+    # Deferred for start-up: ``from gitkb.store import Store`` loads store.py when asked,
+    # so a hook that needs one submodule (the commit-msg hook: writer's message rules)
+    # starts without it.
     if name == "Store":
         from gitkb.store.store import Store
 

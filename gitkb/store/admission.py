@@ -22,12 +22,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError
-from gitkb.gates import GateContext, GateResult, run_gates
+from gitkb.gates import Finding, GateContext, GateResult, run_gates
 from gitkb.record import strict
 from gitkb.record.signature import content_signature
-from gitkb.store import layout
 from gitkb.store.view import StoreView
 from gitkb.store.writer import Builder, Change
 
@@ -70,7 +70,7 @@ class Decision:
 
 def check_record(
     view: StoreView | None, record: dict, path: str, action: str = "insert", raw: bytes = b""
-):
+) -> tuple[str, list[Finding]]:
     """The record-level gates on one record about to be admitted as ``action`` (``raw``:
     its bytes, when the caller has them): the KB-Gates figure and the findings."""
     from gitkb.gates.registry import record_level
@@ -285,7 +285,13 @@ def count_confirmation(existing: dict, key: str) -> int | None:
     return counters["verified_effective"]
 
 
-def _confirm(view, record, decision: Decision, request, provenance) -> Change:
+def _confirm(
+    view: StoreView,
+    record: dict,
+    decision: Decision,
+    request: AdmitRequest,
+    provenance: list[tuple[str, str]],
+) -> Change:
     held = view.read_record(decision.target)
     if held.data is None:
         raise AdmissionRefused(
@@ -315,7 +321,9 @@ def _confirm(view, record, decision: Decision, request, provenance) -> Change:
     )
 
 
-def _conflict(view, record, decision: Decision, provenance) -> Change:
+def _conflict(
+    view: StoreView, record: dict, decision: Decision, provenance: list[tuple[str, str]]
+) -> Change:
     target = decision.target
     existing = view.read_record(target).data or {}
     taken = {

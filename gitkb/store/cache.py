@@ -29,14 +29,18 @@ import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
+from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
 from gitkb.store.rows import COLUMNS, WIDTH, KernelRow, Row, row_values
 from gitkb.vcs.plain import blob_id
 
-log = logging.getLogger("gitkb")
+if TYPE_CHECKING:
+    from gitkb.vcs.repository import Repository
+
+log = logging.getLogger(__name__)
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
@@ -109,11 +113,11 @@ class RepoOpener:
     """A repository opened on first use: a reader the cache answers for the commit main
     names never loads the VCS layer's dulwich side."""
 
-    def __init__(self, location: Path | None, repo=None) -> None:
+    def __init__(self, location: Path | None, repo: Repository | None = None) -> None:
         self.location = location
         self._repo = repo
 
-    def __call__(self):
+    def __call__(self) -> Repository:
         if self._repo is None:
             from gitkb.vcs.repository import Repository
 
@@ -136,11 +140,11 @@ class IndexCache:
         self._dirty = False  # edits applied in the open transaction from objects in memory
 
     @classmethod
-    def of(cls, repo) -> IndexCache:
+    def of(cls, repo: Repository) -> IndexCache:
         return cls(repo.git_dir, RepoOpener(None, repo))
 
     @property
-    def repo(self):
+    def repo(self) -> Repository:
         return self._open_repo()
 
     # ----------------------------------------------------------------- connection
@@ -532,7 +536,7 @@ class IndexCache:
         return out
 
 
-def _blob_or_none(repo, sha: str) -> bytes | None:
+def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
     except (KeyError, ValueError, OSError):

@@ -12,7 +12,7 @@ from gitkb import record as rec
 from gitkb.gates import Finding
 from gitkb.record import strict
 from gitkb.resources import data_dir
-from gitkb.store import layout
+from gitkb import layout
 
 PRE_COMMIT_PATH = ".pre-commit-config.yaml"
 GITATTRIBUTES_PATH = ".gitattributes"

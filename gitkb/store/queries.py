@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 
 from gitkb.errors import GitkbError
+from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache import IndexCache
-from gitkb.store.layout import FEEDBACK_DIR
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
@@ -94,9 +94,9 @@ def _marks(values: tuple) -> str:
 
 
 def _own_arch(vendors: tuple[str, ...], arch: str) -> tuple[str, tuple]:
-    """"The record's arch is ``arch``", spelled so the (vendor, arch) index answers."""
-    any_vendor = f"(vendor IN ({_marks(vendors)}) OR vendor IS NULL)" if vendors else (
-        "vendor IS NULL"
+    """ "The record's arch is ``arch``", spelled so the (vendor, arch) index answers."""
+    any_vendor = (
+        f"(vendor IN ({_marks(vendors)}) OR vendor IS NULL)" if vendors else ("vendor IS NULL")
     )
     return f"({any_vendor} AND arch = ?)", (*vendors, arch)
 
@@ -220,7 +220,8 @@ def entry_values(
     record with an id, or only those filed under ``kernel``, or only those whose entry
     text holds ``containing``."""
     paths = ", ".join(f"'{p}'" for p in ENTRY_LISTS[name])
-    where, params = "1", ()
+    params: tuple[str, ...] = ()
+    where = "1"
     if kernel is not None:
         where, params = "path IN (SELECT path FROM kernels WHERE name = ?)", (kernel,)
     elif containing is not None:

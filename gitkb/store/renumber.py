@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.store.writer import rewrite
+
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
 
 DEFAULT_UPSTREAM = "refs/remotes/origin/main"
 _SUFFIX = re.compile(r"^(.*-[a-z])(\d+)$")
@@ -36,7 +40,7 @@ def fresh_id(record_id: str, taken: set[str]) -> str:
             return candidate
 
 
-def renumber(store, record_id: str, upstream: str | None = None) -> dict:
+def renumber(store: Store, record_id: str, upstream: str | None = None) -> dict:
     """Rewrite this clone's unpushed commits so their admission of ``record_id`` takes a
     fresh id; a report of what moved."""
     repo = store.repo

@@ -7,6 +7,7 @@ and every admission through the one policy (``admission``).
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 import tomllib
@@ -14,10 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
-from gitkb.store import layout
+from gitkb.store import config as store_config
 from gitkb.store.cache import IndexCache, RepoOpener
 from gitkb.store.view import StoreView
 from gitkb.vcs import plain
@@ -169,6 +171,11 @@ class Store:
             return layout.FORMAT_1
         return layout.FORMAT_2
 
+    def settings(self, commit: str | None = None) -> store_config.StoreConfig:
+        """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
+        error naming it."""
+        return store_config.parse(self.config(commit), str(self.location))
+
     def config(self, commit: str | None = None) -> dict:
         commit = commit or self.tip
         if not self._opener.loaded() and self.cache.held_commit() == commit:
@@ -219,7 +226,7 @@ class Store:
         }
         return self.view().scoped(**{k: v for k, v in scope.items() if v})
 
-    def log(self, record_id: str | None = None) -> list[dict]:
+    def log(self, record_id: str | None = None) -> builtins.list[dict]:
         """The admission history, newest first, read from commit trailers."""
         out = []
         for info in self.repo.walk(self.tip):
@@ -274,13 +281,17 @@ class Store:
 
     # ----------------------------------------------------------------- writing
 
-    def check_record(self, record: dict, path: str, action: str = "insert") -> tuple[str, list]:
+    def check_record(
+        self, record: dict, path: str, action: str = "insert"
+    ) -> tuple[str, builtins.list[Finding]]:
         """The record-level gates on one record about to be admitted as ``action``."""
         from gitkb.store import admission
 
         return admission.check_record(self.view(), record, path, action)
 
-    def commit(self, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
+    def commit(
+        self, builds: builtins.list[Builder], on_refusal: str = "stop"
+    ) -> builtins.list[Admission]:
         """The one write path: each builder's ``Change`` becomes one commit (see writer)."""
         from gitkb.store import writer
 
@@ -295,7 +306,9 @@ class Store:
         request = AdmitRequest(raw, action, target, source, trace, trace_commit, body)
         return self.admit_many([request])[0]
 
-    def admit_many(self, requests: list[AdmitRequest], on_refusal: str = "stop") -> list[Admission]:
+    def admit_many(
+        self, requests: builtins.list[AdmitRequest], on_refusal: str = "stop"
+    ) -> builtins.list[Admission]:
         """Admit records in order, one commit each. A file that cannot be read stops the run
         before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
@@ -391,7 +404,7 @@ class Store:
         atomic_write(target, self.index_file())
         return str(target)
 
-    def cache_findings(self) -> list[Finding]:
+    def cache_findings(self) -> builtins.list[Finding]:
         """How the index cache at main disagrees with a fresh rebuild from the records
         (``validate --full``); the cache is rebuilt when it does."""
         from gitkb.gates import Finding

@@ -9,16 +9,22 @@ readers (resolve, query), which it answers from the cache alone when it can.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.store.cache import IndexCache, Lie
 from gitkb.store.rows import Row
 
+if TYPE_CHECKING:
+    from gitkb.vcs.repository import Repository
+
 
 class StoreView:
     def __init__(
         self,
-        repo_source,
+        repo_source: Repository | Callable[[], Repository],
         cache: IndexCache,
         tip: str | None,
         hidden: frozenset[str] = frozenset(),
@@ -38,7 +44,7 @@ class StoreView:
         self.admitted: list = []
 
     @property
-    def repo(self):
+    def repo(self) -> Repository:
         source = self._repo_source
         return source() if callable(source) else source
 

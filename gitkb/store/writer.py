@@ -11,16 +11,20 @@ meanwhile, the chunk is built again on the new tip.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from gitkb import layout
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
-from gitkb.store import layout
 from gitkb.store.view import StoreView
 from gitkb.vcs import worktree
 from gitkb.vcs.trailers import format_message, parse_trailers
 
-log = logging.getLogger("gitkb")
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+
+log = logging.getLogger(__name__)
 
 _CAS_ATTEMPTS = 3
 _CHUNK = 200  # commits per pack and per move of main
@@ -94,12 +98,12 @@ def message_problems(text: str) -> list[tuple[str, str]]:
     return problems
 
 
-def _names(values) -> str:
+def _names(values: Iterable[str]) -> str:
     values = sorted(set(values))
     return ", ".join(values) if values else "nothing"
 
 
-def write(store, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
+def write(store: Store, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
     """Apply ``builds`` in order under the writer lock, one commit each. A builder's view
     lists the admissions made before it (``view.admitted``), e.g. for a closing report.
 
@@ -138,7 +142,7 @@ def write(store, builds: list[Builder], on_refusal: str = "stop") -> list[Admiss
     return admissions
 
 
-def rewrite(store, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, str]:
+def rewrite(store: Store, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, str]:
     """Replace main by a rewrite of it, under the writer lock: ``build(tip)`` writes the new
     commits and returns the new tip and the paths it changed; main then moves by
     compare-and-swap (``git kb renumber`` rewrites commits not yet pushed, nothing else
@@ -162,7 +166,7 @@ def rewrite(store, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, s
 
 
 def _write_chunk(
-    store, chunk: list[Builder], on_refusal: str, earlier: list[Admission]
+    store: Store, chunk: list[Builder], on_refusal: str, earlier: list[Admission]
 ) -> list[Admission]:
     repo, cache = store.repo, store.cache
     for attempt in range(_CAS_ATTEMPTS):
@@ -220,7 +224,7 @@ def _write_chunk(
     raise AssertionError("unreachable")
 
 
-def _sync_work_tree(store, tip: str, touched: set[str], done: list[Admission]) -> None:
+def _sync_work_tree(store: Store, tip: str, touched: set[str], done: list[Admission]) -> None:
     try:
         worktree.sync_work_tree(store.repo, layout.BRANCH, tip, sorted(touched))
     except OSError as exc:

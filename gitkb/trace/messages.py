@@ -59,7 +59,9 @@ def _cut_sentence(text: str) -> str:
 
 
 def _split_top_level(text: str) -> list[str]:
-    items, depth, current = [], 0, []
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "([{":
             depth += 1

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gitkb import layout
 from gitkb.errors import GitkbError, NotARepository
-from gitkb.store import layout
 from gitkb.trace import TraceError
 from gitkb.trace.files import JsonProblem, parse_json
 from gitkb.trace.memory import object_of

@@ -10,12 +10,19 @@ import hashlib
 import stat
 import time
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, Tree, TreeEntry
 
 from gitkb.errors import GitkbError
 from gitkb.vcs import pack
 from gitkb.vcs.plain import identity
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
+
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import ShaFile
 
 FILE_MODE = 0o100644
 TREE_MODE = 0o040000
@@ -27,6 +34,14 @@ def _b(text: str) -> bytes:
 
 class CommitWriting:
     """The commit-writing half of ``Repository``."""
+
+    if TYPE_CHECKING:  # the reading half, in Repository
+        _objects: DiskObjectStore
+        _pending: dict[bytes, ShaFile] | None
+
+        def add_object(self, obj: ShaFile) -> None: ...
+        def get_object(self, sha: bytes) -> ShaFile: ...
+        def tree_of(self, commit: str) -> bytes: ...
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -164,7 +179,7 @@ class _RawTree:
         self.id = self._sha.hexdigest().encode()
         self._tree: Tree | None = None
 
-    def sha(self):
+    def sha(self) -> HASH:
         return self._sha
 
     def as_raw_string(self) -> bytes:
@@ -184,7 +199,7 @@ class _RawTree:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def items(self):
+    def items(self) -> list[TreeEntry]:
         return self.parsed().items()
 
 
@@ -220,7 +235,7 @@ def _find_row(rows: list[tuple[bytes, bytes]], name: bytes) -> int | None:
     return None
 
 
-def _put_row(rows: list[tuple[bytes, bytes]], name: bytes, entry: tuple[int, bytes] | None):
+def _put_row(rows: list[tuple[bytes, bytes]], name: bytes, entry: tuple[int, bytes] | None) -> None:
     """Set (mode, hex sha) as the entry ``name`` in sorted ``rows``; None removes it."""
     at = _find_row(rows, name)
     if at is not None:

@@ -146,7 +146,9 @@ class GitKernelRepo:
         self.env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
         self.git_dir = Path(self._git("rev-parse", "--absolute-git-dir").decode().strip())
 
-    def _run_git(self, *args: str, input: bytes | None = None, env: dict | None = None):
+    def _run_git(
+        self, *args: str, input: bytes | None = None, env: dict | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
             ["git", "--literal-pathspecs", *args],
             cwd=self.root,
@@ -288,7 +290,9 @@ class GitKernelRepo:
         self._carry_over(snapshot, staged if staged is not None else committed, work, before)
         return sha
 
-    def _carry_over(self, snapshot: KernelSnapshot, staged: bytes, work: bytes, before: bytes):
+    def _carry_over(
+        self, snapshot: KernelSnapshot, staged: bytes, work: bytes, before: bytes
+    ) -> None:
         """The target's index entry and work-tree bytes after the commit: the user's staged
         and unstaged hunks as they were, with the winner's change under them."""
         path = snapshot.path

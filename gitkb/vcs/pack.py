@@ -12,15 +12,20 @@ import time
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
+
+if TYPE_CHECKING:
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import ShaFile
 
 PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 _PACK_OFS_DELTA, _PACK_REF_DELTA = 6, 7
 _SIZE_PROBE = 64  # inflated bytes enough to hold any object or delta header
 
 
-def write_pack(object_store, objects: Iterable) -> None:
+def write_pack(object_store: DiskObjectStore, objects: Iterable[ShaFile]) -> None:
     """Store ``objects`` (dulwich ShaFile objects) in ``object_store`` as one pack. The
     index is renamed into place last: until then git and dulwich ignore the pack."""
     from dulwich.file import GitFile
@@ -56,7 +61,7 @@ def write_pack(object_store, objects: Iterable) -> None:
     object_store._update_pack_cache()  # dulwich has no public way to see a new pack
 
 
-def object_size(object_store, sha: str) -> int | None:
+def object_size(object_store: DiskObjectStore, sha: str) -> int | None:
     """The size of object ``sha`` from its loose-object or pack header, without
     inflating the content (so a caller can refuse a huge file unread); None when absent."""
     key = sha.encode()

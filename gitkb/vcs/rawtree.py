@@ -106,7 +106,9 @@ def _entry_start(raw: bytes, limit: int) -> int:
         position = nul
 
 
-def _differing_entries(old: bytes, new: bytes, start: int, tail: int):
+def _differing_entries(
+    old: bytes, new: bytes, start: int, tail: int
+) -> tuple[dict[str, Entry], dict[str, Entry]]:
     """Parse both versions from ``start`` until what is left of each is the same common
     tail (the same length of it, hence the same bytes)."""
     old_part, new_part = {}, {}

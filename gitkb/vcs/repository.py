@@ -18,6 +18,7 @@ import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dulwich.errors import NotGitRepository
 from dulwich.objects import Commit
@@ -28,13 +29,19 @@ from gitkb.vcs import pack, rawtree
 from gitkb.vcs.commits import TREE_MODE, CommitWriting
 from gitkb.vcs.trailers import parse_trailers
 
+if TYPE_CHECKING:
+    from dulwich.config import StackedConfig
+    from dulwich.index import Index
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import ShaFile
+
 ZERO_SHA = "0" * 40
 
 # Work-tree files are written here first and renamed into place, so a crash
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 _RECENT_RAW = 4
 
 
@@ -101,7 +108,7 @@ class Repository(CommitWriting):
         # Close pack files before interpreter shutdown, not in __del__ during it.
         weakref.finalize(self, repo.close)
         # Objects written inside batch(): kept in memory, then stored as one pack.
-        self._pending: dict[bytes, object] | None = None
+        self._pending: dict[bytes, ShaFile] | None = None
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
@@ -168,15 +175,15 @@ class Repository(CommitWriting):
         config.write_to_path()
 
     @property
-    def object_store(self):
+    def object_store(self) -> DiskObjectStore:
         """The dulwich object store (for the VCS layer's own modules)."""
         return self._objects
 
-    def open_index(self):
+    def open_index(self) -> Index:
         """The work tree's dulwich index (for the VCS layer's own modules)."""
         return self._repo.open_index()
 
-    def config_stack(self):
+    def config_stack(self) -> StackedConfig:
         return self._repo.get_config_stack()
 
     # ----------------------------------------------------------------- reading
@@ -466,7 +473,7 @@ class Repository(CommitWriting):
         is no file, or a tree on the way is missing; (sha, None) where the tree names a
         blob the object store cannot produce. Every tree on the way is read once, so many
         files under a few folders cost a few tree reads; nothing raises for one bad path."""
-        trees: dict[bytes, object] = {}
+        trees: dict[bytes, ShaFile] = {}
         out: dict[str, tuple[str | None, bytes | None]] = {}
         root = self.tree_of(commit)
         for path in paths:
@@ -494,14 +501,14 @@ class Repository(CommitWriting):
 
     # ----------------------------------------------------------------- writing
 
-    def get_object(self, sha: bytes):
+    def get_object(self, sha: bytes) -> ShaFile:
         if self._pending is not None:
             pending = self._pending.get(sha)
             if pending is not None:
                 return pending
         return self._objects[sha]
 
-    def add_object(self, obj) -> None:
+    def add_object(self, obj: ShaFile) -> None:
         if self._pending is not None:
             self._pending[obj.id] = obj
         else:

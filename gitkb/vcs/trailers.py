@@ -5,6 +5,7 @@ in that last paragraph."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from gitkb.errors import GitkbError
 
@@ -29,7 +30,7 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def format_message(subject: str, body: str = "", trailers: list[tuple[str, str]] = ()) -> str:
+def format_message(subject: str, body: str = "", trailers: Iterable[tuple[str, str]] = ()) -> str:
     """Build a commit message ending in one pure trailer block."""
     if "\n" in subject or not subject.strip():
         raise GitkbError(f"commit subject must be one non-empty line, got {subject!r}")

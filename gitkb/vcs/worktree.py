@@ -18,7 +18,7 @@ from gitkb.fs import atomic_write
 from gitkb.vcs.commits import FILE_MODE
 from gitkb.vcs.repository import WORK_TREE_TMP, Repository
 
-log = logging.getLogger("gitkb")
+log = logging.getLogger(__name__)
 
 # A ref lock that is still there this long after we took the writer lock was
 # left by a killed process: C git holds such locks for milliseconds.

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
+from gitkb.layout import ledger_path
 from gitkb.record import strict
-from gitkb.store.layout import ledger_path
 from gitkb.vcs.plain import identity
 
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from gitkb import targets
 from gitkb.errors import GitkbError, writing
-from gitkb.store.layout import ledger_path
+from gitkb.layout import ledger_path
 from gitkb.store.rows import KernelRow
 from gitkb.warmstart import curate, geak
 from gitkb.warmstart.attest import parse_ledger, retire_hint

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError
+from gitkb.layout import ledger_path
 from gitkb.store.admission import RETIRED_STATUS, check_record, refuse_findings
-from gitkb.store.layout import ledger_path
 from gitkb.store.writer import Change
 from gitkb.vcs.plain import identity
 from gitkb.warmstart.attest import (

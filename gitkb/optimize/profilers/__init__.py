@@ -22,12 +22,22 @@ import importlib
 import re
 import tomllib
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 REGISTRY: dict[str, str] = {
     "ncu": "gitkb.optimize.profilers.ncu",
     "rocprofv3": "gitkb.optimize.profilers.rocprof",
     "proton": "gitkb.optimize.profilers.proton",
 }
+
+
+@runtime_checkable
+class ProfilerModule(Protocol):
+    """What a module named in ``REGISTRY`` holds (tests/test_plugins.py checks each)."""
+
+    def summarize(self, raw: object, kernel_pattern: str | None) -> dict: ...
+
+
 NATIVE = ("ncu", "rocprofv3")  # hardware profilers: their duration wins over Proton's
 
 # Kernels a profiler catches first when no kernel-name filter is given.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from gitkb.errors import GitkbError
 
@@ -99,6 +100,14 @@ class Provider:
 
     def propose(self, context: ProposalContext) -> Candidate | None:
         raise NotImplementedError
+
+
+@runtime_checkable
+class ProviderModule(Protocol):
+    """What a module named in ``REGISTRY`` holds (tests/test_plugins.py checks each): its
+    ``Provider``, a subclass of the base class above."""
+
+    Provider: type[Provider]
 
 
 def load(name: str, options: ProviderOptions, tunables: dict[str, list]) -> Provider:

@@ -1,0 +1,20 @@
+"""What tests share besides fixtures (those stay in conftest.py): paths, the real git and
+gitkb in subprocesses, the process table, damaged repositories."""
+
+from helpers.paths import CONFORMANCE, EXAMPLES, ROOT, SHARED, example_files, needs_conformance
+from helpers.processes import live_with
+from helpers.repos import lose_object
+from helpers.run import git, kb
+
+__all__ = [
+    "CONFORMANCE",
+    "EXAMPLES",
+    "ROOT",
+    "SHARED",
+    "example_files",
+    "git",
+    "kb",
+    "live_with",
+    "lose_object",
+    "needs_conformance",
+]

@@ -1,0 +1,32 @@
+"""C git and the real `git-kb` CLI, each in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.paths import ROOT
+
+
+def git(*args: str, cwd: Path | str | None = None, check: bool = True, input: str | None = None):
+    """Run C git; return the completed process (text mode)."""
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=check, capture_output=True, text=True, input=input
+    )
+
+
+def kb(
+    *args: str, cwd: Path | str | None = None, env: dict | None = None, input: bytes | None = None
+):
+    """Run the real `git-kb` CLI in a subprocess; return the completed process (bytes)."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full_env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "gitkb", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        input=input,
+    )
