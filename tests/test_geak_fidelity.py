@@ -22,8 +22,8 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, kb
 from geak_trees import QUERIES, comparable_view, curate_fidelity_tree, fidelity_tree
+from helpers import ROOT, kb
 
 from gitkb.importers import import_tree
 from gitkb.importers.geak.export import export_tree

@@ -15,9 +15,9 @@ from helpers import git
 from test_pre_receive import clone, forge, has_object, push, record_edits, server  # noqa: F401
 
 from gitkb import record as rec
+from gitkb.layout import BRANCH
 from gitkb.samples import synthetic
 from gitkb.store import Store
-from gitkb.layout import BRANCH
 
 # --------------------------------------------------------------------------- plumbing
 

@@ -86,7 +86,8 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
     assert document["total_speedup"] == pytest.approx(4.0)
     assert document["incremental_speedup"] == pytest.approx(2.0)
     statuses = [e["status"] for e in document["experiments"]]
-    assert statuses == ["baseline", "promoted", "failed", "promoted"]  # the same code: never evaluated (TLX: failed)
+    # the second rank is the same code: never evaluated (TLX: failed)
+    assert statuses == ["baseline", "promoted", "failed", "promoted"]
     assert "ws-01 record=" in done.stderr.decode() and "outcome=validated" in done.stderr.decode()
     assert (tmp_path / "out" / "warm_start" / "kb_references" / "index.md").is_file()
     assert attest_outcomes(store, stored) == ["validated"]

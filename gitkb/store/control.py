@@ -8,11 +8,11 @@ from __future__ import annotations
 import fnmatch
 import tomllib
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding
 from gitkb.record import strict
 from gitkb.resources import data_dir
-from gitkb import layout
 
 PRE_COMMIT_PATH = ".pre-commit-config.yaml"
 GITATTRIBUTES_PATH = ".gitattributes"

@@ -34,11 +34,12 @@ import stat
 from collections import Counter
 from dataclasses import dataclass, field
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding
 from gitkb.record import strict
 from gitkb.record.index import INDEX_PATH
-from gitkb.store import control, layout
+from gitkb.store import control
 from gitkb.store.writer import message_problems
 from gitkb.vcs import rawtree
 from gitkb.vcs.repository import CommitInfo, Repository

@@ -16,9 +16,10 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 
+from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding, GateContext, run_gates
-from gitkb.store import control, history, layout
+from gitkb.store import control, history
 from gitkb.store.cache import IndexCache
 from gitkb.store.view import StoreView
 from gitkb.vcs import receiving

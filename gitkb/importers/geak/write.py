@@ -29,8 +29,8 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.importers import ImportReport
 from gitkb.importers.geak import mapper, reader
-from gitkb.record.signature import content_signature
 from gitkb.layout import ledger_path
+from gitkb.record.signature import content_signature
 from gitkb.warmstart import geak
 from gitkb.warmstart.attest import appended, confirm_change, parse_ledger
 from gitkb.warmstart.curate import RETIRED_STATUSES, page_of
