@@ -15,6 +15,8 @@ hook's staged records) a card whose evidence is not among them is skipped, said 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.gates import card_evidence as ce
@@ -34,7 +36,7 @@ def _cited_record(ctx: GateContext, by_id: dict, record_id: str) -> dict | None:
         return None
 
 
-def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
+def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict) -> Iterator[Finding]:
     # A card being admitted or pushed cites live records only; a stored card whose record
     # was retracted since is stale, not false: its numbers still recompute from what it
     # cites, and the next ``curate --cards`` supersedes it.
@@ -85,7 +87,7 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict):
     yield from _scope_findings(card_id, card, facts)
 
 
-def _scope_findings(card_id: str, card: dict, facts: ce.CardFacts):
+def _scope_findings(card_id: str, card: dict, facts: ce.CardFacts) -> Iterator[Finding]:
     scope = scope_of(card)
     for name in (*ce.SCOPE_FIELDS, "product"):
         if scope.get(name) != facts.scope[name]:
@@ -107,7 +109,7 @@ def _scope_findings(card_id: str, card: dict, facts: ce.CardFacts):
                       "retrieval.generality")  # fmt: skip
 
 
-def check(ctx: GateContext):
+def check(ctx: GateContext) -> Iterator[Finding]:
     cards = [
         (f, d)
         for f, d in ctx.parsed()
@@ -158,7 +160,7 @@ def _computed_card(ctx: GateContext) -> tuple[dict, list[dict]] | None:
     return card, evidence
 
 
-def _breaking(change):
+def _breaking(change: Callable[..., object]) -> Callable[[GateContext], bool]:
     def mutate(ctx: GateContext) -> bool:
         made = _computed_card(ctx)
         return made is not None and change(*made) is not False

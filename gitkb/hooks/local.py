@@ -45,7 +45,9 @@ def pre_receive(lines: list[str], repo: Repository | None = None) -> list[str]:
     return hook.pre_receive(lines, repo or Repository.open())
 
 
-def reference_transaction(state: str, lines: list[str], repo=None) -> list[str]:
+def reference_transaction(
+    state: str, lines: list[str], repo: Repository | None = None
+) -> list[str]:
     """Check a ref transaction git is about to commit (``prepared``: the locks held);
     return problem lines, empty when it may."""
     from gitkb.hooks import pre_receive as hook

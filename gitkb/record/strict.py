@@ -11,6 +11,7 @@ can never take a reader down.
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 # A record larger than this is refused ([store] max_record_bytes overrides it).
 MAX_RECORD_BYTES = 1 << 20
@@ -27,8 +28,7 @@ class StrictError(ValueError):
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
     found = dict(pairs)
     if len(found) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        twice = next(k for k, count in Counter(k for k, _ in pairs).items() if count > 1)
         raise StrictError(f"duplicate key {twice!r}")
     return found
 

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding
 from gitkb.record import strict
 from gitkb.resources import data_dir
+
+if TYPE_CHECKING:
+    from gitkb.vcs.repository import CommitInfo, Repository
 
 PRE_COMMIT_PATH = ".pre-commit-config.yaml"
 GITATTRIBUTES_PATH = ".gitattributes"
@@ -41,14 +46,14 @@ def template(name: str) -> bytes:
     return (data_dir("templates") / "store" / files[name]).read_bytes()
 
 
-def findings(repo, commit, path: str) -> list[Finding]:
+def findings(repo: Repository, commit: CommitInfo, path: str) -> list[Finding]:
     """How ``path`` at ``commit`` differs from what gitkb writes there."""
     raw = repo.read(commit.sha, path) or b""
     problem = problem_of(path, raw, lambda: repo.read(commit.sha, layout.CONFIG_PATH))
     return [Finding(path, "control", f"{path}: {problem}")] if problem else []
 
 
-def problem_of(path: str, raw: bytes, config_bytes) -> str | None:
+def problem_of(path: str, raw: bytes, config_bytes: Callable[[], bytes | None]) -> str | None:
     if path == layout.CONFIG_PATH:
         return config_problem(raw)
     if path == layout.GITIGNORE_PATH:

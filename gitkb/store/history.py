@@ -32,6 +32,7 @@ import copy
 import re
 import stat
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gitkb import layout
@@ -42,7 +43,8 @@ from gitkb.record.index import INDEX_PATH
 from gitkb.store import control
 from gitkb.store.writer import message_problems
 from gitkb.vcs import rawtree
-from gitkb.vcs.repository import CommitInfo, Repository
+from gitkb.vcs.repository import CommitInfo, PathChange, Repository
+from gitkb.vcs.treediff import EntryChange
 
 # --------------------------------------------------------------------------- path classes
 
@@ -180,7 +182,9 @@ def check_commit(view: Before, commit: CommitInfo) -> list[Finding]:
     return findings
 
 
-def _orphan_log_findings(view: Before, commit: CommitInfo, files) -> list[Finding]:
+def _orphan_log_findings(
+    view: Before, commit: CommitInfo, files: list[EntryChange]
+) -> list[Finding]:
     """A ledger or feedback log grows only for a record the store holds (or this commit
     adds), verified against the tree."""
     parent = commit.parents[0] if commit.parents else None
@@ -198,7 +202,7 @@ def _orphan_log_findings(view: Before, commit: CommitInfo, files) -> list[Findin
     return findings
 
 
-def _merge_drop_findings(repo, commit: CommitInfo, judged: set[str]) -> list[Finding]:
+def _merge_drop_findings(repo: Repository, commit: CommitInfo, judged: set[str]) -> list[Finding]:
     """What a merge leaves out of another parent: its records, conflicts and logs may
     not be dropped (a ``-s ours`` merge would quietly undo a clone's admissions)."""
     findings = []
@@ -213,19 +217,17 @@ def _merge_drop_findings(repo, commit: CommitInfo, judged: set[str]) -> list[Fin
     return findings
 
 
-def _as_entry(change):
-    from gitkb.vcs.treediff import EntryChange
-
+def _as_entry(change: PathChange) -> EntryChange:
     old = (change.old_mode, change.old_sha) if change.old_sha else None
     return EntryChange(change.path, old, (change.new_mode, change.new_sha))
 
 
-def _is_dir(change) -> bool:
+def _is_dir(change: EntryChange) -> bool:
     side = change.new if change.new is not None else change.old
     return side is not None and stat.S_ISDIR(side[0])
 
 
-def _entry_findings(change) -> list[Finding]:
+def _entry_findings(change: EntryChange) -> list[Finding]:
     """Entry rules, before any content is read."""
     path = change.path
     rid = layout.id_of(path)
@@ -251,7 +253,7 @@ def _entry_findings(change) -> list[Finding]:
     return []
 
 
-def _case_findings(repo, commit: CommitInfo, files) -> list[Finding]:
+def _case_findings(repo: Repository, commit: CommitInfo, files: list[EntryChange]) -> list[Finding]:
     """Two names of one folder that differ in case only (one file on a case-insensitive
     disk); only the folders whose names may hold capitals can have them."""
     folders = {c.path.rsplit("/", 1)[0] for c in files if c.kind == "add" and "/" in c.path}
@@ -282,7 +284,7 @@ def bad_name(path: str) -> str | None:
     return None
 
 
-def _action(commit: CommitInfo, files) -> tuple[str | None, list[Finding]]:
+def _action(commit: CommitInfo, files: list[EntryChange]) -> tuple[str | None, list[Finding]]:
     """The commit's action and what its trailers get wrong about the files it changes."""
     touched = sorted(c.path for c in files)
     trailers: dict[str, list[str]] = {}
@@ -318,7 +320,9 @@ def _action(commit: CommitInfo, files) -> tuple[str | None, list[Finding]]:
     return action, findings
 
 
-def _file_findings(view: Before, commit, change, action: str | None, merge: bool):
+def _file_findings(
+    view: Before, commit: CommitInfo, change: EntryChange, action: str | None, merge: bool
+) -> list[Finding]:
     path, cls = change.path, path_class(change.path)
     rid = layout.id_of(path)
     repo = view.repo
@@ -355,7 +359,9 @@ def _file_findings(view: Before, commit, change, action: str | None, merge: bool
     return [Finding(rid, "history", what)]
 
 
-def _index_findings(repo, commit, change, action) -> list[Finding]:
+def _index_findings(
+    repo: Repository, commit: CommitInfo, change: EntryChange, action: str | None
+) -> list[Finding]:
     """records/index.json may leave history (``kb upgrade``) or stay in a format-1 store
     (its writers kept it current); it never comes back."""
     if change.kind == "delete":
@@ -371,14 +377,14 @@ def _index_findings(repo, commit, change, action) -> list[Finding]:
     return []
 
 
-def _another_parent_holds(repo, commit, change) -> bool:
+def _another_parent_holds(repo: Repository, commit: CommitInfo, change: EntryChange) -> bool:
     """Whether another parent of a merge holds the merge's version of the path (that
     parent's own commits answered for it)."""
     new_sha = change.new[1] if change.new else None
     return any(repo.blob_sha(other, change.path) == new_sha for other in commit.parents[1:])
 
 
-def _document_findings(view: Before, change, cls: str | None) -> list[Finding]:
+def _document_findings(view: Before, change: EntryChange, cls: str | None) -> list[Finding]:
     """A JSON document added or replaced parses strictly, a record within the size limit."""
     if change.new is None or cls not in _JSON_CLASSES:
         return []
@@ -397,7 +403,9 @@ def _document_findings(view: Before, change, cls: str | None) -> list[Finding]:
     return []
 
 
-def _field_findings(repo, change, fields: tuple[str, ...], who: str) -> list[Finding]:
+def _field_findings(
+    repo: Repository, change: EntryChange, fields: tuple[str, ...], who: str
+) -> list[Finding]:
     """A record edit touches only ``fields``: every other field equal as parsed JSON."""
     rid = layout.id_of(change.path)
     try:
@@ -443,7 +451,14 @@ def _first_difference(a: object, b: object, at: str = "") -> str:
 _MISSING = object()
 
 
-def _log_findings(repo, commit, change, cls: str, action, merge: bool) -> list[Finding]:
+def _log_findings(
+    repo: Repository,
+    commit: CommitInfo,
+    change: EntryChange,
+    cls: str,
+    action: str | None,
+    merge: bool,
+) -> list[Finding]:
     """Logs only grow: an ordinary commit appends lines its action may write, each a
     known kind of event; a merge keeps every parent's lines and adds none of its own."""
     rid = layout.id_of(change.path)
@@ -477,6 +492,7 @@ def line_problem(cls: str, line: bytes) -> str | None:
         return str(exc)
     if not isinstance(event, dict):
         return "a log line is one JSON object"
+    known: tuple[str, ...]
     if cls == "ledger":
         kind, known = event.get("event"), LEDGER_EVENTS
     else:
@@ -540,7 +556,7 @@ class IdLookup:
         self._base[commit.sha] = self._base.get(parent, parent) if parent else None
 
 
-def _id_findings(view: Before, commit: CommitInfo, files) -> list[Finding]:
+def _id_findings(view: Before, commit: CommitInfo, files: list[EntryChange]) -> list[Finding]:
     """An added record may not take an id another file holds, in the store before the
     commit or twice within it; the finding names both commits and the way out."""
     parent = commit.parents[0] if commit.parents else None
@@ -580,6 +596,6 @@ def _admitting_commit(repo: Repository, tip: str, path: str) -> str:
         current = parent
 
 
-def _list(values) -> str:
+def _list(values: Iterable[str]) -> str:
     values = sorted(set(values))
     return ", ".join(values) if values else "nothing"

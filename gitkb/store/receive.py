@@ -14,6 +14,7 @@ the ref locks held, main may not land citing a trace commit no trace ref reaches
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gitkb import layout
@@ -81,7 +82,15 @@ def _config(repo: Repository, tip: str | None) -> dict:
 # --------------------------------------------------------------------------- branches
 
 
-def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict, changed: dict):
+def _check_branch(
+    repo: Repository,
+    cache: IndexCache,
+    ids: history.IdLookup,
+    update: RefUpdate,
+    held: tuple,
+    config: dict,
+    changed: dict,
+) -> list[tuple[str, Finding]]:
     """Findings of a move of main (or an allowed branch); ``changed`` gets each record
     path the move adds or changes, as read at the new tip."""
     if update.new is None:
@@ -119,7 +128,9 @@ def _check_branch(repo, cache, ids, update: RefUpdate, held: tuple, config: dict
     return out
 
 
-def _gate_findings(before_commit: history.Before, cache, commit: CommitInfo, changed: dict):
+def _gate_findings(
+    before_commit: history.Before, cache: IndexCache, commit: CommitInfo, changed: dict
+) -> list[Finding]:
     """The record gates on the records ``commit`` adds or changes, against the store
     before it. Ids are the history rules' (checked against the tree, naming both
     commits); "push" tells the store-overlap gate so."""
@@ -157,7 +168,7 @@ def _gate_findings(before_commit: history.Before, cache, commit: CommitInfo, cha
     return [f for result in run_gates(ctx, record_level()) for f in result.findings]
 
 
-def _dangling_links(record_file: rec.RecordFile, tip: StoreView):
+def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Finding]:
     """The relations gate for a record the push changed: its links resolve at the new tip."""
     from gitkb.gates.relations import dangling_links
 
@@ -171,7 +182,7 @@ def _dangling_links(record_file: rec.RecordFile, tip: StoreView):
 # --------------------------------------------------------------------------- trace refs
 
 
-def _check_trace_ref(repo: Repository, update: RefUpdate):
+def _check_trace_ref(repo: Repository, update: RefUpdate) -> list[tuple[str, Finding]]:
     label = update.ref[len(layout.TRACE_REFS) :]
     if not history.PATH_CLASSES["trace-options"].fullmatch(f"traces/{label}.json"):
         return [(update.new or ZERO_SHA, Finding(label, "refs", f"{label!r} is no trace label"))]

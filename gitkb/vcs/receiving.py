@@ -16,8 +16,12 @@ import contextlib
 import json
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitkb.fs import atomic_write
+
+if TYPE_CHECKING:
+    from gitkb.vcs.repository import Repository
 
 PLANS_DIR = "gitkb-pushes"
 
@@ -37,14 +41,14 @@ def this_push() -> int:
     return os.getppid()
 
 
-def clear_plan(repo) -> None:
+def clear_plan(repo: Repository) -> None:
     """Remove the plan file of this push's process id (one an earlier process of the same
     id may have left)."""
     with contextlib.suppress(OSError):
         (repo.git_dir / PLANS_DIR / f"{this_push()}.json").unlink()
 
 
-def write_plan(repo, plan: Plan) -> None:
+def write_plan(repo: Repository, plan: Plan) -> None:
     folder = repo.git_dir / PLANS_DIR
     document = {
         "updates": {ref: list(sides) for ref, sides in plan.updates.items()},
@@ -53,7 +57,7 @@ def write_plan(repo, plan: Plan) -> None:
     atomic_write(folder / f"{plan.push}.json", json.dumps(document).encode())
 
 
-def live_plans(repo) -> list[Plan]:
+def live_plans(repo: Repository) -> list[Plan]:
     """The plans of pushes still in progress; those of finished ones are removed."""
     folder = repo.git_dir / PLANS_DIR
     plans = []
@@ -73,7 +77,7 @@ def live_plans(repo) -> list[Plan]:
     return plans
 
 
-def ref_locked(repo, ref: str) -> bool:
+def ref_locked(repo: Repository, ref: str) -> bool:
     """Whether some transaction holds git's lock on ``ref`` now."""
     return (repo.git_dir / f"{ref}.lock").exists()
 

@@ -11,10 +11,15 @@ change.
 from __future__ import annotations
 
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitkb.vcs import rawtree
+
+if TYPE_CHECKING:
+    from dulwich.object_store import BaseObjectStore
 
 _TREE = 2  # git's object type number of a tree
 
@@ -37,7 +42,7 @@ class EntryChange:
         return side is not None and stat.S_ISDIR(side[0])
 
 
-def _raw_tree(object_store, sha: str) -> bytes:
+def _raw_tree(object_store: BaseObjectStore, sha: str) -> bytes:
     kind, raw = object_store.get_raw(bytes.fromhex(sha) if len(sha) == 20 else sha.encode())
     if kind != _TREE:
         raise rawtree.Malformed(f"{sha} is not a tree")
@@ -51,11 +56,13 @@ def _duplicate(raw: bytes) -> str | None:
     names = [name for name, _, _ in parse_tree(raw, 20)]
     if len(set(names)) == len(names):
         return None
-    seen: set[bytes] = set()
-    return next(n for n in names if n in seen or seen.add(n)).decode("utf-8", "replace")
+    twice = next(n for n, count in Counter(names).items() if count > 1)
+    return twice.decode("utf-8", "replace")
 
 
-def walk(object_store, old: str | None, new: str | None, prefix: str = "") -> Iterator[EntryChange]:
+def walk(
+    object_store: BaseObjectStore, old: str | None, new: str | None, prefix: str = ""
+) -> Iterator[EntryChange]:
     """Changes from tree ``old`` to tree ``new`` (None: no tree), every changed entry at
     every depth, each folder before what it holds."""
     stack = [(prefix.strip("/"), old, new)]
