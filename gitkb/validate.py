@@ -141,7 +141,7 @@ def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     from gitkb.samples import trace as sample_trace
 
     store, candidate = sample_trace.sample_store(Path(workdir))
-    return GateContext(records=[candidate], store=store.view(), extra={"admission": "insert"})
+    return GateContext(records=[candidate], store=store.view(), admission="insert")
 
 
 def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:

@@ -45,9 +45,8 @@ def sample(tmp_path_factory):
 
 def ctx_for(store, *records: dict, admission: str | None = "insert") -> GateContext:
     files = [rec.load(rec.path_for(r), rec.dumps(r)) for r in records]
-    extra = {"admission": admission} if admission else {}
     view = store.view() if store is not None else None
-    return GateContext(records=files, store=view, extra=extra, full=True)
+    return GateContext(records=files, store=view, admission=admission, full=True)
 
 
 def run(name: str, ctx: GateContext):
@@ -139,7 +138,7 @@ def test_an_injection_context_mutates_its_own_copy_of_the_packets(sample):
 
     store, _ = sample
     ctx = ctx_for(store, candidate(sample))
-    ctx.extra[trace_evidence.MUTABLE_EVIDENCE] = True  # as run_injections marks its contexts
+    ctx.mutable_evidence = True  # as run_injections marks its contexts
     mine = trace_evidence.packets(ctx, sample_trace.LABEL)
     mine[1].diff = None
     assert StoreTraces(store.view()).packets(sample_trace.LABEL)[1].diff

@@ -8,11 +8,19 @@ The order and membership of gates live in ``registry.py``, one line per gate.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gitkb.record import RecordFile
+
+if TYPE_CHECKING:
+    # Types only: gates sit below the store and the trace readers that implement these.
+    from gitkb.gates.trace_evidence import EvidenceCache
+    from gitkb.store.rows import Row
+    from gitkb.trace.packets import Packet
+    from gitkb.vcs.repository import Repository
 
 
 @dataclass(frozen=True)
@@ -35,20 +43,57 @@ class Finding:
         }
 
 
+class StoreReader(Protocol):
+    """What gates read of a store (``gitkb.store.view.StoreView`` is one): the commit
+    judged against, its repository, its ids and the records behind them."""
+
+    tip: str | None
+
+    @property
+    def repo(self) -> Repository: ...
+
+    def ids(self) -> list[str]: ...
+
+    def rows_of(self, record_id: str) -> list[Row]: ...
+
+    def read_record(self, record_id: str) -> RecordFile: ...
+
+
+class TraceSource(Protocol):
+    """Where trace gates find traces (``gitkb.trace.sources``: a store's copies under
+    refs/kb/traces/<label>, or one trace folder)."""
+
+    def tip(self, label: str) -> tuple[str | None, str]: ...
+
+    def repo(self, label: str) -> Repository: ...
+
+    def packets(self, label: str) -> list[Packet]: ...
+
+    def commits(self, label: str) -> set[str] | frozenset[str]: ...
+
+
 @dataclass
 class GateContext:
     """What a gate looks at: record files, the index bytes, and the options of the run.
 
-    ``store`` is a store view (or None for a bare folder). ``traces`` is where trace gates
-    find traces (``gitkb.trace.sources``): None means the store's refs/kb/traces/<label>.
+    ``store`` is the store the records are judged against (None for a bare folder).
+    ``traces`` is where trace gates find traces: None means the store's copies.
     """
 
     records: list[RecordFile]
     index_raw: bytes | None = None
     full: bool = False
-    store: object | None = None
-    traces: object | None = None
-    extra: dict = field(default_factory=dict)
+    store: StoreReader | None = None
+    traces: TraceSource | None = None
+    # The action the records are being admitted as ("insert", "confirm", ..., "push" in
+    # the server hook); None judges a standing store, where a record meets itself.
+    admission: str | None = None
+    # The trace being mined: a mined record's source_repo must name it.
+    trace_label: str | None = None
+    # An injection case mutates packets: it gets its own copy, never the shared one.
+    mutable_evidence: bool = False
+    # The trace gates' packets and tips, built once per context (gates.trace_evidence).
+    evidence_cache: EvidenceCache | None = None
     # A gitkb store keeps its index as a cache, not a file: this compares that cache with
     # a fresh rebuild (the index gate calls it with --full).
     index_check: Callable[[], list[Finding]] | None = None
@@ -167,13 +212,12 @@ def run_injections(sample: GateContext, gates: Iterable[Gate]) -> list[Injection
 
 
 def _fresh(sample: GateContext) -> GateContext:
-    store, index_check, traces = sample.store, sample.index_check, sample.traces
-    sample.store = sample.index_check = sample.traces = None
-    try:
-        ctx = copy.deepcopy(sample)
-    finally:
-        sample.store, sample.index_check, sample.traces = store, index_check, traces
-    ctx.store, ctx.index_check, ctx.traces = store, index_check, traces
-    ctx.full = True
-    ctx.extra["mutable_evidence"] = True  # see gates.trace_evidence
-    return ctx
+    """A context an injection case may mutate: its own records and evidence, the same
+    store, traces and index check."""
+    return dataclasses.replace(
+        sample,
+        records=copy.deepcopy(sample.records),
+        full=True,
+        mutable_evidence=True,
+        evidence_cache=None,
+    )

@@ -3,7 +3,7 @@
 ``evidence.raw.git_commit`` must name a commit reachable from
 ``refs/kb/traces/<source_repo>`` in the store (gitkb's rule 8: any other object,
 or a commit the trace does not hold, does not count). When the run names the
-trace it is mining (``ctx.extra["trace_label"]``), ``source_repo`` must equal it.
+trace it is mining (``ctx.trace_label``), ``source_repo`` must equal it.
 A record that cites a trace commit without naming its trace is reported too."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _cites_commit(data: dict) -> bool:
 def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx, also=_cites_commit)
     require_traces(ctx)
-    expected_label = ctx.extra.get("trace_label")
+    expected_label = ctx.trace_label
     for record_file, data in records:
         label, commit = label_of(data), raw_of(data).get("git_commit")
         if label is None:
@@ -122,7 +122,7 @@ def _blob_not_commit(ctx: GateContext) -> bool:
 
 
 def _other_trace_label(ctx: GateContext) -> bool:
-    ctx.extra["trace_label"] = "kernel_opt_998_another_trace"
+    ctx.trace_label = "kernel_opt_998_another_trace"
     return _first(ctx) is not None
 
 

@@ -2,7 +2,7 @@
 
 What "live store" means depends on the run:
 
-* at admission (``ctx.extra["admission"]`` is the action): an ``insert`` whose id is
+* at admission (``ctx.admission`` is the action): an ``insert`` whose id is
   already in the store fails; ``confirm`` and ``conflict`` name an existing record
   on purpose and are not checked;
 * on a push (``"push"``): the server hook checks every added record's id against
@@ -29,7 +29,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
     records = mined_records(ctx)
     if ctx.store is None:
         raise Skip("no store: a record's id can only overlap a store's")
-    admission = ctx.extra.get("admission")
+    admission = ctx.admission
     if admission not in (None, "insert"):
         return
     for record_file, data in records:
@@ -65,7 +65,7 @@ def _known_id(ctx: GateContext) -> bool:
     record_file, live_id = first_mined(ctx), _smallest_live_id(ctx)
     if record_file is None or live_id is None:
         return False
-    ctx.extra["admission"] = "insert"
+    ctx.admission = "insert"
     record_file.data["id"] = live_id
     return True
 
@@ -75,7 +75,7 @@ def _second_copy(ctx: GateContext) -> bool:
     record_file, live_id = first_mined(ctx), _smallest_live_id(ctx)
     if record_file is None or live_id is None:
         return False
-    ctx.extra.pop("admission", None)
+    ctx.admission = None
     record_file.data["id"] = live_id
     return True
 
@@ -88,7 +88,7 @@ def _re_mined_insert(ctx: GateContext) -> bool:
     for record_id in ctx.store.ids():
         live = ctx.store.read_record(record_id)
         if live.data is not None and is_mined(live.data):
-            ctx.extra["admission"] = "insert"
+            ctx.admission = "insert"
             record_file.data = copy.deepcopy(live.data)
             return True
     return False

@@ -40,7 +40,7 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict) -> It
     # A card being admitted or pushed cites live records only; a stored card whose record
     # was retracted since is stale, not false: its numbers still recompute from what it
     # cites, and the next ``curate --cards`` supersedes it.
-    admitting = "admission" in ctx.extra
+    admitting = ctx.admission is not None
     cited = ce.cited_of(card)
     payload = card.get("payload") if isinstance(card.get("payload"), dict) else {}
     if not cited:
@@ -182,7 +182,7 @@ def _cites_retracted(ctx: GateContext) -> bool:
     if made is None:
         return False
     made[1][1]["status"] = "deprecated"
-    ctx.extra["admission"] = "insert"
+    ctx.admission = "insert"
     return True
 
 

@@ -7,7 +7,7 @@ repository, ``git kb validate DIR --trace PATH`` or a mining run's own; else the
 distilled from is rebuilt (``gitkb.trace.sources``), so a gate needs no scratch files, on
 a laptop or in a server hook alike.
 
-Everything is cached on the gate context (``ctx.extra``): one trace's packets are
+Everything is cached on the gate context (``ctx.evidence_cache``): one trace's packets are
 rebuilt once per context; an injection case's context holds its own deep copy, so it
 may mutate the evidence without touching anyone else's.
 """
@@ -18,18 +18,16 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
-from gitkb.gates import GateContext, Skip
+from gitkb.gates import GateContext, Skip, TraceSource
 
 if TYPE_CHECKING:
     from gitkb.record import RecordFile
-    from gitkb.trace.packets import Packet
+    from gitkb.trace.packets import Packet, PacketIndex
     from gitkb.vcs.repository import Repository
 
-_CACHE_KEY = "trace_evidence"
-MUTABLE_EVIDENCE = "mutable_evidence"  # set on a context whose evidence may be mutated
 # A label becomes a ref name component: git's rules, narrowed to what traces use.
 _LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
 
@@ -65,7 +63,7 @@ def mined_records(
 NO_TRACE = "no trace: pass --trace PATH, or --store STORE holding refs/kb/traces/<label>"
 
 
-def source(ctx: GateContext) -> Any:  # ctx.traces is untyped until GateContext is
+def source(ctx: GateContext) -> TraceSource | None:
     """Where this context finds traces: its own trace source, else the store's copies."""
     if ctx.traces is not None:
         return ctx.traces
@@ -102,22 +100,23 @@ class TraceEvidence:
 class _Trace:
     tip: str | None
     problem: str = ""
-    packets: list | None = None
+    packets: list[Packet] | None = None
     packet_error: str = ""
     reachable: set[str] | None = None
-    index: object | None = None  # gitkb.trace.packets.PacketIndex of ``packets``
+    index: PacketIndex | None = None  # of ``packets``
 
 
 @dataclass
-class _Cache:
+class EvidenceCache:
+    """What one context's trace gates share: each trace's tip and packets, once."""
+
     traces: dict[str, _Trace] = field(default_factory=dict)
 
 
-def _cache(ctx: GateContext) -> _Cache:
-    cache = ctx.extra.get(_CACHE_KEY)
-    if not isinstance(cache, _Cache):
-        cache = ctx.extra[_CACHE_KEY] = _Cache()
-    return cache
+def _cache(ctx: GateContext) -> EvidenceCache:
+    if ctx.evidence_cache is None:
+        ctx.evidence_cache = EvidenceCache()
+    return ctx.evidence_cache
 
 
 def _trace(ctx: GateContext, label: str) -> _Trace:
@@ -152,7 +151,7 @@ def packets(ctx: GateContext, label: str) -> list:
                 trace.packet_error = f"the packets of trace {label} cannot be rebuilt: {exc}"
             else:
                 # Gates only read; an injection case mutates, so it gets its own copy.
-                own = ctx.extra.get(MUTABLE_EVIDENCE)
+                own = ctx.mutable_evidence
                 trace.packets = copy.deepcopy(list(built)) if own else list(built)
     return trace.packets
 

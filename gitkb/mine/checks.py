@@ -31,7 +31,8 @@ def gate_findings(
         records=files,
         store=store_view,
         traces=traces,
-        extra={"admission": "insert", "trace_label": label},
+        admission="insert",
+        trace_label=label,
     )
     left_out = COVERED_BY_PROFILE + (BY_CONSTRUCTION if preview else ())
     gates = [g for g in record_level() if g.name not in left_out]

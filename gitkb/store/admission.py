@@ -78,7 +78,7 @@ def check_record(
     ctx = GateContext(
         records=[rec.RecordFile(path, raw or rec.dumps(record), record)],
         store=view,
-        extra={"admission": action},
+        admission=action,
     )
     results = run_gates(ctx, record_level())
     return gates_figure(results), [f for r in results for f in r.findings]

@@ -164,7 +164,7 @@ def _gate_findings(
         hidden=frozenset(c.path for c in changes if c.kind != "add"),
         files_at=commit.sha,
     )
-    ctx = GateContext(records=checked, store=before, extra={"admission": "push"})
+    ctx = GateContext(records=checked, store=before, admission="push")
     return [f for result in run_gates(ctx, record_level()) for f in result.findings]
 
 
