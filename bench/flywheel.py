@@ -165,17 +165,18 @@ def figures_of(family: str, shape: str, mode: str, out: Path, doc: dict, wall: f
         shape,
         mode,
         wall_s=wall,
-        final=doc.get("aggregate_speedup") or 1.0,
+        final=(doc.get("final") or {}).get("aggregate_speedup") or 1.0,
         winner=doc.get("winner"),
         final_code=code_key(out / "best_kernel.py"),
     )
-    for experiment in doc["experiments"]:
-        if experiment["id"] == "baseline" or experiment["id"].endswith("-deep"):
+    for experiment in doc["experiments"]:  # TLX's experiment shape
+        exp_id = experiment["experiment_id"]
+        if exp_id == "baseline" or exp_id.endswith("-deep"):
             continue
-        found.evaluations.append(experiment.get("aggregate_speedup"))
-        found.ids.append(experiment["id"])
-        found.codes.append(code_key(out / "experiments" / experiment["id"] / "kernel.py"))
-        found.warm_candidates += experiment["id"].startswith("ws-")
+        found.evaluations.append((experiment.get("performance") or {}).get("aggregate_speedup"))
+        found.ids.append(exp_id)
+        found.codes.append(code_key(out / "experiments" / exp_id / "kernel.py"))
+        found.warm_candidates += exp_id.startswith("ws-")
     return found
 
 
