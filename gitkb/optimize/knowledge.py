@@ -120,8 +120,8 @@ def tlx_context(setup: RunSetup) -> tuple[str, list[str]]:
 def _attempts(arch: str, dsl: str | None, operator: str | None) -> list[dict]:
     """The scopes asked in turn, narrowest first."""
     words = [w for w in re.split(r"[^A-Za-z0-9]+", operator or "") if w]
-    base = {"arch": arch, "dsl": dsl} if dsl else {"arch": arch}
-    out = []
+    base: dict[str, object] = {"arch": arch, "dsl": dsl} if dsl else {"arch": arch}
+    out: list[dict[str, object]] = []
     if operator:
         out.append({**base, "family": operator})
     if words:

@@ -11,13 +11,13 @@ frozen bundle's hashes, the bundle validation, the revalidation and the trace.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.trace import dumps
+from gitkb.record.values import finite_number
 
 if TYPE_CHECKING:
     from gitkb.optimize.evaluate import Measurement
@@ -39,7 +39,7 @@ GITKB_EXPERIMENT_FIELDS = (
 
 def performance(cases: list[dict], aggregate: float | None) -> dict:
     """The TLX agent's performance summary: the aggregate speedup and each case."""
-    return {"aggregate_speedup": _finite(aggregate), "cases": cases}
+    return {"aggregate_speedup": finite_number(aggregate), "cases": cases}
 
 
 def experiment_json(out: Path, experiment: dict) -> dict:
@@ -78,10 +78,6 @@ class Ending:
     commit: dict | None = None
     revalidation: dict | None = None
     error: str | None = None  # why the run stopped early (exit 1)
-
-
-def _finite(value):
-    return value if value is None or math.isfinite(value) else None
 
 
 def write(setup: RunSetup, state: RunState, ending: Ending, base: Measurement | None) -> dict:
