@@ -111,6 +111,7 @@ def card_for(cards: dict[str, dict], technique: str) -> dict:
     return next(c for c in cards.values() if c["payload"]["technique"] == technique)
 
 
+@pytest.mark.slow
 def test_cards_numbers_recompute_from_their_cited_records(mined):
     tip = mined.tip
     plan = curate(mined)
@@ -147,6 +148,7 @@ def test_cards_numbers_recompute_from_their_cited_records(mined):
     assert {c["action"] for c in again["cards"]} == {"unchanged"}
 
 
+@pytest.mark.slow
 def test_a_card_is_regenerated_when_its_evidence_changes(mined):
     curate(mined, "--apply")
     old = card_for(live_cards(mined), "vectorized-bit-loads-along-row")
@@ -182,6 +184,7 @@ def _tampered(card: dict, how: str) -> dict:
     return card
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["gain", "scope", "retracted"])
 def test_the_card_gate_refuses_a_defective_card_at_admission(mined, how):
     curate(mined, "--apply")
@@ -193,6 +196,7 @@ def test_the_card_gate_refuses_a_defective_card_at_admission(mined, how):
         mined.admit(rec.dumps(card), "insert")
 
 
+@pytest.mark.slow
 def test_the_server_refuses_a_pushed_card_whose_numbers_are_not_its_evidence(tmp_path, monkeypatch):
     from test_hooks import put_git_kb_on_path
 

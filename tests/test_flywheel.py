@@ -37,6 +37,7 @@ def stored_win(tmp_path, name: str, store, found: float, ended: float) -> None:
     assert result.exit_code == 0 and result.document["write_back"]["success"], result.document
 
 
+@pytest.mark.slow
 def test_the_best_verified_offer_is_adopted_not_the_first(tmp_path, store):
     # Rank 1 claims 8x (400 -> 50, on a slower kernel) but is 2x here; its alternate
     # claims 5x (100 -> 20) and is 5x here.
@@ -59,6 +60,7 @@ def test_the_best_verified_offer_is_adopted_not_the_first(tmp_path, store):
     assert [e["experiment_id"] for e in document["experiments"]][-1] == "r001-c002"
 
 
+@pytest.mark.slow
 def test_an_adopted_kernel_failing_the_recheck_is_attested_failed(tmp_path, store):
     # FLAKY passes its first verification on a machine and fails the next one (the mark
     # file remembers): judged as an offer it is adopted, then the final re-check fails.
@@ -140,6 +142,7 @@ def test_a_ladder_spanning_over_ten_times_reads_on_a_log_axis():
     assert "log scale" not in narrow and "100 us" in narrow
 
 
+@pytest.mark.slow
 def test_the_site_shows_each_card_with_its_records_and_the_flywheel_plot(tmp_path, store):
     for campaign in CAMPAIGNS:
         mine(rmsnorm_trace(tmp_path, *campaign), store=store)
@@ -164,6 +167,7 @@ def test_the_site_shows_each_card_with_its_records_and_the_flywheel_plot(tmp_pat
     assert card["payload"]["technique"] in card_page
 
 
+@pytest.mark.slow
 def test_re_mining_an_optimize_trace_admits_nothing_and_refuses_nothing(tmp_path, store):
     from helpers import kb
 

@@ -62,6 +62,7 @@ def test_resolve_answers_as_geak_does(store, tmp_path):
     ] == 1.8  # not the 20x entry filed under gfx942  # fmt: skip
 
 
+@pytest.mark.slow
 def test_reimport_after_curation_is_a_sync(store, tmp_path):
     tree = fidelity_tree(tmp_path / "geak")
     import_tree("geak", store, tree.parent)
@@ -90,6 +91,7 @@ def test_a_curated_tree_imported_fresh_answers_the_same(store, tmp_path):
     check(answers(store), EXPECTED["curated_fresh"])
 
 
+@pytest.mark.slow
 def test_the_exported_tree_round_trips(store, tmp_path):
     tree = fidelity_tree(tmp_path / "geak")
     import_tree("geak", store, tree.parent)
@@ -203,6 +205,7 @@ def test_gpu_wiki_import_refuses_a_symlink(store, tmp_path):
     assert done.stderr.decode().count("\n") == 1 and b"is a symlink" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_synced_store_passes_the_server_hook(tmp_path, monkeypatch):
     """Every commit a sync writes (import, confirm, attest, retract) is one the server's
     pre-receive hook accepts: pushed through C git to a hooked bare store."""

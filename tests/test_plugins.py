@@ -11,6 +11,8 @@ import pytest
 from gitkb.gates import Gate
 from gitkb.gates.registry import GATE_MODULES, GateModule
 from gitkb.importers import IMPORTERS, ImporterModule
+from gitkb.mine import distill
+from gitkb.mine.distill import DistillerModule
 from gitkb.optimize import profilers, providers
 from gitkb.optimize.profilers import ProfilerModule
 from gitkb.optimize.providers import ProviderModule
@@ -20,6 +22,7 @@ FAMILIES = [
     *((ProviderModule, path) for path in providers.REGISTRY.values()),
     *((ProfilerModule, path) for path in profilers.REGISTRY.values()),
     *((ImporterModule, f"gitkb.importers.{m}") for m in IMPORTERS.values()),
+    *((DistillerModule, path) for path in distill.REGISTRY.values()),
 ]
 
 
@@ -44,3 +47,4 @@ def test_every_registered_entry_meets_its_family_protocol(protocol, path):
 def test_a_module_without_the_entry_point_does_not_meet_the_protocol():
     assert not isinstance(importlib.import_module("gitkb.gates.registry"), GateModule)
     assert not isinstance(importlib.import_module("gitkb.importers"), ProfilerModule)
+    assert not isinstance(importlib.import_module("gitkb.mine.distill.external"), DistillerModule)

@@ -78,6 +78,7 @@ def _png_pixels(data: bytes) -> tuple[int, int, bytes]:
     return width, height, zlib.decompress(idat)
 
 
+@pytest.mark.slow
 def test_site_renders_in_headless_chromium(store, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:

@@ -14,11 +14,13 @@ record once per trace that measured it: the record, and each trace that confirme
 
 from __future__ import annotations
 
-import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from gitkb.record import dig, scope_of
+from gitkb.record.values import finite_number, stripped_text
 from gitkb.trace.naming import operator_slug
 
 CARD_TYPE = "technique-card"
@@ -78,15 +80,8 @@ class CardFacts:
         )
 
 
-def _text(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
 def _gain(record: dict) -> float | None:
-    value = dig(record, "worth", "gain", "pct")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return finite_number(dig(record, "worth", "gain", "pct"))
 
 
 def technique_of(record: dict) -> str | None:
@@ -95,14 +90,14 @@ def technique_of(record: dict) -> str | None:
     if record.get("type") not in EVIDENCE_TYPES:
         return None
     scope = scope_of(record)
-    operators = {_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
-    operators.add(_text(scope.get("operator_family")))
+    operators = {stripped_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
+    operators.add(stripped_text(scope.get("operator_family")))
     tags = dig(record, "retrieval", "technique_tags")
     for tag in tags if isinstance(tags, list) else []:
-        if _text(tag) and _text(tag) not in operators:
-            return operator_slug(_text(tag))
+        if stripped_text(tag) and stripped_text(tag) not in operators:
+            return operator_slug(stripped_text(tag))
     payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-    change = _text(payload.get("change")) or _text(payload.get("attempted"))
+    change = stripped_text(payload.get("change")) or stripped_text(payload.get("attempted"))
     return operator_slug(change.replace(" ", "-")) if change else None
 
 
@@ -113,14 +108,15 @@ def key_of(record: dict, live: bool = True) -> CardKey | None:
         return None
     technique = technique_of(record)
     scope = scope_of(record)
-    parts = [_text(scope.get(k)) for k in SCOPE_FIELDS]
+    parts = [stripped_text(scope.get(k)) for k in SCOPE_FIELDS]
     if technique is None or technique == "unknown" or not all(parts):
         return None
-    return CardKey(*parts, technique)
+    vendor, arch, dsl, family = parts
+    return CardKey(vendor, arch, dsl, family, technique)
 
 
 def _label(record: dict) -> str:
-    return _text(dig(record, "evidence", "raw", "source_repo"))
+    return stripped_text(dig(record, "evidence", "raw", "source_repo"))
 
 
 def _confirmations(record: dict) -> list[str]:
@@ -136,7 +132,7 @@ def _attempts(record: dict) -> int:
 
 
 def _page(record: dict) -> str:
-    return _text(scope_of(record).get("product")).lower()
+    return stripped_text(scope_of(record).get("product")).lower()
 
 
 def _condition(record: dict) -> str:
@@ -155,17 +151,18 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
     gains = [g for g in (_gain(records[i]) for i in kept) if g is not None]
     wins = [
         {
-            "operator": _text(dig(records[i], "payload", "problem", "operator")) or key.family,
+            "operator": stripped_text(dig(records[i], "payload", "problem", "operator"))
+            or key.family,
             "dsl": key.dsl,
             "gain_pct": _gain(records[i]),
-            "change": _text(dig(records[i], "payload", "change")),
+            "change": stripped_text(dig(records[i], "payload", "change")),
         }
         for i in kept
     ]
     caveats: list[str] = []
     conditions: list[str] = []
     for i in failed:
-        mechanism = _text(dig(records[i], "payload", "established_fact", "mechanism"))
+        mechanism = stripped_text(dig(records[i], "payload", "established_fact", "mechanism"))
         if mechanism and mechanism not in caveats:
             caveats.append(mechanism)
         condition = _condition(records[i])
@@ -177,7 +174,7 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
     if conditions:
         when += "; it failed where " + "; ".join(conditions)
     what = next((w["change"] for w in wins if w["change"]), "") or next(
-        (_text(dig(records[i], "payload", "attempted")) for i in failed), ""
+        (stripped_text(dig(records[i], "payload", "attempted")) for i in failed), ""
     )
     payload = {
         "technique": key.technique,
@@ -214,12 +211,13 @@ def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
         {
             s
             for r in records.values()
-            for s in (dig(r, "retrieval", "signals", "symptoms") or [])
+            # as before, any iterable value is read (the schema makes it a list)
+            for s in cast("Iterable[object]", dig(r, "retrieval", "signals", "symptoms") or [])
             if isinstance(s, str) and s
         }
     )
     measured_on = (dig(r, "evidence", "summary", "measured_on", "gpu") for r in records.values())
-    gpus = sorted({_text(g) for g in measured_on} - {""})
+    gpus = sorted({stripped_text(g) for g in measured_on} - {""})
     traces = sorted(
         (
             {_label(r) for r in records.values()}

@@ -136,7 +136,8 @@ def topics(records: Iterable[dict]) -> list[Topic]:
 # --------------------------------------------------------------------------- the documents
 
 
-def _text(value) -> str:
+def _one_line(value) -> str:
+    """A scalar as one line of text (whitespace runs folded); "" for anything else."""
     return " ".join(str(value).split()) if isinstance(value, str | int | float) else ""
 
 
@@ -196,13 +197,13 @@ def _claims(record: dict) -> list[str]:
             ("Symptom", (payload.get("problem") or {}).get("bottleneck")),
             ("Levers", ", ".join(str(t) for t in techniques if t)),
         )
-    return [f"{label}: {_text(value)}" for label, value in fields if _text(value)]
+    return [f"{label}: {_one_line(value)}" for label, value in fields if _one_line(value)]
 
 
 def _title(record: dict) -> str:
     payload = record.get("payload") or {}
     problem = payload.get("problem") or {}
-    return _text(payload.get("technique") or payload.get("goal") or problem.get("statement"))
+    return _one_line(payload.get("technique") or payload.get("goal") or problem.get("statement"))
 
 
 SECTIONS = (

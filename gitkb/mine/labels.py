@@ -15,10 +15,10 @@ from functools import cache
 
 from gitkb import layout, schema
 from gitkb.errors import GitkbError
+from gitkb.record.values import mapping
 from gitkb.trace import scrub
 from gitkb.trace.files import JsonProblem, parse_json
 from gitkb.trace.ingest import Ingest
-from gitkb.trace.memory import object_of
 from gitkb.trace.sources import usable_label
 
 FROM_FLAG = "--label"
@@ -111,7 +111,7 @@ def stored_label(store, ingested: Ingest) -> LabelChoice | None:
         return None
     raw = store.view().read_file(layout.TRACE_OPTIONS_PATH.format(label=found[0]))
     try:
-        document = object_of(parse_json(raw)) if raw else {}
+        document = mapping(parse_json(raw)) if raw else {}
     except JsonProblem:
         document = {}
     kept = {k: document[k] for k in STORED_KEYS if isinstance(document.get(k), str)}

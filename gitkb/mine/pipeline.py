@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gitkb.errors import GitkbError, writing
 from gitkb.mine.checks import gate_findings
-from gitkb.mine.distill import distill_all
+from gitkb.mine.distill import distill_all, in_process
 from gitkb.mine.labels import choose_label
 from gitkb.mine.recon import recon
 from gitkb.mine.result import MineResult, Outcome
@@ -106,10 +106,10 @@ def mine(
     view = store.view() if store is not None else None
 
     def check(records: list[dict]) -> list[list]:
-        preview = dry_run and distiller == "builtin"
+        preview = dry_run and in_process(distiller)
         return gate_findings(records, traces, view, label, preview)
 
-    precheck = None if admitting and distiller == "builtin" else check
+    precheck = None if admitting and in_process(distiller) else check
     attempts = distill_all(packets, distiller, jobs, progress, precheck)
     outcomes, ready, refused = _sort(attempts)
     result = MineResult(label, head, ingested, ladder, recon_doc, segments, outcomes, {}, choice)

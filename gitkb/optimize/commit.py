@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING
 from gitkb.errors import GitkbError
 
 if TYPE_CHECKING:
+    from gitkb.optimize.scoring import Score
+    from gitkb.optimize.setup import RunSetup
+    from gitkb.optimize.state import BestSoFar
     from gitkb.vcs.kernel_repo import KernelRepo, KernelSnapshot
 
 ATTRIBUTION = "TLX agent authored"
@@ -277,15 +280,21 @@ def _commit(plan, winner, message, reverify, result) -> None:
     result.success = True
 
 
-def commit_run_winner(run, winner: dict, base_score, final_score, reverify) -> dict:
+def commit_run_winner(
+    setup: RunSetup,
+    winner: BestSoFar,
+    base_score: Score,
+    final_score: Score,
+    reverify: Callable[[bytes], tuple[bool, str]],
+) -> dict:
     """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
     from gitkb.optimize.trace import dumps
 
-    exp = winner["experiment"]
+    exp = winner.experiment
     subject = (
-        run.config.commit_message
+        setup.config.commit_message
         or exp.get("commit_title")
-        or f"Optimize {run.kernel.name} with TLX agent"
+        or f"Optimize {setup.kernel.name} with TLX agent"
     )
     summary = exp.get("commit_summary") or exp.get("change") or ""
     message = build_message(
@@ -294,18 +303,18 @@ def commit_run_winner(run, winner: dict, base_score, final_score, reverify) -> d
         [c.as_json() for c in base_score.cases],
         [c.as_json() for c in final_score.cases],
         final_score.aggregate,
-        run.trace_label,
-        run.trace.head,
+        setup.trace_label,
+        setup.trace.head,
     )
-    result = commit_winner(run.plan, winner["source"].encode("utf-8"), message, reverify)
+    result = commit_winner(setup.plan, winner.source.encode("utf-8"), message, reverify)
     document = result.as_json()
-    (run.output / "auto_commit.json").write_bytes(dumps(document))
+    (setup.output / "auto_commit.json").write_bytes(dumps(document))
     if result.success:
         state = (
             f"committed {result.commit_revision} into {result.repo_root} ({result.vcs}): {subject}"
         )
     else:
         state = f"commit failed: {result.diagnostics}"
-    run.say(f"[gitkb] winner {winner['id']} {state}")
-    run.say(result.event_line())
+    setup.say(f"[gitkb] winner {winner.id} {state}")
+    setup.say(result.event_line())
     return document

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitkb.optimize import profilers, scoring, worker
-from gitkb.optimize.setup import Run
+from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.trace import dumps
 
 # TLX's portable tool names; ``native_profiler`` is sent as the backend's own tool (ncu on
@@ -37,57 +37,57 @@ class Measurement:
         return self.score is not None
 
 
-def tools(run: Run, requested: tuple[str, ...] = DEFAULT_TOOLS) -> list[str]:
-    native = run.profiler.get("tool", "none")
+def tools(setup: RunSetup, requested: tuple[str, ...] = DEFAULT_TOOLS) -> list[str]:
+    native = setup.profiler.get("tool", "none")
     named = [native if t == "native_profiler" and native != "none" else t for t in requested]
     return list(dict.fromkeys(named))
 
 
 def profile_request(
-    run: Run, exp_id: str, level: str, reason: str, diagnostic: bool = False
+    setup: RunSetup, exp_id: str, level: str, reason: str, diagnostic: bool = False
 ) -> dict | None:
     """The structured request a harness's ``profile`` gets (None: profiling is off): TLX's
     fields, ``artifacts_dir`` made per case by the harness process; gitkb adds the backend's
     profiler mapping under ``native_profiler``. ``diagnostic``: TLX's per-warp Proton trace
     request (``--diagnostic-proton-intra-kernel``), never a measurement."""
-    if not run.config.profile:
+    if not setup.config.profile:
         return None
-    folder = run.output / "experiments" / exp_id
+    folder = setup.output / "experiments" / exp_id
     artifacts = "diagnostic_profile_artifacts" if diagnostic else "profile_artifacts"
     return {
         "level": "deep" if diagnostic else level,
-        "tools": list(DIAGNOSTIC_TOOLS) if diagnostic else tools(run),
+        "tools": list(DIAGNOSTIC_TOOLS) if diagnostic else tools(setup),
         "experiment_id": exp_id,
         "artifacts_dir": str(folder / artifacts),
         "reason": reason,
         "diagnostic_only": diagnostic,
         "granularity": "warp" if diagnostic else None,
-        "native_profiler": run.profiler,
+        "native_profiler": setup.profiler,
     }
 
 
 def evaluate(
-    run: Run, source: str, exp_id: str, level: str, reason: str, request: dict | None = None
+    setup: RunSetup, source: str, exp_id: str, level: str, reason: str, request: dict | None = None
 ) -> worker.Evaluation:
     """Run the frozen harness once on ``source``."""
-    folder = run.output / "experiments" / exp_id
+    folder = setup.output / "experiments" / exp_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.py").write_text(source, encoding="utf-8")
-    run.frozen.verify(f"before {exp_id}")
-    run.kernel_guard.verify(f"before {exp_id}")
+    setup.frozen.verify(f"before {exp_id}")
+    setup.kernel_guard.verify(f"before {exp_id}")
     evaluation = worker.run_harness(
-        run.bundle.harness,
+        setup.bundle.harness,
         source,
-        run.bundle.target,
-        [dict(c.raw) for c in run.bundle.cases],
-        run.budget.benchmark_repetitions,
+        setup.bundle.target,
+        [dict(c.raw) for c in setup.bundle.cases],
+        setup.budget.benchmark_repetitions,
         folder,
-        run.budget.max_candidate_seconds,
-        run.environment,
-        request or profile_request(run, exp_id, level, reason),
+        setup.budget.max_candidate_seconds,
+        setup.environment,
+        request or profile_request(setup, exp_id, level, reason),
     )
-    run.frozen.verify(f"during {exp_id}")
-    run.kernel_guard.verify(f"during {exp_id}")
+    setup.frozen.verify(f"during {exp_id}")
+    setup.kernel_guard.verify(f"during {exp_id}")
     if evaluation.response is not None:
         for case in evaluation.response["cases"]:
             if "profile" in case:
@@ -102,37 +102,42 @@ def evaluate(
 
 
 def measure(
-    run: Run, source: str, exp_id: str, level: str, reason: str, baseline: scoring.Score | None
+    setup: RunSetup,
+    source: str,
+    exp_id: str,
+    level: str,
+    reason: str,
+    baseline: scoring.Score | None,
 ) -> Measurement:
     """Evaluate and score against ``baseline`` (None: this is the baseline)."""
-    evaluation = evaluate(run, source, exp_id, level, reason)
+    evaluation = evaluate(setup, source, exp_id, level, reason)
     if evaluation.error:
         return Measurement(None, [evaluation.error], level=level)
     response = evaluation.response
     if not response["build"]["success"]:
         why = "; ".join(response["build"]["diagnostics"]) or "no diagnostics"
         return Measurement(None, [f"build failed: {why}"], level=level)
-    score = scoring.score(response, run.bundle.cases, baseline)
+    score = scoring.score(response, setup.bundle.cases, baseline)
     diagnostics = [f"{c.case_id}: {d}" for c in score.cases for d in c.diagnostics if not c.passed]
     metrics = {c["case_id"]: c.get("metrics") for c in response["cases"]}
     profiles = {c["case_id"]: c.get("profile") for c in response["cases"] if "profile" in c}
     return Measurement(score, diagnostics, metrics, profiles, level)
 
 
-def diagnose(run: Run, source: str, exp_id: str, reason: str) -> dict[str, dict]:
+def diagnose(setup: RunSetup, source: str, exp_id: str, reason: str) -> dict[str, dict]:
     """TLX's ``--diagnostic-proton-intra-kernel``: one more evaluation of ``source`` with the
     per-warp trace request (its artifacts under ``experiments/<exp_id>/``, its files under
     ``experiments/<exp_id>-diagnostic/``); each case's profile, or the error, by case id.
     Diagnostic only: its timings are never scored."""
-    request = profile_request(run, exp_id, "deep", reason, diagnostic=True)
+    request = profile_request(setup, exp_id, "deep", reason, diagnostic=True)
     if request is None:
         return {}
-    evaluation = evaluate(run, source, f"{exp_id}-diagnostic", "deep", reason, request)
+    evaluation = evaluate(setup, source, f"{exp_id}-diagnostic", "deep", reason, request)
     error = evaluation.error
     if error is None and not evaluation.response["build"]["success"]:
         error = "build failed: " + "; ".join(evaluation.response["build"]["diagnostics"])
     if error is not None:
-        return {c.case_id: {"error": error} for c in run.bundle.cases}
+        return {c.case_id: {"error": error} for c in setup.bundle.cases}
     return {c["case_id"]: c["profile"] for c in evaluation.response["cases"] if "profile" in c}
 
 

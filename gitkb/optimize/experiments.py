@@ -11,7 +11,7 @@ from __future__ import annotations
 from gitkb.optimize import outputs, profilers
 from gitkb.optimize.evaluate import Measurement
 from gitkb.optimize.providers import Candidate
-from gitkb.optimize.setup import Run
+from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.trace import dumps, lesson
 
 REVIEW_FIELDS = (
@@ -62,7 +62,7 @@ def stage_line(exp_id: str, stage: str) -> str:
     return f"[tlx-agent] {exp_id} status={stage}"
 
 
-def announce(run: Run, exp_id: str, candidate: Candidate) -> None:
+def announce(setup: RunSetup, exp_id: str, candidate: Candidate) -> None:
     """The reviewer's lines about a proposal, before it is judged (TLX's one-line summary,
     then gitkb's field by field)."""
     summary = [
@@ -77,10 +77,10 @@ def announce(run: Run, exp_id: str, candidate: Candidate) -> None:
         if getattr(candidate, name)
     ]
     text = " ".join(summary) or "change='candidate source edited'"
-    run.say(f"[tlx-agent] {exp_id} {text}")
+    setup.say(f"[tlx-agent] {exp_id} {text}")
     for label, name in REVIEW_FIELDS:
         text = " ".join(str(getattr(candidate, name) or "-").split())
-        run.say(f"[gitkb] {exp_id} {label}: {text[:400]}")
+        setup.say(f"[gitkb] {exp_id} {label}: {text[:400]}")
 
 
 def numbers(score) -> str:
@@ -106,13 +106,13 @@ def exclusion(experiment: dict) -> dict:
     }
 
 
-def profiler_evidence(run: Run, profiles: dict) -> dict:
-    tool = run.profiler.get("tool", "none")
+def profiler_evidence(setup: RunSetup, profiles: dict) -> dict:
+    tool = setup.profiler.get("tool", "none")
     parsed = sorted(
         {t for p in profiles.values() if isinstance(p, dict) for t in p.get("parsed") or {}}
     )
     if tool == "none" and not parsed:
-        summary = run.profiler.get("reason", "no native profiler on this backend")
+        summary = setup.profiler.get("reason", "no native profiler on this backend")
         return {"tool": "none", "summary": summary, "bottleneck_type": "not_profiled"}
     usable = [k for k, v in profiles.items() if isinstance(v, dict) and "error" not in v]
     tools = ", ".join(parsed) if parsed else tool
@@ -124,7 +124,7 @@ def profiler_evidence(run: Run, profiles: dict) -> dict:
 
 
 def record(
-    run: Run,
+    setup: RunSetup,
     exp_id: str,
     round_no: int,
     parent: str | None,
@@ -134,10 +134,11 @@ def record(
     diagnostics: list[str],
     version: int | None,
 ) -> dict:
-    """Write the experiment's result.json, log it and keep it in ``run.experiments``."""
+    """Write the experiment's result.json and log it; returns the experiment (the loop keeps
+    it in ``RunState.experiments``)."""
     score = measurement.score if measurement else None
     meta = candidate.metadata() if candidate else {}
-    provider = (candidate.provider or run.config.provider) if candidate else None
+    provider = (candidate.provider or setup.config.provider) if candidate else None
     experiment = {
         "id": exp_id,
         "round": round_no,
@@ -155,39 +156,40 @@ def record(
         "cases": [c.as_json() for c in score.cases] if score else [],
         "numbers": numbers(score),
     }
-    run.experiments.append(experiment)
-    folder = run.output / "experiments" / exp_id
+    folder = setup.output / "experiments" / exp_id
     folder.mkdir(parents=True, exist_ok=True)
     if candidate is not None:  # TLX writes the source of every try, "" when there was none
         (folder / "kernel.py").write_text(candidate.source or "", encoding="utf-8")
-    (folder / "result.json").write_bytes(dumps(outputs.experiment_json(run.output, experiment)))
-    run.say(progress_line(experiment))
+    (folder / "result.json").write_bytes(dumps(outputs.experiment_json(setup.output, experiment)))
+    setup.say(progress_line(experiment))
     for case_id, profile in (measurement.profiles if measurement else {}).items():
         line = profilers.evidence_line(profile)
         if line:
-            run.say(f"[gitkb] {exp_id} profile {case_id}: {line}")
+            setup.say(f"[gitkb] {exp_id} profile {case_id}: {line}")
     return experiment
 
 
-def decide_line(run: Run, experiment: dict, best_aggregate: float | None) -> None:
+def decide_line(setup: RunSetup, experiment: dict, best_aggregate: float | None) -> None:
     """The decision and its reasons, as the last line about an experiment."""
     if experiment["status"] == "promoted":
         why = (
             f"aggregate {fmt(experiment['aggregate_speedup'], 4)}x >= min_speedup "
-            f"{run.budget.min_speedup}, above the best {fmt(best_aggregate, 4)}x, protected "
-            f"cases correct, cv within {run.budget.max_cv}"
+            f"{setup.budget.min_speedup}, above the best {fmt(best_aggregate, 4)}x, protected "
+            f"cases correct, cv within {setup.budget.max_cv}"
         )
     else:
         why = "; ".join(experiment["diagnostics"])[:400] or experiment["status"]
-    run.say(f"[gitkb] {experiment['id']} decision: {experiment['status']}: {why}")
+    setup.say(f"[gitkb] {experiment['id']} decision: {experiment['status']}: {why}")
 
 
-def trace_rejection(run: Run, experiment: dict, measurement, version: int, memory: dict) -> str:
+def trace_rejection(
+    setup: RunSetup, experiment: dict, measurement: Measurement, version: int, memory: dict
+) -> str:
     """Commit a rejected or failed experiment to the trace, with its lesson as the dead-end:
     the change, the case it failed on with that case's parameters, and the harness's reason,
     so mining can state the anti-strategy's condition and cause."""
-    parameters = {c.case_id: c.parameters for c in run.bundle.cases}
+    parameters = {c.case_id: c.parameters for c in setup.bundle.cases}
     dead_end = lesson(experiment, measurement.score if measurement else None, parameters)
     memory["pitfalls_and_fixes"][0]["explanation"] = dead_end
     reason = (experiment["diagnostics"] or [experiment["status"]])[0]
-    return run.trace.rejected(version, memory, reason, dead_end)
+    return setup.trace.rejected(version, memory, reason, dead_end)

@@ -19,8 +19,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
+
+if TYPE_CHECKING:
+    from gitkb.optimize.providers import Candidate
+    from gitkb.optimize.setup import RunSetup
+    from gitkb.store import Store
 
 BUDGET_BYTES = 6000  # per record type, of the brief answer's JSON
 PER_TYPE = 5
@@ -54,11 +60,68 @@ class Knowledge:
         }
 
 
+@dataclass(frozen=True)
+class Briefing:
+    """What the store says before the baseline (``--kb``), fixed for the whole run: its
+    answer in the kernel's scope, and TLX's knowledge documents for the target as the agent
+    context (empty when the store could not be opened)."""
+
+    knowledge: Knowledge
+    context: str = ""  # the TLX documents, joined widest first
+    context_files: tuple[str, ...] = ()
+
+    def report(self) -> dict:
+        """``result.json``'s ``knowledge`` block."""
+        return dict(
+            self.knowledge.report(),
+            context_documents=list(self.context_files),
+            context_bytes=len(self.context.encode("utf-8")),
+        )
+
+
+def brief(setup: RunSetup) -> Briefing:
+    """Ask the store about the kernel (``gather``) and, when it is open, select TLX's
+    knowledge documents for the target."""
+    from gitkb.optimize.setup import hardware_tokens
+
+    found = gather(
+        setup.config.kb, hardware_tokens(setup.bundle.target)[0], setup.operator,
+        setup.baseline_source,
+    )  # fmt: skip
+    setup.say(
+        f"[gitkb] knowledge base: {len(found.records)} records in the kernel's "
+        f"scope ({', '.join(found.ids) or 'none'})"
+    )
+    if setup.kb is None:
+        return Briefing(found)
+    context, files = tlx_context(setup)
+    return Briefing(found, context, tuple(files))
+
+
+def tlx_context(setup: RunSetup) -> tuple[str, list[str]]:
+    """The store's knowledge as TLX's agent context: the documents ``git kb export
+    tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
+    beside the wider ones), joined widest first, headed by file, within 16 KiB; returns
+    the text and the files."""
+    from gitkb.importers import tlx_knowledge
+
+    target = setup.bundle.target
+    found = tlx_knowledge.topics(tlx_knowledge.store_records(setup.kb))
+    context, files = tlx_knowledge.context(
+        found, target.get("backend"), target.get("architecture"), setup.operator
+    )
+    setup.say(
+        f"[gitkb] knowledge context: {', '.join(files) or 'none'} "
+        f"({len(context.encode('utf-8'))} bytes)"
+    )
+    return context, files
+
+
 def _attempts(arch: str, dsl: str | None, operator: str | None) -> list[dict]:
     """The scopes asked in turn, narrowest first."""
     words = [w for w in re.split(r"[^A-Za-z0-9]+", operator or "") if w]
-    base = {"arch": arch, "dsl": dsl} if dsl else {"arch": arch}
-    out = []
+    base: dict[str, object] = {"arch": arch, "dsl": dsl} if dsl else {"arch": arch}
+    out: list[dict[str, object]] = []
     if operator:
         out.append({**base, "family": operator})
     if words:
@@ -165,20 +228,22 @@ def knob_moves(records: list[dict], tunables: dict) -> dict[str, int]:
     return {name: (1 if vote > 0 else -1) for name, vote in votes.items() if vote}
 
 
-def give_feedback(run, candidate, status: str, trace_commit: str | None) -> dict:
-    """The outcome of a measured version as feedback on the ids it cited (one commit each);
-    what was written, or why not."""
+def give_feedback(
+    kb: Store, trace_label: str, candidate: Candidate, status: str, trace_commit: str | None
+) -> dict:
+    """The outcome of a measured version as feedback on the ids it cited (one commit each,
+    into ``kb`` keyed by the run's ``trace_label``); what was written, or why not."""
     from gitkb.query.feedback import builder
 
     ids = list(getattr(candidate, "cited", None) or [])
-    if run.knowledge is None or run.kb is None or not ids or trace_commit is None:
+    if not ids or trace_commit is None:
         return {}
     if status not in ("promoted", "rejected"):
         return {}
     outcome = "helped" if status == "promoted" else "no-effect"
-    builds = [builder(i, outcome, trace=run.trace_label, trace_commit=trace_commit) for i in ids]
+    builds = [builder(i, outcome, trace=trace_label, trace_commit=trace_commit) for i in ids]
     try:
-        written = run.kb.commit(builds, on_refusal="skip")
+        written = kb.commit(builds, on_refusal="skip")
     except GitkbError as exc:  # the run's verdict stands; the result says why not
         return {"outcome": outcome, "error": exc.message}
     return {"outcome": outcome, "records": ids, "commits": [a.commit for a in written]}

@@ -10,6 +10,7 @@ agent, a bundle that fails validation) raise GitkbError (exit 1).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gitkb.optimize import (
@@ -32,9 +33,11 @@ from gitkb.optimize.experiments import (
     stage_line,
 )
 from gitkb.optimize.freeze import BundleChanged, KernelTouched
-from gitkb.optimize.providers import ProposalContext
+from gitkb.optimize.knowledge import Briefing
+from gitkb.optimize.providers import Candidate, ProposalContext
 from gitkb.optimize.revalidate import revalidate
-from gitkb.optimize.setup import CommitRefused, Run, RunConfig, hardware_tokens, prepare
+from gitkb.optimize.setup import CommitRefused, RunConfig, RunSetup, hardware_tokens, prepare
+from gitkb.optimize.state import BestSoFar, Judgement, RunState
 from gitkb.optimize.trace import memory_record
 from gitkb.optimize.validation import validate
 
@@ -52,215 +55,249 @@ class RunResult:
 
 
 class _Loop:
-    """The rounds of one run: the current best, what was seen and rejected, the trace's
-    version counter."""
+    """The rounds of one run: each step reads the fixed ``setup``, the baseline ``base``
+    and the store's ``briefing``, and writes the changing ``state`` (the best so far, what
+    was seen and rejected, the trace's version counter, the experiments)."""
 
-    def __init__(self, run: Run, base: Measurement) -> None:
-        self.run = run
+    def __init__(
+        self, setup: RunSetup, state: RunState, base: Measurement, briefing: Briefing | None
+    ) -> None:
+        self.setup = setup
+        self.state = state
         self.base = base
-        self.seen = {scoring.source_key(run.baseline_source)}
-        self.exclusions: list[dict] = []
-        self.version = 0
-        self.best: dict = {}
-        self.spent = 0  # candidate slots the warm start used (they count against the budget)
+        self.briefing = briefing
 
     # ------------------------------------------------------------------ the baseline
 
     def record_baseline(self) -> None:
         """The kernel as the run found it, measured: the first best."""
-        run, base = self.run, self.base
+        setup, base = self.setup, self.base
         base.score.aggregate = 1.0
-        experiment = record(run, "baseline", 0, None, "baseline", None, base, [], 0)
-        self.best = {
-            "id": "baseline",
-            "source": run.baseline_source,
-            "score": base.score,
-            "aggregate": 1.0,
-            "version": 0,
-            "experiment": experiment,
-            "profiles": base.profiles,
-        }
+        experiment = self.keep(record(setup, "baseline", 0, None, "baseline", None, base, [], 0))
+        self.state.best = BestSoFar(
+            id="baseline",
+            source=setup.baseline_source,
+            score=base.score,
+            aggregate=1.0,
+            version=0,
+            experiment=experiment,
+            profiles=base.profiles,
+        )
 
     def start_trace(self, adopted: str | None) -> None:
         """The trace's v0: the code the run's own work starts from. After a warm start that
         is the adopted record's code (``adopted``: its id), so mining files only what the
         run changed on top of it, measured against it; the adoption itself is the record's
         attestation and confirmation, never a technique of this run."""
-        run, best = self.run, self.best
-        start = best["experiment"]
+        setup, best = self.setup, self.state.best
+        start = best.experiment
         if adopted is not None:
             start = dict(start, status="baseline", category="baseline", change="", hypothesis="")
-        run.trace.baseline(
-            best["source"],
+        setup.trace.baseline(
+            best.source,
             memory_record(
                 0,
                 start,
-                best["score"],
-                best["score"],
+                best.score,
+                best.score,
                 None,
-                experiments.profiler_evidence(run, best["profiles"]),
-                reference=best["aggregate"],
+                experiments.profiler_evidence(setup, best.profiles),
+                reference=best.aggregate,
             ),
-            operator=run.operator,
-            description=(run.bundle.target.get("optimization_guidance") or "")[:500],
-            hardware=hardware_tokens(run.bundle.target),
-            label=run.trace_label,
+            operator=setup.operator,
+            description=(setup.bundle.target.get("optimization_guidance") or "")[:500],
+            hardware=hardware_tokens(setup.bundle.target),
+            label=setup.trace_label,
             adopted=adopted,
-            reference=best["aggregate"],
+            reference=best.aggregate,
         )
-        self.best = dict(best, version=0)
+        self.state.best = dataclasses.replace(best, version=0)
 
     # ------------------------------------------------------------------ rounds
 
     def context(self, exp_id: str) -> ProposalContext:
-        run, best = self.run, self.best
+        setup, state, best = self.setup, self.state, self.state.best
+        briefing = self.briefing
         return ProposalContext(
             experiment_id=exp_id,
-            best_source=best["source"],
-            baseline_source=run.baseline_source,
-            best_id=best["id"],
-            target=run.bundle.target,
-            cases=[dict(c.raw) for c in run.bundle.cases],
-            best_cases=[c.as_json() for c in best["score"].cases],
-            best_profile=best["profiles"],
-            exclusions=self.exclusions[-EXCLUSIONS_KEPT:],
-            seen=frozenset(self.seen),
-            workspace=run.output / "workspaces" / exp_id,
-            references=run.references,
-            knowledge=run.knowledge.records if run.knowledge is not None else [],
-            kb_context=run.kb_context,
+            best_source=best.source,
+            baseline_source=setup.baseline_source,
+            best_id=best.id,
+            target=setup.bundle.target,
+            cases=[dict(c.raw) for c in setup.bundle.cases],
+            best_cases=[c.as_json() for c in best.score.cases],
+            best_profile=best.profiles,
+            exclusions=state.exclusions[-EXCLUSIONS_KEPT:],
+            seen=frozenset(state.seen),
+            workspace=setup.output / "workspaces" / exp_id,
+            references=state.warm.references if state.warm is not None else None,
+            knowledge=briefing.knowledge.records if briefing is not None else [],
+            kb_context=briefing.context if briefing is not None else "",
         )
 
     def rounds(self) -> str:
         """Rounds x candidates per round, best-first; returns the stopping reason."""
-        budget = self.run.budget
-        skip = self.spent
+        setup, state = self.setup, self.state
+        budget = setup.budget
+        skip = state.warm_slots_spent
         for round_no in range(1, budget.max_rounds + 1):
             promoted = False
             for index in range(budget.candidates_per_round):  # TLX counts from c000
                 if skip:  # this slot went to a warm-start candidate
                     skip -= 1
                     continue
-                if self.run.elapsed() > budget.max_total_seconds:
+                if setup.elapsed() > budget.max_total_seconds:
                     return "time_budget_exhausted"
                 exp_id = f"r{round_no:03d}-c{index:03d}"
-                self.run.say(stage_line(exp_id, "generating"))
-                candidate = self.run.provider.propose(self.context(exp_id))
+                setup.say(stage_line(exp_id, "generating"))
+                candidate = setup.provider.propose(self.context(exp_id))
                 if candidate is None:
                     return "no_candidates"
                 outcome = self.judge(candidate, exp_id, round_no)
-                if outcome["status"] == "promoted":
-                    self.best, promoted = outcome["best"], True
+                if outcome.promoted:
+                    state.best, promoted = outcome.best, True
                 else:
-                    self.exclusions.append(exclusion(outcome["experiment"]))
+                    state.exclusions.append(exclusion(outcome.experiment))
             if not promoted and round_no < budget.max_rounds:
                 self.profile_best_deeper(round_no)
         return "round_budget_exhausted"
 
     def profile_best_deeper(self, round_no: int) -> None:
         """After a dry round: a deep profile of the current best, for the next proposals."""
-        run = self.run
-        if not (run.config.profile and run.bundle.has_profile):
+        setup, state = self.setup, self.state
+        if not (setup.config.profile and setup.bundle.has_profile):
             return
-        if run.elapsed() > run.budget.max_total_seconds:
+        if setup.elapsed() > setup.budget.max_total_seconds:
             return
         exp_id = f"r{round_no:03d}-deep"
         found = measure(
-            run, self.best["source"], exp_id, "deep",
+            setup, state.best.source, exp_id, "deep",
             "a round without a promotion: deeper evidence for the next proposals", self.base.score,
         )  # fmt: skip
         if found.measured and found.profiles:
-            self.best = dict(self.best, profiles=found.profiles)
-        run.say(f"[gitkb] {exp_id} deep profile of {self.best['id']} after a dry round")
+            state.best = dataclasses.replace(state.best, profiles=found.profiles)
+        setup.say(f"[gitkb] {exp_id} deep profile of {state.best.id} after a dry round")
 
     # ------------------------------------------------------------------ one candidate
 
-    def judge(self, candidate, exp_id: str, round_no: int, traced: bool = True) -> dict:
+    def keep(self, experiment: dict) -> dict:
+        """Keep a recorded experiment in the run's state (``experiments.json``)."""
+        self.state.experiments.append(experiment)
+        return experiment
+
+    def judge(
+        self, candidate: Candidate, exp_id: str, round_no: int, traced: bool = True
+    ) -> Judgement:
         """Check, evaluate and decide one candidate; record it; commit it to the trace
         (``traced``; a warm-start candidate is not: its verdict is an attestation)."""
-        run, best, base = self.run, self.best, self.base.score
-        parent = best["id"]
-        announce(run, exp_id, candidate)
+        setup, state, best, base = self.setup, self.state, self.state.best, self.base.score
+        parent = best.id
+        announce(setup, exp_id, candidate)
         if candidate.source is None:
-            why = [candidate.error or "the provider produced no candidate"]
-            exp = record(run, exp_id, round_no, parent, "failed", candidate, None, why, None)
-            decide_line(run, exp, best["aggregate"])
-            return {"status": "failed", "experiment": exp}
-        refusal = scoring.precheck(candidate.source, best["source"], self.seen)
+            why = candidate.error or "the provider produced no candidate"
+            return self.not_evaluated(candidate, exp_id, round_no, why)
+        refusal = scoring.precheck(candidate.source, best.source, state.seen)
         if refusal:  # never evaluated: TLX's "failed", as for a candidate that raised
-            why = [f"pre-evaluation: {refusal}"]
-            exp = record(run, exp_id, round_no, parent, "failed", candidate, None, why, None)
-            decide_line(run, exp, best["aggregate"])
-            return {"status": "failed", "experiment": exp}
-        self.seen.add(scoring.source_key(candidate.source))
-        run.say(stage_line(exp_id, "evaluating"))
-        self.version += traced
-        version = self.version if traced else None
-        measurement, verdict = self.measure_and_decide(candidate, exp_id, best["aggregate"])
+            return self.not_evaluated(candidate, exp_id, round_no, f"pre-evaluation: {refusal}")
+        state.seen.add(scoring.source_key(candidate.source))
+        setup.say(stage_line(exp_id, "evaluating"))
+        state.version += traced
+        version = state.version if traced else None
+        measurement, verdict = self.measure_and_decide(candidate, exp_id, best.aggregate)
         status, diagnostics = "failed", measurement.diagnostics
         if verdict is not None:
             status = "promoted" if verdict.promoted else "rejected"
             diagnostics = verdict.reasons + measurement.diagnostics
-        exp = record(
-            run, exp_id, round_no, parent, status, candidate, measurement, diagnostics, version
+        exp = self.keep(
+            record(
+                setup,
+                exp_id,
+                round_no,
+                parent,
+                status,
+                candidate,
+                measurement,
+                diagnostics,
+                version,
+            )  # fmt: skip
         )
-        decide_line(run, exp, best["aggregate"])
+        decide_line(setup, exp, best.aggregate)
         score = measurement.score
         if traced:
-            evidence = experiments.profiler_evidence(run, measurement.profiles)
+            evidence = experiments.profiler_evidence(setup, measurement.profiles)
             memory = memory_record(
-                version, exp, score, base, best["aggregate"], evidence, run.trace.reference
+                version, exp, score, base, best.aggregate, evidence, setup.trace.reference
             )
             # the trace names the knowledge-base records the proposal drew on, or ruled out
             memory["kb_cited"], memory["kb_excluded_by"] = exp["kb_cited"], exp["kb_excluded_by"]
             if status != "promoted":
-                sha = experiments.trace_rejection(run, exp, measurement, version, memory)
+                sha = experiments.trace_rejection(setup, exp, measurement, version, memory)
             else:
-                sha = run.trace.promoted(
+                sha = setup.trace.promoted(
                     version,
                     candidate.source,
                     memory,
                     candidate.commit_title or candidate.change or exp_id,
-                    (score.aggregate / best["aggregate"] - 1) * 100,
+                    (score.aggregate / best.aggregate - 1) * 100,
                 )
             self.feedback(candidate, exp, status, sha)
         if status != "promoted":
-            return {"status": status, "experiment": exp}
-        new_best = {
-            "id": exp_id,
-            "source": candidate.source,
-            "score": score,
-            "aggregate": score.aggregate,
-            "version": version,
-            "experiment": exp,
-            "profiles": measurement.profiles,
-        }
-        return {"status": status, "experiment": exp, "best": new_best}
+            return Judgement(status, exp)
+        new_best = BestSoFar(
+            id=exp_id,
+            source=candidate.source,
+            score=score,
+            aggregate=score.aggregate,
+            version=version,
+            experiment=exp,
+            profiles=measurement.profiles,
+        )
+        return Judgement(status, exp, new_best)
 
-    def feedback(self, candidate, experiment: dict, status: str, trace_commit: str) -> None:
+    def not_evaluated(
+        self, candidate: Candidate, exp_id: str, round_no: int, why: str
+    ) -> Judgement:
+        """A candidate with no source, or one refused before evaluation: ``failed``."""
+        best = self.state.best
+        exp = self.keep(
+            record(self.setup, exp_id, round_no, best.id, "failed", candidate, None, [why], None)
+        )
+        decide_line(self.setup, exp, best.aggregate)
+        return Judgement("failed", exp)
+
+    def feedback(
+        self, candidate: Candidate, experiment: dict, status: str, trace_commit: str
+    ) -> None:
         """A measured version's outcome as feedback on the records it cited (--kb)."""
-        given = knowledge.give_feedback(self.run, candidate, status, trace_commit)
+        setup = self.setup
+        if self.briefing is None or setup.kb is None:
+            return
+        given = knowledge.give_feedback(
+            setup.kb, setup.trace_label, candidate, status, trace_commit
+        )
         if given:
             experiment["kb_feedback"] = given
-            outputs_path = self.run.output / "experiments" / experiment["id"] / "result.json"
+            outputs_path = setup.output / "experiments" / experiment["id"] / "result.json"
             outputs_path.write_bytes(
-                experiments.dumps(outputs.experiment_json(self.run.output, experiment))
+                experiments.dumps(outputs.experiment_json(setup.output, experiment))
             )
-            self.run.say(
+            setup.say(
                 f"[gitkb] {experiment['id']} feedback {given.get('outcome')} on "
                 f"{', '.join(given.get('records', [])) or given.get('error', '-')}"
             )
 
-    def measure_and_decide(self, candidate, exp_id: str, best_aggregate: float):
+    def measure_and_decide(
+        self, candidate: Candidate, exp_id: str, best_aggregate: float
+    ) -> tuple[Measurement, scoring.Verdict | None]:
         """Measure (deep for a scheduling hypothesis), decide, and re-measure with a deep
         profile when the candidate sits near the threshold or its benchmark and profile
         disagree; returns (measurement, verdict or None when nothing was measured)."""
-        run, base = self.run, self.base.score
-        budget = run.budget
+        setup, base = self.setup, self.base.score
+        budget = setup.budget
         level, reason = "summary", "candidate"
         if profiling.scheduling(candidate.hypothesis, candidate.change):
             level, reason = "deep", "a scheduling hypothesis needs stall and occupancy evidence"
-        measurement = measure(run, candidate.source, exp_id, level, reason, base)
+        measurement = measure(setup, candidate.source, exp_id, level, reason, base)
         if not measurement.measured:
             return measurement, None
         verdict = scoring.decide(
@@ -275,9 +312,9 @@ class _Loop:
             return measurement, verdict
         if verdict.rerun:  # TLX's line for the same step
             line = stage_line(exp_id, "near-threshold-profiling")
-            run.say(f"{line} diagnostics=reason=near_threshold")
-        run.say(f"[gitkb] {exp_id} measured again with a deep profile: {again}")
-        measurement = measure(run, candidate.source, f"{exp_id}-rerun", "deep", again, base)
+            setup.say(f"{line} diagnostics=reason=near_threshold")
+        setup.say(f"[gitkb] {exp_id} measured again with a deep profile: {again}")
+        measurement = measure(setup, candidate.source, f"{exp_id}-rerun", "deep", again, base)
         if not measurement.measured:
             return measurement, None
         return measurement, scoring.decide(
@@ -289,12 +326,12 @@ class _Loop:
             allow_rerun=False,
         )
 
-    def judge_offered(self, offered, exp_id: str) -> dict:
+    def judge_offered(self, offered: Candidate, exp_id: str) -> Judgement:
         """A warm-start candidate, judged like a round candidate (round 0), kept out of the
         trace: what it did goes to the record's ledger."""
         outcome = self.judge(offered, exp_id, 0, traced=False)
-        if outcome["status"] != "promoted":
-            self.exclusions.append(exclusion(outcome["experiment"]))
+        if not outcome.promoted:
+            self.state.exclusions.append(exclusion(outcome.experiment))
         return outcome
 
     # ------------------------------------------------------------------ the end
@@ -302,13 +339,13 @@ class _Loop:
     def reverify(self, merged: bytes) -> tuple[bool, str]:
         """The merged file of a dirty target, through the harness: protected cases must pass."""
         found = measure(
-            self.run, merged.decode("utf-8", "replace"), "commit-reverify", "summary",
+            self.setup, merged.decode("utf-8", "replace"), "commit-reverify", "summary",
             "the target was dirty: re-validate the merged file", self.base.score,
         )  # fmt: skip
         if not found.measured:
             return False, "; ".join(found.diagnostics)
         cases = [c.as_json() for c in found.score.cases]  # TLX keeps this one at the root
-        (self.run.output / "commit_revalidation.json").write_bytes(
+        (self.setup.output / "commit_revalidation.json").write_bytes(
             experiments.dumps(outputs.performance(cases, found.score.aggregate))
         )
         if not found.score.protected_pass:
@@ -316,22 +353,26 @@ class _Loop:
         return True, ""
 
 
-def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
+def _finish(loop: _Loop, stopping: str) -> RunResult:
     """Revalidate the finalist, commit it, write back; write the outputs."""
-    winner, final, revalidation = None, None, None
-    if loop.best["id"] != "baseline":
-        final, revalidation = revalidate(run, loop.best, loop.base)
+    setup, state, base = loop.setup, loop.state, loop.base
+    best = state.best
+    winner: BestSoFar | None = None
+    final: Measurement | None = None
+    revalidation: dict | None = None
+    if best.id != "baseline":
+        final, revalidation = revalidate(setup, best, base)
         if revalidation["passed"]:
-            winner = loop.best
-            if run.config.diagnostic_proton_intra_kernel:
-                traces = diagnose(run, winner["source"], "final", "final_winner_diagnostic")
+            winner = best
+            if setup.config.diagnostic_proton_intra_kernel:
+                traces = diagnose(setup, winner.source, "final", "final_winner_diagnostic")
                 merge_diagnostics(final, traces)
         else:
             stopping = "finalist_revalidation_failed"
-            if run.warm_report is not None:
-                warm.recheck_failed(run, revalidation)
-    final_cases = (final if winner else loop.base).score.cases
-    run.say(
+            if state.warm is not None:
+                warm.recheck_failed(setup, state.warm, revalidation)
+    final_cases = (final if winner else base).score.cases
+    setup.say(
         progress_line(
             {
                 "id": "final",
@@ -342,102 +383,76 @@ def _finish(run: Run, loop: _Loop, stopping: str) -> RunResult:
         )
     )
     commit_result = None
-    if winner is not None and run.plan is not None:
-        run.frozen.verify("before the winner commit")
+    if winner is not None and setup.plan is not None:
+        setup.frozen.verify("before the winner commit")
         commit_result = commit.commit_run_winner(
-            run, winner, loop.base.score, final.score, loop.reverify
+            setup, winner, base.score, final.score, loop.reverify
         )
     ending = outputs.Ending(stopping, winner, final, commit_result, revalidation)
     write_back = None
-    if run.kb is not None:
+    if setup.kb is not None:
         write_back = (
-            writeback.write_back(run) if winner else {"attempted": False, "reason": "no winner"}
+            writeback.write_back(setup, state.adopted)
+            if winner
+            else {"attempted": False, "reason": "no winner"}
         )
-    elif run.config.kb:  # a warm start that found the store unreadable ran cold
+    elif setup.config.kb:  # a warm start that found the store unreadable ran cold
         write_back = {"attempted": False, "reason": "the knowledge base could not be read"}
-    document = outputs.write(run, ending, loop.base)
-    if run.warm_report is not None:
-        document.update(warm.speedups(run, winner, document["final"]["aggregate_speedup"]))
-        document["warm_start"] = run.warm_report
+    document = outputs.write(setup, state, ending, base)
+    if state.warm is not None:
+        document.update(warm.speedups(state.warm, winner, document["final"]["aggregate_speedup"]))
+        document["warm_start"] = state.warm.report
     if write_back is not None:
         document["write_back"] = write_back
-    if run.knowledge is not None:
-        document["knowledge"] = dict(
-            run.knowledge.report(),
-            context_documents=run.kb_context_files,
-            context_bytes=len(run.kb_context.encode("utf-8")),
-        )
-    outputs.save(run.output, document)
+    if loop.briefing is not None:
+        document["knowledge"] = loop.briefing.report()
+    outputs.save(setup.output, document)
     if winner is None:
         why = "; ".join(revalidation["reasons"]) if revalidation else stopping
-        run.say(f"[gitkb] no winner: {why[:300]}")
+        setup.say(f"[gitkb] no winner: {why[:300]}")
         return RunResult(document, EXIT_NO_WINNER)
     if commit_result is not None and not commit_result["success"]:
         return RunResult(document, EXIT_COMMIT_FAILED)
     return RunResult(document, EXIT_OK)
 
 
-def tlx_context(run: Run) -> None:
-    """The store's knowledge as TLX's agent context: the documents ``git kb export
-    tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
-    beside the wider ones), joined widest first, headed by file, within 16 KiB."""
-    from gitkb.importers import tlx_knowledge
-
-    target = run.bundle.target
-    found = tlx_knowledge.topics(tlx_knowledge.store_records(run.kb))
-    run.kb_context, run.kb_context_files = tlx_knowledge.context(
-        found, target.get("backend"), target.get("architecture"), run.operator
-    )
-    run.say(
-        f"[gitkb] knowledge context: {', '.join(run.kb_context_files) or 'none'} "
-        f"({len(run.kb_context.encode('utf-8'))} bytes)"
-    )
-
-
 def run(config: RunConfig) -> RunResult:
-    """Run one optimization; see the module docstring."""
+    """Run one optimization; see the module docstring. The fixed setup comes from
+    ``prepare``, the store's answers (the warm start's offers, the briefing) next, then
+    the baseline; the loop's steps read those and write the run's ``RunState``."""
     try:
-        state = prepare(config)
+        setup = prepare(config)
     except CommitRefused as refused:  # TLX: a failed auto_commit on stdout, exit 3, no run
         config.progress(refused.result.event_line())
         return RunResult(refused.result.as_json(), EXIT_COMMIT_FAILED)
-    if state.warm is not None:
-        warm.offer(state)
-    if config.kb:
-        state.knowledge = knowledge.gather(
-            config.kb, hardware_tokens(state.bundle.target)[0], state.operator,
-            state.baseline_source,
-        )  # fmt: skip
-        state.say(
-            f"[gitkb] knowledge base: {len(state.knowledge.records)} records in the kernel's "
-            f"scope ({', '.join(state.knowledge.ids) or 'none'})"
-        )
-        if state.kb is not None:
-            tlx_context(state)
+    state = RunState(seen={scoring.source_key(setup.baseline_source)})
+    if setup.warm is not None:
+        state.warm = warm.offer(setup)
+    briefing = knowledge.brief(setup) if config.kb else None
     base = None
     try:
-        base = validate(state)
+        base = validate(setup, state)
         if config.diagnostic_proton_intra_kernel:
-            traces = diagnose(state, state.baseline_source, "baseline", "baseline_diagnostic")
+            traces = diagnose(setup, setup.baseline_source, "baseline", "baseline_diagnostic")
             merge_diagnostics(base, traces)
-        loop = _Loop(state, base)
+        loop = _Loop(setup, state, base, briefing)
         loop.record_baseline()
         adopted = None
         if config.warm_start == "on":
-            slots = state.budget.candidates_per_round
             adopted = warm.adopt(
-                state,
-                lambda exp_id: state.warm.propose(loop.context(exp_id)),
+                setup,
+                state.warm,
+                lambda exp_id: setup.warm.propose(loop.context(exp_id)),
                 loop.judge_offered,
-                slots,
+                setup.budget.candidates_per_round,
             )
-            loop.spent = warm.evaluations(state)
+            state.warm_slots_spent = warm.evaluations(state.warm)
             if adopted is not None:
-                loop.best = adopted["best"]
-        loop.start_trace(state.warm_report["adopted"]["record"] if adopted else None)
-        return _finish(state, loop, loop.rounds())
+                state.best = adopted
+        loop.start_trace(state.adopted["record"] if adopted else None)
+        return _finish(loop, loop.rounds())
     except BundleChanged as exc:
-        state.say(f"[gitkb] run stopped: {exc.message}")
+        setup.say(f"[gitkb] run stopped: {exc.message}")
         stopping = "kernel_changed" if isinstance(exc, KernelTouched) else "bundle_changed"
-        document = outputs.write(state, outputs.Ending(stopping, error=exc.message), base)
+        document = outputs.write(setup, state, outputs.Ending(stopping, error=exc.message), base)
         return RunResult(document, EXIT_STOPPED)

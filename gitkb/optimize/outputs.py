@@ -11,12 +11,17 @@ frozen bundle's hashes, the bundle validation, the revalidation and the trace.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gitkb.optimize.setup import Run
+from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.trace import dumps
+from gitkb.record.values import finite_number
+
+if TYPE_CHECKING:
+    from gitkb.optimize.evaluate import Measurement
+    from gitkb.optimize.state import BestSoFar, RunState
 
 # gitkb's fields of an experiment, after the TLX agent's.
 GITKB_EXPERIMENT_FIELDS = (
@@ -34,7 +39,7 @@ GITKB_EXPERIMENT_FIELDS = (
 
 def performance(cases: list[dict], aggregate: float | None) -> dict:
     """The TLX agent's performance summary: the aggregate speedup and each case."""
-    return {"aggregate_speedup": _finite(aggregate), "cases": cases}
+    return {"aggregate_speedup": finite_number(aggregate), "cases": cases}
 
 
 def experiment_json(out: Path, experiment: dict) -> dict:
@@ -68,27 +73,23 @@ class Ending:
     """How a run ended: what ``result.json`` reports beyond the run's own state."""
 
     stopping: str
-    winner: dict | None = None  # the best entry that passed revalidation
-    final: object | None = None  # its revalidation Measurement
+    winner: BestSoFar | None = None  # the best that passed revalidation
+    final: Measurement | None = None  # its revalidation
     commit: dict | None = None
     revalidation: dict | None = None
     error: str | None = None  # why the run stopped early (exit 1)
 
 
-def _finite(value):
-    return value if value is None or math.isfinite(value) else None
-
-
-def write(run: Run, ending: Ending, base) -> dict:
-    """Write every output file; returns the result document: the TLX agent's keys, then
-    gitkb's."""
-    out = run.output
+def write(setup: RunSetup, state: RunState, ending: Ending, base: Measurement | None) -> dict:
+    """Write every output file (``base``: the baseline as measured, None when the run
+    stopped before); returns the result document: the TLX agent's keys, then gitkb's."""
+    out = setup.output
     winner = ending.winner
     final_score = ending.final.score if winner and ending.final else None
     base_score = base.score if base is not None else None
-    best_source = winner["source"] if winner else run.baseline_source
+    best_source = winner.source if winner else setup.baseline_source
     (out / "best_kernel.py").write_text(best_source, encoding="utf-8")
-    experiments = [experiment_json(out, e) for e in run.experiments]
+    experiments = [experiment_json(out, e) for e in state.experiments]
     (out / "experiments.json").write_bytes(dumps(experiments))
     base_profiles = base.profiles if base is not None else {}
     (out / "baseline_profile.json").write_bytes(dumps(base_profiles))
@@ -102,7 +103,7 @@ def write(run: Run, ending: Ending, base) -> dict:
     final = baseline
     if final_score is not None:
         final = performance([c.as_json() for c in final_score.cases], final_score.aggregate)
-    target = run.bundle.target
+    target = setup.bundle.target
     document = {
         "success": winner is not None,
         "stopping_reason": ending.stopping,
@@ -112,32 +113,32 @@ def write(run: Run, ending: Ending, base) -> dict:
         "final": final,
         "experiments": experiments,
         "auto_commit": ending.commit,
-        "winner": winner["id"] if winner else None,
-        "commit_skipped": None if ending.commit is not None else _no_commit_reason(run, ending),
-        "provider": run.config.provider,
+        "winner": winner.id if winner else None,
+        "commit_skipped": None if ending.commit is not None else _no_commit_reason(setup, ending),
+        "provider": setup.config.provider,
         "device": {
             "backend": target.get("backend"),
             "architecture": target.get("architecture"),
             "device": target.get("device"),
-            "native_profiler": run.profiler.get("tool", "none"),
+            "native_profiler": setup.profiler.get("tool", "none"),
         },
-        "cases": [dict(c.raw) for c in run.bundle.cases],
+        "cases": [dict(c.raw) for c in setup.bundle.cases],
         "bundle": {
-            "source": run.frozen.origin,
-            "frozen": str(run.frozen.path),
-            "sha256": dict(run.frozen.files),
+            "source": setup.frozen.origin,
+            "frozen": str(setup.frozen.path),
+            "sha256": dict(setup.frozen.files),
         },
-        "kernel": str(run.kernel),
-        "budget": dict(vars(run.budget)),
-        "budget_sources": dict(run.budget_sources),
-        "validation": run.validation,
+        "kernel": str(setup.kernel),
+        "budget": dict(vars(setup.budget)),
+        "budget_sources": dict(setup.budget_sources),
+        "validation": state.validation,
         "revalidation": ending.revalidation,
         "trace": {
             "path": str(out / "trace"),
-            "label": run.trace_label if run.trace.head else None,
-            "head": run.trace.head,
+            "label": setup.trace_label if setup.trace.head else None,
+            "head": setup.trace.head,
         },
-        "seconds": round(run.elapsed(), 3),
+        "seconds": round(setup.elapsed(), 3),
     }
     if ending.error:
         document["error"] = ending.error
@@ -145,12 +146,12 @@ def write(run: Run, ending: Ending, base) -> dict:
     return document
 
 
-def _no_commit_reason(run: Run, ending: Ending) -> str:
+def _no_commit_reason(setup: RunSetup, ending: Ending) -> str:
     if ending.error:
         return ending.error
-    if run.commit_skipped:
-        return run.commit_skipped
-    if not run.config.commit_winner:
+    if setup.commit_skipped:
+        return setup.commit_skipped
+    if not setup.config.commit_winner:
         return "--no-commit-winner"
     return "no winner"
 

@@ -10,15 +10,18 @@ from __future__ import annotations
 from gitkb.optimize import scoring
 from gitkb.optimize.evaluate import Measurement, measure
 from gitkb.optimize.experiments import fmt, profiler_evidence
-from gitkb.optimize.setup import Run
+from gitkb.optimize.setup import RunSetup
+from gitkb.optimize.state import BestSoFar
 from gitkb.optimize.trace import memory_record
 
 FINAL_ID = "final"
 
 
-def _judge(run: Run, best: dict, base: Measurement, exp_id: str):
+def _judge(
+    setup: RunSetup, best: BestSoFar, base: Measurement, exp_id: str
+) -> tuple[Measurement, bool, list[str], list[str]]:
     final = measure(
-        run, best["source"], exp_id, "deep", "finalist revalidation before the commit", base.score
+        setup, best.source, exp_id, "deep", "finalist revalidation before the commit", base.score
     )
     if not final.measured:
         return final, False, final.diagnostics, []
@@ -26,53 +29,53 @@ def _judge(run: Run, best: dict, base: Measurement, exp_id: str):
         final.score,
         base.score,
         1.0,  # against the baseline: the finalist must still beat it
-        run.budget.min_speedup,
-        run.budget.max_cv,
+        setup.budget.min_speedup,
+        setup.budget.max_cv,
         allow_rerun=False,
     )
     return final, verdict.promoted, verdict.reasons, final.diagnostics
 
 
-def revalidate(run: Run, best: dict, base: Measurement) -> tuple[Measurement, dict]:
+def revalidate(setup: RunSetup, best: BestSoFar, base: Measurement) -> tuple[Measurement, dict]:
     """Re-measure ``best``; returns the measurement and the verdict block (``passed``,
     ``reasons``, ``aggregate_speedup``). When timing noise is the only rule it fails, one
     more set of fresh samples decides (a loaded machine is not evidence either way)."""
-    final, passed, reasons, diagnostics = _judge(run, best, base, FINAL_ID)
+    final, passed, reasons, diagnostics = _judge(setup, best, base, FINAL_ID)
     if not passed and reasons and all(r.startswith(scoring.NOISY) for r in reasons):
-        run.say(f"[gitkb] final {best['id']} timing unstable ({reasons[0]}): measuring it again")
-        final, passed, reasons, diagnostics = _judge(run, best, base, f"{FINAL_ID}-2")
+        setup.say(f"[gitkb] final {best.id} timing unstable ({reasons[0]}): measuring it again")
+        final, passed, reasons, diagnostics = _judge(setup, best, base, f"{FINAL_ID}-2")
     if not passed:
         reasons = reasons + diagnostics
     block = {
-        "experiment": best["id"],
+        "experiment": best.id,
         "passed": passed,
         "reasons": reasons,
         "aggregate_speedup": final.score.aggregate if final.measured else None,
-        "promoted_at": best["aggregate"],
+        "promoted_at": best.aggregate,
     }
     if passed:
-        run.say(
-            f"[gitkb] final {best['id']} revalidated: aggregate "
-            f"{fmt(block['aggregate_speedup'], 4)}x (promoted at {fmt(best['aggregate'], 4)}x)"
+        setup.say(
+            f"[gitkb] final {best.id} revalidated: aggregate "
+            f"{fmt(block['aggregate_speedup'], 4)}x (promoted at {fmt(best.aggregate, 4)}x)"
         )
         return final, block
     why = "; ".join(reasons)
     failed = dict(
-        best["experiment"], status="rejected", diagnostics=[f"finalist revalidation failed: {why}"]
+        best.experiment, status="rejected", diagnostics=[f"finalist revalidation failed: {why}"]
     )
-    if best["version"]:  # v0 (adopted warm-start code) is the trace's start, no step to revert
-        run.trace.revalidation_failed(
-            best["version"],
-            run.trace.start_source,
+    if best.version:  # v0 (adopted warm-start code) is the trace's start, no step to revert
+        setup.trace.revalidation_failed(
+            best.version,
+            setup.trace.start_source,
             memory_record(
-                best["version"],
+                best.version,
                 failed,
                 final.score,
                 base.score,
                 None,
-                profiler_evidence(run, final.profiles),
-                run.trace.reference,
+                profiler_evidence(setup, final.profiles),
+                setup.trace.reference,
             ),
         )
-    run.say(f"[gitkb] final {best['id']} status=revalidation_failed reason={why[:300]!r}")
+    setup.say(f"[gitkb] final {best.id} status=revalidation_failed reason={why[:300]!r}")
     return final, block

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb.error_handler import LIVE_LOGGER
 from gitkb.errors import GitkbError, writing
@@ -25,6 +26,10 @@ from gitkb.optimize import freeze as freeze_mod
 from gitkb.optimize import profilers, providers
 from gitkb.optimize.providers import warmstart
 from gitkb.optimize.trace import TraceWriter
+
+if TYPE_CHECKING:
+    from gitkb.optimize.commit import CommitPlan
+    from gitkb.store import Store
 
 REFERENCE_KERNEL_VARIABLE = "TLX_REFERENCE_KERNEL_PATH"
 live_log = logging.getLogger(LIVE_LOGGER)
@@ -61,9 +66,10 @@ class RunConfig:
     progress: Callable[[str], None] = live_line
 
 
-@dataclass
-class Run:
-    """One run's state, shared by the modules that carry it out."""
+@dataclass(frozen=True)
+class RunSetup:
+    """A run's fixed setup, settled by ``prepare`` before anything runs: what every step
+    reads and none changes (what changes is ``state.RunState``)."""
 
     config: RunConfig
     bundle: bundle_mod.Bundle  # read from the frozen copy
@@ -76,21 +82,13 @@ class Run:
     provider: providers.Provider
     output: Path
     profiler: dict
-    trace: TraceWriter
+    trace: TraceWriter  # the run's trace (one writer; it keeps its own head)
     trace_label: str
     operator: str
-    plan: object | None = None  # commit.CommitPlan
-    commit_skipped: str | None = None
-    warm: object | None = None  # the warm-start provider
-    kb: object | None = None  # the store write-back mines into
-    warm_report: dict | None = None
-    references: Path | None = None
-    knowledge: object | None = None  # knowledge.Knowledge: the store's answer (--kb)
-    kb_context: str = ""  # the store's TLX knowledge documents for this target (--kb)
-    kb_context_files: list[str] = field(default_factory=list)
-    adopted_source: str | None = None
-    validation: dict | None = None  # what the bundle validation found
-    experiments: list[dict] = field(default_factory=list)
+    plan: CommitPlan | None = None  # the winner commit's snapshot; None: no commit
+    commit_skipped: str | None = None  # why no commit was planned
+    warm: warmstart.Provider | None = None  # --warm-start on|reference
+    kb: Store | None = None  # the store warm start reads, feedback and write-back go to
     started: float = field(default_factory=time.monotonic)
 
     def say(self, line: str) -> None:
@@ -200,7 +198,7 @@ def _bundle_folder(config: RunConfig) -> Path | None:
     return found
 
 
-def _plan_commit(config: RunConfig, kernel: Path):
+def _plan_commit(config: RunConfig, kernel: Path) -> CommitPlan:
     """The winner commit's snapshot; a refusal is final now (exit 3, TLX's order)."""
     from gitkb.optimize import commit
 
@@ -211,7 +209,7 @@ def _plan_commit(config: RunConfig, kernel: Path):
         raise CommitRefused(commit.refused(kernel, subject, exc.message)) from None
 
 
-def prepare(config: RunConfig) -> Run:
+def prepare(config: RunConfig) -> RunSetup:
     """Check everything and set the run up; see the module docstring."""
     if config.warm_start not in warmstart.MODES:
         raise GitkbError(f"--warm-start must be one of {', '.join(warmstart.MODES)}")
@@ -245,16 +243,18 @@ def prepare(config: RunConfig) -> Run:
         config.budget_flags, checked.budget_file, files.budget_given
     )
 
-    warm, kb = None, None
+    warm: warmstart.Provider | None = None
+    kb: Store | None = None
     if config.warm_start != "off":
         options = dataclasses.replace(config.provider_options, kb=config.kb)
-        warm = providers.load("warm-start", options, checked.tunables)
+        warm = warmstart.Provider(options, checked.tunables)
         kb = warm.store
     elif config.kb:
         kb, unreadable = warmstart.open_kb(config.kb)
         if kb is None:  # without a warm start, --kb is only where the win is written back
             raise GitkbError(f"--kb: {unreadable}")
-    plan, commit_skipped = None, None
+    plan: CommitPlan | None = None
+    commit_skipped: str | None = None
     if config.commit_winner:
         if config.kernel is None:
             commit_skipped = (
@@ -282,7 +282,7 @@ def prepare(config: RunConfig) -> Run:
         frozen_bundle, target=_check_arch(config.arch, frozen_bundle.target, files.target)
     )
     operator = frozen_bundle.target.get("operator") or checked.name
-    run = Run(
+    setup = RunSetup(
         config=config,
         bundle=frozen_bundle,
         frozen=frozen,
@@ -302,9 +302,9 @@ def prepare(config: RunConfig) -> Run:
         warm=warm,
         kb=kb,
     )
-    run.say(f"[gitkb] bundle frozen: {frozen.path.resolve()} ({len(frozen.files)} files)")
+    setup.say(f"[gitkb] bundle frozen: {frozen.path.resolve()} ({len(frozen.files)} files)")
     for rel, digest in frozen.files.items():
-        run.say(f"[gitkb] bundle sha256 {digest} {rel}")
+        setup.say(f"[gitkb] bundle sha256 {digest} {rel}")
     budget_text = ", ".join(f"{k}={v} ({budget_sources[k]})" for k, v in vars(budget).items())
-    run.say(f"[gitkb] budget: {budget_text}")
-    return run
+    setup.say(f"[gitkb] budget: {budget_text}")
+    return setup

@@ -20,7 +20,8 @@ import ast
 from gitkb.errors import GitkbError
 from gitkb.optimize import outputs
 from gitkb.optimize.evaluate import Measurement, measure
-from gitkb.optimize.setup import Run
+from gitkb.optimize.setup import RunSetup
+from gitkb.optimize.state import RunState
 
 BROKEN_ID = "bundle-check"
 RAISER = "__gitkb_broken__"
@@ -61,22 +62,26 @@ def _rejected_by(broken: Measurement) -> str:
     return "the harness (it did not complete)"
 
 
-def _refuse(run: Run, base: Measurement, stopping: str, why: str, exp_id: str) -> None:
-    outputs.write(run, outputs.Ending(stopping), base)
-    raise GitkbError(f"{why} (details: {run.output / 'experiments' / exp_id})")
+def _refuse(
+    setup: RunSetup, state: RunState, base: Measurement, stopping: str, why: str, exp_id: str
+) -> None:
+    outputs.write(setup, state, outputs.Ending(stopping), base)
+    raise GitkbError(f"{why} (details: {setup.output / 'experiments' / exp_id})")
 
 
-def validate(run: Run) -> Measurement:
-    """Measure the baseline and check the bundle; returns the baseline measurement."""
-    budget = run.budget
-    base = measure(run, run.baseline_source, "baseline", "deep", "baseline", None)
+def validate(setup: RunSetup, state: RunState) -> Measurement:
+    """Measure the baseline and check the bundle (what it found: ``state.validation``);
+    returns the baseline measurement."""
+    budget = setup.budget
+    base = measure(setup, setup.baseline_source, "baseline", "deep", "baseline", None)
     if not base.measured or not base.score.protected_pass:
         failed = base.score.failed_protected() if base.measured else []
         # One line: each diagnostic's first line; the harness's traceback stays on file.
         why = "; ".join(d.strip().splitlines()[0] for d in base.diagnostics if d.strip())
         why = why or f"protected cases failed: {', '.join(failed)}"
         _refuse(
-            run,
+            setup,
+            state,
             base,
             "baseline_failed",
             f"the baseline does not pass its protected cases: {why[:500]}",
@@ -85,24 +90,24 @@ def validate(run: Run) -> Measurement:
     noisy = _noisy(base, budget.max_cv)
     if noisy:
         # Noise is often a passing load on the machine: one fresh set of samples decides.
-        run.say(f"[gitkb] baseline timing unstable ({noisy}): measuring it again")
-        again = measure(run, run.baseline_source, "baseline-2", "deep", "baseline again", None)
+        setup.say(f"[gitkb] baseline timing unstable ({noisy}): measuring it again")
+        again = measure(setup, setup.baseline_source, "baseline-2", "deep", "baseline again", None)
         if again.measured and again.score.protected_pass:
             base = again
         noisy = _noisy(base, budget.max_cv)
         if noisy:
-            run.say(
+            setup.say(
                 f"[gitkb] warning: the baseline's timing is not stable within max_cv "
                 f"{budget.max_cv}: {noisy}, twice; no candidate can pass the max_cv rule "
                 "(stabilize the benchmark, or raise --max-cv)"
             )
     broken = measure(
-        run, broken_candidate(run.baseline_source), BROKEN_ID, "summary",
+        setup, broken_candidate(setup.baseline_source), BROKEN_ID, "summary",
         "a deliberately broken candidate: build or verify must reject it", base.score,
     )  # fmt: skip
     accepted = broken.measured and all(c.passed for c in broken.score.cases)
-    functions = bool(breakable(run.baseline_source))
-    run.validation = {
+    functions = bool(breakable(setup.baseline_source))
+    state.validation = {
         "baseline_builds": True,
         "protected_cases_pass": True,
         "baseline_stable": not noisy,
@@ -113,7 +118,7 @@ def validate(run: Run) -> Measurement:
         "broken_candidate_diagnostics": broken.diagnostics[:3],
     }
     if accepted and not functions:
-        run.say(
+        setup.say(
             "[gitkb] warning: the kernel defines no function to break, and the harness "
             "accepted one that raises on import (it reads the kernel without running it); "
             "the bundle is run as the TLX agent runs it"
@@ -121,16 +126,17 @@ def validate(run: Run) -> Measurement:
         return base
     if accepted:
         _refuse(
-            run,
+            setup,
+            state,
             base,
             "bundle_accepts_broken_kernels",
             "the bundle accepts a deliberately broken kernel (every top-level function raises): "
             "build and verify passed every case; verify must run the kernel and compare it "
-            f"with a reference ({run.bundle.harness})",
+            f"with a reference ({setup.bundle.harness})",
             BROKEN_ID,
         )
-    run.say(
+    setup.say(
         f"[gitkb] bundle validated: baseline builds, protected cases pass, cv <= {budget.max_cv}, "
-        f"a broken candidate is rejected by {run.validation['broken_candidate_rejected_by']}"
+        f"a broken candidate is rejected by {state.validation['broken_candidate_rejected_by']}"
     )
     return base

@@ -17,22 +17,25 @@ from collections.abc import Callable
 from gitkb.errors import GitkbError
 from gitkb.optimize import scoring
 from gitkb.optimize.providers import warmstart
-from gitkb.optimize.setup import Run, hardware_tokens
+from gitkb.optimize.setup import RunSetup, hardware_tokens
+from gitkb.optimize.state import BestSoFar, Judgement, WarmStart
 
 
-def offer(run: Run) -> None:
-    folder = run.output / "warm_start"
+def offer(setup: RunSetup) -> WarmStart:
+    """Resolve the kernel against the store into ``warm_start/``; returns the findings so
+    far (what was offered; nothing judged yet)."""
+    folder = setup.output / "warm_start"
     from gitkb.warmstart.curate import workload_key
 
-    workload = workload_key([c.case_id for c in run.bundle.cases])
-    answer = run.warm.offer(
-        run.operator, hardware_tokens(run.bundle.target)[0], run.baseline_source, folder,
+    workload = workload_key([c.case_id for c in setup.bundle.cases])
+    answer = setup.warm.offer(
+        setup.operator, hardware_tokens(setup.bundle.target)[0], setup.baseline_source, folder,
         workload,
     )  # fmt: skip
-    run.references = folder / "kb_references"
-    run.warm_report = {
-        "mode": run.config.warm_start,
-        "store": str(run.config.kb),
+    references = folder / "kb_references"
+    report = {
+        "mode": setup.config.warm_start,
+        "store": str(setup.config.kb),
         "store_commit": answer["commit"],
         "read_reason": answer["read_reason"],
         "read_error": answer.get("read_error"),
@@ -41,31 +44,37 @@ def offer(run: Run) -> None:
             {k: r[k] for k in ("rank", "id", "type", "speedup", "comparable", "applies")}
             for r in answer["ranks"]
         ],
-        "references": str(run.references),
+        "references": str(references),
         "candidates": [],
         "adopted": None,
     }
-    run.say(
-        f"[gitkb] warm start mode={run.config.warm_start} "
+    setup.say(
+        f"[gitkb] warm start mode={setup.config.warm_start} "
         f"read_reason={answer['read_reason']} offered={len(answer['ranks'])}"
         + (f" (cold start: {answer['read_error']})" if answer.get("read_error") else "")
     )
+    return WarmStart(report, references)
 
 
-def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | None:
-    """Judge up to ``slots`` offered ranks (they count as candidates of the run's budget);
-    returns the outcome of the adopted one, or None.
+def adopt(
+    setup: RunSetup,
+    warm_start: WarmStart,
+    propose: Callable[[str], warmstart.Offered | None],
+    judge: Callable[[warmstart.Offered, str], Judgement],
+    slots: int,
+) -> BestSoFar | None:
+    """Judge up to ``slots`` offered ranks (they count as candidates of the run's budget),
+    noting each in ``warm_start``; returns the adopted one as the new best, or None.
 
     Every offer is judged against the kernel as the run found it, and the best verified
     one is adopted (not the first that beats the baseline: another shape's kernel often
     does, while a later rank is this workload's optimum). ``propose(exp_id)`` asks the
     warm-start provider for its next candidate; ``judge(candidate, exp_id)`` runs it
-    through the loop's gate and returns the outcome (``status``, ``experiment``, ``best``
-    when promoted)."""
+    through the loop's gate and returns its judgement."""
     judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
-    verified: list[tuple[float, int, object, dict]] = []
+    verified: list[tuple[float, int, warmstart.Offered, Judgement]] = []
     index = 0
-    while evaluations(run) < slots:
+    while evaluations(warm_start) < slots:
         index += 1
         exp_id = f"ws-{index:02d}"
         offered = propose(exp_id)
@@ -75,7 +84,7 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
         claimed = offered.record_speedup
         if best is not None and claimed is not None and claimed < best:
             # It claims less than an offer already verified here: not worth a slot.
-            run.warm_report.setdefault("not_judged", []).append(
+            warm_start.report.setdefault("not_judged", []).append(
                 {"record": offered.record_id, "rank": offered.rank,
                  "record_speedup": offered.record_speedup,
                  "why": f"claims {offered.record_speedup}x, below the {best:.4g}x verified here"}
@@ -83,7 +92,7 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
             continue
         key = scoring.source_key(offered.source) if offered.source is not None else None
         outcome = judge(offered, exp_id)
-        experiment = outcome["experiment"]
+        experiment = outcome.experiment
         # A rank whose code an earlier rank already was (a strategy whose diff yields the
         # reference kernel) shares that rank's verdict: the same code ran on this box.
         verdict, same_as = judged.get(key) or (warmstart.outcome_of(experiment, offered), None)
@@ -99,91 +108,93 @@ def adopt(run: Run, propose: Callable, judge: Callable, slots: int) -> dict | No
             "same_code_as": same_as,
             "attest_commit": None,
         }
-        evidence = {"trace": run.trace_label, "experiment": same_as or exp_id}
+        evidence = {"trace": setup.trace_label, "experiment": same_as or exp_id}
         if experiment["aggregate_speedup"] is not None:
             evidence["aggregate_speedup"] = f"{experiment['aggregate_speedup']:.4f}"
         if experiment["diagnostics"] and verdict != "validated" and same_as is None:
             evidence["reason"] = " ".join(experiment["diagnostics"][0].split())[:200]
         try:
-            entry["attest_commit"] = run.warm.attest(offered, verdict, evidence)
+            entry["attest_commit"] = setup.warm.attest(offered, verdict, evidence)
         except GitkbError as exc:  # the run's verdict stands; the ledger says why not
             entry["attest_error"] = exc.message
-        run.warm_report["candidates"].append(entry)
-        run.say(f"[gitkb] warm start {exp_id} record={offered.record_id} outcome={verdict}")
-        if outcome["status"] == "promoted":
+        warm_start.report["candidates"].append(entry)
+        setup.say(f"[gitkb] warm start {exp_id} record={offered.record_id} outcome={verdict}")
+        if outcome.promoted:
             verified.append((experiment["aggregate_speedup"] or 0.0, -index, offered, outcome))
     if not verified:
-        _note_tried(run)
+        _note_tried(setup, warm_start)
         return None
     _, _, offered, outcome = max(verified, key=lambda v: (v[0], v[1]))
-    run.adopted_source = offered.source
-    run.warm_report["adopted"] = {
-        "experiment": outcome["experiment"]["id"],
+    warm_start.adopted_source = offered.source
+    warm_start.report["adopted"] = {
+        "experiment": outcome.experiment["id"],
         "record": offered.record_id,
-        "aggregate_speedup": outcome["experiment"]["aggregate_speedup"],
+        "aggregate_speedup": outcome.experiment["aggregate_speedup"],
     }
-    _note_tried(run)
-    return outcome
+    _note_tried(setup, warm_start)
+    return outcome.best
 
 
-def evaluations(run: Run) -> int:
+def evaluations(warm_start: WarmStart) -> int:
     """The warm-start candidates that were measured here (a rank whose code an earlier rank
     already was, or that did not fit, cost no evaluation): the round slots they took."""
     return sum(
         1
-        for c in (run.warm_report or {}).get("candidates", [])
+        for c in warm_start.report["candidates"]
         if c["same_code_as"] is None and c["outcome"] != "inapplicable"
     )
 
 
-def recheck_failed(run: Run, revalidation: dict | None) -> dict | None:
+def recheck_failed(
+    setup: RunSetup, warm_start: WarmStart, revalidation: dict | None
+) -> dict | None:
     """When the adopted code was the finalist and failed the final re-check, the run falls
     back to the baseline: the record's ledger gets a ``failed`` attestation saying so, so
     its ``validated`` one from the judging is not the last word. Returns what was written."""
-    adopted = (run.warm_report or {}).get("adopted")
+    adopted = warm_start.adopted
     if not adopted or revalidation is None or revalidation["passed"]:
         return None
     if revalidation.get("experiment") != adopted["experiment"]:
         return None
     reason = " ".join("; ".join(revalidation["reasons"]).split())[:200]
-    evidence = {"trace": run.trace_label, "experiment": "final",
+    evidence = {"trace": setup.trace_label, "experiment": "final",
                 "reason": f"adopted code failed the final re-check: {reason}"}  # fmt: skip
     if revalidation.get("aggregate_speedup") is not None:
         evidence["aggregate_speedup"] = f"{revalidation['aggregate_speedup']:.4f}"
     found = {"record": adopted["record"], "outcome": "failed", "attest_commit": None}
     try:
-        found["attest_commit"] = run.warm.attest_record(adopted["record"], "failed", evidence)
+        found["attest_commit"] = setup.warm.attest_record(adopted["record"], "failed", evidence)
     except GitkbError as exc:
         found["attest_error"] = exc.message
     adopted["recheck"] = found
-    run.say(f"[gitkb] warm start: adopted {adopted['record']} failed the final re-check")
+    setup.say(f"[gitkb] warm start: adopted {adopted['record']} failed the final re-check")
     return found
 
 
-def _note_tried(run: Run) -> None:
+def _note_tried(setup: RunSetup, warm_start: WarmStart) -> None:
     """The judged ranks that were not adopted go under "Reference only" in the audit
     folder's index, with their outcome: the round providers read their prose, not code."""
     from gitkb.warmstart.references import note_tried
 
-    prose = {r["id"]: r.get("prose_path") for r in (run.warm.answer or {}).get("ranks", [])}
+    prose = {r["id"]: r.get("prose_path") for r in (setup.warm.answer or {}).get("ranks", [])}
     tried = [
         dict(c, prose_path=prose.get(c["record"]))
-        for c in run.warm_report["candidates"]
+        for c in warm_start.report["candidates"]
         if c["outcome"] != "validated"
     ]
-    if run.references is not None and run.references.is_dir():
-        note_tried(run.references, tried)
+    if warm_start.references.is_dir():
+        note_tried(warm_start.references, tried)
 
 
-def speedups(run: Run, winner: dict | None, aggregate: float | None) -> dict:
+def speedups(warm_start: WarmStart, winner: BestSoFar | None, aggregate: float | None) -> dict:
     """total_speedup: the final kernel vs the untouched baseline; incremental_speedup: vs the
     adopted warm start (the baseline when nothing was adopted), so a gain that came from the
     store is never reported as the run's own work."""
     total = aggregate if aggregate is not None else 1.0
-    adopted = run.warm_report["adopted"]
+    adopted = warm_start.adopted
     if adopted is None:
         incremental = total
-    elif winner is not None and winner["source"] == run.adopted_source:
+    elif winner is not None and winner.source == warm_start.adopted_source:
         incremental = 1.0  # the final kernel is the adopted start
     else:
         incremental = total / adopted["aggregate_speedup"]

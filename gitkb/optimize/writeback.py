@@ -11,55 +11,59 @@ mining files only what the run changed on top of it, with gains measured against
 from __future__ import annotations
 
 from gitkb.errors import GitkbError
-from gitkb.optimize.setup import Run
+from gitkb.optimize.setup import RunSetup
 
 
-def _confirm_adopted(run: Run) -> dict | None:
-    """Confirm the adopted record; None when nothing was adopted."""
+def _confirm_adopted(setup: RunSetup, adopted: dict) -> dict:
+    """Confirm the adopted record (``adopted``: the warm start's report entry)."""
     from gitkb.warmstart.attest import confirm_adoption
 
-    adopted = (run.warm_report or {}).get("adopted")
-    if not adopted:
-        return None
     found = {"record": adopted["record"], "action": "confirm", "commit": None}
     try:
-        admission = confirm_adoption(run.kb, adopted["record"], run.trace_label, run.trace.start)
+        admission = confirm_adoption(
+            setup.kb, adopted["record"], setup.trace_label, setup.trace.start
+        )
     except GitkbError as exc:  # the attestation stands; say why the count did not land
-        run.say(f"[gitkb] write-back: {adopted['record']} not confirmed: {exc.message[:200]}")
+        setup.say(f"[gitkb] write-back: {adopted['record']} not confirmed: {exc.message[:200]}")
         return dict(found, error=exc.message)
     found.update(commit=admission.commit, note=admission.note)
     return found
 
 
-def write_back(run: Run) -> dict:
-    """Confirm an adopted record, then mine the run's own trace into the knowledge base
-    under the run's label."""
+def write_back(setup: RunSetup, adopted: dict | None) -> dict:
+    """Confirm the adopted record (``adopted``: the warm start's entry for it, None when
+    nothing was adopted), then mine the run's own trace into the knowledge base under the
+    run's label."""
     from gitkb.mine.pipeline import mine
 
-    adopted = _confirm_adopted(run)
+    confirmed = _confirm_adopted(setup, adopted) if adopted else None
     try:
-        result = mine(run.output / "trace", store=run.kb, label=run.trace_label)
+        result = mine(setup.output / "trace", store=setup.kb, label=setup.trace_label)
     except GitkbError as exc:  # the win and its commit stand; say why nothing was kept
-        run.say(f"[gitkb] write-back failed: {exc.message[:200]}")
+        setup.say(f"[gitkb] write-back failed: {exc.message[:200]}")
         failed = {"attempted": True, "success": False, "error": exc.message}
-        return failed | ({"adopted": adopted} if adopted else {})
+        return failed | ({"adopted": confirmed} if confirmed else {})
     summary = result.summary()
     kept = [
         {"action": o.action, "record": o.record_id, "commit": o.commit}
         for o in result.outcomes
         if o.action in ("insert", "confirm", "conflict")
     ]
-    run.say(
-        f"[gitkb] write-back into {run.kb.location}: "
-        + (f"confirmed the adopted {adopted['record']}; " if adopted and adopted["commit"] else "")
+    setup.say(
+        f"[gitkb] write-back into {setup.kb.location}: "
+        + (
+            f"confirmed the adopted {confirmed['record']}; "
+            if confirmed and confirmed["commit"]
+            else ""
+        )
         + (", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())) or "nothing")
     )
     document = {
         "attempted": True,
         "success": True,
-        "store": str(run.kb.location),
+        "store": str(setup.kb.location),
         "label": result.label,
         "counts": summary["counts"],
         "records": kept,
     }
-    return document | ({"adopted": adopted} if adopted else {})
+    return document | ({"adopted": confirmed} if confirmed else {})

@@ -25,6 +25,7 @@ from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path
 from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
+from gitkb.record.values import json_number
 from gitkb.store import queries
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Reader:
         self._enriched: dict[str, tuple] = {}
         self._with_feedback = queries.feedback_paths(cache)
 
-    def candidates(self, scoped_by: scope.Scope) -> list[pool.Candidate]:
+    def candidates(self, scoped_by: scope.Scope) -> list[pool.PoolRecord]:
         found = pool.candidates(self.cache, scoped_by)
         for c in found:
             if c.id in self._enriched:
@@ -63,11 +64,11 @@ class Reader:
         self._enrich([c for c in found if c.id not in self._enriched])
         return found
 
-    def _enrich(self, fresh: list[pool.Candidate]) -> None:
+    def _enrich(self, fresh: list[pool.PoolRecord]) -> None:
         folding = {c.id for c in fresh if feedback_path(c.id) in self._with_feedback}
         speedless = set()
         if self.request.min_speedup is not None:
-            speedless = {c.id for c in fresh if pool.number(c.speedup) is None}
+            speedless = {c.id for c in fresh if json_number(c.speedup) is None}
         if not folding and not speedless:
             return
         from gitkb.warmstart.curate import speedup

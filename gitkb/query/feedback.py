@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR, feedback_path
+from gitkb.record.values import json_number
 
 OUTCOMES = ("helped", "no-effect", "misleading")
 COUNTER_NAMES = rec.COUNTERS
@@ -52,13 +53,6 @@ class Folded:
     bad_lines: int = 0
 
 
-def number(value: object) -> float | None:
-    """A JSON number as a float; None for anything else (booleans included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def fold(raw: bytes | None) -> Folded:
     """The events of one feedback file folded, never raising: increments count once per
     key (the first line wins), a snapshot replaces its source's earlier snapshot, lines
@@ -70,7 +64,7 @@ def fold(raw: bytes | None) -> Folded:
     snapshots: dict[str, dict] = {}
     increments: dict[str, dict] = {}
     for event in log.events:
-        ts = number(event.get("ts"))
+        ts = json_number(event.get("ts"))
         if ts is not None:
             folded.first_ts = ts if folded.first_ts is None else min(folded.first_ts, ts)
             folded.last_ts = ts if folded.last_ts is None else max(folded.last_ts, ts)
@@ -103,17 +97,17 @@ def folded_rank(record: dict, folded: Folded, now: float | None = None) -> tuple
     stored = rec.dig(worth, "rank", "score")
     if record.get("status") in RETIRED_STATUSES:
         # A retraction zeroed the score; feedback does not bring it back.
-        return (number(stored) or 0.0), str(rec.dig(worth, "rank", "tier") or "")
+        return (json_number(stored) or 0.0), str(rec.dig(worth, "rank", "tier") or "")
     scored = copy.deepcopy(record)
     track = rec.object_at(scored, str(record.get("id")), "worth", "track")
     counters = track.get("counters") if isinstance(track.get("counters"), dict) else {}
-    merged = {n: (number(counters.get(n)) or 0) for n in COUNTER_NAMES}
+    merged = {n: (json_number(counters.get(n)) or 0) for n in COUNTER_NAMES}
     for name, value in folded.counts.items():
         merged[name] += value
     track["counters"] = merged
     result = rank(scored)
     last = max(
-        (t for t in (number(counters.get("last_used_ts")), folded.last_ts) if t is not None),
+        (t for t in (json_number(counters.get("last_used_ts")), folded.last_ts) if t is not None),
         default=None,
     )
     now = time.time() if now is None else now

@@ -24,15 +24,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gitkb.query.feedback import number
 from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
+from gitkb.record.values import json_number
 from gitkb.store.queries import ArchWanted, Narrowing, RankRow, rank_rows, strings
 
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
 
 @dataclass(slots=True)
-class Candidate(RankRow):
+class PoolRecord(RankRow):
     """One record as ranking sees it: the cache's ranking columns (``worth``, ``tier`` and
     ``speedup`` may be refolded from feedback and the record before ranking)."""
 
@@ -53,9 +53,9 @@ def texts(scope: Scope) -> tuple[str, ...]:
     return (*scope.terms, *((scope.symptom.replace("-", " "),) if scope.symptom else ()))
 
 
-def candidates(cache, scope: Scope) -> list[Candidate]:
+def candidates(cache, scope: Scope) -> list[PoolRecord]:
     """The records the cache's columns can tell may be in ``scope``, by id."""
-    return rank_rows(cache, _narrowing(scope), texts(scope), Candidate)
+    return rank_rows(cache, _narrowing(scope), texts(scope), PoolRecord)
 
 
 def _narrowing(scope: Scope) -> Narrowing:
@@ -81,7 +81,7 @@ def _narrowing(scope: Scope) -> Narrowing:
     )
 
 
-def reach(candidate: Candidate, scope: Scope) -> str | None:
+def reach(candidate: PoolRecord, scope: Scope) -> str | None:
     """How an arch-scoped query reaches a record (``exact`` when it is not arch-scoped), or
     None when it does not."""
     if not scope.arch:
@@ -98,7 +98,7 @@ def reach(candidate: Candidate, scope: Scope) -> str | None:
     return OTHER if request.cross_arch and own else None
 
 
-def symptom_match(candidate: Candidate, scope: Scope) -> str | None:
+def symptom_match(candidate: PoolRecord, scope: Scope) -> str | None:
     """``signal`` when the record holds the scope's symptom as a recorded signal, ``text``
     when it only mentions it, else None."""
     symptom = scope.symptom
@@ -109,10 +109,10 @@ def symptom_match(candidate: Candidate, scope: Scope) -> str | None:
     return None
 
 
-def _tests(scope: Scope) -> list[Callable[[Candidate], bool]]:
+def _tests(scope: Scope) -> list[Callable[[PoolRecord], bool]]:
     """The exact filters ``scope`` sets besides arch and symptom, one test each."""
     request = scope.request
-    tests: list[Callable[[Candidate], bool]] = []
+    tests: list[Callable[[PoolRecord], bool]] = []
     for value, test in (
         (scope.vendor, lambda c: c.vendor in (scope.vendor, "generic")),
         (scope.dsl, lambda c: c.dsl in (scope.dsl, "any")),
@@ -139,14 +139,14 @@ def _tests(scope: Scope) -> list[Callable[[Candidate], bool]]:
 
 
 def _at_least(value: object, floor: float) -> bool:
-    found = number(value)
+    found = json_number(value)
     return found is not None and found >= floor
 
 
-def scoped(pool: list[Candidate], scope: Scope) -> list[tuple[Candidate, str]]:
+def scoped(pool: list[PoolRecord], scope: Scope) -> list[tuple[PoolRecord, str]]:
     """(candidate, reach) of every candidate in ``scope``, in the pool's order."""
     tests = _tests(scope)
-    kept: list[tuple[Candidate, str, str | None]] = []
+    kept: list[tuple[PoolRecord, str, str | None]] = []
     for c in pool:
         how = reach(c, scope) if scope.arch else EXACT
         if how is None or not all(test(c) for test in tests):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from gitkb.query.pool import NEUTRAL, OTHER, Candidate
+from gitkb.query.pool import NEUTRAL, OTHER, PoolRecord
 from gitkb.query.scope import Scope
 
 # Both may be true, but only one was written about this chip (or this language).
@@ -24,13 +24,13 @@ OTHER_ARCH_DISCOUNT = 0.6
 
 @dataclass(frozen=True)
 class Hit:
-    candidate: Candidate
+    candidate: PoolRecord
     reach: str
     key: float
     text_hits: int
 
 
-def text_hits(candidate: Candidate, terms: tuple[str, ...], any_term: bool) -> int:
+def text_hits(candidate: PoolRecord, terms: tuple[str, ...], any_term: bool) -> int:
     """How many terms the record's retrieval text holds: 0 when it fails the match (all
     terms, or any one under ``any_term``); 1 when there are no terms."""
     if not terms:
@@ -41,7 +41,7 @@ def text_hits(candidate: Candidate, terms: tuple[str, ...], any_term: bool) -> i
     return hits
 
 
-def _keyed(pool: list[tuple[Candidate, str]], scope: Scope) -> list[tuple]:
+def _keyed(pool: list[tuple[PoolRecord, str]], scope: Scope) -> list[tuple]:
     """(key, worth, candidate, reach, text hits) of each of the pool's text matches."""
     request = scope.request
     out = []
@@ -70,7 +70,7 @@ def _order(keyed: tuple) -> tuple:
     return -keyed[0], -keyed[1], keyed[2].id
 
 
-def ranked(pool: list[tuple[Candidate, str]], scope: Scope, limit: int | None = None) -> list[Hit]:
+def ranked(pool: list[tuple[PoolRecord, str]], scope: Scope, limit: int | None = None) -> list[Hit]:
     """The pool's text matches, best first (the best ``limit`` of them, when given)."""
     keyed = _keyed(pool, scope)
     if limit is None:
@@ -80,7 +80,7 @@ def ranked(pool: list[tuple[Candidate, str]], scope: Scope, limit: int | None = 
     return [Hit(candidate, reach, key, found) for key, _, candidate, reach, found in best]
 
 
-def matches(pool: list[tuple[Candidate, str]], scope: Scope) -> int:
+def matches(pool: list[tuple[PoolRecord, str]], scope: Scope) -> int:
     """How many of the pool's records the terms match."""
     request = scope.request
     return sum(1 for c, _ in pool if text_hits(c, scope.terms, request.any_term))

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from gitkb.errors import RecordError
+from gitkb.record.values import dig
 
 SCHEMA_NAME = "clean-1.3"
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -84,15 +85,6 @@ def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
 def dumps(record: dict) -> bytes:
     """The byte form gitkb writes a record in: 1-space indent, non-ASCII kept, newline."""
     return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def dig(node: object, *keys: str) -> object:
-    """``node[k1][k2]...``, or None where a key is missing or a level is not an object."""
-    for key in keys:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
 
 
 def scope_of(node: object) -> dict:

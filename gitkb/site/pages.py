@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from string import Template
@@ -36,7 +37,7 @@ def cell(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def table(headers: list[str], rows: list[list[object]]) -> str:
+def table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     if not rows:
         return '<p class="muted">None.</p>'
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)

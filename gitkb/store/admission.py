@@ -98,7 +98,7 @@ def refuse_findings(source: str, findings: list, record_id: str = "-") -> Admiss
 # ----------------------------------------------------------------- the policy
 
 
-def direction(record: dict) -> str:
+def gain_sign(record: dict) -> str:
     """positive, negative or unknown: which way the record says its change went."""
     pct = rec.dig(record, "worth", "gain", "pct")
     if record.get("type") == "anti-strategy":
@@ -112,7 +112,7 @@ def direction(record: dict) -> str:
 
 def contradicts(a: dict, b: dict) -> bool:
     known = {"positive", "negative"}
-    return direction(a) in known and direction(b) in known and direction(a) != direction(b)
+    return gain_sign(a) in known and gain_sign(b) in known and gain_sign(a) != gain_sign(b)
 
 
 def _evidence(record: dict) -> tuple:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from gitkb import record as rec
 from gitkb.record.index import index_entry
+from gitkb.record.values import json_number, string_or_none
 
 COLUMNS = (
     "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
@@ -68,17 +69,6 @@ def record_arches(record: dict) -> list[str]:
     return sorted({a for a in listed if isinstance(a, str) and a and a != scope.get("arch")})
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _number(value: object) -> float | None:
-    """A JSON number as a float; None for anything else (booleans included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def _strings(value: object) -> str | None:
     """The strings of a JSON list, as JSON text (decoded only by a query that filters on
     them); None when there are none."""
@@ -94,16 +84,16 @@ def _ranking(entry: dict) -> tuple:
     scope = retrieval.get("scope") if isinstance(retrieval.get("scope"), dict) else {}
     signals = retrieval.get("signals") if isinstance(retrieval.get("signals"), dict) else {}
     return (
-        _text(entry.get("level")),
-        _text(entry.get("tier")),
-        _number(entry.get("worth_score")),
-        _number(entry.get("gain_pct")),
-        _number(entry.get("speedup_x")),
-        _text(entry.get("search_text")) or "",
+        string_or_none(entry.get("level")),
+        string_or_none(entry.get("tier")),
+        json_number(entry.get("worth_score")),
+        json_number(entry.get("gain_pct")),
+        json_number(entry.get("speedup_x")),
+        string_or_none(entry.get("search_text")) or "",
         _strings(scope.get("architectures")),
         _strings(scope.get("operators")),
         _strings(signals.get("symptoms")),
-        _text(signals.get("bottleneck")),
+        string_or_none(signals.get("bottleneck")),
     )
 
 
@@ -126,19 +116,19 @@ def row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str
     values = (
         path,
         blob,
-        _text(data.get("id")),
-        _text(data.get("type")),
-        _text(data.get("status")),
-        _text(data.get("episode_key")),
-        _text(scope.get("vendor")),
-        _text(scope.get("arch")),
-        _text(scope.get("dsl")),
-        _text(scope.get("operator_family")),
-        _text(scope.get("product")),
-        _text(rec.dig(data, "evidence", "summary", "measured_on", "gpu")),
+        string_or_none(data.get("id")),
+        string_or_none(data.get("type")),
+        string_or_none(data.get("status")),
+        string_or_none(data.get("episode_key")),
+        string_or_none(scope.get("vendor")),
+        string_or_none(scope.get("arch")),
+        string_or_none(scope.get("dsl")),
+        string_or_none(scope.get("operator_family")),
+        string_or_none(scope.get("product")),
+        string_or_none(rec.dig(data, "evidence", "summary", "measured_on", "gpu")),
         rec.language_of(data),
         entry["content_signature"],
-        _text(rec.dig(data, "evidence", "raw", "source_repo")),
+        string_or_none(rec.dig(data, "evidence", "raw", "source_repo")),
         json.dumps(entry, ensure_ascii=False),
         None,
         *_ranking(entry),

@@ -440,7 +440,7 @@ def _store_table(config: bytes | None) -> bool:
 
 
 def _summary(record: dict) -> dict:
-    from gitkb.store.admission import direction
+    from gitkb.store.admission import gain_sign
 
     payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
     problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
@@ -457,7 +457,7 @@ def _summary(record: dict) -> dict:
         "operator": problem.get("operator"),
         "bottleneck": problem.get("bottleneck"),
         "shape_contract": problem.get("shape_contract"),
-        "gain_direction": direction(record),
+        "gain_direction": gain_sign(record),
         "gain_pct": gain.get("pct"),
         "gain_basis": gain.get("basis"),
     }

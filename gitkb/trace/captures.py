@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gitkb.record.values import mapping
 from gitkb.trace.files import TraceFiles
-from gitkb.trace.memory import object_of
 
 _PROFILE_DIR = re.compile(r"^v(\d+)(?:[_-](.+))?$")
 _KERNEL_LINE = re.compile(r"^Kernel:\s*(.*)$", re.MULTILINE)
@@ -72,7 +72,7 @@ def _judge(files: TraceFiles, entries: dict, non_target: tuple[str, ...], source
     base = base_kernel_name(kernel or "")
     metrics = {}
     if "analysis/metrics_key_run.json" in entries:
-        metrics = object_of(files.json(entries["analysis/metrics_key_run.json"]))
+        metrics = mapping(files.json(entries["analysis/metrics_key_run.json"]))
     if not kernel or kernel == "?":
         return kernel, False, "the summary names no kernel"
     if base in non_target or kernel in non_target:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gitkb import targets
+from gitkb.record.values import mapping
 from gitkb.trace import TraceError
 from gitkb.trace.files import TraceFiles
-from gitkb.trace.memory import object_of
 
 
 def resolve_hardware(
@@ -20,21 +20,21 @@ def resolve_hardware(
     if options.vendor or options.arch or options.product:
         return _from_flags(options)
     tokens: list[tuple[str, str]] = []
-    solution = object_of(files.json("solution.json"))
+    solution = mapping(files.json("solution.json"))
     for token in _target_hardware(solution):
         tokens.append(("solution.json spec.target_hardware", token))
     if not tokens:
         for commit, document in earlier:
-            found = _target_hardware(object_of(document))
+            found = _target_hardware(mapping(document))
             if found:
                 where = f"solution.json spec.target_hardware at {commit[:12]}"
                 tokens += [(where, token) for token in found]
                 break
-    definition = object_of(files.json("definition.json"))
+    definition = mapping(files.json("definition.json"))
     for key in ("target_hardware", "gpu", "hardware"):
         for token in _as_list(definition.get(key)):
             tokens.append((f"definition.json {key}", token))
-    baseline = object_of(files.json("framework_baseline.json"))
+    baseline = mapping(files.json("framework_baseline.json"))
     for token in _as_list(baseline.get("arch")):
         tokens.append(("framework_baseline.json arch", token))
     for where, token in tokens:
@@ -49,7 +49,7 @@ def resolve_hardware(
 
 
 def _target_hardware(solution: dict) -> list[str]:
-    return _as_list(object_of(solution.get("spec")).get("target_hardware"))
+    return _as_list(mapping(solution.get("spec")).get("target_hardware"))
 
 
 def _as_list(value: object) -> list[str]:

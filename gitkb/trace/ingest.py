@@ -12,12 +12,13 @@ import re
 import stat
 from dataclasses import dataclass, field
 
+from gitkb.record.values import mapping, stripped_text
 from gitkb.trace import TraceError
 from gitkb.trace.captures import Capture, read_captures
 from gitkb.trace.files import MAX_FILE_BYTES, TraceFiles
 from gitkb.trace.hardware import resolve_hardware
 from gitkb.trace.journals import attach, promotion_journal, supervisor_journals
-from gitkb.trace.memory import VersionRow, object_of, read_memory, text_of
+from gitkb.trace.memory import VersionRow, read_memory
 from gitkb.trace.messages import (
     EPISODE,
     VERSION_PREFIX,
@@ -378,11 +379,11 @@ def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
     the kernel's entry point; never the trace label."""
     if options.operator:
         return options.operator, "the --operator flag"
-    if text_of(definition.get("name")):
-        return text_of(definition.get("name")), "definition.json name"
-    spec = object_of(object_of(files.json("solution.json")).get("spec"))
+    if stripped_text(definition.get("name")):
+        return stripped_text(definition.get("name")), "definition.json name"
+    spec = mapping(mapping(files.json("solution.json")).get("spec"))
     source = (files.read("kernel.py") or b"").decode("utf-8", "replace")
-    found = entry_point(source, text_of(spec.get("entry_point")) or None)
+    found = entry_point(source, stripped_text(spec.get("entry_point")) or None)
     if found:
         return found, "the kernel's entry point"
     return "unknown", "no --operator, no definition.json name, no kernel entry point"
@@ -390,10 +391,10 @@ def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
 
 def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMeta:
     vendor, arch, product, hardware_basis = hardware
-    definition = object_of(files.json("definition.json"))
+    definition = mapping(files.json("definition.json"))
     name, operator_basis = _operator(files, definition, options)
-    description = text_of(definition.get("description"))
-    axes = object_of(definition.get("axes"))
+    description = stripped_text(definition.get("description"))
+    axes = mapping(definition.get("axes"))
     constants = {
         k: v["value"]
         for k, v in axes.items()

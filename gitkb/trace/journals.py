@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gitkb.record.values import finite_number, mapping, stripped_text
 from gitkb.trace.files import MAX_EVIDENCE_BYTES, JsonProblem, TraceFiles, parse_json
-from gitkb.trace.memory import VersionRow, number, object_of, text_of
+from gitkb.trace.memory import VersionRow
 
 SUPERVISOR_DIR = ".atrex_long_horizon"
 _EPISODE_FILE = re.compile(
@@ -50,10 +51,10 @@ class Journal:
 
 def promotion_journal(files: TraceFiles, path: str, episode: int) -> Journal | None:
     """The journal of ``memory/long_horizon_e<EEEE>.json`` as the promotion committed it."""
-    document = object_of(files.json(path))
+    document = mapping(files.json(path))
     if not document:
         return None
-    return _journal(episode, path, object_of(document.get("journal")), document)
+    return _journal(episode, path, mapping(document.get("journal")), document)
 
 
 def supervisor_journals(files: TraceFiles) -> dict[int, Journal]:
@@ -101,7 +102,7 @@ def _read(files: TraceFiles, path: str | None, budget: list[int]) -> dict:
     if data is None:
         return {}
     try:
-        return object_of(parse_json(data))
+        return mapping(parse_json(data))
     except JsonProblem as problem:
         files.refused.append(f"{path}: {problem}, ignored")
         return {}
@@ -116,16 +117,16 @@ def _journal(episode: int, path: str, journal: dict, attempt: dict) -> Journal:
     ]
     version = attempt.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        memory = _VERSION.match(text_of(journal.get("memory_version")))
+        memory = _VERSION.match(stripped_text(journal.get("memory_version")))
         version = int(memory.group(1)) if memory else None
-    verification = object_of(attempt.get("verification"))
-    outcome = object_of(journal.get("outcome"))
+    verification = mapping(attempt.get("verification"))
+    outcome = mapping(journal.get("outcome"))
     return Journal(
         episode=episode,
         path=path,
         experiments=indexed,
         version=version,
-        improvement_pct=number(verification.get("improvement_pct")),
-        status=text_of(attempt.get("status")) or text_of(journal.get("state")) or None,
-        summary=text_of(outcome.get("summary")) or text_of(attempt.get("summary")),
+        improvement_pct=finite_number(verification.get("improvement_pct")),
+        status=stripped_text(attempt.get("status")) or stripped_text(journal.get("state")) or None,
+        summary=stripped_text(outcome.get("summary")) or stripped_text(attempt.get("summary")),
     )

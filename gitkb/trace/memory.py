@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
+from gitkb.record.values import finite_number, mapping, stripped_text
 from gitkb.trace.files import JsonProblem, parse_json
 
 
@@ -82,20 +82,6 @@ class VersionRow:
         return "\n".join(p for p in parts if p)
 
 
-def number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def text_of(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
-def object_of(value: object) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def normalize_pitfall(entry: object) -> dict | None:
     """Both dialects (rule 4) -> {pitfall, explanation, fix}; strings kept, nulls dropped."""
     if isinstance(entry, str):
@@ -103,12 +89,12 @@ def normalize_pitfall(entry: object) -> dict | None:
     if not isinstance(entry, dict):
         return None
     if any(k in entry for k in ("pitfall", "explanation", "fix")):
-        out = {k: text_of(entry.get(k)) for k in ("pitfall", "explanation", "fix")}
+        out = {k: stripped_text(entry.get(k)) for k in ("pitfall", "explanation", "fix")}
     else:
         out = {
-            "pitfall": text_of(entry.get("error_message")),
-            "explanation": text_of(entry.get("root_cause")),
-            "fix": text_of(entry.get("fix_applied")) or text_of(entry.get("lesson")),
+            "pitfall": stripped_text(entry.get("error_message")),
+            "explanation": stripped_text(entry.get("root_cause")),
+            "fix": stripped_text(entry.get("fix_applied")) or stripped_text(entry.get("lesson")),
         }
     return out if any(out.values()) else None
 
@@ -131,22 +117,22 @@ def read_memory(row: VersionRow, raw: bytes | None, refused: str | None) -> None
         if key in doc and doc[key] is not None and not isinstance(doc[key], dict):
             row.problems.append(f"{key} is a {type(doc[key]).__name__}, not an object; ignored")
     _performance(row, doc)
-    correctness = object_of(doc.get("correctness"))
-    row.correctness = text_of(correctness.get("status")) or None
-    row.max_abs_err = number(correctness.get("max_abs_err"))
-    row.max_rel_err = number(correctness.get("max_rel_err"))
-    gate = object_of(doc.get("quality_gate"))
-    row.gate = text_of(gate.get("result")) or None
-    row.gate_failure = text_of(gate.get("failure_reason"))[:2000]
+    correctness = mapping(doc.get("correctness"))
+    row.correctness = stripped_text(correctness.get("status")) or None
+    row.max_abs_err = finite_number(correctness.get("max_abs_err"))
+    row.max_rel_err = finite_number(correctness.get("max_rel_err"))
+    gate = mapping(doc.get("quality_gate"))
+    row.gate = stripped_text(gate.get("result")) or None
+    row.gate_failure = stripped_text(gate.get("failure_reason"))[:2000]
     _words(row, doc)
-    experiments = object_of(doc.get("experience")).get("experiments")
+    experiments = mapping(doc.get("experience")).get("experiments")
     for position, entry in enumerate(experiments if isinstance(experiments, list) else [], 1):
         if isinstance(entry, dict):
             row.experiments.append({**_details(entry.get("details")), **entry, "index": position})
     row.profiler_finding = profiler_finding(doc.get("profile_evidence"))
     if row.experiments:
         row.experiments_from = row.memory_path
-    row.long_horizon_status = text_of(object_of(doc.get("long_horizon")).get("status")) or None
+    row.long_horizon_status = stripped_text(mapping(doc.get("long_horizon")).get("status")) or None
     commit_hash = doc.get("git_commit_hash")
     if isinstance(commit_hash, (str, int)) and not isinstance(commit_hash, bool):
         row.git_commit_hash = str(commit_hash)
@@ -162,12 +148,12 @@ _NOT_PROFILED = re.compile(
 def profiler_finding(value: object) -> dict:
     """``profile_evidence`` when a profiler stated a finding: the tool and what it found,
     verbatim; {} for the supervisor's placeholders (``episode-derived``, fast mode)."""
-    evidence = object_of(value)
-    tool = text_of(evidence.get("tool_used"))
+    evidence = mapping(value)
+    tool = stripped_text(evidence.get("tool_used"))
     found = {
         "tool": tool,
-        "bottleneck_type": text_of(evidence.get("bottleneck_type")),
-        "summary": text_of(evidence.get("evidence_summary")),
+        "bottleneck_type": stripped_text(evidence.get("bottleneck_type")),
+        "summary": stripped_text(evidence.get("evidence_summary")),
     }
     if _NOT_PROFILED.match(tool) or _NOT_PROFILED.match(found["bottleneck_type"]):
         return {}
@@ -180,39 +166,39 @@ def _details(value: object) -> dict:
     if not isinstance(value, str) or not value.startswith("{"):
         return {}
     try:
-        details = object_of(parse_json(value.encode("utf-8")))
+        details = mapping(parse_json(value.encode("utf-8")))
     except JsonProblem:
         return {}
     return {k: v.strip() for k, v in details.items() if isinstance(v, str) and v.strip()}
 
 
 def _performance(row: VersionRow, doc: dict) -> None:
-    perf = object_of(doc.get("performance"))
-    geo = number(perf.get("latency_us_geomean"))
+    perf = mapping(doc.get("performance"))
+    geo = finite_number(perf.get("latency_us_geomean"))
     row.geomean = geo if geo and geo > 0 else None
     if geo is None and perf.get("latency_us") is not None:
         row.problems.append("only latency_us present: no usable geomean")
-    arith = number(perf.get("latency_us_arith_mean"))
+    arith = finite_number(perf.get("latency_us_arith_mean"))
     row.arith_mean = arith if arith and arith > 0 else None
     shapes = perf.get("latency_us_by_shape")
     if shapes is not None and not isinstance(shapes, dict):
         row.problems.append("latency_us_by_shape is not an object; ignored")
     dropped = 0
-    for key, value in object_of(shapes).items():
-        latency = number(value)
+    for key, value in mapping(shapes).items():
+        latency = finite_number(value)
         if latency is None or latency <= 0:
             dropped += 1
             continue
         row.by_shape.append((str(key), latency))
     if dropped:
         row.problems.append(f"{dropped} per-shape latencies are not positive numbers; dropped")
-    row.speedup_vs_ref = number(perf.get("speedup_vs_ref_geomean"))
-    row.speedup_vs_original = number(perf.get("speedup_vs_original_baseline"))
-    row.measurement_status = text_of(perf.get("measurement_status")) or None
-    row.measurement_subject = text_of(perf.get("measurement_subject")) or None
-    row.measurement_source = text_of(perf.get("measurement_source")) or None
-    row.carried_from = text_of(perf.get("carried_from_version")) or None
-    row.improvement_pct = number(perf.get("authoritative_improvement_pct"))
+    row.speedup_vs_ref = finite_number(perf.get("speedup_vs_ref_geomean"))
+    row.speedup_vs_original = finite_number(perf.get("speedup_vs_original_baseline"))
+    row.measurement_status = stripped_text(perf.get("measurement_status")) or None
+    row.measurement_subject = stripped_text(perf.get("measurement_subject")) or None
+    row.measurement_source = stripped_text(perf.get("measurement_source")) or None
+    row.carried_from = stripped_text(perf.get("carried_from_version")) or None
+    row.improvement_pct = finite_number(perf.get("authoritative_improvement_pct"))
 
 
 def _words(row: VersionRow, doc: dict) -> None:
@@ -220,17 +206,17 @@ def _words(row: VersionRow, doc: dict) -> None:
     if isinstance(optimization, str):
         row.description = optimization.strip()
     else:
-        optimization = object_of(optimization)
-        row.category = text_of(optimization.get("action_category"))
-        row.description = text_of(optimization.get("action_description"))
-        row.expected_impact = text_of(optimization.get("expected_impact"))
+        optimization = mapping(optimization)
+        row.category = stripped_text(optimization.get("action_category"))
+        row.description = stripped_text(optimization.get("action_description"))
+        row.expected_impact = stripped_text(optimization.get("expected_impact"))
     directions = doc.get("open_directions")
     for entry in directions if isinstance(directions, list) else []:
-        if isinstance(entry, dict) and text_of(entry.get("direction")):
+        if isinstance(entry, dict) and stripped_text(entry.get("direction")):
             row.open_directions.append(
                 {
-                    "direction": text_of(entry["direction"]),
-                    "rationale": text_of(entry.get("rationale")),
+                    "direction": stripped_text(entry["direction"]),
+                    "rationale": stripped_text(entry.get("rationale")),
                 }
             )
     pitfalls = doc.get("pitfalls_and_fixes")

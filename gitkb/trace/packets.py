@@ -121,7 +121,7 @@ def _blob(repo: Repository, sha: str) -> bytes:
 def unified_diff(before: str | bytes | None, after: str | bytes | None, path: str) -> str:
     import difflib
 
-    old, new = _text(before), _text(after)
+    old, new = _decoded(before), _decoded(after)
     if old == new:
         return ""
     old, new = old.splitlines(keepends=True), new.splitlines(keepends=True)
@@ -129,7 +129,8 @@ def unified_diff(before: str | bytes | None, after: str | bytes | None, path: st
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _text(side: str | bytes | None) -> str:
+def _decoded(side: str | bytes | None) -> str:
+    """One side of a diff as text (bytes decoded, undecodable bytes replaced)."""
     if isinstance(side, bytes):
         return side.decode("utf-8", "replace")
     return side or ""

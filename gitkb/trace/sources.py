@@ -15,9 +15,9 @@ from pathlib import Path
 
 from gitkb import layout
 from gitkb.errors import GitkbError, NotARepository
+from gitkb.record.values import mapping
 from gitkb.trace import TraceError
 from gitkb.trace.files import JsonProblem, parse_json
-from gitkb.trace.memory import object_of
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import Packet, build_packets
 from gitkb.vcs.repository import Repository
@@ -150,7 +150,7 @@ def stated_label(repo: Repository, head: str) -> str | None:
     """The label a trace states for itself (``solution.json`` ``trace_label``), if usable."""
     raw = repo.read(head, "solution.json")
     try:
-        label = object_of(parse_json(raw)).get("trace_label") if raw else None
+        label = mapping(parse_json(raw)).get("trace_label") if raw else None
     except JsonProblem:
         return None
     if isinstance(label, str) and usable_label(label):

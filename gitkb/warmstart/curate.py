@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from functools import cache
 
 from gitkb import targets
 from gitkb.record import DSLS, dig, scope_of
+from gitkb.record.values import array, mapping, number_or_numeric_string
 
 RETIRED_STATUSES = ("deprecated", "superseded")
 CODE_TYPES = ("strategy", "reference-kernel")
@@ -135,48 +135,28 @@ def entry_kernels(entry: dict) -> list[str]:
 # ----------------------------------------------------------------- record facts
 
 
-def _mapping(value: object) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list:
-    return value if isinstance(value, list) else []
-
-
-def number(value: object) -> float | None:
-    """A finite number, also from a numeric string (``"1.45"``, as GEAK reads it); else None."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def speedup(record: dict) -> float | None:
     """The record's measured speedup (x): a stated one, else from the headline gain, else
     from the parent/new geomeans of ``evidence.raw.effect``; None when it states none."""
-    metrics = _mapping(dig(record, "retrieval", "signals", "metrics"))
+    metrics = mapping(dig(record, "retrieval", "signals", "metrics"))
     for key in ("speedup_x", "page_best_speedup_x"):
-        stated = number(metrics.get(key))
+        stated = number_or_numeric_string(metrics.get(key))
         if stated and stated > 0:
             return stated
-    gain = _mapping(dig(record, "worth", "gain"))
+    gain = mapping(dig(record, "worth", "gain"))
     primary = gain.get("primary")
-    for metric in _list(gain.get("metrics")):
+    for metric in array(gain.get("metrics")):
         if not isinstance(metric, dict) or (primary and metric.get("metric") != primary):
             continue
-        delta = number(metric.get("delta_pct"))
+        delta = number_or_numeric_string(metric.get("delta_pct"))
         if delta is None:
             continue
         if metric.get("direction") == "higher-better":
             return 1 + delta / 100
         return 100 / (100 - delta) if delta < 100 else None
-    effect = _mapping(dig(record, "evidence", "raw", "effect"))
-    parent = number(effect.get("parent_geomean_us"))
-    new = number(effect.get("new_geomean_us"))
+    effect = mapping(dig(record, "evidence", "raw", "effect"))
+    parent = number_or_numeric_string(effect.get("parent_geomean_us"))
+    new = number_or_numeric_string(effect.get("new_geomean_us"))
     if parent and new and new > 0:
         return parent / new
     return None
@@ -191,20 +171,20 @@ def bench_key(record: dict) -> str | None:
     ``evidence.raw.effect.bench_cases``: the cases its trace measured), else of the primary
     metric's ``measured_over``.
     """
-    raw = _mapping(dig(record, "evidence", "raw"))
+    raw = mapping(dig(record, "evidence", "raw"))
     stated = raw.get("bench_key")
     if isinstance(stated, str) and stated.strip():
         return stated.strip()
     if "bench_key" in raw:
         return None
-    gain = _mapping(dig(record, "worth", "gain"))
+    gain = mapping(dig(record, "worth", "gain"))
     metric = gain.get("primary") or "latency"
-    stated_cases = raw.get("bench_cases") or _mapping(raw.get("effect")).get("bench_cases")
-    cases = [str(c) for c in _list(stated_cases) if str(c).strip()]
+    stated_cases = raw.get("bench_cases") or mapping(raw.get("effect")).get("bench_cases")
+    cases = [str(c) for c in array(stated_cases) if str(c).strip()]
     if not cases:
         cases = [
             m["measured_over"]
-            for m in _list(gain.get("metrics"))
+            for m in array(gain.get("metrics"))
             if isinstance(m, dict)
             and m.get("metric") == metric
             and isinstance(m.get("measured_over"), str)
@@ -232,11 +212,11 @@ def fold_direction(text: str) -> str:
     return text.strip().lower()
 
 
-def direction(record: dict) -> str:
+def optimization_direction(record: dict) -> str:
     """The optimization direction, folded: a stated one (``evidence.raw.direction``; stated
     empty stands alone), else the technique of the episode key (a slug: '_' reads as '-');
     '' when there is none."""
-    raw = _mapping(dig(record, "evidence", "raw"))
+    raw = mapping(dig(record, "evidence", "raw"))
     stated = raw.get("direction")
     if isinstance(stated, str):
         return fold_direction(stated)
@@ -263,7 +243,7 @@ def page_of(product: str | None, measured: str | None) -> str | None:
 
 def code_of(record: dict) -> tuple[str, str] | None:
     """('source'|'diff', text) when the record carries code a run can use, else None."""
-    impl = _mapping(dig(record, "payload", "implementation"))
+    impl = mapping(dig(record, "payload", "implementation"))
     fmt, snippet = impl.get("format"), impl.get("snippet")
     if not isinstance(fmt, str) or not isinstance(snippet, str) or not snippet.strip():
         return None
@@ -276,7 +256,9 @@ def code_of(record: dict) -> tuple[str, str] | None:
 
 def reproductions(record: dict) -> int:
     """Times other admissions confirmed this record (``verified_effective``)."""
-    value = number(dig(record, "worth", "track", "counters", "verified_effective"))
+    value = number_or_numeric_string(
+        dig(record, "worth", "track", "counters", "verified_effective")
+    )
     return int(value) if value and value > 0 else 0
 
 
@@ -284,7 +266,9 @@ def reproductions(record: dict) -> int:
 
 
 @dataclass
-class Candidate:
+class CodeRecord:
+    """A code-carrying record as curation ranks it (``code_record``)."""
+
     record_id: str
     record: dict
     path: str
@@ -299,13 +283,13 @@ class Candidate:
     language: str = ANY_LANGUAGE
     applies: bool | None = None  # whether a strategy's diff applies to the caller's kernel
     exp_id: str = ""  # GEAK's exp id (the older one wins a tie); a mined record has none
-    alternates: list[Candidate] = field(default_factory=list)
+    alternates: list[CodeRecord] = field(default_factory=list)
 
     def order(self) -> tuple:
         return (-(self.speedup or 0.0), -self.reproductions, self.exp_id, self.record_id)
 
 
-def candidate_of(
+def code_record(
     record: dict,
     path: str,
     retired: bool,
@@ -314,15 +298,15 @@ def candidate_of(
     language: str,
     exp_id: str,
     retire_hint: str | None = None,
-) -> Candidate:
+) -> CodeRecord:
     """A record as curation ranks it: its speedup, bench key, direction, reproductions."""
-    return Candidate(
+    return CodeRecord(
         record_id=record["id"],
         record=record,
         path=path,
         speedup=speedup(record),
         bench_key=bench_key(record),
-        direction=direction(record),
+        direction=optimization_direction(record),
         reproductions=reproductions(record),
         exp_id=exp_id,
         retired=retired,
@@ -335,8 +319,8 @@ def candidate_of(
 
 @dataclass
 class Curated:
-    ranks: list[Candidate]
-    reference_only: list[Candidate] = field(default_factory=list)
+    ranks: list[CodeRecord]
+    reference_only: list[CodeRecord] = field(default_factory=list)
     retired: int = 0
     below_floor: int = 0
     collapsed: int = 0
@@ -344,11 +328,11 @@ class Curated:
 
 
 def curate(
-    candidates: list[Candidate],
+    candidates: list[CodeRecord],
     min_speedup: float,
     top_n: int,
     include_retired: bool,
-    applies: Callable[[Candidate], bool | None] | None = None,
+    applies: Callable[[CodeRecord], bool | None] | None = None,
 ) -> Curated:
     """The ranks to offer. ``applies`` tells whether a candidate's code fits the caller's
     kernel (None: no kernel to try it on); one that does not is reference only: listed for
@@ -366,8 +350,8 @@ def curate(
                 result.reference_only.append(candidate)
             else:
                 kept.append(candidate)
-    result.reference_only.sort(key=Candidate.order)
-    groups: dict[str, list[Candidate]] = {}
+    result.reference_only.sort(key=CodeRecord.order)
+    groups: dict[str, list[CodeRecord]] = {}
     alone = []
     for candidate in kept:
         if candidate.direction:
@@ -376,11 +360,11 @@ def curate(
             alone.append(candidate)
     leaders = list(alone)
     for members in groups.values():
-        members.sort(key=Candidate.order)
+        members.sort(key=CodeRecord.order)
         leader, *rest = members
         leader.alternates = rest
         leaders.append(leader)
-    leaders.sort(key=Candidate.order)
+    leaders.sort(key=CodeRecord.order)
     result.ranks = leaders[:top_n]
     result.collapsed = sum(len(c.alternates) for c in result.ranks)
     result.beyond_top_n = max(0, len(leaders) - top_n)

@@ -280,7 +280,7 @@ _REASONS = {
 }
 
 
-def _candidate_entry(candidate: curate.Candidate) -> GeakEntry | None:
+def _candidate_entry(candidate: curate.CodeRecord) -> GeakEntry | None:
     return entry_of(candidate.record, candidate.page, candidate.language)
 
 
@@ -289,19 +289,19 @@ def _where(entry: GeakEntry | None, root: str) -> str:
     return f"{root.rstrip('/')}/{where}" if root else where
 
 
-def _direction(candidate: curate.Candidate) -> str:
+def _direction(candidate: curate.CodeRecord) -> str:
     stated = _raw(candidate.record).get("direction")
     return stated if isinstance(stated, str) else candidate.direction
 
 
-def _techniques(candidate: curate.Candidate) -> list[str]:
+def _techniques(candidate: curate.CodeRecord) -> list[str]:
     stated = geak_fields(candidate.record).get("techniques")
     if isinstance(stated, list):
         return [str(t) for t in stated]
     return list(candidate.record.get("retrieval", {}).get("technique_tags") or [])
 
 
-def answer(found: dict, ranks: list[curate.Candidate], language: str | None, root: str,
+def answer(found: dict, ranks: list[curate.CodeRecord], language: str | None, root: str,
            prose: list[str]) -> dict:  # fmt: skip
     """GEAK's ``resolve`` answer for gitkb's ``found`` (its answer) and ranks: ``exp_dir``
     and ``patch_path`` under ``root`` (the ``--out`` tree; relative without one)."""
@@ -374,7 +374,7 @@ def answer(found: dict, ranks: list[curate.Candidate], language: str | None, roo
     return base | {"read_reason": "read", "candidates": candidates, "filtered": filtered}
 
 
-def _alternate(candidate: curate.Candidate, root: str) -> dict:
+def _alternate(candidate: curate.CodeRecord, root: str) -> dict:
     exp_dir = _where(_candidate_entry(candidate), root)
     return {
         "exp_dir": exp_dir,
@@ -385,7 +385,7 @@ def _alternate(candidate: curate.Candidate, root: str) -> dict:
     }
 
 
-def keys_of(candidate: curate.Candidate) -> list[str]:
+def keys_of(candidate: curate.CodeRecord) -> list[str]:
     """The GEAK service keys of a candidate's page (exact rung first), from its raw kernel
     name and the ROCm it was measured on; [] off a gfx page."""
     entry = _candidate_entry(candidate)
@@ -396,12 +396,12 @@ def keys_of(candidate: curate.Candidate) -> list[str]:
     return service_keys(entry.gfx, entry.kernel_name, entry.language, rocm)
 
 
-def page_keys(candidates: list[curate.Candidate]) -> list[str]:
+def page_keys(candidates: list[curate.CodeRecord]) -> list[str]:
     """Every GEAK service key the page's candidates are filed under, sorted."""
     return sorted({key for c in candidates for key in keys_of(c)})
 
 
-def files_of(candidate: curate.Candidate, reason: str | None = None) -> tuple[str, dict] | None:
+def files_of(candidate: curate.CodeRecord, reason: str | None = None) -> tuple[str, dict] | None:
     """(entry folder, its files) of a candidate as a GEAK tree holds it; None for a record
     GEAK cannot hold (no unified diff, or off a gfx page)."""
     entry = _candidate_entry(candidate)

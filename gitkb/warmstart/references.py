@@ -94,7 +94,8 @@ def _write_code(folder: Path, record: dict, kernel_file: Path | None) -> tuple[s
     return str(folder / f"kernel{ext}"), True
 
 
-def _text(value: object) -> str:
+def _as_markdown(value: object) -> str:
+    """A string stripped, or a list of strings as markdown bullets; "" for anything else."""
     if isinstance(value, list):
         return "\n".join(f"- {v}" for v in value if isinstance(v, str) and v.strip())
     return value.strip() if isinstance(value, str) else ""
@@ -129,25 +130,24 @@ def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
         "",
         "## Problem",
         "",
-        _text(problem.get("statement")) or "(not stated)",
+        _as_markdown(problem.get("statement")) or "(not stated)",
         "",
         "## Change",
         "",
-        _text(payload.get("change")) or _text(payload.get("goal")) or "(not stated)",
+        _as_markdown(payload.get("change")) or _as_markdown(payload.get("goal")) or "(not stated)",
         "",
         "## Mechanism",
         "",
-        _text(payload.get("mechanism")) or "(not stated)",
+        _as_markdown(payload.get("mechanism")) or "(not stated)",
         "",
         "## What did not work",
         "",
     ]
-    dead_ends = _text(raw.get("dead_ends_md")) or _text(raw.get("dead_ends"))
+    dead_ends = _as_markdown(raw.get("dead_ends_md")) or _as_markdown(raw.get("dead_ends"))
     for pitfall in pitfalls:
         p = pitfall.get("payload") or {}
-        dead_ends += (
-            f"\n- {_text(p.get('attempted'))} ({p.get('verdict')}): {_text(p.get('lesson'))}"
-        )
+        attempted, lesson = _as_markdown(p.get("attempted")), _as_markdown(p.get("lesson"))
+        dead_ends += f"\n- {attempted} ({p.get('verdict')}): {lesson}"
     lines += [dead_ends.strip() or "(nothing recorded)", "", "## Provenance", ""]
     for key in ("source_repo", "version", "git_commit", "detail_file"):
         if raw.get(key):
@@ -164,8 +164,8 @@ def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
 def write_out(
     out: Path,
     answer: dict,
-    ranks: list[curate.Candidate],
-    reference_only: list[curate.Candidate],
+    ranks: list[curate.CodeRecord],
+    reference_only: list[curate.CodeRecord],
     pitfalls: list[dict],
     kernel_file: Path | None,
 ) -> None:
@@ -246,7 +246,7 @@ def note_tried(references: Path, tried: list[dict]) -> None:
 
 
 def write_geak_out(
-    out: Path, answer: dict, ranks: list[curate.Candidate]
+    out: Path, answer: dict, ranks: list[curate.CodeRecord]
 ) -> tuple[Path, list[str]]:
     """GEAK's lane layout, written before any verdict: every offered entry and its
     alternates as ``kb_artifacts/<gfx>/<kernel_class>/<slug>/<exp_id>/`` (meta.yaml,

@@ -282,7 +282,7 @@ def resolve(
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
     paths = [row.path for row, _, _ in wanted] + [ledger_path(row.id) for row, _, _ in wanted]
     blobs = store.view(tip).read_files(paths)
-    candidates: list[curate.Candidate] = []
+    candidates: list[curate.CodeRecord] = []
     for row, retired, page in wanted:
         candidate = _candidate(row, retired, page, blobs)
         if candidate is None:
@@ -356,7 +356,7 @@ def _fits(kernel_file: Path | None):
 
     source = kernel_file.read_text(encoding="utf-8", errors="replace")
 
-    def fits(candidate: curate.Candidate) -> bool | None:
+    def fits(candidate: curate.CodeRecord) -> bool | None:
         kind, text = curate.code_of(candidate.record)
         return apply_diff(text, source) is not None if kind == "diff" else None
 
@@ -382,7 +382,7 @@ def _candidate(row: KernelRow, retired: bool, page: str | None, blobs: dict):
         if ledger.bad_lines:
             counts["unreadable_lines"] = len(ledger.bad_lines)
         language = row.language or curate.ANY_LANGUAGE
-        return curate.candidate_of(record, path, retired, counts, page, language,
+        return curate.code_record(record, path, retired, counts, page, language,
                                    geak.exp_id_of(record), retire_hint(counts))  # fmt: skip
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
@@ -395,7 +395,7 @@ def _pages(groups: dict[tuple, int]) -> list[dict]:
     ]
 
 
-def _rank(number: int, candidate: curate.Candidate, first_key: str | None) -> dict:
+def _rank(number: int, candidate: curate.CodeRecord, first_key: str | None) -> dict:
     record = candidate.record
     scope = record["retrieval"]["scope"]
     return {
@@ -435,7 +435,7 @@ def _rank(number: int, candidate: curate.Candidate, first_key: str | None) -> di
     }
 
 
-def _reference(candidate: curate.Candidate, kernel_file: Path | None) -> dict:
+def _reference(candidate: curate.CodeRecord, kernel_file: Path | None) -> dict:
     """A candidate listed for its prose only: its code does not fit the caller's kernel."""
     name = kernel_file.name if kernel_file else "the kernel"
     return {

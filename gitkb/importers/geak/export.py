@@ -30,7 +30,7 @@ def _candidate(record: dict, path: str, ledger_raw: bytes | None):
     product = scope.get("product") if isinstance(scope.get("product"), str) else None
     retired = record.get("status") in curate.RETIRED_STATUSES
     language = rec.language_of(record) or curate.ANY_LANGUAGE
-    found = curate.candidate_of(record, path, retired, ledger.counts(),
+    found = curate.code_record(record, path, retired, ledger.counts(),
                                 curate.page_of(product, None), language,
                                 geak.exp_id_of(record))  # fmt: skip
     return found, ledger

@@ -33,9 +33,9 @@ import re
 
 from gitkb import record as rec
 from gitkb.importers.geak.reader import Entry, count, mapping, stamp_of
+from gitkb.record.values import number_or_numeric_string
 from gitkb.trace.scrub import Scrubber, denylist_from_env
 from gitkb.warmstart.attest import OUTCOMES, Ledger, event_line
-from gitkb.warmstart.curate import number
 
 _DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 _FORMULA = (
@@ -208,7 +208,10 @@ def strategy(entry: Entry) -> dict:
         raw["bench_cases"] = sorted(cases)
     if dead_prose:
         raw["dead_ends_md"] = dead_prose
-    wall, baseline = number(metric.get("wall_ms")), number(metric.get("baseline_wall_ms"))
+    wall, baseline = (
+        number_or_numeric_string(metric.get("wall_ms")),
+        number_or_numeric_string(metric.get("baseline_wall_ms")),
+    )
     if wall is not None and baseline is not None:
         raw["effect"] = {
             "basis": "measured",

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitkb import targets
+from gitkb.record.values import number_or_numeric_string
 from gitkb.warmstart import geak
-from gitkb.warmstart.curate import canonical_kernel, number
+from gitkb.warmstart.curate import canonical_kernel
 
 EXP_ID = re.compile(r"(\d{8})_(\d{6})_([0-9a-f]{6})")
 META_NAMES = ("meta.yaml", "meta.json")  # GEAK's resolve reads these two, in this order
@@ -147,7 +148,7 @@ def mapping(value: object) -> dict:
 
 def count(value: object, default: int = 0) -> int:
     """A count as GEAK reads one: an int, also from a numeric string; ``default`` otherwise."""
-    found = number(value)
+    found = number_or_numeric_string(value)
     return int(found) if found is not None and found >= 0 else default
 
 
@@ -220,7 +221,7 @@ def read_meta(folder: Path) -> dict:
     raise Skip("no meta.yaml or meta.json")
 
 
-def _text(folder: Path, name: str) -> str:
+def _read_text(folder: Path, name: str) -> str:
     path = folder / name
     if path.is_symlink():
         raise Skip(_linked(name))
@@ -237,7 +238,7 @@ def read_entry(folder: Path, root: Path, location: Location | None = None) -> En
     # GEAK's own check of a mislabeled entry: what it states it was measured on, else its gfx.
     stated = geak.gfx_key(str(metric.get("gpu_arch") or meta.get("gfx") or key)) or key
     measured = hardware if stated == key else geak.page_for_gfx(stated)
-    speedup = number(metric.get("speedup"))
+    speedup = number_or_numeric_string(metric.get("speedup"))
     if speedup is None or speedup <= 0:
         raise Skip(f"speedup {metric.get('speedup')!r} is not a finite positive number")
     carrier = meta.get("carrier") or "patch"
@@ -258,11 +259,11 @@ def read_entry(folder: Path, root: Path, location: Location | None = None) -> En
         language=place.language,
         speedup=speedup,
         carrier=carrier,
-        report=_text(folder, "report.md"),
+        report=_read_text(folder, "report.md"),
         digest=digest(folder),
     )
     if carrier == "patch":
-        entry.diff = _text(folder, "patch.diff")
+        entry.diff = _read_text(folder, "patch.diff")
         if not entry.diff.strip():
             raise Skip("empty diff (no patch.diff)")
     else:

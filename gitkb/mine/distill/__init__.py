@@ -1,13 +1,26 @@
 """Distillation: one packet in, at most one record out (TRACE_FORMAT §7).
 
-``builtin`` copies what the packet states verbatim; ``external`` runs an agent command per
+``--distiller`` names an in-process distiller of ``REGISTRY`` (``builtin`` copies what
+the packet states verbatim), or else is an agent command that ``external`` runs per
 packet. Both return a ``Distilled``: the record (or None) and what the packet was too
 thin to fill.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from gitkb.gates import Finding
+    from gitkb.trace.packets import Packet
+
+# The in-process distillers by the name --distiller takes, one line each, each module
+# holding what ``DistillerModule`` says; any other name is an agent command.
+REGISTRY: dict[str, str] = {
+    "builtin": "gitkb.mine.distill.builtin",
+}
 
 
 @dataclass
@@ -21,13 +34,26 @@ class Distilled:
     distiller: str = "builtin"
 
 
+@runtime_checkable
+class DistillerModule(Protocol):
+    """What a module named in ``REGISTRY`` holds (tests/test_plugins.py checks each)."""
+
+    def distill(self, packet: Packet) -> Distilled: ...
+
+
+def in_process(distiller: str) -> bool:
+    """Whether ``distiller`` names a registered module (its records go straight to the
+    gates at admission) rather than an agent command (checked first, for a retry)."""
+    return distiller in REGISTRY
+
+
 @dataclass
 class Attempt:
     """One packet's distillation and what the gates found in its record."""
 
-    packet: object  # gitkb.trace.packets.Packet
+    packet: Packet
     result: Distilled
-    findings: list = field(default_factory=list)  # gitkb.gates.Finding
+    findings: list[Finding] = field(default_factory=list)
     retried: bool = False
 
 
@@ -35,7 +61,6 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
     """Every packet distilled, in order. ``check(records)`` gives each record's gate
     findings (None: the gates run later, at admission); an external distiller whose
     record the gates refuse gets the findings back for one more try."""
-    from gitkb.mine.distill.builtin import distill
     from gitkb.mine.distill.external import run_all
 
     total, finished = len(packets), [0]
@@ -45,16 +70,17 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
         if progress is not None:
             progress(finished[0], total)
 
-    if distiller == "builtin":
+    if in_process(distiller):
+        module: DistillerModule = importlib.import_module(REGISTRY[distiller])
         results = []
         for packet in packets:
-            results.append(distill(packet))
+            results.append(module.distill(packet))
             tick()
     else:
         results = run_all(distiller, packets, jobs, done=tick)
     attempts = [Attempt(p, r) for p, r in zip(packets, results, strict=True)]
     _judge(attempts, check)
-    refused = [a for a in attempts if a.findings] if distiller != "builtin" else []
+    refused = [a for a in attempts if a.findings] if not in_process(distiller) else []
     if refused:
         feedback = [
             {"record": a.result.record, "findings": [f.line() for f in a.findings]} for a in refused

@@ -56,7 +56,7 @@ TIME_UNITS_TO_US = {
 MAX_RAW_BYTES = 64 << 20
 
 
-def number(text: str) -> float | None:
+def profiler_number(text: str) -> float | None:
     """A profiler's number ("1,024.5", "12") or None for n/a, blanks and words."""
     cleaned = text.strip().replace(",", "")
     try:
@@ -81,7 +81,7 @@ def summary(tool: str, pattern: str | None) -> dict:
     }
 
 
-def text_of(raw) -> str | None:
+def output_text(raw) -> str | None:
     """Raw text output, or the text of the absolute path it names; None when neither."""
     if not isinstance(raw, str):
         return None

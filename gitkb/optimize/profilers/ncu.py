@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 
 from gitkb.optimize.profilers import (
     NON_TARGET_KERNELS,
     TIME_UNITS_TO_US,
     matches,
-    number,
+    output_text,
+    profiler_number,
     summary,
-    text_of,
 )
 
 DURATION = "gpu__time_duration.sum"
 
 
-def parse(text: str, kernel_pattern: str | None, metrics: list[str] = ()) -> dict:
+def parse(text: str, kernel_pattern: str | None, metrics: Sequence[str] = ()) -> dict:
     """Summarize the launches of the kernel matching ``kernel_pattern``; ``metrics`` are the
     counters that were requested (missing or n/a ones come back null, with a diagnostic)."""
     out = summary("ncu", kernel_pattern)
@@ -52,7 +53,7 @@ def parse(text: str, kernel_pattern: str | None, metrics: list[str] = ()) -> dic
     out["launches"] = len(launches)
     wanted = list(dict.fromkeys([DURATION, *metrics]))
     for metric in wanted:
-        values = [number(r.get(metric, "")) for r in launches]
+        values = [profiler_number(r.get(metric, "")) for r in launches]
         if metric not in header or any(v is None for v in values):
             out["metrics"][metric] = None
             out["diagnostics"].append(f"{metric}: not reported by this ncu run")
@@ -70,7 +71,7 @@ def parse(text: str, kernel_pattern: str | None, metrics: list[str] = ()) -> dic
 
 def summarize(raw, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is the CSV text, or the absolute path of the file."""
-    text = text_of(raw)
+    text = output_text(raw)
     if text is None:
         raise ValueError("ncu output is neither CSV text nor a readable absolute path")
     return parse(text, kernel_pattern)

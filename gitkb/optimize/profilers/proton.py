@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from gitkb.optimize.profilers import NON_TARGET_KERNELS, matches, summary, text_of
+from gitkb.optimize.profilers import NON_TARGET_KERNELS, matches, output_text, summary
 
 TIME_KEYS_TO_US = {"time (ns)": 1e-3, "time (us)": 1.0, "time (ms)": 1e3, "time (s)": 1e6}
 
@@ -56,7 +56,7 @@ def summarize(raw, kernel_pattern: str | None) -> dict:
     absolute path of the ``.hatchet`` file."""
     document = raw
     if isinstance(raw, str):
-        text = text_of(raw)
+        text = output_text(raw)
         if text is None:
             raise ValueError("Proton output is neither a document nor a readable absolute path")
         document = json.loads(text)
@@ -71,7 +71,7 @@ def parse(document, kernel_pattern: str | None) -> dict:
     for name in [n for n in found if n in NON_TARGET_KERNELS]:
         out["diagnostics"].append(f"skipped non-target kernel {name}")
         del found[name]
-    kernels = [
+    kernels: list[dict] = [
         {"name": name, "time_us": time_us, "count": count}
         for name, (time_us, count) in sorted(found.items(), key=lambda kv: -kv[1][0])
     ]

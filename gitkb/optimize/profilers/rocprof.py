@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 
-from gitkb.optimize.profilers import NON_TARGET_KERNELS, matches, number, summary, text_of
+from gitkb.optimize.profilers import (
+    NON_TARGET_KERNELS,
+    matches,
+    output_text,
+    profiler_number,
+    summary,
+)
 
 
 def _rows(text: str) -> list[dict]:
@@ -17,7 +24,7 @@ def parse(
     kernel_trace: str,
     kernel_pattern: str | None,
     counters_csv: str | None = None,
-    counters: list[str] = (),
+    counters: Sequence[str] = (),
 ) -> dict:
     """Summarize the dispatches of the kernel matching ``kernel_pattern``."""
     out = summary("rocprofv3", kernel_pattern)
@@ -29,7 +36,10 @@ def parse(
             continue
         if not matches(name, kernel_pattern):
             continue
-        start, end = number(row.get("Start_Timestamp", "")), number(row.get("End_Timestamp", ""))
+        start, end = (
+            profiler_number(row.get("Start_Timestamp", "")),
+            profiler_number(row.get("End_Timestamp", "")),
+        )
         if start is None or end is None or end <= start:
             out["diagnostics"].append(f"dispatch of {name} without a valid time range")
             continue
@@ -44,7 +54,7 @@ def parse(
     for row in _rows(counters_csv or ""):
         if not matches(row.get("Kernel_Name", ""), kernel_pattern):
             continue
-        value = number(row.get("Counter_Value", ""))
+        value = profiler_number(row.get("Counter_Value", ""))
         if value is not None:
             values.setdefault(row.get("Counter_Name", ""), []).append(value)
     for counter in counters:
@@ -61,9 +71,9 @@ def summarize(raw, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is ``{"kernel_trace": ..., "counter_collection":
     ...}`` (CSV text or absolute paths) or the kernel trace alone."""
     files = raw if isinstance(raw, dict) else {"kernel_trace": raw}
-    trace = text_of(files.get("kernel_trace"))
+    trace = output_text(files.get("kernel_trace"))
     if trace is None:
         raise ValueError("rocprofv3 output has no readable kernel_trace")
-    counters = text_of(files.get("counter_collection"))
+    counters = output_text(files.get("counter_collection"))
     names = files.get("counters") if isinstance(files.get("counters"), list) else []
     return parse(trace, kernel_pattern, counters, [str(n) for n in names])

@@ -31,7 +31,8 @@ PROMPT = "prompt.md"
 _PLACEHOLDER = re.compile(r"\{(prompt_file|workspace|candidate|metadata|prompt|model)\}")
 
 
-def _number(value, digits: int = 3) -> str:
+def _fixed(value, digits: int = 3) -> str:
+    """A number in fixed point with ``digits`` decimals; "n/a" for None."""
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
@@ -65,8 +66,8 @@ def build_prompt(context: providers.ProposalContext) -> str:
         row = numbers.get(case["case_id"], {})
         lines.append(
             f"| {case['case_id']} | {case['weight']} | {case['protected']} | "
-            f"{_number(row.get('median_us'))} | {_number(row.get('p95_us'))} | "
-            f"{_number(row.get('cv'))} | {_number(row.get('speedup'), 4)} |"
+            f"{_fixed(row.get('median_us'))} | {_fixed(row.get('p95_us'))} | "
+            f"{_fixed(row.get('cv'))} | {_fixed(row.get('speedup'), 4)} |"
         )
     if context.best_profile:
         compact = json.dumps(context.best_profile, sort_keys=True)[:2000]
@@ -102,7 +103,9 @@ def read_metadata(path: Path) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    out = {k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None}
+    out: dict[str, str | list[str]] = {
+        k: str(data[k]) for k in providers.METADATA_FIELDS if data.get(k) is not None
+    }
     named = data.get("kb_records")
     if isinstance(named, list):
         out["kb_records"] = [str(i) for i in named]
