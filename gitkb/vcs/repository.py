@@ -15,6 +15,7 @@ import os
 import re
 import stat
 import weakref
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,7 @@ class Repository(CommitWriting):
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
+        self._packs: list[pack.PackedObjects] | None = None  # see _read()
 
     # ----------------------------------------------------------------- opening
 
@@ -382,7 +384,7 @@ class Repository(CommitWriting):
         out = []
         for base, tree in level:
             try:
-                out.append((base, self._objects.get_raw(_b(tree))[1]))
+                out.append((base, self._read(_b(tree))[1]))
             except (KeyError, ValueError, OSError):
                 log.warning("tree %s (%s) is missing from %s", tree, base, self.git_dir)
         return out
@@ -419,7 +421,7 @@ class Repository(CommitWriting):
             return self._pending[key].as_raw_string()
         raw = self._recent_raw.get(key)
         if raw is None:
-            raw = self._recent_raw[key] = self._objects.get_raw(key)[1]
+            raw = self._recent_raw[key] = self._read(key)[1]
             if len(self._recent_raw) > _RECENT_RAW:
                 del self._recent_raw[next(iter(self._recent_raw))]
         return raw
@@ -506,7 +508,36 @@ class Repository(CommitWriting):
             pending = self._pending.get(sha)
             if pending is not None:
                 return pending
-        return self._objects[sha]
+        from dulwich.objects import ShaFile
+
+        kind, raw = self._read(sha)
+        # Checked against its id, as dulwich's own lookup checks it.
+        return ShaFile.from_raw_string(kind, raw, verify_sha=sha)
+
+    def _read(self, sha: bytes) -> tuple[int, bytes]:
+        """(type number, body) of the stored object ``sha`` (hex). The packs found at the
+        first read are read directly (``pack.PackedObjects``): dulwich's store lookup
+        stats the pack folder for a multi-pack index and walks several layers of Python
+        on every object, which is most of a trace read's cost. What they lack (loose
+        objects, packs written since, alternates) or leave to dulwich goes through
+        dulwich's full lookup."""
+        from dulwich.pack import PackFileDisappeared
+
+        if self._packs is None:
+            self._packs = []
+            for found in getattr(self._objects, "packs", ()):
+                try:
+                    self._packs.append(pack.PackedObjects(found))
+                except (OSError, ValueError):
+                    continue  # an empty or vanished pack: dulwich's lookup decides
+        for packed in self._packs:
+            try:
+                return packed.get(sha)
+            except KeyError:
+                continue
+            except (pack.NotReadHere, PackFileDisappeared, OSError, ValueError, zlib.error):
+                break
+        return self._objects.get_raw(sha)
 
     def add_object(self, obj: ShaFile) -> None:
         if self._pending is not None:
