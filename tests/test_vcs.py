@@ -167,7 +167,10 @@ def test_batched_commits_pack_as_one_and_read_back(tmp_path):
             versions.append((tip, data))
     repo.update_ref("refs/heads/main", None, tip)
     assert git("fsck", "--strict", "--no-dangling", cwd=repo_dir).returncode == 0
-    assert len(list((repo_dir / "objects" / "pack").glob("*.pack"))) == 1
+    packs = list((repo_dir / "objects" / "pack").glob("*.pack"))
+    assert len(packs) == 1
+    # Checksums, entry CRCs and the index, as C git checks a pack it receives.
+    assert git("verify-pack", str(packs[0].with_suffix(".idx")), cwd=repo_dir).returncode == 0
     fresh = Repository.open(repo_dir)
     for commit, data in versions[::7]:
         assert fresh.read(commit, "big.txt") == data
@@ -322,3 +325,34 @@ def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
     repo.read(head, "kernel.py")
     blob = repo.write_blob(b"written after the first read\n")
     assert repo.blob(blob) == b"written after the first read\n"
+
+
+def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
+    from dulwich.repo import Repo
+
+    from gitkb.vcs.repository import _commit_info
+
+    path = tmp_path / "r"
+    make_repo(path, {"a.txt": "a\n"})
+    git("checkout", "-qb", "side", cwd=path)
+    (path / "b.txt").write_text("b\n")
+    git("add", "-A", cwd=path)
+    git("-c", "user.name=Zoë Ünicode", "commit", "-qm", "side: ümlaut\n\nbody\n\n  indented",
+        cwd=path)  # fmt: skip
+    git("checkout", "-q", "-", cwd=path)
+    git("merge", "-q", "--no-ff", "-m", "merge side", "side", cwd=path)
+    # A header with continuation lines (as gpgsig and mergetag have), and no message.
+    tree = git("rev-parse", "HEAD^{tree}", cwd=path).stdout.strip()
+    head = git("rev-parse", "HEAD", cwd=path).stdout.strip()
+    odd = (f"tree {tree}\nparent {head}\nauthor A <a@x> 1700000000 +0100\n"
+           "committer C <c@x> 1700000001 -0500\ngpgsig -----BEGIN-----\n line two\n -----END-----\n"
+           "\nsigned\n")  # fmt: skip
+    signed = git("hash-object", "-t", "commit", "-w", "--stdin", input=odd, cwd=path).stdout
+    repo, theirs = Repository.open(path), Repo(str(path))
+    shas = git("rev-list", "--all", cwd=path).stdout.split() + [signed.strip()]
+    for sha in shas:
+        assert repo.commit(sha) == _commit_info(sha, theirs[sha.encode()])
+    assert repo.commit(signed.strip()).message == "signed\n"
+    blob = git("rev-parse", "HEAD:a.txt", cwd=path).stdout.strip()
+    with pytest.raises(GitkbError, match="is a blob, not a commit"):
+        repo.commit(blob)

@@ -26,44 +26,62 @@ if TYPE_CHECKING:
 PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 _PACK_OFS_DELTA, _PACK_REF_DELTA = 6, 7
 _SIZE_PROBE = 64  # inflated bytes enough to hold any object or delta header
+_NEW_OBJECT_LEVEL = 1  # zlib level of the objects a batch writes (see write_pack)
 _BASES_KEPT = 256  # inflated objects kept per pack: the bases of the deltas read next
 _BASE_BYTES_KEPT = 1 << 20  # larger objects are not kept
 
 
 def write_pack(object_store: DiskObjectStore, objects: Iterable[ShaFile]) -> None:
     """Store ``objects`` (dulwich ShaFile objects) in ``object_store`` as one pack. The
-    index is renamed into place last: until then git and dulwich ignore the pack."""
-    from dulwich.file import GitFile
-    from dulwich.pack import UnpackedObject, write_pack_data, write_pack_index
+    index is renamed into place last: until then git and dulwich ignore the pack.
 
-    # One chunk an object: a tree's entries would otherwise each go through zlib alone.
-    records = [
-        UnpackedObject(
-            obj.type_num,
-            delta_base=None,
-            crc32=None,
-            decomp_chunks=[obj.as_raw_string()],
-            sha=obj.sha().digest(),
-        )
-        for obj in objects
-    ]
+    Each object is one whole entry, deflated at zlib level 1: git's own level for new
+    objects (``core.looseCompression``), which ``git gc`` later repacks at
+    ``pack.compression``. Written here rather than by dulwich's pack writer, whose
+    layers of Python per object cost more than the deflating."""
+    import hashlib
+
+    from dulwich.file import GitFile
+    from dulwich.pack import write_pack_index
+
+    objects = list(objects)
     pack_dir = Path(object_store.path) / "pack"
     pack_dir.mkdir(exist_ok=True)
     tmp = pack_dir / f"{PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+    entries: list[tuple[bytes, int, int]] = []  # (binary sha, offset, crc32)
+    digest = hashlib.sha1()
     with GitFile(f"{tmp}.pack", "wb") as fh:
-        entries, checksum = write_pack_data(
-            fh.write,
-            iter(records),
-            num_records=len(records),
-            object_format=object_store.object_format,
-            compression_level=object_store.pack_compression_level,
-        )
+        head = b"PACK" + (2).to_bytes(4, "big") + len(objects).to_bytes(4, "big")
+        fh.write(head)
+        digest.update(head)
+        offset = len(head)
+        for obj in objects:
+            raw = obj.as_raw_string()
+            entry = _entry_header(obj.type_num, len(raw)) + zlib.compress(raw, _NEW_OBJECT_LEVEL)
+            fh.write(entry)
+            digest.update(entry)
+            entries.append((obj.sha().digest(), offset, zlib.crc32(entry)))
+            offset += len(entry)
+        checksum = digest.digest()
+        fh.write(checksum)
     with GitFile(f"{tmp}.idx", "wb") as fh:
-        write_pack_index(fh, sorted((k, v[0], v[1]) for k, v in entries.items()), checksum)
+        write_pack_index(fh, sorted(entries), checksum)
     final = pack_dir / f"pack-{checksum.hex()}"
     os.replace(f"{tmp}.pack", f"{final}.pack")
     os.replace(f"{tmp}.idx", f"{final}.idx")
     object_store._update_pack_cache()  # dulwich has no public way to see a new pack
+
+
+def _entry_header(kind: int, size: int) -> bytes:
+    """A pack entry's type and inflated size: 3 bits of type, the size 4 bits then 7 a byte."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 15)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte, size = size & 0x7F, size >> 7
+    out.append(byte)
+    return bytes(out)
 
 
 def object_size(object_store: DiskObjectStore, sha: str) -> int | None:

@@ -10,6 +10,7 @@ repository's objects under a ref.
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import os
 import re
@@ -44,6 +45,7 @@ WORK_TREE_TMP = "gitkb-tmp"
 
 log = logging.getLogger(__name__)
 _RECENT_RAW = 4
+_COMMIT, _BLOB = 1, 3  # git's object type numbers
 
 
 def _commit_info(sha: str, obj: Commit) -> CommitInfo:
@@ -56,6 +58,36 @@ def _commit_info(sha: str, obj: Commit) -> CommitInfo:
         commit_time=obj.commit_time,
         message=obj.message.decode("utf-8", "replace"),
         tree=obj.tree.decode(),
+    )
+
+
+def _parse_commit(sha: str, raw: bytes) -> CommitInfo:
+    """A commit object's fields read from its bytes: the headers git writes (``tree``,
+    ``parent``, ``author``, ``committer``; others and their continuation lines skipped),
+    a blank line, the message. Walking a trace reads every commit once; a dulwich Commit
+    costs several times this."""
+    head, _, message = raw.partition(b"\n\n")
+    tree, parents, people = b"", [], {}
+    for line in head.split(b"\n"):
+        name, _, value = line.partition(b" ")
+        if name == b"parent":
+            parents.append(value.decode())
+        elif name == b"tree":
+            tree = value
+        elif name in (b"author", b"committer") and name not in people:
+            ident, when, _zone = value.rsplit(b" ", 2)
+            people[name] = (ident.decode("utf-8", "replace"), int(when))
+    author, author_time = people[b"author"]
+    committer, commit_time = people[b"committer"]
+    return CommitInfo(
+        sha=sha,
+        parents=tuple(parents),
+        author=author,
+        committer=committer,
+        author_time=author_time,
+        commit_time=commit_time,
+        message=message.decode("utf-8", "replace"),
+        tree=tree.decode(),
     )
 
 
@@ -232,13 +264,24 @@ class Repository(CommitWriting):
             return None
 
     def commit(self, sha: str) -> CommitInfo:
+        key = _b(sha)
+        if self._pending is not None and key in self._pending:
+            obj = self._pending[key]
+            if not isinstance(obj, Commit):
+                raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
+            return _commit_info(sha, obj)
         try:
-            obj = self.get_object(_b(sha))
+            kind, raw = self._read(key)
         except KeyError:
             raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
-        if not isinstance(obj, Commit):
+        if kind != _COMMIT or hashlib.sha1(b"commit %d\0" % len(raw) + raw).hexdigest() != sha:
+            # Not a commit, or not what the id says: dulwich's reading names the problem.
+            obj = self.get_object(key)
             raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
-        return _commit_info(sha, obj)
+        try:
+            return _parse_commit(sha, raw)
+        except (KeyError, ValueError):  # an odd header: dulwich's parser decides
+            return _commit_info(sha, self.get_object(key))
 
     def tree_of(self, commit: str) -> bytes:
         return self.get_object(_b(commit)).tree
@@ -273,7 +316,12 @@ class Repository(CommitWriting):
         return None if sha is None else self.blob(sha)
 
     def blob(self, sha: str) -> bytes:
-        return self.get_object(_b(sha)).as_raw_string()
+        key = _b(sha)
+        if self._pending is None or key not in self._pending:
+            kind, raw = self._read(key)
+            if kind == _BLOB and hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest() == sha:
+                return raw
+        return self.get_object(key).as_raw_string()  # dulwich's reading names any problem
 
     def is_symlink(self, commit: str, path: str) -> bool:
         found = self.lookup(self.tree_of(commit), path)
