@@ -311,15 +311,13 @@ def run(
         capped = _CappedOutput(out_path, output_cap) if output_cap and out_path else None
         with _opened(stdin, "rb") as fin, _opened(out_path if not capped else None, "wb") as fout:
             with _opened(err_path, "wb") as ferr:
+                out = subprocess.PIPE if capped else (null if fout is None else fout)
+                err = subprocess.STDOUT if capped or fout is not None else null
                 process = subprocess.Popen(
                     supervisor,
                     stdin=null if fin is None else fin,
-                    stdout=subprocess.PIPE if capped else (null if fout is None else fout),
-                    stderr=(
-                        ferr if ferr is not None
-                        else subprocess.STDOUT if capped
-                        else (null if fout is None else fout)
-                    ),  # fmt: skip
+                    stdout=out,
+                    stderr=ferr if ferr is not None else err,
                     cwd=cwd,
                     env=full_env,
                     start_new_session=True,

@@ -621,7 +621,9 @@ def test_a_ledger_for_a_record_the_store_lacks_is_refused(server, clone, held): 
 
 
 @pytest.mark.parametrize(
-    "leak", ["profiled under /home/jdoe/ncu/run3", "ask jane.doe@example.com"], ids=["home", "email"]
+    "leak",
+    ["profiled under /home/jdoe/ncu/run3", "ask jane.doe@example.com"],
+    ids=["home", "email"],
 )
 def test_a_report_holding_private_text_is_refused(server, clone, held, leak):  # noqa: F811
     label = "kernel_opt_001_softmax"

@@ -283,18 +283,21 @@ def _delta_history(path, versions: int) -> None:
 
 
 def test_packed_reads_match_dulwich_and_c_git(tmp_path):
-    from dulwich.repo import Repo
+    import subprocess
 
     _delta_history(tmp_path / "r", 30)
     shas = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(deltabase)",
                cwd=tmp_path / "r").stdout.split()  # fmt: skip
     assert any(s != "0" * 40 for s in shas[1::2]), "the pack holds no deltas"
     repo = Repository.open(tmp_path / "r")
-    theirs = Repo(str(tmp_path / "r")).object_store
+    theirs = Repository.open(tmp_path / "r").object_store  # dulwich's own lookup
     for sha in shas[::2]:
         assert repo._read(sha.encode()) == theirs.get_raw(sha.encode())
         kind = git("cat-file", "-t", sha, cwd=tmp_path / "r").stdout.strip()
         assert repo.get_object(sha.encode()).type_name.decode() == kind
+        body = subprocess.run(["git", "cat-file", kind, sha], cwd=tmp_path / "r",
+                              capture_output=True, check=True).stdout  # fmt: skip
+        assert repo._read(sha.encode())[1] == body
 
 
 def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
@@ -307,7 +310,8 @@ def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
     objects = git("rev-list", "--objects", "--all", cwd=src).stdout
     git("pack-objects", "-q", "--no-reuse-delta", str(tmp_path / "refs.git/objects/pack/p"),
         input=objects, cwd=src)  # fmt: skip
-    for ref in git("for-each-ref", "--format=%(refname) %(objectname)", cwd=src).stdout.splitlines():
+    refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=src).stdout
+    for ref in refs.splitlines():
         git("update-ref", *ref.split(), cwd=tmp_path / "refs.git")
     repo = Repository.open(tmp_path / "refs.git")
     packed = pack.PackedObjects(repo.object_store.packs[0])
@@ -328,8 +332,6 @@ def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
 
 
 def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
-    from dulwich.repo import Repo
-
     from gitkb.vcs.repository import _commit_info
 
     path = tmp_path / "r"
@@ -348,10 +350,16 @@ def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
            "committer C <c@x> 1700000001 -0500\ngpgsig -----BEGIN-----\n line two\n -----END-----\n"
            "\nsigned\n")  # fmt: skip
     signed = git("hash-object", "-t", "commit", "-w", "--stdin", input=odd, cwd=path).stdout
-    repo, theirs = Repository.open(path), Repo(str(path))
+    repo = Repository.open(path)
     shas = git("rev-list", "--all", cwd=path).stdout.split() + [signed.strip()]
     for sha in shas:
-        assert repo.commit(sha) == _commit_info(sha, theirs[sha.encode()])
+        # dulwich's Commit of the same object, and C git's fields.
+        assert repo.commit(sha) == _commit_info(sha, repo.get_object(sha.encode()))
+        fields = git("log", "-1", "--format=%T %P%n%an <%ae>%n%at", sha, cwd=path).stdout
+        tree_parents, author, when = fields.splitlines()
+        info = repo.commit(sha)
+        assert (info.tree, *info.parents) == tuple(tree_parents.split())
+        assert (info.author, info.author_time) == (author, int(when))
     assert repo.commit(signed.strip()).message == "signed\n"
     blob = git("rev-parse", "HEAD:a.txt", cwd=path).stdout.strip()
     with pytest.raises(GitkbError, match="is a blob, not a commit"):

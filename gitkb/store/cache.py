@@ -459,9 +459,7 @@ class IndexCache:
         deleted = [p for p in paths if edits[p] is None]
         if deleted:
             self._delete(deleted)
-        self._put(
-            ((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None), parsed
-        )
+        self._put(((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None), parsed)
         self._set_commit(commit, CONFIG_PATH in edits)
         self._dirty = True
 

@@ -179,7 +179,7 @@ class PackedObjects:
         return self._at(self._index.object_offset(sha))
 
     def _at(self, offset: int) -> tuple[int, bytes]:
-        from dulwich._pack import apply_delta
+        from dulwich.pack import apply_delta  # C, from dulwich._pack
 
         deltas: list[tuple[int, bytes]] = []  # (offset, delta), the requested object first
         while (found := self._kept.get(offset)) is None:
