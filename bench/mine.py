@@ -3,7 +3,8 @@
 Generates a 1,000-version legacy trace, a 10,000-version one (linearity) and a
 200-episode long-horizon one, then times, each best of ``--runs``:
 
-* ``git kb mine --dry-run`` (a subprocess, start-up included), and its stages in process;
+* ``git kb mine --dry-run`` (a subprocess, start-up included, gitkb's bytecode kept as
+  an installed gitkb keeps it), and its stages in process;
 * the reference pipeline's deterministic stages on the same 1,000-version trace
   (``ingest.py``, ``recon.py``, ``partition.py``, ``build_packets.py`` of the public
   opt-trace-mining scripts) when ``--reference`` names a checkout or a clone of
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from figures import figure  # noqa: E402
+from stores import installed_env  # noqa: E402
 from trace_factory import Trace  # noqa: E402
 
 from gitkb.trace.ingest import ingest  # noqa: E402
@@ -98,8 +100,7 @@ def run(args: list[str], **kwargs) -> None:
         raise SystemExit(f"{' '.join(args[:3])}: {done.stderr.decode()[-2000:]}")
 
 
-def dry_run(path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def dry_run(path: Path, env: dict) -> None:
     command = [sys.executable, "-m", "gitkb", "mine", str(path), "--dry-run", "--json"]
     run(command, env=env, cwd=path.parent)  # from the folder that holds the trace
 
@@ -176,6 +177,7 @@ def main() -> None:
     args.large = args.large or 10 * args.versions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        env = installed_env(work, ROOT)  # gitkb as installed: its bytecode kept
         small = legacy(work / "kernel_opt_100_softmax", args.versions)
         large = legacy(work / "kernel_opt_101_softmax", args.large)
         longh = long_horizon(work / "kernel_opt_102_softmax", args.episodes)
@@ -183,7 +185,7 @@ def main() -> None:
         for label, path in (("legacy", small), ("legacy, large", large), ("long-horizon", longh)):
             runs = 1 if path is large else args.runs
             row = {"trace": label, **stages(path, runs)}
-            row["dry_run"] = best_of(runs, lambda p=path: dry_run(p))
+            row["dry_run"] = best_of(runs, lambda p=path: dry_run(p, env))
             row["git_log"] = best_of(runs, lambda p=path: run(["git", "log", "-p", "--all"],
                                                                cwd=p))  # fmt: skip
             rows.append(row)

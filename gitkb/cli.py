@@ -102,6 +102,11 @@ def main(argv: list[str] | None = None) -> None:
     if args in (["--version"], ["-V"]):
         print(VERSION_LINE)
         return
+    import gc
+
+    # A command is one short batch: collecting cycles every 700 allocations walks its
+    # long-lived rows (trace versions, packets, cache rows) again and again.
+    gc.set_threshold(50_000, 20, 20)
     from gitkb.error_handler import error_handler
 
     with error_handler():

@@ -264,15 +264,17 @@ def run(
     env: dict[str, str] | None = None,
     stdin=None,
     output=None,
+    output_cap: OutputCap | None = None,
     capture: bool = False,
     grace_s: float = KILL_GRACE_S,
 ) -> Outcome:
     """Run ``argv`` contained (see the module docstring) and return its Outcome.
 
     ``stdin``: a path (the file is the command's input), bytes, or None (nothing).
-    ``output``: a path that gets stdout and stderr together; ``capture``: return them
-    in the Outcome instead; neither: both discarded. Never raises for the command's
-    failure; an interrupt of the caller kills the whole tree before it propagates.
+    ``output``: a path that gets stdout and stderr together, held to ``output_cap``
+    while the command writes when one is given; ``capture``: return them in the
+    Outcome instead; neither: both discarded. Never raises for the command's failure;
+    an interrupt of the caller kills the whole tree before it propagates.
     """
     import secrets
     import subprocess
@@ -306,18 +308,27 @@ def run(
         ]  # fmt: skip
         start = time.monotonic()
         null = subprocess.DEVNULL
-        with _opened(stdin, "rb") as fin, _opened(out_path, "wb") as fout:
+        capped = _CappedOutput(out_path, output_cap) if output_cap and out_path else None
+        with _opened(stdin, "rb") as fin, _opened(out_path if not capped else None, "wb") as fout:
             with _opened(err_path, "wb") as ferr:
+                out = subprocess.PIPE if capped else (null if fout is None else fout)
+                err = subprocess.STDOUT if capped or fout is not None else null
                 process = subprocess.Popen(
                     supervisor,
                     stdin=null if fin is None else fin,
-                    stdout=null if fout is None else fout,
-                    stderr=ferr if ferr is not None else (null if fout is None else fout),
+                    stdout=out,
+                    stderr=ferr if ferr is not None else err,
                     cwd=cwd,
                     env=full_env,
                     start_new_session=True,
                 )
-        _await(process, timeout_s + grace_s + 15.0, grace_s, token)
+        try:
+            if capped is not None:
+                capped.drain(process.stdout)
+            _await(process, timeout_s + grace_s + 15.0, grace_s, token)
+        finally:
+            if capped is not None:
+                capped.close(grace_s + 5.0)
         seconds = time.monotonic() - start
         outcome = _read_status(status, argv, seconds, process.returncode)
         if outcome.error and process.returncode != 0:
@@ -326,6 +337,75 @@ def run(
             outcome.stdout = _read(out_path)
             outcome.stderr = _read(err_path)
         return outcome
+
+
+class OutputCap:
+    """How much of a command's output ``run`` keeps: the first ``head`` bytes and the last
+    ``tail``, with a line saying what was dropped between them (``what``: whose output)."""
+
+    __slots__ = ("head", "tail", "what")
+
+    def __init__(self, head: int, tail: int, what: str = "output") -> None:
+        self.head, self.tail, self.what = head, tail, what
+
+
+class _CappedOutput:
+    """A command's output written to a file up to a cap as it streams: the head goes to
+    the file, only the last ``tail`` bytes are held in memory, and the notice and the
+    tail are written when the command is done. The file never holds more than the cap
+    and the notice, however much the command prints."""
+
+    def __init__(self, path, cap: OutputCap) -> None:
+        import threading
+
+        self._fh = open(path, "wb")
+        self._cap = cap
+        self._written = 0  # bytes of the head written
+        self._total = 0
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+
+    def drain(self, pipe) -> None:
+        """Read ``pipe`` on a thread until every writer has closed it."""
+        import threading
+
+        self._reader = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._reader.start()
+
+    def _read(self, pipe) -> None:
+        with pipe:
+            while chunk := os.read(pipe.fileno(), 1 << 16):
+                self._write(chunk)
+
+    def _write(self, chunk: bytes) -> None:
+        with self._lock:
+            if self._fh.closed:
+                return  # a straggler still writing after the run was closed
+            self._total += len(chunk)
+            room = self._cap.head - self._written
+            if room > 0:
+                self._fh.write(chunk[:room])
+                self._written += min(room, len(chunk))
+                chunk = chunk[room:]
+            if chunk:
+                self._tail += chunk
+                del self._tail[: max(0, len(self._tail) - self._cap.tail)]
+
+    def close(self, wait_s: float) -> None:
+        """Wait for the pipe's end (every descendant is gone by now, so it comes at
+        once), then write the notice and the tail."""
+        if self._reader is not None:
+            self._reader.join(wait_s)
+        with self._lock:
+            dropped = self._total - self._written - len(self._tail)
+            if dropped > 0:
+                self._fh.write(
+                    f"\n[gitkb] {self._cap.what} truncated: {dropped} bytes dropped after the "
+                    f"first {self._written}; the last {len(self._tail)} follow\n".encode()
+                )
+            self._fh.write(self._tail)
+            self._fh.close()
 
 
 class _opened:

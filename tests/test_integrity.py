@@ -642,3 +642,22 @@ def test_a_ledger_for_a_record_the_store_lacks_is_refused(server, clone, held): 
                    insert_trailers(ghost, "attest"))  # fmt: skip
     found = refused_by(push(clone), server, commit, "ledger")
     assert "does not hold" in found
+
+
+@pytest.mark.parametrize(
+    "leak",
+    ["profiled under /home/jdoe/ncu/run3", "ask jane.doe@example.com"],
+    ids=["home", "email"],
+)
+def test_a_report_holding_private_text_is_refused(server, clone, held, leak):  # noqa: F811
+    label = "kernel_opt_001_softmax"
+    report = f"# Mining report\n\n{leak}\n".encode()
+    tip = clone.tip
+    commit = forge(clone, {f"reports/{label}/mine.md": report}, f"kb report {label}",
+                   insert_trailers(label, "report"))  # fmt: skip
+    found = refused_by(push(clone), server, commit, "anonymization")
+    assert f"reports/{label}/mine.md" in found
+    clone.repo.update_ref(BRANCH, commit, tip)  # the same report, scrubbed
+    clean = forge(clone, {f"reports/{label}/mine.md": b"# Mining report\n\nREPORT.md: 2\n"},
+                  f"kb report {label}", insert_trailers(label, "report"))  # fmt: skip
+    assert push(clone).returncode == 0 and has_object(server, clean)

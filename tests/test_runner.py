@@ -159,3 +159,26 @@ def test_the_external_distiller_runs_contained(tmp_path, marker, monkeypatch):
     result = distill.run_external(f"{sys.executable} {script} {marker}", Packet())
     assert result.skipped == "the distiller timed out" and time.monotonic() - start < 6
     assert live_with(marker) == []
+
+
+def test_capped_output_never_holds_more_than_the_cap_while_the_command_writes(tmp_path):
+    log = tmp_path / "log"
+    # The command prints 4 MiB, then reports how big the log file is while it still runs.
+    loud = (
+        "import os, sys, time\n"
+        "for n in range(64): sys.stdout.write(str(n % 10) * (64 << 10)); sys.stdout.flush()\n"
+        "time.sleep(0.5)\n"
+        "print(f'\\nsize while running: {os.path.getsize(sys.argv[1])}'); print('THE END')\n"
+    )
+    cap = runner.OutputCap(head=128 << 10, tail=8 << 10, what="test output")
+    done = runner.run(python(loud, str(log)), timeout_s=60, output=log, output_cap=cap)
+    assert done.ok
+    kept = log.read_bytes()
+    assert len(kept) <= cap.head + cap.tail + 200
+    assert kept.startswith(b"0" * (64 << 10) + b"1" * (64 << 10))
+    assert b"[gitkb] test output truncated: " in kept and kept.rstrip().endswith(b"THE END")
+    seen = int(kept.split(b"size while running: ")[1].split()[0])
+    assert seen <= cap.head  # the file never went past the head
+    small = runner.run(["sh", "-c", "echo both; echo two >&2"], timeout_s=10, output=log,
+                       output_cap=cap)  # fmt: skip
+    assert small.ok and log.read_bytes() == b"both\ntwo\n"

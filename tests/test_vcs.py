@@ -167,7 +167,10 @@ def test_batched_commits_pack_as_one_and_read_back(tmp_path):
             versions.append((tip, data))
     repo.update_ref("refs/heads/main", None, tip)
     assert git("fsck", "--strict", "--no-dangling", cwd=repo_dir).returncode == 0
-    assert len(list((repo_dir / "objects" / "pack").glob("*.pack"))) == 1
+    packs = list((repo_dir / "objects" / "pack").glob("*.pack"))
+    assert len(packs) == 1
+    # Checksums, entry CRCs and the index, as C git checks a pack it receives.
+    assert git("verify-pack", str(packs[0].with_suffix(".idx")), cwd=repo_dir).returncode == 0
     fresh = Repository.open(repo_dir)
     for commit, data in versions[::7]:
         assert fresh.read(commit, "big.txt") == data
@@ -266,3 +269,98 @@ def test_trees_written_from_entry_rows_keep_gits_order_and_read_back(tmp_path):
         assert all(fresh.read(tip, p) == data for p, data in expected.items())
     outside = repo.write_commit(tip, {"foo.bar": b"x\n", "late/file": b"y\n"}, "outside\n")
     assert git("cat-file", "-e", f"{outside}:late/file", cwd=repo_dir).returncode == 0
+
+
+def _delta_history(path, versions: int) -> None:
+    """A repository whose pack holds offset-delta chains (git gc --aggressive)."""
+    git("init", "-q", str(path))
+    body = "".join(f"line {n}: the row loop reads {n} values\n" for n in range(200))
+    for n in range(versions):
+        (path / "kernel.py").write_text(body + f"# version {n}\n" + "x = 1\n" * n)
+        git("add", "-A", cwd=path)
+        git("commit", "-qm", f"v{n}", cwd=path)
+    git("gc", "-q", "--aggressive", cwd=path)
+
+
+def test_packed_reads_match_dulwich_and_c_git(tmp_path):
+    import subprocess
+
+    _delta_history(tmp_path / "r", 30)
+    shas = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(deltabase)",
+               cwd=tmp_path / "r").stdout.split()  # fmt: skip
+    assert any(s != "0" * 40 for s in shas[1::2]), "the pack holds no deltas"
+    repo = Repository.open(tmp_path / "r")
+    theirs = Repository.open(tmp_path / "r").object_store  # dulwich's own lookup
+    for sha in shas[::2]:
+        assert repo._read(sha.encode()) == theirs.get_raw(sha.encode())
+        kind = git("cat-file", "-t", sha, cwd=tmp_path / "r").stdout.strip()
+        assert repo.get_object(sha.encode()).type_name.decode() == kind
+        body = subprocess.run(["git", "cat-file", kind, sha], cwd=tmp_path / "r",
+                              capture_output=True, check=True).stdout  # fmt: skip
+        assert repo._read(sha.encode())[1] == body
+
+
+def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
+    from gitkb.vcs import pack
+
+    _delta_history(tmp_path / "r", 10)
+    src = tmp_path / "r"
+    # Without --delta-base-offset git writes ref deltas, as old gits and thin packs have.
+    git("init", "-q", "--bare", str(tmp_path / "refs.git"))
+    objects = git("rev-list", "--objects", "--all", cwd=src).stdout
+    git("pack-objects", "-q", "--no-reuse-delta", str(tmp_path / "refs.git/objects/pack/p"),
+        input=objects, cwd=src)  # fmt: skip
+    refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=src).stdout
+    for ref in refs.splitlines():
+        git("update-ref", *ref.split(), cwd=tmp_path / "refs.git")
+    repo = Repository.open(tmp_path / "refs.git")
+    packed = pack.PackedObjects(repo.object_store.packs[0])
+    left = 0
+    for line in objects.splitlines():
+        sha = line.split()[0].encode()
+        try:
+            packed.get(sha)
+        except pack.NotReadHere:
+            left += 1
+        assert repo._read(sha)[1] == Repository.open(src)._read(sha)[1]
+    assert left, "no ref delta was left to dulwich"
+    # An object written after the first read is found by dulwich's lookup.
+    head = repo.resolve("refs/heads/main") or repo.resolve("refs/heads/master")
+    repo.read(head, "kernel.py")
+    blob = repo.write_blob(b"written after the first read\n")
+    assert repo.blob(blob) == b"written after the first read\n"
+
+
+def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
+    from gitkb.vcs.repository import _commit_info
+
+    path = tmp_path / "r"
+    make_repo(path, {"a.txt": "a\n"})
+    git("checkout", "-qb", "side", cwd=path)
+    (path / "b.txt").write_text("b\n")
+    git("add", "-A", cwd=path)
+    git("-c", "user.name=Zoë Ünicode", "commit", "-qm", "side: ümlaut\n\nbody\n\n  indented",
+        cwd=path)  # fmt: skip
+    git("checkout", "-q", "-", cwd=path)
+    git("merge", "-q", "--no-ff", "-m", "merge side", "side", cwd=path)
+    # A header with continuation lines (as gpgsig and mergetag have), and no message.
+    tree = git("rev-parse", "HEAD^{tree}", cwd=path).stdout.strip()
+    head = git("rev-parse", "HEAD", cwd=path).stdout.strip()
+    odd = (f"tree {tree}\nparent {head}\nauthor A <a@x> 1700000000 +0100\n"
+           "committer C <c@x> 1700000001 -0500\ngpgsig -----BEGIN-----\n line two\n -----END-----\n"
+           "\nsigned\n")  # fmt: skip
+    signed = git("hash-object", "-t", "commit", "-w", "--stdin", input=odd, cwd=path).stdout
+    repo = Repository.open(path)
+    shas = git("rev-list", "--all", cwd=path).stdout.split() + [signed.strip()]
+    for sha in shas:
+        # dulwich's Commit of the same object, and C git's fields.
+        assert repo.commit(sha) == _commit_info(sha, repo.get_object(sha.encode()))
+        fields = git("log", "-1", "--format=%T %P%n%an <%ae>%n%at", sha, cwd=path).stdout
+        tree_parents, author, when = fields.splitlines()
+        info = repo.commit(sha)
+        assert (info.tree, *info.parents) == tuple(tree_parents.split())
+        assert (info.author, info.author_time) == (author, int(when))
+    assert repo.commit(signed.strip()).message == "signed\n"
+    blob = git("rev-parse", "HEAD:a.txt", cwd=path).stdout.strip()
+    with pytest.raises(GitkbError, match="is a blob, not a commit"):
+        repo.commit(blob)

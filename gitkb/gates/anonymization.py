@@ -43,6 +43,19 @@ LEAK_PATTERNS = (
 )
 
 COMMENT_LINE_STARTS = ("#", "//", "*", "/*")
+# What free text outside a record (a mining report) may not hold: a report names the
+# trace's own files (REPORT.md) by design, never someone's home or address.
+PRIVATE_PATTERNS = LEAK_PATTERNS[:2]
+
+
+def private_leaks(text: str) -> list[str]:
+    """Each home path and email address in ``text``, described (empty: none)."""
+    return [
+        f"{what} {match.group()!r}"
+        for what, pattern, literal in PRIVATE_PATTERNS
+        if literal in text
+        for match in pattern.finditer(text)
+    ]
 
 
 # --- what is scanned ----------------------------------------------------------------------

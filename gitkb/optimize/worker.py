@@ -66,29 +66,6 @@ def _tail(path: Path, limit: int = 600) -> str:
     return text.replace("\n", " | ")
 
 
-def cap_log(path: Path, head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES) -> int:
-    """Cut ``path`` to its first ``head`` and last ``tail`` bytes, with a notice between them
-    saying how much was dropped; returns that many (0: the log was small enough)."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return 0
-    dropped = size - head - tail
-    if dropped <= 0:
-        return 0
-    with open(path, "r+b") as fh:
-        fh.seek(size - tail)
-        end = fh.read(tail)
-        fh.seek(head)
-        fh.write(
-            f"\n[gitkb] harness output truncated: {dropped} bytes dropped after the first "
-            f"{head}; the last {tail} follow\n".encode()
-        )
-        fh.write(end)
-        fh.truncate()
-    return dropped
-
-
 def _is_sample(value) -> bool:
     return (
         isinstance(value, int | float)
@@ -162,9 +139,9 @@ def run_harness(
         env=env,
         stdin=request_path,
         output=log_path,
+        output_cap=runner.OutputCap(LOG_HEAD_BYTES, LOG_TAIL_BYTES, "harness output"),
         grace_s=KILL_GRACE_S,
     )
-    cap_log(log_path)
     response = None
     if not outcome.timed_out and response_path.exists():
         try:

@@ -238,7 +238,13 @@ def builder(request: AdmitRequest, max_bytes: int = strict.MAX_RECORD_BYTES) -> 
             change = Change("confirm", decision.target, {}, note=decision.note)
         elif decision.action == "insert":
             change = Change(
-                "insert", record["id"], {path: request.raw}, path, request.body, provenance
+                "insert",
+                record["id"],
+                {path: request.raw},
+                path,
+                request.body,
+                provenance,
+                parsed={path: record},
             )
         elif decision.action == "confirm":
             change = _confirm(view, record, decision, request, provenance)

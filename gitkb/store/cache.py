@@ -27,7 +27,7 @@ import json
 import logging
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -417,14 +417,20 @@ class IndexCache:
         self._db.executemany("DELETE FROM kernels WHERE path = ?", records)
         self._db.executemany("DELETE FROM arches WHERE path = ?", records)
 
-    def _put(self, files: Iterable[tuple[str, str, bytes | None]]) -> None:
+    def _put(
+        self,
+        files: Iterable[tuple[str, str, bytes | None]],
+        parsed: Mapping[str, dict] | None = None,
+    ) -> None:
         """Store files (path, blob sha, bytes; None: the object is missing from a damaged
-        repository, kept as a record that does not read)."""
+        repository, kept as a record that does not read); ``parsed``: records the caller
+        already parsed from those bytes."""
         rows, kernels, arches, stored = [], [], [], []
         for path, blob, raw in files:
             stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
             if rec.is_record_path(path):
-                values, names, archs = row_values(path, blob, raw)
+                data = parsed.get(path) if parsed else None
+                values, names, archs = row_values(path, blob, raw, data)
                 rows.append(values)
                 kernels += [(name, path) for name in names]
                 arches += [(arch, path) for arch in archs]
@@ -439,13 +445,21 @@ class IndexCache:
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
-    def apply_edits(self, edits: dict[str, bytes | None], commit: str) -> None:
+    def apply_edits(
+        self,
+        edits: dict[str, bytes | None],
+        commit: str,
+        parsed: Mapping[str, dict] | None = None,
+    ) -> None:
         """A commit written from memory: its edits to the tracked folders (path -> bytes, or
         None for a deletion) applied as they are, then the cache holds ``commit``. Used
-        inside a snapshot the writer keeps only once the commit lands."""
+        inside a snapshot the writer keeps only once the commit lands. ``parsed``: the
+        records among the edits as the writer parsed them from the same bytes."""
         paths = [p for p in edits if _tracked(p)]
-        self._delete([p for p in paths if edits[p] is None])
-        self._put((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
+        deleted = [p for p in paths if edits[p] is None]
+        if deleted:
+            self._delete(deleted)
+        self._put(((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None), parsed)
         self._set_commit(commit, CONFIG_PATH in edits)
         self._dirty = True
 

@@ -335,7 +335,7 @@ def _file_findings(
             what = f"{path} is deleted; the store has no delete (a move is a delete too)"
             return [Finding(rid, "history", what)]
         return []
-    findings = _document_findings(view, change, cls)
+    findings = _document_findings(view, change, cls) or _report_findings(view, change, cls)
     if findings:
         return findings
     if cls in _LOGS:
@@ -401,6 +401,18 @@ def _document_findings(view: Before, change: EntryChange, cls: str | None) -> li
     except strict.StrictError as exc:
         return [Finding(rid, "strict", f"{change.path}: {exc}")]
     return []
+
+
+def _report_findings(view: Before, change: EntryChange, cls: str | None) -> list[Finding]:
+    """A report added or replaced holds nothing private (gitkb scrubs the reports it
+    writes, rule 11; one pushed by hand is held to the same)."""
+    if cls != "report" or change.new is None:
+        return []
+    from gitkb.gates.anonymization import NAME, private_leaks
+
+    text = view.repo.blob(change.new[1]).decode("utf-8", "replace")
+    rid = layout.id_of(change.path)
+    return [Finding(rid, NAME, f"{change.path}: {leak}") for leak in private_leaks(text)[:5]]
 
 
 def _field_findings(

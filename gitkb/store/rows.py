@@ -97,13 +97,17 @@ def _ranking(entry: dict) -> tuple:
     )
 
 
-def row_values(path: str, blob: str, raw: bytes | None) -> tuple[tuple, list[str], list[str]]:
-    """The ``records`` row of one record file, its kernel names and its architectures."""
-    loaded = (
-        rec.load(path, raw)
-        if raw is not None
-        else rec.RecordFile(path, b"", None, "missing object")
-    )
+def row_values(
+    path: str, blob: str, raw: bytes | None, data: dict | None = None
+) -> tuple[tuple, list[str], list[str]]:
+    """The ``records`` row of one record file, its kernel names and its architectures
+    (``data``: the record as already parsed from ``raw``)."""
+    if raw is None:
+        loaded = rec.RecordFile(path, b"", None, "missing object")
+    elif data is not None:
+        loaded = rec.RecordFile(path, raw, data)
+    else:
+        loaded = rec.load(path, raw)
     data = loaded.data
     if data is None:
         # Filed under its family's folder all the same, so a reader of that kernel sees

@@ -43,6 +43,9 @@ class Change:
     trailers: list[tuple[str, str]] = field(default_factory=list)
     note: str = ""
     gates: str = ""
+    # The records of ``edits`` as the builder parsed them from those very bytes (path ->
+    # data), so the cache does not parse them again.
+    parsed: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -196,7 +199,7 @@ def _write_chunk(
                         if change.edits:
                             tip = repo.write_commit(tip, change.edits, message(change))
                             touched.update(change.edits)
-                            cache.apply_edits(change.edits, tip)
+                            cache.apply_edits(change.edits, tip, change.parsed)
                         done.append(
                             Admission(
                                 change.action,

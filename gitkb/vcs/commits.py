@@ -38,6 +38,7 @@ class CommitWriting:
     if TYPE_CHECKING:  # the reading half, in Repository
         _objects: DiskObjectStore
         _pending: dict[bytes, ShaFile] | None
+        _packs: list[pack.PackedObjects] | None
 
         def add_object(self, obj: ShaFile) -> None: ...
         def get_object(self, sha: bytes) -> ShaFile: ...
@@ -53,6 +54,7 @@ class CommitWriting:
             yield
             if self._pending:
                 pack.write_pack(self._objects, self._pending.values())
+                self._packs = None  # the reader's pack list, to hold the new one
         finally:
             self._pending = None
 

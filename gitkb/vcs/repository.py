@@ -10,11 +10,13 @@ repository's objects under a ref.
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import os
 import re
 import stat
 import weakref
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ WORK_TREE_TMP = "gitkb-tmp"
 
 log = logging.getLogger(__name__)
 _RECENT_RAW = 4
+_COMMIT, _BLOB = 1, 3  # git's object type numbers
 
 
 def _commit_info(sha: str, obj: Commit) -> CommitInfo:
@@ -55,6 +58,36 @@ def _commit_info(sha: str, obj: Commit) -> CommitInfo:
         commit_time=obj.commit_time,
         message=obj.message.decode("utf-8", "replace"),
         tree=obj.tree.decode(),
+    )
+
+
+def _parse_commit(sha: str, raw: bytes) -> CommitInfo:
+    """A commit object's fields read from its bytes: the headers git writes (``tree``,
+    ``parent``, ``author``, ``committer``; others and their continuation lines skipped),
+    a blank line, the message. Walking a trace reads every commit once; a dulwich Commit
+    costs several times this."""
+    head, _, message = raw.partition(b"\n\n")
+    tree, parents, people = b"", [], {}
+    for line in head.split(b"\n"):
+        name, _, value = line.partition(b" ")
+        if name == b"parent":
+            parents.append(value.decode())
+        elif name == b"tree":
+            tree = value
+        elif name in (b"author", b"committer") and name not in people:
+            ident, when, _zone = value.rsplit(b" ", 2)
+            people[name] = (ident.decode("utf-8", "replace"), int(when))
+    author, author_time = people[b"author"]
+    committer, commit_time = people[b"committer"]
+    return CommitInfo(
+        sha=sha,
+        parents=tuple(parents),
+        author=author,
+        committer=committer,
+        author_time=author_time,
+        commit_time=commit_time,
+        message=message.decode("utf-8", "replace"),
+        tree=tree.decode(),
     )
 
 
@@ -112,6 +145,7 @@ class Repository(CommitWriting):
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
+        self._packs: list[pack.PackedObjects] | None = None  # see _read()
 
     # ----------------------------------------------------------------- opening
 
@@ -230,13 +264,24 @@ class Repository(CommitWriting):
             return None
 
     def commit(self, sha: str) -> CommitInfo:
+        key = _b(sha)
+        if self._pending is not None and key in self._pending:
+            obj = self._pending[key]
+            if not isinstance(obj, Commit):
+                raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
+            return _commit_info(sha, obj)
         try:
-            obj = self.get_object(_b(sha))
+            kind, raw = self._read(key)
         except KeyError:
             raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
-        if not isinstance(obj, Commit):
+        if kind != _COMMIT or hashlib.sha1(b"commit %d\0" % len(raw) + raw).hexdigest() != sha:
+            # Not a commit, or not what the id says: dulwich's reading names the problem.
+            obj = self.get_object(key)
             raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
-        return _commit_info(sha, obj)
+        try:
+            return _parse_commit(sha, raw)
+        except (KeyError, ValueError):  # an odd header: dulwich's parser decides
+            return _commit_info(sha, self.get_object(key))
 
     def tree_of(self, commit: str) -> bytes:
         return self.get_object(_b(commit)).tree
@@ -271,7 +316,12 @@ class Repository(CommitWriting):
         return None if sha is None else self.blob(sha)
 
     def blob(self, sha: str) -> bytes:
-        return self.get_object(_b(sha)).as_raw_string()
+        key = _b(sha)
+        if self._pending is None or key not in self._pending:
+            kind, raw = self._read(key)
+            if kind == _BLOB and hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest() == sha:
+                return raw
+        return self.get_object(key).as_raw_string()  # dulwich's reading names any problem
 
     def is_symlink(self, commit: str, path: str) -> bool:
         found = self.lookup(self.tree_of(commit), path)
@@ -382,7 +432,7 @@ class Repository(CommitWriting):
         out = []
         for base, tree in level:
             try:
-                out.append((base, self._objects.get_raw(_b(tree))[1]))
+                out.append((base, self._read(_b(tree))[1]))
             except (KeyError, ValueError, OSError):
                 log.warning("tree %s (%s) is missing from %s", tree, base, self.git_dir)
         return out
@@ -419,7 +469,7 @@ class Repository(CommitWriting):
             return self._pending[key].as_raw_string()
         raw = self._recent_raw.get(key)
         if raw is None:
-            raw = self._recent_raw[key] = self._objects.get_raw(key)[1]
+            raw = self._recent_raw[key] = self._read(key)[1]
             if len(self._recent_raw) > _RECENT_RAW:
                 del self._recent_raw[next(iter(self._recent_raw))]
         return raw
@@ -506,7 +556,36 @@ class Repository(CommitWriting):
             pending = self._pending.get(sha)
             if pending is not None:
                 return pending
-        return self._objects[sha]
+        from dulwich.objects import ShaFile
+
+        kind, raw = self._read(sha)
+        # Checked against its id, as dulwich's own lookup checks it.
+        return ShaFile.from_raw_string(kind, raw, verify_sha=sha)
+
+    def _read(self, sha: bytes) -> tuple[int, bytes]:
+        """(type number, body) of the stored object ``sha`` (hex). The packs found at the
+        first read are read directly (``pack.PackedObjects``): dulwich's store lookup
+        stats the pack folder for a multi-pack index and walks several layers of Python
+        on every object, which is most of a trace read's cost. What they lack (loose
+        objects, packs written since, alternates) or leave to dulwich goes through
+        dulwich's full lookup."""
+        from dulwich.pack import PackFileDisappeared
+
+        if self._packs is None:
+            self._packs = []
+            for found in getattr(self._objects, "packs", ()):
+                try:
+                    self._packs.append(pack.PackedObjects(found))
+                except (OSError, ValueError):
+                    continue  # an empty or vanished pack: dulwich's lookup decides
+        for packed in self._packs:
+            try:
+                return packed.get(sha)
+            except KeyError:
+                continue
+            except (pack.NotReadHere, PackFileDisappeared, OSError, ValueError, zlib.error):
+                break
+        return self._objects.get_raw(sha)
 
     def add_object(self, obj: ShaFile) -> None:
         if self._pending is not None:

@@ -61,7 +61,6 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
     """Every packet distilled, in order. ``check(records)`` gives each record's gate
     findings (None: the gates run later, at admission); an external distiller whose
     record the gates refuse gets the findings back for one more try."""
-    from gitkb.mine.distill.external import run_all
 
     total, finished = len(packets), [0]
 
@@ -77,6 +76,9 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
             results.append(module.distill(packet))
             tick()
     else:
+        # Only here: it brings the subprocess runner and a thread pool.
+        from gitkb.mine.distill.external import run_all
+
         results = run_all(distiller, packets, jobs, done=tick)
     attempts = [Attempt(p, r) for p, r in zip(packets, results, strict=True)]
     _judge(attempts, check)
