@@ -139,8 +139,9 @@ def test_a_runner_up_that_measures_the_same_again_does_not_displace_the_best(tmp
     assert document["final"]["aggregate_speedup"] == pytest.approx(100 / 45)
 
 
-def context(best: str, knowledge: list[dict], seen=frozenset()) -> ProposalContext:
-    return ProposalContext("r001-c001", best, best, "baseline", {}, [], [], {},
+def context(best: str, knowledge: list[dict], seen=frozenset(), cases=()) -> ProposalContext:
+    listed = [{"case_id": c} for c in cases]
+    return ProposalContext("r001-c001", best, best, "baseline", {}, listed, [], {},
                            knowledge=knowledge, seen=seen)  # fmt: skip
 
 
@@ -164,6 +165,30 @@ def test_the_knob_sweep_never_spends_a_slot_on_code_the_run_measured():
     measured = frozenset({source_key(rewrite(adopted, "BLOCK", 256))})
     proposed = Knobs(ProviderOptions(), BLOCKS).propose(context(adopted, KEPT, measured))
     assert proposed.change == "set BLOCK from 128 to 64"
+
+
+def anti(record_id: str, lesson: str) -> dict:
+    return {"id": record_id, "type": "anti-strategy", "payload": {"attempted": lesson}}
+
+
+def test_the_knob_sweep_trusts_an_anti_strategy_only_on_its_own_workload():
+    here = anti("a1", "set BLOCK from 128 to 256 measured shape-96 (n=96) at 0.800x and was "
+                      "rejected: aggregate speedup 0.8 below min_speedup 1.02")  # fmt: skip
+    there = anti("a2", "set BLOCK from 128 to 64 is incorrect on protected case shape-4096 "
+                       "(n=4096) because the harness reported overflow")  # fmt: skip
+    unplaced = anti("a3", "set BLOCK from 128 to 32")
+    knobs = Knobs(ProviderOptions(), BLOCKS)
+    adopted = "BLOCK = 128\n"
+    changes = []
+    records = [here, there, unplaced]
+    while proposed := knobs.propose(context(adopted, records, cases=["shape-96"])):
+        changes.append((proposed.change, proposed.excluded_by))
+    # 256 failed on this workload and 32 names no other: never proposed; 64 failed on
+    # another workload's case: tried, after every other neighbour
+    assert changes == [
+        ("set BLOCK from 128 to 16", []),
+        ("set BLOCK from 128 to 64", ["a3", "a1"]),
+    ]
 
 
 def test_offers_measured_on_this_workload_come_first_with_the_alternates():
