@@ -22,8 +22,8 @@ Finals are compared on equal terms: each run's own final is one measurement agai
 its own baseline measurement, taken minutes apart on a loaded machine, so after both
 runs of a shape the bench measures the cold and the warm final code side by side
 (``--remeasure`` rounds; each round the kernel as found and both finals back to back,
-in a rotating order, through the bundle's harness as optimize runs it; the median
-over rounds). A warm final is no worse when it is the cold run's code, or when its
+in a rotating order, through the bundle's harness as optimize runs it; every round's
+samples pooled and scored as optimize scores). A warm final is no worse when it is the cold run's code, or when its
 re-measured speedup is within ``--tolerance`` of the cold one's. The optimizer's own
 runoff re-measurements (``runoff-*``: code measured earlier in the run) are not
 counted as evaluations. The machine's load scatters timings: the CV bar is relaxed
@@ -210,9 +210,9 @@ def figures_of(family: str, shape: str, mode: str, out: Path, doc: dict, wall: f
 def remeasure(bundle: Path, sources: list[str], work: Path, rounds: int) -> list[float | None]:
     """Each of ``sources``' aggregate speedup over the bundle's kernel as found, measured in
     one sitting: per round, that kernel and every source back to back through the bundle's
-    harness (gitkb's worker, as optimize runs it; the order rotates each round), each
-    scored against that round's baseline; the median over rounds. None: a source did not
-    pass its protected cases in every round."""
+    harness (gitkb's worker, as optimize runs it; the order rotates each round), then each
+    kernel's samples of every round pooled and scored as optimize scores (case medians,
+    weighted geomean). None: a source failed a protected case in some round."""
     from gitkb.optimize import bundle as bundles
     from gitkb.optimize import scoring, worker
 
@@ -220,34 +220,30 @@ def remeasure(bundle: Path, sources: list[str], work: Path, rounds: int) -> list
     budget = found.budget_file
     cases = [dict(c.raw) for c in found.cases]
     kernels = [(bundle / "kernel.py").read_text(encoding="utf-8"), *sources]
-    speedups: list[list[float | None]] = [[] for _ in sources]
+    scores: list[list[scoring.Score] | None] = [[] for _ in kernels]
     for round_no in range(rounds):
         order = list(range(len(kernels)))
         order = order[round_no % len(order) :] + order[: round_no % len(order)]
-        responses: dict[int, dict | None] = {}
         for index in order:
             evaluation = worker.run_harness(
                 found.harness, kernels[index], found.target, cases,
                 budget.get("benchmark_repetitions", 15), work / f"r{round_no}-k{index}",
                 budget.get("max_candidate_seconds", 60), found.environment,
             )  # fmt: skip
-            ok = evaluation.response is not None and evaluation.response["build"]["success"]
-            responses[index] = evaluation.response if ok else None
-        if responses[0] is None:
-            raise SystemExit(f"flywheel: the kernel of {bundle.name} no longer measures")
-        base = scoring.score(responses[0], found.cases, None)
-        for index, response in responses.items():
-            if index == 0:
-                continue
-            scored = scoring.score(response, found.cases, base) if response else None
-            if scored is None or not scored.protected_pass:
-                speedups[index - 1].append(None)
+            response = evaluation.response
+            held = scores[index]
+            if held is None or response is None or not response["build"]["success"]:
+                scores[index] = None
             else:
-                speedups[index - 1].append(scored.aggregate)
-    return [
-        None if None in values else statistics.median(v for v in values if v is not None)
-        for values in speedups
-    ]
+                held.append(scoring.score(response, found.cases, None))
+    if scores[0] is None or not all(c.passed for s in scores[0] for c in s.cases):
+        raise SystemExit(f"flywheel: the kernel of {bundle.name} no longer measures")
+    base = scoring.pooled(scores[0], found.cases, None)
+    out: list[float | None] = []
+    for held in scores[1:]:
+        pooled = scoring.pooled(held, found.cases, base) if held is not None else None
+        out.append(pooled.aggregate if pooled is not None and pooled.protected_pass else None)
+    return out
 
 
 def compare(bundle: Path, cold: RunFigures, warm: RunFigures, cold_out: Path, warm_out: Path,
@@ -337,7 +333,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tolerance", type=float, default=0.05)
-    parser.add_argument("--remeasure", type=int, default=3, help="rounds of the side-by-side")
+    parser.add_argument("--remeasure", type=int, default=5, help="rounds of the side-by-side")
     parser.add_argument("--family", action="append", default=[], help="BUNDLE:SHAPE;SHAPE")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")

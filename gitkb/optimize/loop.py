@@ -43,6 +43,7 @@ __all__ = ["RunConfig", "RunResult", "run", "result_json"]
 EXCLUSIONS_KEPT = 5
 # The final pick: the best and up to this many runners-up are measured again back to back.
 RUNOFF_CONTENDERS = 2
+RUNOFF_PASSES = 2  # the second pass in reverse order, so neither side always runs first
 # A runner-up first measured below this share of the best is not re-measured: one sample
 # under load can be off by a third, not by more.
 RUNOFF_BAND = 0.6
@@ -310,14 +311,14 @@ class _Loop:
 
     def runoff(self) -> dict | None:
         """The final pick: the best and its closest runners-up (correct, each measured once
-        before, a warm-start offer or a round candidate alike) measured again back to back,
-        so that one unlucky sample under load does not leave the optimum behind a worse
-        setting. A runner-up whose fresh measurement passes the promotion rules against the
-        best's fresh one becomes the best (a new version of the trace). Returns the report
+        before, a warm-start offer or a round candidate alike) measured again in
+        ``RUNOFF_PASSES`` back-to-back passes (the second in reverse order), each scored on
+        its pooled samples, so that one unlucky sample under load does not leave the optimum
+        behind a worse setting. A runner-up whose pooled score passes the promotion rules
+        against the best's becomes the best (a new version of the trace). Returns the report
         (None: no runner-up to re-measure, or no time left)."""
         run, best, base = self.run, self.best, self.base.score
-        best_key = scoring.source_key(best["source"])
-        contenders, keys = [], {best_key}
+        contenders, keys = [], {scoring.source_key(best["source"])}
         for aggregate, exp_id, candidate in sorted(self.measured, key=lambda m: -m[0]):
             key = scoring.source_key(candidate.source)
             if key in keys or aggregate < best["aggregate"] * RUNOFF_BAND:
@@ -328,14 +329,23 @@ class _Loop:
         if not contenders or run.elapsed() > run.budget.max_total_seconds:
             return None
         why = "the final pick: measured again beside the runners-up, on equal terms"
-        again = measure(run, best["source"], f"runoff-{best['id']}", "summary", why, base)
-        fresh = again.score.aggregate if again.measured and again.score.protected_pass else None
+        sources = [(best["id"], best["source"])] + [(e, c.source) for _, e, c in contenders]
+        passes: list[list[Measurement]] = [[] for _ in sources]
+        for number in range(RUNOFF_PASSES):
+            order = range(len(sources)) if number % 2 == 0 else reversed(range(len(sources)))
+            for index in order:
+                exp_id, source = sources[index]
+                folder = f"runoff-{exp_id}" + (f"-{number + 1}" if number else "")
+                passes[index].append(measure(run, source, folder, "summary", why, base))
+        pooled = [self.pooled(found) for found in passes]
+        fresh = pooled[0].score.aggregate if pooled[0] is not None else None
+        if pooled[0] is not None and not pooled[0].score.protected_pass:
+            fresh = None
         report = {"best": best["id"], "best_again": fresh, "contenders": [], "picked": None}
         picked = None
-        for aggregate, exp_id, candidate in contenders:
-            found = measure(run, candidate.source, f"runoff-{exp_id}", "summary", why, base)
+        for (aggregate, exp_id, candidate), found in zip(contenders, pooled[1:], strict=True):
             verdict = None
-            if found.measured:
+            if found is not None:
                 verdict = scoring.decide(
                     found.score, base, fresh or 0.0, run.budget.min_speedup, run.budget.max_cv,
                     allow_rerun=False,
@@ -343,7 +353,7 @@ class _Loop:
             won = verdict is not None and verdict.promoted
             report["contenders"].append(
                 {"experiment": exp_id, "first": aggregate, "won": won,
-                 "again": found.score.aggregate if found.measured else None}
+                 "again": found.score.aggregate if found is not None else None}
             )  # fmt: skip
             if won and (picked is None or found.score.aggregate > picked[1].score.aggregate):
                 picked = (exp_id, found, candidate)
@@ -356,6 +366,14 @@ class _Loop:
             report["picked"] = self.promote_runoff(*picked, fresh or 0.0)
         return report
 
+    def pooled(self, found: list[Measurement]) -> Measurement | None:
+        """One measurement over a source's runoff passes (None unless every pass measured)."""
+        if not all(m.measured for m in found):
+            return None
+        last = found[-1]
+        score = scoring.pooled([m.score for m in found], self.run.bundle.cases, self.base.score)
+        return Measurement(score, last.diagnostics, last.metrics, last.profiles, last.level)
+
     def promote_runoff(self, exp_id: str, found: Measurement, candidate, incumbent: float) -> str:
         """The runner-up the runoff picked, committed to the trace as a new version over the
         best (its gain against the best's fresh measurement); returns its experiment id."""
@@ -364,7 +382,7 @@ class _Loop:
         self.version += 1
         diagnostics = [
             f"runoff: {found.score.aggregate:.4f}x against {best['id']}'s {incumbent:.4f}x, "
-            f"measured back to back (first measured {exp_id})"
+            f"{RUNOFF_PASSES} passes back to back, samples pooled (first measured {exp_id})"
         ]
         round_no = run.budget.max_rounds + 1
         exp = record(run, new_id, round_no, best["id"], "promoted", candidate, found,
