@@ -23,17 +23,18 @@ its own baseline measurement, taken minutes apart on a loaded machine, so after 
 runs of a shape the bench measures the cold and the warm final code side by side
 (``--remeasure`` rounds; each round the kernel as found and both finals back to back,
 in a rotating order, through the bundle's harness as optimize runs it; every round's
-samples pooled and scored as optimize scores). A warm final is no worse when it is the cold run's code, or when its
-re-measured speedup is within ``--tolerance`` of the cold one's. The optimizer's own
-runoff re-measurements (``runoff-*``: code measured earlier in the run) are not
-counted as evaluations. The machine's load scatters timings: the CV bar is relaxed
-(``MAX_CV``) so that medians decide, and the figures are one run's.
+samples pooled and scored as optimize scores). A warm final is no worse when it is
+the cold run's code, or when its re-measured speedup is within ``--tolerance`` of the
+cold one's. The optimizer's own runoff re-measurements (``runoff-*``: code measured
+earlier in the run) are not counted as evaluations. The machine's load scatters
+timings: the CV bar is relaxed (``MAX_CV``) so that medians decide, and the figures
+are one run's.
 
 ``--family BUNDLE:SHAPE;SHAPE...`` runs another family instead of the bundled two
 (BUNDLE a folder of ``targets/cpu/examples`` or a bundle's path; a SHAPE is the
 case's parameters, ``n=96,k=96,m=96,seed=1``; repeatable).
 
-    python bench/flywheel.py [--repeats 2] [--tolerance 0.05] [--remeasure 3]
+    python bench/flywheel.py [--repeats 2] [--tolerance 0.05] [--remeasure 5]
                              [--family SPEC]... [--json OUT]
 """
 
