@@ -23,12 +23,14 @@ its own baseline measurement, taken minutes apart on a loaded machine, so after 
 runs of a shape the bench measures the cold and the warm final code side by side
 (``--remeasure`` rounds; each round the kernel as found and both finals back to back,
 in a rotating order, through the bundle's harness as optimize runs it; every round's
-samples pooled and scored as optimize scores). A warm final is no worse when it is
-the cold run's code, or when its re-measured speedup is within ``--tolerance`` of the
-cold one's. The optimizer's own runoff re-measurements (``runoff-*``: code measured
-earlier in the run) are not counted as evaluations. The machine's load scatters
-timings: the CV bar is relaxed (``MAX_CV``) so that medians decide, and the figures
-are one run's.
+samples pooled and scored as optimize scores; the cold final is measured twice, before
+and after the warm one, and how far its two numbers lie apart is the sitting's noise).
+A warm final is no worse when it is the cold run's code, or when its re-measured
+speedup is within ``--tolerance`` plus that noise of the cold one's (their mean): a gap
+no larger than one code shows against itself is not evidence. The optimizer's own
+runoff re-measurements (``runoff-*``: code measured earlier in the run) are not
+counted as evaluations. The machine's load scatters timings: the CV bar is relaxed
+(``MAX_CV``) so that medians decide, and the figures are one run's.
 
 ``--family BUNDLE:SHAPE;SHAPE...`` runs another family instead of the bundled two
 (BUNDLE a folder of ``targets/cpu/examples`` or a bundle's path; a SHAPE is the
@@ -94,6 +96,7 @@ class RunFigures:
     final_code: str = ""  # the source key of the code the run ended with
     winner: str | None = None
     remeasured: float | None = None  # the final code's speedup, measured beside the other's
+    noise: float = 0.0  # the cold final against itself in that sitting (relative)
 
     def own_reach(self) -> int:
         """Evaluations until this run first measured the code it ended with (0: the
@@ -117,14 +120,15 @@ class RunFigures:
 
     def no_worse_than(self, cold: RunFigures, tolerance: float) -> bool:
         """The run ended with the cold run's code, or its code measured beside the cold
-        run's is at least as fast (within ``tolerance``)."""
+        run's is at least as fast, within ``tolerance`` and this sitting's noise (a gap no
+        larger than the cold code shows against itself is not evidence)."""
         if self.final_code == cold.final_code:
             return True
         if self.remeasured is None:  # warm's code failed a case: worse, unless cold's did too
             return cold.remeasured is None
         if cold.remeasured is None:
             return True
-        return self.remeasured >= cold.remeasured * (1 - tolerance)
+        return self.remeasured >= cold.remeasured * (1 - tolerance - self.noise)
 
 
 def shape_label(parameters: dict) -> str:
@@ -249,12 +253,17 @@ def remeasure(bundle: Path, sources: list[str], work: Path, rounds: int) -> list
 
 def compare(bundle: Path, cold: RunFigures, warm: RunFigures, cold_out: Path, warm_out: Path,
             work: Path, rounds: int) -> None:  # fmt: skip
-    """Both finals measured side by side (one measurement when they are the same code)."""
-    codes = [(cold_out / "best_kernel.py").read_text(encoding="utf-8")]
-    if warm.final_code != cold.final_code:
-        codes.append((warm_out / "best_kernel.py").read_text(encoding="utf-8"))
-    found = remeasure(bundle, codes, work, rounds)
-    cold.remeasured, warm.remeasured = found[0], found[-1]
+    """Both finals measured side by side, the cold one twice: how far its two numbers lie
+    apart is this sitting's noise on one code (``RunFigures.noise``)."""
+    cold_code = (cold_out / "best_kernel.py").read_text(encoding="utf-8")
+    warm_code = (warm_out / "best_kernel.py").read_text(encoding="utf-8")
+    first, found, again = remeasure(bundle, [cold_code, warm_code, cold_code], work, rounds)
+    warm.remeasured = found
+    if first is None or again is None:
+        cold.remeasured = None
+        return
+    cold.remeasured = statistics.geometric_mean([first, again])
+    warm.noise = abs(first / again - 1)
 
 
 def serve(work: Path) -> Path:
@@ -382,7 +391,8 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
         if not warm.no_worse_than(cold, tolerance):
             worse.append(
                 f"{warm.family} {warm.shape}: warm's final code {warm.remeasured or 0:.3f}x < "
-                f"cold's {cold.remeasured or 0:.3f}x, measured side by side"
+                f"cold's {cold.remeasured or 0:.3f}x, measured side by side (noise "
+                f"{warm.noise:.1%})"
             )
     ratio = warm_evals / cold_evals if cold_evals else float("nan")
     cold_final = statistics.geometric_mean([c.final for c, _ in pairs])
@@ -395,7 +405,9 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
     print(f"final speedup (geomean over runs, each run's own): cold {cold_final:.3f}x, "
           f"warm {warm_final:.3f}x")  # fmt: skip
     print(f"final code measured side by side (geomean): cold {side_cold:.3f}x, "
-          f"warm {side_warm:.3f}x")  # fmt: skip
+          f"warm {side_warm:.3f}x; the cold code against itself there: median "
+          f"{statistics.median(w.noise for _, w in pairs):.1%}, "
+          f"max {max(w.noise for _, w in pairs):.1%}")  # fmt: skip
     print(f"wall time: cold {sum(c.wall_s for c, _ in pairs):.1f} s, "
           f"warm {sum(w.wall_s for _, w in pairs):.1f} s")  # fmt: skip
     figure("flywheel warm/cold evaluations", ratio, "x", TARGET_RATIO, "lower")

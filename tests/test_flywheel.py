@@ -296,7 +296,7 @@ def test_the_bench_measures_both_finals_side_by_side_through_the_bundle_harness(
     ]
 
 
-def bench_runs(cold_final, warm_final, cold_side, warm_side, same_code=False):
+def bench_runs(cold_final, warm_final, cold_side, warm_side, same_code=False, noise=0.0):
     """A counted cold/warm pair (after a store-empty one): own finals and side-by-side ones."""
     first = [bench.RunFigures("f", "s0", m, final=2.0, store_empty=m == "warm", winner="c",
                               ids=["c"], codes=["k0"], evaluations=[2.0], final_code="k0",
@@ -308,7 +308,7 @@ def bench_runs(cold_final, warm_final, cold_side, warm_side, same_code=False):
     warm = bench.RunFigures("f", "s1", "warm", evaluations=[cold_final], ids=["ws-01"],
                             codes=[warm_code], warm_candidates=1, final=warm_final,
                             winner="ws-01", final_code=warm_code,
-                            remeasured=warm_side)  # fmt: skip
+                            remeasured=warm_side, noise=noise)  # fmt: skip
     return [*first, cold, warm]
 
 
@@ -325,6 +325,12 @@ def test_the_bench_judges_finals_on_the_side_by_side_measurement(capsys):
     # the same code as the cold run ended with is never worse, whatever the numbers say
     bench.report(bench_runs(3.0, 2.0, 2.8, 2.2, same_code=True), 0.05, None)
     assert "MISSED" not in capsys.readouterr().out
+    # a gap no wider than the cold code's own two measurements lie apart is not evidence;
+    # a wider one still is
+    bench.report(bench_runs(3.0, 3.0, 2.8, 2.5, noise=0.10), 0.05, None)
+    assert "MISSED" not in capsys.readouterr().out
+    bench.report(bench_runs(3.0, 3.0, 2.8, 2.2, noise=0.10), 0.05, None)
+    assert "MISSED: f s1: warm's final code 2.200x" in capsys.readouterr().out
 
 
 def test_the_bench_reads_another_family_from_the_command_line():
