@@ -32,7 +32,7 @@ from gitkb.optimize.experiments import (
     stage_line,
 )
 from gitkb.optimize.freeze import BundleChanged, KernelTouched
-from gitkb.optimize.providers import ProposalContext
+from gitkb.optimize.providers import Candidate, ProposalContext
 from gitkb.optimize.revalidate import revalidate
 from gitkb.optimize.setup import CommitRefused, Run, RunConfig, hardware_tokens, prepare
 from gitkb.optimize.trace import memory_record
@@ -70,7 +70,7 @@ class _Loop:
         self.best: dict = {}
         self.spent = 0  # candidate slots the warm start used (they count against the budget)
         # every correct measurement (warm-start offers too): (aggregate, experiment id, candidate)
-        self.measured: list[tuple[float, str, object]] = []
+        self.measured: list[tuple[float, str, Candidate]] = []
 
     # ------------------------------------------------------------------ the baseline
 
@@ -374,7 +374,9 @@ class _Loop:
         score = scoring.pooled([m.score for m in found], self.run.bundle.cases, self.base.score)
         return Measurement(score, last.diagnostics, last.metrics, last.profiles, last.level)
 
-    def promote_runoff(self, exp_id: str, found: Measurement, candidate, incumbent: float) -> str:
+    def promote_runoff(
+        self, exp_id: str, found: Measurement, candidate: Candidate, incumbent: float
+    ) -> str:
         """The runner-up the runoff picked, committed to the trace as a new version over the
         best (its gain against the best's fresh measurement); returns its experiment id."""
         run, best, base = self.run, self.best, self.base.score
