@@ -119,7 +119,10 @@ class Provider(providers.Provider):
                 return candidate
         return None
 
-    def _candidate(self, context, name, value, current, baseline, skipped, note=""):
+    def _candidate(
+        self, context: providers.ProposalContext, name: str, value: object, current: dict,
+        baseline: dict, skipped: list[str], note: str = "",
+    ) -> providers.Candidate | None:  # fmt: skip
         """The best source with ``name`` set to ``value``; None when that code was proposed or
         measured already."""
         source = rewrite(context.best_source, name, value)
