@@ -24,7 +24,8 @@ runs of a shape the bench measures the cold and the warm final code side by side
 (``--remeasure`` rounds; each round the kernel as found and both finals back to back,
 in a rotating order, through the bundle's harness as optimize runs it; every round's
 samples pooled and scored as optimize scores; the cold final is measured twice, before
-and after the warm one, and how far its two numbers lie apart is the sitting's noise).
+and after the warm one, and how far its two numbers lie apart is the sitting's noise;
+a second sitting of every pair after all runs, the finals' geomean over the two).
 A warm final is no worse when it is the cold run's code, or when its re-measured
 speedup is within ``--tolerance`` plus that noise of the cold one's (their mean): a gap
 no larger than one code shows against itself is not evidence. The optimizer's own
@@ -96,7 +97,8 @@ class RunFigures:
     final_code: str = ""  # the source key of the code the run ended with
     winner: str | None = None
     remeasured: float | None = None  # the final code's speedup, measured beside the other's
-    noise: float = 0.0  # the cold final against itself in that sitting (relative)
+    noise: float = 0.0  # the cold final against itself in a sitting (relative; the widest)
+    sittings: list[float | None] = field(default_factory=list)  # remeasured, per sitting
 
     def own_reach(self) -> int:
         """Evaluations until this run first measured the code it ended with (0: the
@@ -251,19 +253,33 @@ def remeasure(bundle: Path, sources: list[str], work: Path, rounds: int) -> list
     return out
 
 
-def compare(bundle: Path, cold: RunFigures, warm: RunFigures, cold_out: Path, warm_out: Path,
-            work: Path, rounds: int) -> None:  # fmt: skip
-    """Both finals measured side by side, the cold one twice: how far its two numbers lie
-    apart is this sitting's noise on one code (``RunFigures.noise``)."""
-    cold_code = (cold_out / "best_kernel.py").read_text(encoding="utf-8")
-    warm_code = (warm_out / "best_kernel.py").read_text(encoding="utf-8")
-    first, found, again = remeasure(bundle, [cold_code, warm_code, cold_code], work, rounds)
-    warm.remeasured = found
-    if first is None or again is None:
-        cold.remeasured = None
-        return
-    cold.remeasured = statistics.geometric_mean([first, again])
-    warm.noise = abs(first / again - 1)
+@dataclass
+class Pair:
+    """One shape's cold and warm run, and where their finals are (for the side by side)."""
+
+    bundle: Path
+    cold: RunFigures
+    warm: RunFigures
+    cold_out: Path
+    warm_out: Path
+
+
+def compare(pair: Pair, work: Path, rounds: int) -> None:
+    """One sitting of both finals measured side by side, the cold one twice: how far its two
+    numbers lie apart is the sitting's noise on one code. Each run's ``remeasured`` is the
+    geomean over its sittings; ``noise`` the widest sitting's."""
+    cold, warm = pair.cold, pair.warm
+    cold_code = (pair.cold_out / "best_kernel.py").read_text(encoding="utf-8")
+    warm_code = (pair.warm_out / "best_kernel.py").read_text(encoding="utf-8")
+    first, found, again = remeasure(pair.bundle, [cold_code, warm_code, cold_code], work, rounds)
+    both = None if first is None or again is None else statistics.geometric_mean([first, again])
+    cold.sittings.append(both)
+    warm.sittings.append(found)
+    if both is not None:
+        warm.noise = max(warm.noise, abs(first / again - 1))
+    for run in (cold, warm):
+        held = run.sittings
+        run.remeasured = None if None in held else statistics.geometric_mean(held)
 
 
 def serve(work: Path) -> Path:
@@ -295,15 +311,15 @@ def warm_run(work: Path, server: Path, bundle: Path, out: Path) -> tuple[dict, f
     return doc, wall + time.perf_counter() - start
 
 
-def one_pass(work: Path, repeat: int, families, rounds: int) -> list[RunFigures]:
-    out: list[RunFigures] = []
+def one_pass(work: Path, repeat: int, families, rounds: int) -> list[Pair]:
+    out: list[Pair] = []
     for family, bundle_name, shapes in families:
         here = work / f"r{repeat}-{family}"
         server = serve(here)
         for position, parameters in enumerate(shapes):
             shape = shape_label(parameters)
             bundle = make_bundle(work, bundle_name, parameters)
-            pair, folders = [], []
+            runs, folders = [], []
             for mode in ("cold", "warm"):
                 folder = here / f"{mode}-{shape}"
                 if mode == "cold":
@@ -312,10 +328,11 @@ def one_pass(work: Path, repeat: int, families, rounds: int) -> list[RunFigures]
                     doc, wall = warm_run(here, server, bundle, folder)
                 found = figures_of(family, shape, mode, folder, doc, wall)
                 found.store_empty = mode == "warm" and position == 0
-                pair.append(found)
+                runs.append(found)
                 folders.append(folder)
-            compare(bundle, *pair, *folders, here / f"remeasure-{shape}", rounds)
-            out += pair
+            pair = Pair(bundle, runs[0], runs[1], folders[0], folders[1])
+            compare(pair, here / f"remeasure-{shape}", rounds)
+            out.append(pair)
     return out
 
 
@@ -353,14 +370,18 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="gitkb-flywheel-"))
     work.mkdir(parents=True, exist_ok=True)
     families = [parse_family(f) for f in args.family] or FAMILIES
-    runs: list[RunFigures] = []
+    pairs: list[Pair] = []
     try:
         for repeat in range(1, args.repeats + 1):
-            runs += one_pass(work, repeat, families, args.remeasure)
+            pairs += one_pass(work, repeat, families, args.remeasure)
+        # A second sitting of every side by side, minutes after the first: on a shared
+        # machine the load, and with it which of two close kernels is faster, drifts.
+        for number, pair in enumerate(pairs):
+            compare(pair, work / "second-sitting" / str(number), args.remeasure)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    report(runs, args.tolerance, args.json)
+    report([r for p in pairs for r in (p.cold, p.warm)], args.tolerance, args.json)
 
 
 def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> None:
