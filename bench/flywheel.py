@@ -16,11 +16,29 @@ speedup within ``--tolerance`` of the cold final, every speedup against the run'
 original baseline), the final speedup and the wall time. A warm run whose store was
 still empty (the first shape of a family) is a cold run: shown, not counted. Overall
 it prints the warm/cold evaluations ratio, the figure (target <= 0.5x, with finals no
-worse than cold: the cold run's code, or its speedup within the tolerance), and says
-plainly when the target is missed. The machine's load scatters timings: the CV bar is
-relaxed (``MAX_CV``) so that medians decide, and the figures are one run's.
+worse than cold), and says plainly when the target is missed.
 
-    python bench/flywheel.py [--repeats 2] [--tolerance 0.05] [--json OUT]
+Finals are compared on equal terms: each run's own final is one measurement against
+its own baseline measurement, taken minutes apart on a loaded machine, so after both
+runs of a shape the bench measures the cold and the warm final code side by side
+(``--remeasure`` rounds; each round the kernel as found and both finals back to back,
+in a rotating order, through the bundle's harness as optimize runs it; every round's
+samples pooled and scored as optimize scores; the cold final is measured twice, before
+and after the warm one, and how far its two numbers lie apart is the sitting's noise;
+a second sitting of every pair after all runs, the finals' geomean over the two).
+A warm final is no worse when it is the cold run's code, or when its re-measured
+speedup is within ``--tolerance`` plus that noise of the cold one's (their mean): a gap
+no larger than one code shows against itself is not evidence. The optimizer's own
+runoff re-measurements (``runoff-*``: code measured earlier in the run) are not
+counted as evaluations. The machine's load scatters timings: the CV bar is relaxed
+(``MAX_CV``) so that medians decide, and the figures are one run's.
+
+``--family BUNDLE:SHAPE;SHAPE...`` runs another family instead of the bundled two
+(BUNDLE a folder of ``targets/cpu/examples`` or a bundle's path; a SHAPE is the
+case's parameters, ``n=96,k=96,m=96,seed=1``; repeatable).
+
+    python bench/flywheel.py [--repeats 2] [--tolerance 0.05] [--remeasure 5]
+                             [--family SPEC]... [--json OUT]
 """
 
 from __future__ import annotations
@@ -44,6 +62,7 @@ from figures import figure  # noqa: E402
 
 TARGET_RATIO = 0.5
 MAX_CV = 50.0
+RUNOFF_PREFIX = "runoff-"  # the optimizer's final re-measurements of code it measured before
 EXAMPLES = ROOT / "targets" / "cpu" / "examples"
 # (family, bundle, shapes: case parameters per shape; the first case is the protected one)
 FAMILIES = (
@@ -77,10 +96,16 @@ class RunFigures:
     codes: list[str] = field(default_factory=list)  # the evaluations' source keys
     final_code: str = ""  # the source key of the code the run ended with
     winner: str | None = None
+    remeasured: float | None = None  # the final code's speedup, measured beside the other's
+    noise: float = 0.0  # the cold final against itself in a sitting (relative; the widest)
+    sittings: list[float | None] = field(default_factory=list)  # remeasured, per sitting
 
     def own_reach(self) -> int:
-        """Evaluations until this run measured the code it ended with (0: the baseline)."""
-        return self.ids.index(self.winner) + 1 if self.winner in self.ids else 0
+        """Evaluations until this run first measured the code it ended with (0: the
+        baseline)."""
+        if self.winner is None or self.final_code not in self.codes:
+            return 0
+        return self.codes.index(self.final_code) + 1
 
     def to_reach(self, cold: RunFigures, tolerance: float) -> int | None:
         """Evaluations until this run reached ``cold``'s result: it measured the code the
@@ -96,8 +121,16 @@ class RunFigures:
         return None
 
     def no_worse_than(self, cold: RunFigures, tolerance: float) -> bool:
-        """The run ended with the cold run's code, or at least its final speedup."""
-        return self.final_code == cold.final_code or self.final >= cold.final * (1 - tolerance)
+        """The run ended with the cold run's code, or its code measured beside the cold
+        run's is at least as fast, within ``tolerance`` and this sitting's noise (a gap no
+        larger than the cold code shows against itself is not evidence)."""
+        if self.final_code == cold.final_code:
+            return True
+        if self.remeasured is None:  # warm's code failed a case: worse, unless cold's did too
+            return cold.remeasured is None
+        if cold.remeasured is None:
+            return True
+        return self.remeasured >= cold.remeasured * (1 - tolerance - self.noise)
 
 
 def shape_label(parameters: dict) -> str:
@@ -106,15 +139,16 @@ def shape_label(parameters: dict) -> str:
 
 def make_bundle(work: Path, bundle: str, parameters: dict) -> Path:
     """The bundle at one shape: its cases are that shape (protected) and a second seed."""
-    folder = work / "bundles" / f"{bundle}-{shape_label(parameters)}"
+    source = EXAMPLES / bundle if (EXAMPLES / bundle).is_dir() else Path(bundle)
+    folder = work / "bundles" / f"{source.name}-{shape_label(parameters)}"
     if folder.exists():
         return folder
-    shutil.copytree(EXAMPLES / bundle, folder)
+    shutil.copytree(source, folder)
     cases = [
         {"case_id": f"shape-{shape_label(parameters)}", "parameters": parameters,
          "weight": 1.0, "protected": True},
         {"case_id": f"shape-{shape_label(parameters)}-b",
-         "parameters": dict(parameters, seed=parameters["seed"] + 10), "weight": 1.0},
+         "parameters": dict(parameters, seed=parameters.get("seed", 0) + 10), "weight": 1.0},
     ]  # fmt: skip
     (folder / "cases.json").write_text(json.dumps(cases, indent=1))
     return folder
@@ -171,13 +205,81 @@ def figures_of(family: str, shape: str, mode: str, out: Path, doc: dict, wall: f
     )
     for experiment in doc["experiments"]:  # TLX's experiment shape
         exp_id = experiment["experiment_id"]
-        if exp_id == "baseline" or exp_id.endswith("-deep"):
+        if exp_id == "baseline" or exp_id.endswith("-deep") or exp_id.startswith(RUNOFF_PREFIX):
             continue
         found.evaluations.append((experiment.get("performance") or {}).get("aggregate_speedup"))
         found.ids.append(exp_id)
         found.codes.append(code_key(out / "experiments" / exp_id / "kernel.py"))
         found.warm_candidates += exp_id.startswith("ws-")
     return found
+
+
+def remeasure(bundle: Path, sources: list[str], work: Path, rounds: int) -> list[float | None]:
+    """Each of ``sources``' aggregate speedup over the bundle's kernel as found, measured in
+    one sitting: per round, that kernel and every source back to back through the bundle's
+    harness (gitkb's worker, as optimize runs it; the order rotates each round), then each
+    kernel's samples of every round pooled and scored as optimize scores (case medians,
+    weighted geomean). None: a source failed a protected case in some round."""
+    from gitkb.optimize import bundle as bundles
+    from gitkb.optimize import scoring, worker
+
+    found = bundles.load(bundles.sources(bundle))
+    budget = found.budget_file
+    cases = [dict(c.raw) for c in found.cases]
+    kernels = [(bundle / "kernel.py").read_text(encoding="utf-8"), *sources]
+    scores: list[list[scoring.Score] | None] = [[] for _ in kernels]
+    for round_no in range(rounds):
+        order = list(range(len(kernels)))
+        order = order[round_no % len(order) :] + order[: round_no % len(order)]
+        for index in order:
+            evaluation = worker.run_harness(
+                found.harness, kernels[index], found.target, cases,
+                budget.get("benchmark_repetitions", 15), work / f"r{round_no}-k{index}",
+                budget.get("max_candidate_seconds", 60), found.environment,
+            )  # fmt: skip
+            response = evaluation.response
+            held = scores[index]
+            if held is None or response is None or not response["build"]["success"]:
+                scores[index] = None
+            else:
+                held.append(scoring.score(response, found.cases, None))
+    if scores[0] is None or not all(c.passed for s in scores[0] for c in s.cases):
+        raise SystemExit(f"flywheel: the kernel of {bundle.name} no longer measures")
+    base = scoring.pooled(scores[0], found.cases, None)
+    out: list[float | None] = []
+    for held in scores[1:]:
+        pooled = scoring.pooled(held, found.cases, base) if held is not None else None
+        out.append(pooled.aggregate if pooled is not None and pooled.protected_pass else None)
+    return out
+
+
+@dataclass
+class Pair:
+    """One shape's cold and warm run, and where their finals are (for the side by side)."""
+
+    bundle: Path
+    cold: RunFigures
+    warm: RunFigures
+    cold_out: Path
+    warm_out: Path
+
+
+def compare(pair: Pair, work: Path, rounds: int) -> None:
+    """One sitting of both finals measured side by side, the cold one twice: how far its two
+    numbers lie apart is the sitting's noise on one code. Each run's ``remeasured`` is the
+    geomean over its sittings; ``noise`` the widest sitting's."""
+    cold, warm = pair.cold, pair.warm
+    cold_code = (pair.cold_out / "best_kernel.py").read_text(encoding="utf-8")
+    warm_code = (pair.warm_out / "best_kernel.py").read_text(encoding="utf-8")
+    first, found, again = remeasure(pair.bundle, [cold_code, warm_code, cold_code], work, rounds)
+    both = None if first is None or again is None else statistics.geometric_mean([first, again])
+    cold.sittings.append(both)
+    warm.sittings.append(found)
+    if both is not None:
+        warm.noise = max(warm.noise, abs(first / again - 1))
+    for run in (cold, warm):
+        held = run.sittings
+        run.remeasured = None if None in held else statistics.geometric_mean(held)
 
 
 def serve(work: Path) -> Path:
@@ -209,29 +311,57 @@ def warm_run(work: Path, server: Path, bundle: Path, out: Path) -> tuple[dict, f
     return doc, wall + time.perf_counter() - start
 
 
-def one_pass(work: Path, repeat: int) -> list[RunFigures]:
-    out: list[RunFigures] = []
-    for family, bundle_name, shapes in FAMILIES:
-        server = serve(work / f"r{repeat}-{family}")
+def one_pass(work: Path, repeat: int, families, rounds: int) -> list[Pair]:
+    out: list[Pair] = []
+    for family, bundle_name, shapes in families:
+        here = work / f"r{repeat}-{family}"
+        server = serve(here)
         for position, parameters in enumerate(shapes):
             shape = shape_label(parameters)
             bundle = make_bundle(work, bundle_name, parameters)
+            runs, folders = [], []
             for mode in ("cold", "warm"):
-                folder = work / f"r{repeat}-{family}" / f"{mode}-{shape}"
+                folder = here / f"{mode}-{shape}"
                 if mode == "cold":
                     doc, wall = optimize(bundle, folder, None)
                 else:
-                    doc, wall = warm_run(work / f"r{repeat}-{family}", server, bundle, folder)
+                    doc, wall = warm_run(here, server, bundle, folder)
                 found = figures_of(family, shape, mode, folder, doc, wall)
                 found.store_empty = mode == "warm" and position == 0
-                out.append(found)
+                runs.append(found)
+                folders.append(folder)
+            pair = Pair(bundle, runs[0], runs[1], folders[0], folders[1])
+            compare(pair, here / f"remeasure-{shape}", rounds)
+            out.append(pair)
     return out
+
+
+def parse_family(spec: str) -> tuple[str, str, list[dict]]:
+    """``BUNDLE:SHAPE;SHAPE`` (a SHAPE: ``name=value,...``, numbers read as numbers)."""
+    bundle, _, shapes = spec.partition(":")
+    if not bundle or not shapes:
+        raise SystemExit(f"flywheel: --family {spec!r}: want BUNDLE:name=value,...;...")
+    parsed = []
+    for shape in shapes.split(";"):
+        parameters = {}
+        for pair in shape.split(","):
+            name, _, value = pair.partition("=")
+            if not name or not value:
+                raise SystemExit(f"flywheel: --family {spec!r}: {pair!r} is not name=value")
+            try:
+                parameters[name.strip()] = json.loads(value)
+            except json.JSONDecodeError:
+                parameters[name.strip()] = value
+        parsed.append(parameters)
+    return Path(bundle).name, bundle, parsed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tolerance", type=float, default=0.05)
+    parser.add_argument("--remeasure", type=int, default=5, help="rounds of the side-by-side")
+    parser.add_argument("--family", action="append", default=[], help="BUNDLE:SHAPE;SHAPE")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")
     args = parser.parse_args()
@@ -239,20 +369,25 @@ def main() -> None:
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
     work = args.keep or Path(tempfile.mkdtemp(prefix="gitkb-flywheel-"))
     work.mkdir(parents=True, exist_ok=True)
-    runs: list[RunFigures] = []
+    families = [parse_family(f) for f in args.family] or FAMILIES
+    pairs: list[Pair] = []
     try:
         for repeat in range(1, args.repeats + 1):
-            runs += one_pass(work, repeat)
+            pairs += one_pass(work, repeat, families, args.remeasure)
+        # A second sitting of every side by side, minutes after the first: on a shared
+        # machine the load, and with it which of two close kernels is faster, drifts.
+        for number, pair in enumerate(pairs):
+            compare(pair, work / "second-sitting" / str(number), args.remeasure)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    report(runs, args.tolerance, args.json)
+    report([r for p in pairs for r in (p.cold, p.warm)], args.tolerance, args.json)
 
 
 def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> None:
     rows = []
     print(f"{'family':15} {'shape':12} {'mode':5} {'evals':>5} {'ws':>3} {'to-reach':>8} "
-          f"{'final':>7} {'wall_s':>7}")  # fmt: skip
+          f"{'final':>7} {'side-by':>7} {'wall_s':>7}")  # fmt: skip
     every = [(c, w) for c, w in zip(runs[::2], runs[1::2], strict=True)]
     cold_evals, warm_evals, worse = 0, 0, []
     for cold, warm in every:
@@ -261,8 +396,9 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
             reach = r.own_reach() if r is cold else r.to_reach(cold, tolerance)
             shown = "never" if reach is None else str(reach)
             note = "  (store empty: not counted)" if r.store_empty else ""
+            side = "failed" if r.remeasured is None else f"{r.remeasured:7.3f}"
             print(f"{r.family:15} {r.shape:12} {r.mode:5} {len(r.evaluations):5} "
-                  f"{r.warm_candidates:3} {shown:>8} {r.final:7.3f} {r.wall_s:7.1f}"
+                  f"{r.warm_candidates:3} {shown:>8} {r.final:7.3f} {side:>7} {r.wall_s:7.1f}"
                   + note)  # fmt: skip
             rows.append(dict(vars(r), to_reach=reach, goal=goal))
     # The figure is over the warm runs that had a store to start from.
@@ -275,15 +411,24 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
         warm_evals += warm_reach if warm_reach is not None else len(warm.evaluations) + 1
         if not warm.no_worse_than(cold, tolerance):
             worse.append(
-                f"{warm.family} {warm.shape}: warm {warm.final:.3f} < cold {cold.final:.3f}"
+                f"{warm.family} {warm.shape}: warm's final code {warm.remeasured or 0:.3f}x < "
+                f"cold's {cold.remeasured or 0:.3f}x, measured side by side (noise "
+                f"{warm.noise:.1%})"
             )
     ratio = warm_evals / cold_evals if cold_evals else float("nan")
     cold_final = statistics.geometric_mean([c.final for c, _ in pairs])
     warm_final = statistics.geometric_mean([w.final for _, w in pairs])
+    side_cold = statistics.geometric_mean([c.remeasured or 1.0 for c, _ in pairs])
+    side_warm = statistics.geometric_mean([w.remeasured or 1.0 for _, w in pairs])
     print()
     print(f"evaluations to reach the cold final: cold {cold_evals}, warm {warm_evals} "
           "(warm-start candidates counted)")  # fmt: skip
-    print(f"final speedup (geomean over runs): cold {cold_final:.3f}x, warm {warm_final:.3f}x")
+    print(f"final speedup (geomean over runs, each run's own): cold {cold_final:.3f}x, "
+          f"warm {warm_final:.3f}x")  # fmt: skip
+    print(f"final code measured side by side (geomean): cold {side_cold:.3f}x, "
+          f"warm {side_warm:.3f}x; the cold code against itself there: median "
+          f"{statistics.median(w.noise for _, w in pairs):.1%}, "
+          f"max {max(w.noise for _, w in pairs):.1%}")  # fmt: skip
     print(f"wall time: cold {sum(c.wall_s for c, _ in pairs):.1f} s, "
           f"warm {sum(w.wall_s for _, w in pairs):.1f} s")  # fmt: skip
     figure("flywheel warm/cold evaluations", ratio, "x", TARGET_RATIO, "lower")

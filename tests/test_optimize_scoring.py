@@ -12,6 +12,7 @@ from gitkb.optimize.scoring import (
     decide,
     median,
     percentile,
+    pooled,
     precheck,
     score,
     source_key,
@@ -59,6 +60,16 @@ def test_score_speedups_and_aggregate():
     # a failed unprotected case is left out of the aggregate and kept as a diagnostic
     cand = score(_eval([50.0] * 3, [], u_ok=False), CASES, BASE)
     assert cand.aggregate == pytest.approx(2.0) and cand.case("u").speedup is None
+
+
+def test_pooled_measurements_score_as_one():
+    # one slow pass and two normal ones: the pooled median is the normal latency
+    passes = [score(_eval([p] * 3, [25.0] * 3), CASES, BASE) for p in (150.0, 50.0, 50.0)]
+    assert pooled(passes, CASES, BASE).aggregate == pytest.approx(2.0)
+    assert pooled(passes[:1], CASES, BASE).aggregate == pytest.approx(math.sqrt(2 / 3 * 2))
+    # a case fails the pool when it failed in any pass
+    broken = [*passes, score(_eval([50.0] * 3, [], u_ok=False), CASES, BASE)]
+    assert not pooled(broken, CASES, BASE).case("u").passed
 
 
 def test_failed_protected_case_blocks_promotion_unprotected_does_not():

@@ -33,6 +33,9 @@ PER_TYPE = 5
 # Cards first: one card sums up a technique over many traces (with its evidence counts).
 TYPES = ("technique-card", "strategy", "anti-strategy")
 _KNOB_CHANGE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from .+? to (?P<value>\S+)")
+# How a lesson names the cases it was measured on (``trace.lesson``): "on case X" or
+# "measured X (...) at 0.91x".
+_CASE_NAMED = re.compile(r"\bcase \S|\bmeasured \S+(?: \([^)]*\))? at [0-9.]+x")
 _KNOB_MOVE = re.compile(r"\bset (?P<name>[A-Za-z_][A-Za-z0-9_]*) from (?P<a>\S+) to (?P<b>\S+)")
 
 
@@ -195,18 +198,36 @@ def cited(records: list[dict], named: list[str] | None) -> list[str]:
     return chosen or held
 
 
-def knob_exclusions(records: list[dict]) -> dict[tuple[str, str], str]:
-    """(tunable, repr of a value) -> the anti-strategy id that says setting it failed here
-    (a knob sweep's lever reads ``set NAME from A to B``)."""
-    out: dict[tuple[str, str], str] = {}
+def knob_exclusions(
+    records: list[dict], cases: list[str]
+) -> dict[tuple[str, str], tuple[str, bool]]:
+    """(tunable, repr of a value) -> (the anti-strategy id that says setting it failed, and
+    whether that evidence holds for this workload). A knob sweep's lever reads ``set NAME
+    from A to B``; its lesson names the cases it was measured on. One that names none of
+    ``cases`` (the run's case ids) but names other cases was measured on another workload:
+    a prior, not a verdict here. One that names no case at all is taken to hold."""
+    out: dict[tuple[str, str], tuple[str, bool]] = {}
     for record in records:
         if record.get("type") != "anti-strategy":
             continue
         payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-        for text in (payload.get("attempted"), payload.get("change")):
-            for found in _KNOB_CHANGE.finditer(text if isinstance(text, str) else ""):
-                out.setdefault((found["name"], found["value"].rstrip(".,;")), record["id"])
+        texts = [t for t in (payload.get("attempted"), payload.get("change")) if isinstance(t, str)]
+        here = _names_workload(" ".join(texts), cases)
+        for text in texts:
+            for found in _KNOB_CHANGE.finditer(text):
+                key = (found["name"], found["value"].rstrip(".,;"))
+                if key not in out or (here and not out[key][1]):
+                    out[key] = (record["id"], here)
     return out
+
+
+def _names_workload(text: str, cases: list[str]) -> bool:
+    """Whether a lesson holds for the workload of ``cases``: it names one of them, or it
+    names no case at all (nothing says it was measured elsewhere)."""
+    for case in cases:
+        if re.search(rf"(?<![\w.-]){re.escape(case)}(?![\w.-])", text):
+            return True
+    return not _CASE_NAMED.search(text)
 
 
 def knob_moves(records: list[dict], tunables: dict) -> dict[str, int]:

@@ -198,6 +198,22 @@ def score(evaluation: dict, cases, baseline: Score | None) -> Score:
     return Score(out, None if math.isnan(aggregate) else aggregate)
 
 
+def pooled(scores: list[Score], cases, baseline: Score | None) -> Score:
+    """One score over several measurements of one source: each case's samples pooled (it
+    passes only where every measurement passed), scored against ``baseline`` as one."""
+    response = {
+        "cases": [
+            {
+                "case_id": case.case_id,
+                "passed": all(s.case(case.case_id).passed for s in scores),
+                "samples_us": [x for s in scores for x in s.case(case.case_id).samples_us],
+            }
+            for case in cases
+        ]
+    }
+    return score(response, cases, baseline)
+
+
 @dataclass(frozen=True)
 class Verdict:
     promoted: bool

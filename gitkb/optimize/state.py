@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitkb.optimize.providers import Candidate
 from gitkb.optimize.scoring import Score
 
 
@@ -70,6 +71,9 @@ class RunState:
     experiments: list[dict] = field(default_factory=list)  # every experiment recorded, in order
     validation: dict | None = None  # what the bundle validation found
     warm: WarmStart | None = None
+    # every correct measurement (warm-start offers too), for the final runoff:
+    # (aggregate, experiment id, candidate)
+    measured: list[tuple[float, str, Candidate]] = field(default_factory=list)
 
     @property
     def adopted(self) -> dict | None:

@@ -9,7 +9,9 @@ current best has no untried neighbour the sweep is done. With the knowledge base
 strategies in the context, a tunable's values are tried in the direction its kept
 changes moved it (``set BLOCK from 64 to 128``: upward), nearest first, instead of
 in declared order: a sweep that starts from adopted code does not go back over
-settings the store shows are worse.
+settings the store shows are worse. A setting an anti-strategy says failed on this
+workload (its lesson names the run's cases, or no case) is not proposed; one that failed
+on another workload is tried after every other neighbour.
 """
 
 from __future__ import annotations
@@ -88,42 +90,61 @@ class Provider(providers.Provider):
         self._proposed.add(source_key(context.baseline_source))
         current = self._settings(context.best_source)
         baseline = self._settings(context.baseline_source)
-        # A setting an anti-strategy in the knowledge base says failed here is not proposed.
-        excluded = knowledge.knob_exclusions(context.knowledge)
+        # A setting an anti-strategy says failed on this workload is not proposed; one that
+        # failed on another workload is tried last (the optimum can move with the shape).
+        cases = [str(c.get("case_id")) for c in context.cases]
+        excluded = knowledge.knob_exclusions(context.knowledge, cases)
         moves = knowledge.knob_moves(context.knowledge, self.tunables)
         skipped: list[str] = []
+        deferred: list[tuple[str, object, str]] = []
         for name, values in self.tunables.items():
             for value in self._order(name, list(values), current[name], moves):
                 if value == current[name]:
                     continue
-                record_id = excluded.get((name, repr(value)))
-                if record_id is not None:
-                    if record_id not in skipped:
+                found = excluded.get((name, repr(value)))
+                if found is not None:
+                    record_id, here = found
+                    if not here:
+                        deferred.append((name, value, record_id))
+                    elif record_id not in skipped:
                         skipped.append(record_id)
                     continue
-                source = rewrite(context.best_source, name, value)
-                key = source_key(source)
-                if key in self._proposed or key in context.seen:
-                    continue
-                self._proposed.add(key)
-                changed = dict(current, **{name: value})
-                summary = ", ".join(f"{k}={v!r}" for k, v in changed.items() if v != baseline[k])
-                evidence = f"declared tunable {name} in target.json"
-                if skipped:
-                    evidence += (
-                        f"; settings skipped per knowledge-base records {', '.join(skipped)}"
-                    )
-                return providers.Candidate(
-                    excluded_by=skipped,
-                    source=source,
-                    hypothesis=f"{name}={value!r} suits the cases better than {current[name]!r}",
-                    change=f"set {name} from {current[name]!r} to {value!r}",
-                    evidence=evidence,
-                    expected_effect="lower median latency",
-                    risk="none beyond the declared range",
-                    commit_title=f"Tune {summary}" if summary else f"Tune {name}",
-                    commit_summary=f"Set the tunables {summary} (knob sweep)."
-                    if summary
-                    else f"Set {name} to {value!r} (knob sweep).",
-                )
+                candidate = self._candidate(context, name, value, current, baseline, skipped)
+                if candidate is not None:
+                    return candidate
+        for name, value, record_id in deferred:
+            note = f"; tried last: {record_id} failed it on another workload"
+            candidate = self._candidate(context, name, value, current, baseline, skipped, note)
+            if candidate is not None:
+                return candidate
         return None
+
+    def _candidate(
+        self, context: providers.ProposalContext, name: str, value: object, current: dict,
+        baseline: dict, skipped: list[str], note: str = "",
+    ) -> providers.Candidate | None:  # fmt: skip
+        """The best source with ``name`` set to ``value``; None when that code was proposed or
+        measured already."""
+        source = rewrite(context.best_source, name, value)
+        key = source_key(source)
+        if key in self._proposed or key in context.seen:
+            return None
+        self._proposed.add(key)
+        changed = dict(current, **{name: value})
+        summary = ", ".join(f"{k}={v!r}" for k, v in changed.items() if v != baseline[k])
+        evidence = f"declared tunable {name} in target.json{note}"
+        if skipped:
+            evidence += f"; settings skipped per knowledge-base records {', '.join(skipped)}"
+        return providers.Candidate(
+            excluded_by=list(skipped),
+            source=source,
+            hypothesis=f"{name}={value!r} suits the cases better than {current[name]!r}",
+            change=f"set {name} from {current[name]!r} to {value!r}",
+            evidence=evidence,
+            expected_effect="lower median latency",
+            risk="none beyond the declared range",
+            commit_title=f"Tune {summary}" if summary else f"Tune {name}",
+            commit_summary=f"Set the tunables {summary} (knob sweep)."
+            if summary
+            else f"Set {name} to {value!r} (knob sweep).",
+        )

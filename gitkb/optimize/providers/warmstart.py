@@ -125,13 +125,19 @@ class Provider(providers.Provider):
 def offer_order(ranks: list[dict], workload: str | None) -> list[dict]:
     """The offers in the order to judge them: each rank, then its alternates (the runners-up
     of its direction: another shape's best kernel is one), with the code measured on this
-    very workload (its bench key is the run's) ahead of the rest, each part in rank order."""
+    very workload (its bench key is the run's) ahead of the rest. Of that code the reference
+    kernels come first, fastest first: each is the whole code a run ended with, its speedup
+    against that run's original baseline on this workload, so the best code anyone measured
+    here is judged first; a strategy's gain is over its own parent. The rest in rank order."""
     offers = []
     for rank in ranks:
         offers.append(rank)
         offers += [dict(alt, type=rank["type"], rank=rank["rank"]) for alt in rank["alternates"]]
     same = [o for o in offers if workload is not None and o.get("bench_key") == workload]
-    return same + [o for o in offers if o not in same]
+    kernels = [o for o in same if o["type"] == "reference-kernel"]
+    kernels.sort(key=lambda o: -(o.get("speedup") or 0.0))
+    first = kernels + [o for o in same if o not in kernels]
+    return first + [o for o in offers if o not in same]
 
 
 def cold_start(reason: str, kernel_name: str) -> dict:
