@@ -74,7 +74,7 @@ class Reader:
 
         touched = [c for c in fresh if c.id in folding or c.id in speedless]
         paths = {c.path for c in touched} | {feedback_path(i) for i in folding}
-        files = self.view.read_files(sorted(paths))
+        files = self.view.read_checked(sorted(paths))
         for c in touched:
             raw = files.get(c.path)
             record = rec.load(c.path, raw).data if raw is not None else None
@@ -93,7 +93,7 @@ class Reader:
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
-        for path, raw in self.view.read_files(paths).items():
+        for path, raw in self.view.read_checked(paths).items():
             data = rec.load(path, raw).data
             if data is not None:
                 out[path] = data
@@ -155,8 +155,14 @@ def _sample(scoped_pool: list, request: scope.Request) -> list:
 
 
 def query(store: Store, request: scope.Request, now: float | None = None) -> dict:
-    """The answer to ``request`` over the store's main (one JSON-ready dict)."""
+    """The answer to ``request`` over the store's main (one JSON-ready dict). Every file it
+    serves or folds in is main's (checked against main's tree); a cache caught lying is
+    rebuilt and the question asked again."""
     request = request.checked()
+    return store.asked(lambda: _query(store, request, now))
+
+
+def _query(store: Store, request: scope.Request, now: float | None) -> dict:
     tip = store.tip
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
@@ -218,6 +224,10 @@ def coverage(store: Store, request: scope.Request, now: float | None = None) -> 
     """How the scoped pool decomposes (``--coverage``): by reach, by type, by dsl. A pool
     size alone cannot tell a caller that its own cell is empty."""
     request = request.checked()
+    return store.asked(lambda: _coverage(store, request, now))
+
+
+def _coverage(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(store.tip) as cache:
         s = scope.resolve(cache, request)
         reader = Reader(store, cache, request, now)

@@ -481,6 +481,10 @@ class IndexCache:
         """Rows of the records whose ``evidence.raw.source_repo`` is the trace ``label``."""
         return self.rows("WHERE source = ?", (label,))
 
+    def record_blobs(self) -> dict[str, str]:
+        """Path -> blob id of every record row (what a reader checks against the tree)."""
+        return dict(self._query("SELECT path, blob FROM records"))
+
     def ids(self) -> list[str]:
         found = self._query("SELECT DISTINCT id FROM records WHERE id IS NOT NULL ORDER BY id")
         return [r[0] for r in found]

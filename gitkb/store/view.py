@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.cache import IndexCache, Lie
+from gitkb.store.cache import IndexCache, Lie, RepoOpener
 from gitkb.store.rows import Row
 
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
+    from gitkb.vcs.tree_ids import TreeIds
 
 
 class StoreView:
@@ -30,6 +31,7 @@ class StoreView:
         hidden: frozenset[str] = frozenset(),
         files_at: str | None = None,
         location: object = None,
+        tree_ids: TreeIds | None = None,
     ) -> None:
         # ``repo_source``: the repository, or a callable opening it on first use.
         self._repo_source = repo_source
@@ -42,6 +44,8 @@ class StoreView:
         self.location = location
         # Inside a write: the admissions it made before this view's change.
         self.admitted: list = []
+        # How a reader asks the tree without loading dulwich (C git; None: ask the repo).
+        self.tree_ids = tree_ids
 
     @property
     def repo(self) -> Repository:
@@ -108,15 +112,40 @@ class StoreView:
 
     def read_files(self, paths: list[str]) -> dict[str, bytes]:
         """The bytes of each of ``paths`` that exists under the cached folders (records,
-        ledgers, feedback), from the cache, each checked against its blob id."""
+        ledgers, feedback), from the cache: each checked against its blob id, and that blob
+        against the tree at ``tip``, so a cache row (copied from another store, or forged)
+        never serves what the commit does not hold. A cache caught lying is rebuilt."""
         try:
-            with self.cache.snapshot(self.tip):
-                return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
+            return self.read_checked(paths)
         except Lie:
             with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
                 self.cache.rebuild()
-            with self.cache.snapshot(self.tip):
-                return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
+            return self.read_checked(paths)
+
+    def read_checked(self, paths: list[str]) -> dict[str, bytes]:
+        """``read_files`` for a reader that asks again itself (``Store.asked``): a cache
+        caught lying raises ``Lie``, so no answer mixes its rows with a rebuilt cache's."""
+        with self.cache.snapshot(self.tip):
+            found = self.cache.files(paths)
+        held = self.tree_blobs(list(found))
+        for path, (blob, _) in found.items():
+            if held[path] != blob:
+                raise Lie(f"the index cache named a blob of {path} that {self.tip} does not hold")
+        return {p: raw for p, (_, raw) in found.items()}
+
+    def tree_blobs(self, paths: list[str]) -> dict[str, str | None]:
+        """Path -> the blob id of the regular file the tree at ``tip`` holds there (None:
+        none), asked of C git while the repository is not open (a reader's quick path),
+        else of the open repository."""
+        if self.tip is None:
+            return dict.fromkeys(paths)
+        asker = self._c_git()
+        found = asker.blob_ids(self.tip, paths) if asker is not None else None
+        if found is not None:
+            return found
+        repo = self.repo
+        root = repo.tree_of(self.tip).decode()
+        return {p: repo.blob_in_tree(root, p) for p in paths}
 
     def read_row(self, row: Row) -> rec.RecordFile:
         """The record file a row names, once the tree at ``tip`` holds that blob there."""
@@ -128,17 +157,54 @@ class StoreView:
     def holds_row(self, row: Row) -> bool:
         """Whether the tree at ``tip`` holds the blob ``row`` names at its path: a cache
         row (copied from another store, or forged) is never served on its own word."""
-        return self.tip is not None and self.repo.blob_sha(self.tip, row.path) == row.blob
+        return self.tip is not None and self.tree_blobs([row.path])[row.path] == row.blob
+
+    def holds_rows(self, rows: list[Row]) -> bool:
+        """Whether the tree at ``tip`` holds every row's blob at its path (one ask)."""
+        held = self.tree_blobs([r.path for r in rows])
+        return all(held[r.path] == r.blob for r in rows)
 
     def read_record(self, record_id: str) -> rec.RecordFile:
         rows = self.rows_of(record_id)
-        if rows and not self.holds_row(rows[0]):
+        # A row the tree does not hold, or no row for a record the tree holds: a lie.
+        lying = not self.holds_row(rows[0]) if rows else self._tree_holds_id(record_id)
+        if lying:
             with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
                 self.cache.rebuild()
             rows = self.rows_of(record_id)
         if not rows:
             raise GitkbError(f"no record {record_id} in {self.location}")
         return self.read_row(rows[0])
+
+    def _tree_holds_id(self, record_id: str) -> bool:
+        """Whether the tree at ``tip`` holds a record file named for ``record_id`` (the
+        check behind "no such record": one listing of the records folder)."""
+        if self.tip is None:
+            return False
+        name = f"/{record_id}.json"
+        return any(path.endswith(name) for path in self.tree_records())
+
+    def tree_records(self) -> dict[str, str]:
+        """Path -> blob id of every regular file under ``records/`` in the tree at ``tip``."""
+        if self.tip is None:
+            return {}
+        asker = self._c_git()
+        found = asker.files_under(self.tip, rec.RECORDS_DIR) if asker is not None else None
+        return found if found is not None else dict(self.repo.list_tree(self.tip, rec.RECORDS_DIR))
+
+    def records_agree(self) -> bool:
+        """Whether the cache's record rows are exactly the tree's record files, path and
+        blob (one listing of the records folder): no forged, stale or missing row."""
+        with self.cache.snapshot(self.tip):
+            held = self.cache.record_blobs()
+        files = self.tree_records()
+        return held == {p: blob for p, blob in files.items() if rec.is_record_path(p)}
+
+    def _c_git(self) -> TreeIds | None:
+        """Where the tree is asked while the repository is not open (a reader's quick path:
+        C git, no dulwich); None once it is open (ask it)."""
+        source = self._repo_source
+        return self.tree_ids if isinstance(source, RepoOpener) and not source.loaded() else None
 
     def read_file(self, path: str) -> bytes | None:
         """A file beside the records (e.g. a trace's mining options), at ``files_at``."""
