@@ -138,6 +138,9 @@ class IndexCache:
         self._depth = 0  # nesting of snapshot()
         self._commit: str | None = None  # the commit the open transaction holds
         self._dirty = False  # edits applied in the open transaction from objects in memory
+        # The commit whose rows this connection last sampled and found agreeing: a
+        # process that keeps its store open (the MCP server) samples once per commit.
+        self._sampled: str | None = None
 
     @classmethod
     def of(cls, repo: Repository) -> IndexCache:
@@ -261,10 +264,12 @@ class IndexCache:
                 self._commit = self._meta("commit")
                 self._dirty = False
                 self._move(commit)
-                if not self._sample_agrees():
-                    log.info("the index cache %s disagreed with the records; rebuilding it",
-                             self.path)  # fmt: skip
-                    self._rebuild(commit)
+                if self._sampled != self._commit:
+                    if not self._sample_agrees():
+                        log.info("the index cache %s disagreed with the records; rebuilding it",
+                                 self.path)  # fmt: skip
+                        self._rebuild(commit)
+                    self._sampled = self._commit
                 return
             except sqlite3.OperationalError as exc:
                 if _read_only(exc) and self.path is not None:
