@@ -18,6 +18,7 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from gitkb import record as rec
@@ -77,7 +78,7 @@ class Reader:
         files = self.view.read_checked(sorted(paths))
         for c in touched:
             raw = files.get(c.path)
-            record = rec.load(c.path, raw).data if raw is not None else None
+            record = parsed(c.path, raw) if raw is not None else None
             if record is None:
                 continue
             if c.id in folding:
@@ -94,10 +95,18 @@ class Reader:
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
         for path, raw in self.view.read_checked(paths).items():
-            data = rec.load(path, raw).data
+            data = parsed(path, raw)
             if data is not None:
                 out[path] = data
         return out
+
+
+@lru_cache(maxsize=512)
+def parsed(path: str, raw: bytes) -> dict | None:
+    """A record file's bytes parsed (None: unreadable), kept for the next question: a
+    server asked again and again parses each hit once. Shared between answers, so it is
+    read, never changed (``serve`` builds each hit anew)."""
+    return rec.load(path, raw).data
 
 
 def _resolved(s: scope.Scope) -> dict:

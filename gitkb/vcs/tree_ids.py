@@ -16,8 +16,6 @@ asks the VCS layer's dulwich side instead (``None`` from here).
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -55,8 +53,8 @@ class TreeIds:
 
 def _git(git_dir: Path, args: list[str], stdin: bytes | None = None) -> bytes | None:
     """C git's stdout for ``args`` on ``git_dir``; None when it is missing or fails."""
-    if shutil.which("git") is None:
-        return None
+    import subprocess  # a reader that serves nothing needs none
+
     # The repository is named outright; a hook's GIT_DIR must not point elsewhere, while
     # its object directories (a push's quarantine) stay visible.
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
