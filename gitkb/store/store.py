@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import os
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, overload
@@ -19,7 +18,6 @@ from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
-from gitkb.store import config as store_config
 from gitkb.store.cache import IndexCache, Lie, RepoOpener
 from gitkb.store.view import StoreView
 from gitkb.vcs import plain
@@ -30,6 +28,7 @@ from gitkb.vcs.tree_ids import TreeIds
 if TYPE_CHECKING:
     from gitkb.gates import Finding, GateContext
     from gitkb.store.admission import AdmitRequest
+    from gitkb.store.config import StoreConfig
     from gitkb.store.writer import Admission, Builder, Change
     from gitkb.vcs.repository import Repository
 
@@ -175,9 +174,11 @@ class Store:
             return layout.FORMAT_1
         return layout.FORMAT_2
 
-    def settings(self, commit: str | None = None) -> store_config.StoreConfig:
+    def settings(self, commit: str | None = None) -> StoreConfig:
         """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
         error naming it."""
+        from gitkb.store import config as store_config
+
         return store_config.parse(self.config(commit), str(self.location))
 
     def config(self, commit: str | None = None) -> dict:
@@ -186,6 +187,8 @@ class Store:
             raw = self.cache.held_file(layout.CONFIG_PATH)
         else:
             raw = self.repo.read(commit, layout.CONFIG_PATH)
+        import tomllib
+
         try:
             return tomllib.loads((raw or b"").decode())
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -454,7 +457,13 @@ class Store:
 
 
 def _store_table(config: bytes | None) -> bool:
-    """Whether ``gitkb.toml`` bytes hold a ``[store]`` table."""
+    """Whether ``gitkb.toml`` bytes hold a ``[store]`` table. gitkb writes it as a
+    ``[store]`` header line (and a push may change the file only as gitkb writes it), so
+    that line answers without loading the TOML parser; other bytes are parsed."""
+    if config and any(line.strip() == b"[store]" for line in config.splitlines()):
+        return True
+    import tomllib
+
     try:
         return isinstance(tomllib.loads((config or b"").decode()).get("store"), dict)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
