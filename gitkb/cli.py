@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 VERSION_LINE = f"git-kb, version {__version__}"  # what click's version option prints
 # The verbs an agent calls in its loop: parsed without click when their command line is
 # a plain one (gitkb.commands.argv.VERBS).
-QUICK_VERBS = ("query",)
+QUICK_VERBS = ("query", "resolve")
 
 
 @cache

@@ -41,6 +41,19 @@ QUERY_LINES = [
     ["--", "--arch"],
     ["--json", "--store"],
 ]
+RESOLVE_LINES = [
+    ["--kernel", "op007", "--arch", "hopper"],
+    ["--kernel=softmax", "--product", "h100", "--dsl", "TRITON", "--top-n", "5"],  # folded
+    ["--kernel", "x.py", "--dsl", "cobol"],
+    ["--kernel", "x", "--format", "geak", "--geak-key", "--include-retired"],
+    ["--kernel", "x", "--format", "GEAK"],  # this choice is case-sensitive
+    ["--kernel", "x", "--min-speedup", "1.2"],  # click's (a check of its own)
+    ["--kernel", "x", "--min-speedup", "nan"],
+    ["--kernel", "x", "--out", "somewhere"],  # click's (a path)
+    ["--arch", "hopper"],  # --kernel is required: click says so
+    ["--kernel", "x", "stray"],
+]
+LINES = [("query", line) for line in QUERY_LINES] + [("resolve", ln) for ln in RESOLVE_LINES]
 
 
 @pytest.fixture(scope="module")
@@ -56,28 +69,29 @@ def test_the_table_is_clicks():
     assert argv.specs() == json.loads(json.dumps(argv.table()))
 
 
-def _clicks(args: list[str]) -> dict | None:
+def _clicks(verb: str, args: list[str]) -> dict | None:
+    import importlib
+
     import click
 
-    from gitkb.commands.query import command
-
+    command = importlib.import_module(f"gitkb.commands.{verb}").command
     try:
-        with command.make_context("query", list(args)) as ctx:
+        with command.make_context(verb, list(args)) as ctx:
             return dict(ctx.params)
     except (click.exceptions.Exit, click.exceptions.ClickException):
         return None
 
 
-@pytest.mark.parametrize("line", QUERY_LINES, ids=" ".join)
-def test_a_taken_line_gets_what_click_passes(store_path, line):
+@pytest.mark.parametrize(("verb", "line"), LINES, ids=[f"{v} {' '.join(ln)}" for v, ln in LINES])
+def test_a_taken_line_gets_what_click_passes(store_path, verb, line):
     args = [*line, "--store", store_path] if "--store" not in line else line
-    quick = argv.parse(["query", *args], {})
+    quick = argv.parse([verb, *args], {})
     if quick is None:
         return  # click parses it (and says what is wrong, when something is)
-    want = _clicks(args)
-    verb, group, params = quick
+    want = _clicks(verb, args)
+    taken, group, params = quick
     assert want is not None, f"click refuses {args}; the quick start must not take it"
-    assert verb == "query" and group == {"verbose": False, "quiet": False}
+    assert taken == verb and group == {"verbose": False, "quiet": False}
     assert Store.open(params.pop("store")).location == want.pop("store").location
     assert {k: repr(v) for k, v in params.items()} == {k: repr(v) for k, v in want.items()}
 
@@ -89,6 +103,8 @@ def test_the_plain_lines_are_taken(store_path):
     assert len(QUERY_LINES) - len(refused) >= 15, refused
     for line in (["-h"], ["--help"], ["--bogus"], ["--list-arch", "--list-dsl"], ["--", "x"]):
         assert argv.parse(["query", *line], {}) is None, line
+    taken = [ln for ln in RESOLVE_LINES if argv.parse(["resolve", *ln], {}) is not None]
+    assert taken == [RESOLVE_LINES[0], RESOLVE_LINES[1], RESOLVE_LINES[3]], taken
 
 
 def test_the_group_flags_and_the_store_variable(store_path):
@@ -97,6 +113,7 @@ def test_the_group_flags_and_the_store_variable(store_path):
     assert argv.parse(["query", "tma"], {})[2]["store"] == "."
     assert argv.parse(["query", "tma"], {"GITKB_STORE": ""}) is None  # click's reading
     assert argv.parse(["-V", "query"], {}) is None and argv.parse(["list"], {}) is None
+    assert argv.parse(["resolve", "--kernel", "x"], {"GITKB_STORE": "s"})[2]["store"] == "s"
 
 
 def test_query_runs_without_click(tmp_path):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 SPECS_FILE = Path(__file__).with_name("argv.json")
 # The verbs given the quick start: the module under gitkb.commands and its run function.
-VERBS = ("query",)  # gitkb.cli.QUICK_VERBS
+VERBS = ("query", "resolve")  # gitkb.cli.QUICK_VERBS
 _GROUP_FLAGS = {"-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
 
 
@@ -97,6 +97,8 @@ def _params(spec: dict, args: list[str], environ: Mapping[str, str]) -> dict:
             found = values[name]
             out[name] = tuple(found) if option["multiple"] else found
             continue
+        if option["required"]:
+            raise _Unparsed  # click says it is missing
         from_env = environ.get(option["envvar"]) if option["envvar"] else None
         if from_env == "":
             raise _Unparsed  # click's reading of an empty variable is its own
@@ -114,11 +116,21 @@ def _convert(option: dict, text: str) -> object:
         if kind == "int":
             return int(text)
         if kind == "float":
-            return float(text)
+            value = float(text)
+            low, high = option.get("min"), option.get("max")
+            if (low is not None and not value >= low) or (high is not None and not value <= high):
+                raise _Unparsed  # click says what the range is (nan is in none)
+            return value
     except ValueError:
         raise _Unparsed from None
-    if kind == "choice" and text not in option["choices"]:
-        raise _Unparsed
+    if kind == "choice":
+        if option["fold"]:  # click's case-insensitive choice: the choice as declared
+            folded = {c.casefold(): c for c in option["choices"]}
+            if text.casefold() not in folded:
+                raise _Unparsed
+            return folded[text.casefold()]
+        if text not in option["choices"]:
+            raise _Unparsed
     return text  # string, choice, store (opened by the caller, as StoreType does)
 
 
@@ -146,8 +158,10 @@ def run(args: list[str], environ: Mapping[str, str]) -> bool:
 
 
 def spec_of(command: click.Command) -> dict | None:
-    """The table ``parse`` reads for ``command``, from its click declarations; None when a
-    parameter is of a kind the quick start does not take (then click always parses)."""
+    """The table ``parse`` reads for ``command``, from its click declarations; None when it
+    has a parameter the quick start cannot even leave to click (then click always parses).
+    An option of a kind it does not convert (a path, a callback's check) is click's to
+    parse whenever it is given; left out, it gets the default click would pass."""
     import click
 
     from gitkb.commands import StoreType
@@ -163,35 +177,45 @@ def spec_of(command: click.Command) -> dict | None:
                 return None
             argument = param.name
             continue
-        if not isinstance(param, click.Option) or param.callback or param.required:
+        if (
+            not isinstance(param, click.Option)
+            or param.envvar is not None
+            and (not isinstance(param.envvar, str) or param.multiple)
+        ):
             return None
         opts = [*param.opts, *param.secondary_opts]
-        if names.count(param.name) > 1 or param.secondary_opts or param.count:
+        shared = names.count(param.name) > 1
+        if shared and any(o["name"] == param.name for o in options):
             unparsed += opts  # several options, one destination: click decides
-            if any(o["name"] == param.name for o in options):
-                continue
-        entry = {"name": param.name, "opts": opts, "multiple": param.multiple,
-                 "envvar": param.envvar if isinstance(param.envvar, str) else None,
-                 "default": None}  # fmt: skip
-        kind = _kind(param.type, StoreType)
-        if param.is_flag and not param.is_bool_flag and kind is None:
-            return None
+            continue
+        entry: dict = {"name": param.name, "opts": opts, "multiple": param.multiple,
+                       "envvar": param.envvar, "required": param.required}  # fmt: skip
         entry["default"] = _default(param, ctx)
+        if param.callback is not None:
+            try:  # what click passes for the default goes through the callback too
+                entry["default"] = param.callback(ctx, param, entry["default"])
+            except click.ClickException:
+                return None
+        kind = _kind(param.type, StoreType)
         if param.is_flag:
             given = param.flag_value
             if not (given is None or isinstance(given, (str, int, float))):
                 given = not entry["default"]  # click's unset flag value: the default flipped
             entry.update(kind="flag", flag_value=given)
-        elif kind is None:
-            return None
         else:
-            entry["kind"] = kind
-            if kind == "choice":
-                entry["choices"] = list(param.type.choices)  # type: ignore[attr-defined]
-            if kind == "store":
-                entry["missing_ok"] = param.type.missing_ok  # type: ignore[attr-defined]
-        if param.envvar is not None and (entry["envvar"] is None or param.multiple):
-            return None
+            entry.update(kind or {"kind": "click"})
+            if isinstance(param.type, StoreType):
+                entry["missing_ok"] = param.type.missing_ok
+        if (
+            shared
+            or param.count
+            or param.secondary_opts
+            or param.callback is not None
+            or (entry["kind"] == "click")
+        ):
+            unparsed += opts
+            if entry["kind"] == "click" and param.required:
+                return None
         options.append(entry)
     return {"argument": argument, "options": options, "unparsed": sorted(unparsed)}
 
@@ -208,17 +232,24 @@ def _default(param: click.Option, ctx: click.Context) -> object:
     return default if plain else None
 
 
-def _kind(kind: click.ParamType, store_type: type) -> str | None:
+def _kind(kind: click.ParamType, store_type: type) -> dict | None:
+    """How ``parse`` converts a value of this click type (None: it leaves it to click)."""
     import click
 
     if isinstance(kind, store_type):
-        return "store"
+        return {"kind": "store"}
     if isinstance(kind, click.Choice):
-        return "choice" if kind.case_sensitive and all(isinstance(c, str) for c in kind.choices) \
-            else None  # fmt: skip
+        if not all(isinstance(c, str) for c in kind.choices):
+            return None
+        return {"kind": "choice", "choices": list(kind.choices), "fold": not kind.case_sensitive}
+    if type(kind) is click.FloatRange:
+        if kind.clamp or kind.min_open or kind.max_open:
+            return None
+        return {"kind": "float", "min": kind.min, "max": kind.max}
     exact = {click.types.StringParamType: "string", click.types.IntParamType: "int",
-             click.types.FloatParamType: "float", click.types.BoolParamType: "bool"}  # fmt: skip
-    return exact.get(type(kind))
+             click.types.FloatParamType: "float"}  # fmt: skip
+    found = exact.get(type(kind))
+    return {"kind": found} if found else None
 
 
 def table() -> dict[str, dict]:
