@@ -54,6 +54,14 @@ def forge_content(db):
     _row(db, rec.path_for(TARGET), rec.dumps(_forged_copy()))
 
 
+def forge_bytes(db):
+    """Only the target's file row holds other bytes (and their blob id); its record row,
+    columns and blob, is main's."""
+    raw = rec.dumps(_forged_copy())
+    db.execute("UPDATE files SET blob = ?, raw = ? WHERE path = ?",
+               (blob_id(raw), zlib.compress(raw), rec.path_for(TARGET)))  # fmt: skip
+
+
 def forge_ghost(db):
     """A row for a record (and path) main does not hold."""
     _row(db, rec.path_for(GHOST), rec.dumps(GHOST))
@@ -71,6 +79,7 @@ def forge_missing(db):
 
 ATTACKS = {
     "content": forge_content,
+    "bytes": forge_bytes,
     "ghost": forge_ghost,
     "other-blob": forge_other_blob,
     "missing-row": forge_missing,

@@ -47,6 +47,7 @@ LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
+_BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -532,12 +533,18 @@ class IndexCache:
     def files(self, paths: Iterable[str]) -> dict[str, tuple[str, bytes]]:
         """(blob sha, bytes) of each of ``paths`` the snapshot holds, each checked against
         its blob id; a file that fails the check raises Lie."""
+        wanted = list(dict.fromkeys(paths))
+        held: dict[str, tuple[str, bytes]] = {}
+        for at in range(0, len(wanted), _BATCH):  # one statement per batch of paths
+            batch = tuple(wanted[at : at + _BATCH])
+            marks = ", ".join("?" * len(batch))
+            sql = f"SELECT path, blob, raw FROM files WHERE path IN ({marks}) AND raw IS NOT NULL"
+            held.update((path, (blob, packed)) for path, blob, packed in self._query(sql, batch))
         out = {}
-        for path in paths:
-            found = self._query("SELECT blob, raw FROM files WHERE path = ?", (path,))
-            if not found or found[0][1] is None:
+        for path in wanted:
+            if path not in held:
                 continue  # no such file, or its object is missing from the repository
-            blob, packed = found[0]
+            blob, packed = held[path]
             raw = _unpack(packed)
             if raw is None or blob_id(raw) != blob:
                 raise Lie(f"the index cache held a wrong copy of {path}")

@@ -16,6 +16,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.store.cache import IndexCache, Lie, RepoOpener
 from gitkb.store.rows import Row
+from gitkb.vcs.plain import blob_id
 
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
@@ -112,19 +113,24 @@ class StoreView:
 
     def read_files(self, paths: list[str]) -> dict[str, bytes]:
         """The bytes of each of ``paths`` that exists under the cached folders (records,
-        ledgers, feedback), from the cache: each checked against its blob id, and that blob
-        against the tree at ``tip``, so a cache row (copied from another store, or forged)
-        never serves what the commit does not hold. A cache caught lying is rebuilt."""
+        ledgers, feedback), from the cache, each checked against its blob id (a cache
+        caught holding other bytes is rebuilt). What a reader serves goes through
+        ``read_checked`` or ``read_row``, which also ask the tree."""
         try:
-            return self.read_checked(paths)
+            with self.cache.snapshot(self.tip):
+                return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
         except Lie:
             with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
                 self.cache.rebuild()
-            return self.read_checked(paths)
+            with self.cache.snapshot(self.tip):
+                return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
 
     def read_checked(self, paths: list[str]) -> dict[str, bytes]:
-        """``read_files`` for a reader that asks again itself (``Store.asked``): a cache
-        caught lying raises ``Lie``, so no answer mixes its rows with a rebuilt cache's."""
+        """``read_files`` for a reader that serves what it reads: each file's blob must also
+        be the one the tree at ``tip`` holds at its path, so a cache row (copied from
+        another store, or forged) never serves what the commit does not hold. A cache
+        caught lying raises ``Lie``; the reader asks again over a rebuilt cache
+        (``Store.asked``), so no answer mixes its rows with a rebuilt cache's."""
         with self.cache.snapshot(self.tip):
             found = self.cache.files(paths)
         held = self.tree_blobs(list(found))
@@ -148,10 +154,17 @@ class StoreView:
         return {p: repo.blob_in_tree(root, p) for p in paths}
 
     def read_row(self, row: Row) -> rec.RecordFile:
-        """The record file a row names, once the tree at ``tip`` holds that blob there."""
-        raw = self.read_files([row.path]).get(row.path)
-        if raw is None or not self.holds_row(row):
+        """The record file a row names, once the tree at ``tip`` holds that blob there and
+        the cache's bytes are that blob."""
+        loaded = self._row_file(row)
+        if loaded is None:
             raise GitkbError(f"{row.path} is not in {self.location} at {self.tip}")
+        return loaded
+
+    def _row_file(self, row: Row) -> rec.RecordFile | None:
+        raw = self.read_files([row.path]).get(row.path)
+        if raw is None or blob_id(raw) != row.blob or not self.holds_row(row):
+            return None
         return rec.load(row.path, raw)
 
     def holds_row(self, row: Row) -> bool:
@@ -159,30 +172,38 @@ class StoreView:
         row (copied from another store, or forged) is never served on its own word."""
         return self.tip is not None and self.tree_blobs([row.path])[row.path] == row.blob
 
-    def holds_rows(self, rows: list[Row]) -> bool:
-        """Whether the tree at ``tip`` holds every row's blob at its path (one ask)."""
-        held = self.tree_blobs([r.path for r in rows])
-        return all(held[r.path] == r.blob for r in rows)
-
     def read_record(self, record_id: str) -> rec.RecordFile:
-        rows = self.rows_of(record_id)
-        # A row the tree does not hold, or no row for a record the tree holds: a lie.
-        lying = not self.holds_row(rows[0]) if rows else self._tree_holds_id(record_id)
-        if lying:
-            with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
-                self.cache.rebuild()
+        """The record ``record_id`` as main's tree holds it. A row the tree does not hold,
+        bytes that are not the row's blob, or no row for a record the tree holds: the
+        cache lied, and it is rebuilt before the record is read again."""
+        for attempt in (1, 2):
             rows = self.rows_of(record_id)
-        if not rows:
-            raise GitkbError(f"no record {record_id} in {self.location}")
-        return self.read_row(rows[0])
+            if rows:
+                loaded = self._row_file(rows[0])
+                if loaded is not None:
+                    return loaded
+            elif not self._unlisted(record_id):
+                break
+            if attempt == 1:
+                with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
+                    self.cache.rebuild()
+        if rows:
+            raise GitkbError(f"{rows[0].path} is not in {self.location} at {self.tip}")
+        raise GitkbError(f"no record {record_id} in {self.location}")
 
-    def _tree_holds_id(self, record_id: str) -> bool:
-        """Whether the tree at ``tip`` holds a record file named for ``record_id`` (the
-        check behind "no such record": one listing of the records folder)."""
+    def _unlisted(self, record_id: str) -> bool:
+        """Whether the tree at ``tip`` holds a record file named for ``record_id`` that the
+        cache has no row of that blob for (the check behind "no such record": one listing
+        of the records folder)."""
         if self.tip is None:
             return False
         name = f"/{record_id}.json"
-        return any(path.endswith(name) for path in self.tree_records())
+        named = {p: blob for p, blob in self.tree_records().items() if p.endswith(name)}
+        if not named:
+            return False
+        with self.cache.snapshot(self.tip):
+            held = self.cache.record_blobs()
+        return any(held.get(path) != blob for path, blob in named.items())
 
     def tree_records(self) -> dict[str, str]:
         """Path -> blob id of every regular file under ``records/`` in the tree at ``tip``."""
