@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from functools import cache
 
 # click is imported when a verb's click command is built, not by importing this package:
@@ -60,6 +61,19 @@ def __getattr__(name: str):
     if name in _CLICK_PARTS:
         return _click_parts()[name]
     raise AttributeError(f"module 'gitkb.commands' has no attribute {name!r}")
+
+
+def lazy_command(module: str, build: Callable[[], object]) -> Callable[[str], object]:
+    """A verb module's ``__getattr__`` when the verb runs without click too (the quick
+    start, ``gitkb.commands.argv``): its ``command`` is the click command ``build()``
+    makes, on first use."""
+
+    def attribute(name: str) -> object:
+        if name == "command":
+            return build()
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return attribute
 
 
 def echo_json(document: object) -> None:

@@ -6,6 +6,7 @@ command line."""
 import sys
 from functools import cache
 
+from gitkb.commands import lazy_command
 from gitkb.query.scope import DEFAULT_FALLBACK_RATIO, DEFAULT_LIMIT, RANK_MODES, TIERS
 
 _LISTS = {
@@ -138,8 +139,4 @@ def _command():
     return command
 
 
-def __getattr__(name: str):
-    # ``module.command``: the click command, built when first asked for.
-    if name == "command":
-        return _command()
-    raise AttributeError(f"module 'gitkb.commands.query' has no attribute {name!r}")
+__getattr__ = lazy_command(__name__, _command)

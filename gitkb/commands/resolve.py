@@ -5,7 +5,7 @@ command line."""
 
 from functools import cache
 
-from gitkb.commands import echo_json
+from gitkb.commands import echo_json, lazy_command
 from gitkb.warmstart.curate import ANY_LANGUAGE, LANGUAGES
 
 
@@ -109,8 +109,4 @@ def _command():
     return command
 
 
-def __getattr__(name: str):
-    # ``module.command``: the click command, built when first asked for.
-    if name == "command":
-        return _command()
-    raise AttributeError(f"module 'gitkb.commands.resolve' has no attribute {name!r}")
+__getattr__ = lazy_command(__name__, _command)
