@@ -48,9 +48,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 VERSION_LINE = f"git-kb, version {__version__}"  # what click's version option prints
-# The verbs an agent calls in its loop: parsed without click when their command line is
-# a plain one (gitkb.commands.argv.VERBS).
-QUICK_VERBS = ("query", "resolve")
 
 
 @cache
@@ -105,20 +102,12 @@ def main(argv: list[str] | None = None) -> None:
     if args in (["--version"], ["-V"]):
         print(VERSION_LINE)
         return
+    import os
+
+    from gitkb.commands import argv as quick_start
     from gitkb.error_handler import error_handler
 
     with error_handler():
-        if not _quick(args):
+        # A read verb's plain command line runs without click (gitkb.commands.argv).
+        if not quick_start.run(args, os.environ):
             _group().main(args=args, prog_name="git-kb", standalone_mode=True)
-
-
-def _quick(args: list[str]) -> bool:
-    """A read verb's plain command line run without click (``gitkb.commands.argv``);
-    whether it ran."""
-    if not any(arg in QUICK_VERBS for arg in args[:3]):
-        return False
-    import os
-
-    from gitkb.commands import argv
-
-    return argv.run(args, os.environ)
