@@ -78,6 +78,12 @@ def _plain(path: str) -> bool:
     return bool(path) and "\0" not in path and not path.startswith("/")
 
 
+def _literal(path: str) -> bool:
+    """Whether git finds ``path`` when it is named (it resolves ``.`` and ``..``, which an
+    entry crafted into an old tree can be called: such a path is found in a listing)."""
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
 def _listed(git_dir: Path, commit: str, paths: list[str]) -> dict[str, str | None] | None:
     """The regular files at ``paths`` in one ``ls-tree -r``: the paths themselves when they
     are few, else every file under their top folders, looked up."""
@@ -85,7 +91,8 @@ def _listed(git_dir: Path, commit: str, paths: list[str]) -> dict[str, str | Non
     out: dict[str, str | None] = dict.fromkeys(paths)
     if not asked:
         return out
-    named = asked if len(asked) < _LISTING_FROM else sorted({p.split("/", 1)[0] for p in asked})
+    few = len(asked) < _LISTING_FROM and all(_literal(p) for p in asked)
+    named = asked if few else sorted({p.split("/", 1)[0] for p in asked})
     found = _git(git_dir, ["ls-tree", "-r", "-z", "--full-tree", commit, "--", *named])
     if found is None:
         return None
