@@ -5,7 +5,7 @@ what it serves against ``main``'s tree: the cache is a file under the git direct
 that anyone can edit, the tree is not. Asking C git costs one short process (a few
 milliseconds), where loading dulwich costs more than the whole query: a handful of
 paths are named to ``git ls-tree`` (one tree walk each), more through a listing
-of their folders (one walk for all). What a commit's tree holds
+of their folders. What a commit's tree holds
 never changes, so the answers are kept for the commit last asked about (a server
 that keeps its store open asks C git once per path and commit).
 
@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-# Past this many paths one recursive listing of their folders beats a walk per path.
+# Past this many paths one listing of their folders beats a walk per path.
 _LISTING_FROM = 32
 
 
@@ -84,15 +84,23 @@ def _literal(path: str) -> bool:
     return all(part not in ("", ".", "..") for part in path.split("/"))
 
 
+def _folder(path: str) -> str:
+    """The folder a listing of ``path`` names: its own (a few records' family folders hold
+    them all), or its top folder where git would resolve the path's parts."""
+    if "/" not in path:
+        return path
+    return path.rsplit("/", 1)[0] if _literal(path) else path.split("/", 1)[0]
+
+
 def _listed(git_dir: Path, commit: str, paths: list[str]) -> dict[str, str | None] | None:
     """The regular files at ``paths`` in one ``ls-tree -r``: the paths themselves when they
-    are few, else every file under their top folders, looked up."""
+    are few, else every file in their folders, looked up."""
     asked = [p for p in paths if _plain(p)]
     out: dict[str, str | None] = dict.fromkeys(paths)
     if not asked:
         return out
     few = len(asked) < _LISTING_FROM and all(_literal(p) for p in asked)
-    named = asked if few else sorted({p.split("/", 1)[0] for p in asked})
+    named = asked if few else sorted({_folder(p) for p in asked})
     found = _git(git_dir, ["ls-tree", "-r", "-z", "--full-tree", commit, "--", *named])
     if found is None:
         return None
