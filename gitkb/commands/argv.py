@@ -37,9 +37,7 @@ def specs() -> dict[str, dict]:
     return json.loads(SPECS_FILE.read_text(encoding="utf-8"))
 
 
-def parse(
-    args: list[str], environ: Mapping[str, str], table: dict[str, dict] | None = None
-) -> tuple[str, dict[str, bool], dict] | None:
+def parse(args: list[str], environ: Mapping[str, str]) -> tuple[str, dict[str, bool], dict] | None:
     """(verb, the group's flags, the verb's parameters as click would pass them, the store
     still a path) for ``git kb ARGS``; None where click must parse it."""
     group = {"verbose": False, "quiet": False}
@@ -49,8 +47,7 @@ def parse(
         at += 1
     if at == len(args) or args[at] not in VERBS:
         return None
-    table = table if table is not None else specs()
-    spec = table.get(args[at])
+    spec = specs().get(args[at])
     if spec is None:
         return None
     try:
