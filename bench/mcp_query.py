@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
-from stores import bench_store, fresh_records, store_arguments  # noqa: E402
+from stores import bench_store, bytecode_note, fresh_records, store_arguments  # noqa: E402
 
 TARGET_P50_MS = 5
 TARGET_P99_MS = 20
@@ -97,6 +97,7 @@ def main() -> None:
     found = [r["id"] for r in seen["after"]["records"]]
     moved = seen["after"]["result"]["commit"] != seen["before"]["result"]["commit"]
     print(f"store                  {args.records} records, bare (built in {built_s:.1f} s)")
+    print(bytecode_note(env))
     print(f"warm query tool calls  {len(times)}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
           f"max {ordered[-1]:.2f} ms")  # fmt: skip
     print(

@@ -5,8 +5,8 @@ The store is built as bench/stores.py builds it (synthetic strategies over three
 arches, three DSLs and 40 operator families, one import commit) and its index cache
 once, as a store in use has it. gitkb runs with its bytecode compiled once (into a
 private cache folder), as an installed gitkb would. Each query below runs as a whole
-process, interleaved round by round with `git kb --version` (the interpreter, click
-and the CLI: the floor any verb pays) so a busy machine slows all alike; the figure
+process, interleaved round by round with `git kb --version` (the interpreter and
+the CLI: the floor any verb pays) so a busy machine slows all alike; the figure
 is the median of the per-round differences.
 
 The headline is the question an agent asks while it optimizes one kernel (its arch
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
 from resolve import interleaved, timed_ms  # noqa: E402
-from stores import bench_store, store_arguments  # noqa: E402
+from stores import bench_store, bytecode_note, store_arguments  # noqa: E402
 
 TARGET_MS = 50  # over `git kb --version`
 VERSION_TARGET_MS = 25  # start-up: the interpreter and gitkb.cli, nothing else
@@ -61,6 +61,7 @@ def main() -> None:
         times = interleaved(commands, args.runs, env)
     floor = statistics.median(times["--version"])
     print(f"store                      {args.records} records, bare (built in {built_s:.1f} s)")
+    print(bytecode_note(env))
     print(f"git kb --version           {floor:8.1f} ms  (median of {args.runs})")
     over = {}
     for name in QUERIES:

@@ -215,9 +215,10 @@ def timing(tools: Path, wiki: Path, store: Path, work: Path, runs: int) -> dict[
     import statistics
 
     from resolve import interleaved, timed_ms
-    from stores import installed_env
+    from stores import bytecode_note, installed_env
 
     env = installed_env(work, ROOT)
+    print(bytecode_note(env))
     commands, outputs = {}, {}
     for name, flags in TIMED.items():
         commands[f"gitkb {name}"] = [sys.executable, "-m", "gitkb", "query", "--store",

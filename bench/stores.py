@@ -47,6 +47,15 @@ def fresh_records(size: int, count: int) -> list[bytes]:
     return [rec.dumps(synthetic.strategy(size + 1_000_000 + n)) for n in range(count)]
 
 
+def bytecode_note(env: dict) -> str:
+    """How the timed commands' bytecode is handled, for a bench to print beside its figures
+    (this environment sets PYTHONDONTWRITEBYTECODE; an installed gitkb has its bytecode)."""
+    prefix = env["PYTHONPYCACHEPREFIX"]
+    return (f"bytecode: compiled once into {prefix} (PYTHONPYCACHEPREFIX; "
+            "PYTHONDONTWRITEBYTECODE unset), then read from there, as an installed "
+            "gitkb's")  # fmt: skip
+
+
 def installed_env(work: Path, root: Path) -> dict:
     """The environment of a gitkb command timed as an installed gitkb runs: its bytecode
     compiled once, into a private cache folder under ``work``."""

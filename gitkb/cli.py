@@ -103,11 +103,16 @@ def main(argv: list[str] | None = None) -> None:
         print(VERSION_LINE)
         return
     import gc
+    import os
+
+    from gitkb.commands import argv as quick_start
+    from gitkb.error_handler import error_handler
 
     # A command is one short batch: collecting cycles every 700 allocations walks its
     # long-lived rows (trace versions, packets, cache rows) again and again.
     gc.set_threshold(50_000, 20, 20)
-    from gitkb.error_handler import error_handler
 
     with error_handler():
-        _group().main(args=args, prog_name="git-kb", standalone_mode=True)
+        # A read verb's plain command line runs without click (gitkb.commands.argv).
+        if not quick_start.run(args, os.environ):
+            _group().main(args=args, prog_name="git-kb", standalone_mode=True)

@@ -68,7 +68,8 @@ def test_version_loads_no_click():
 
 def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
     """query and resolve on a store whose index cache holds main: no VCS layer's dulwich
-    side, no schema, no gates; show: no schema, no gates."""
+    side, no schema, no gates, and (a plain command line: gitkb.commands.argv) no click;
+    show: no dulwich, no schema, no gates."""
     from helpers import example_files
 
     from gitkb.store import Store
@@ -86,12 +87,13 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
         loaded = _modules_loaded(argv)
         heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
         heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
+        heavy |= {m for m in loaded if m.split(".")[0] == "click"}
         assert not heavy, (argv, sorted(heavy))
     # show asks main's tree whether it holds the row's blob before serving it (a forged
-    # cache row is never served), so it reads objects; still no schema and no gates.
+    # cache row is never served): C git answers (gitkb.vcs.tree_ids), dulwich stays out.
     loaded = _modules_loaded(["show", *at, shown])
-    heavy = {m for m in loaded if m.split(".")[0] == "jsonschema"}
-    heavy |= {m for m in ("gitkb.gates", "gitkb.schema") if m in loaded}
+    heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
+    heavy |= {m for m in ("gitkb.gates", "gitkb.schema", "gitkb.vcs.repository") if m in loaded}
     assert not heavy, sorted(heavy)
 
 

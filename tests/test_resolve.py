@@ -185,7 +185,7 @@ def test_reads_only_the_candidates_files_and_no_repository(bare_store, monkeypat
     mine = [strategy(1), strategy(2, product="mi300x")]
     admit(bare_store, *mine, *(strategy(n, kernel=f"kernel{n}") for n in range(3, 9)))
     read = []
-    original = StoreView.read_files
+    original = StoreView.read_checked
 
     def spy(view, paths):
         read.extend(paths)
@@ -194,7 +194,7 @@ def test_reads_only_the_candidates_files_and_no_repository(bare_store, monkeypat
     def no_repository(*args, **kwargs):
         raise AssertionError("resolve opened the repository")
 
-    monkeypatch.setattr(StoreView, "read_files", spy)
+    monkeypatch.setattr(StoreView, "read_checked", spy)
     resolve(bare_store, "softmax", arch="hopper")  # the cache is current after this
     monkeypatch.setattr(Repository, "open", no_repository)
     read.clear()

@@ -18,6 +18,7 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from gitkb import record as rec
@@ -75,10 +76,10 @@ class Reader:
 
         touched = [c for c in fresh if c.id in folding or c.id in speedless]
         paths = {c.path for c in touched} | {feedback_path(i) for i in folding}
-        files = self.view.read_files(sorted(paths))
+        files = self.view.read_checked(sorted(paths))
         for c in touched:
             raw = files.get(c.path)
-            record = rec.load(c.path, raw).data if raw is not None else None
+            record = parsed(c.path, raw) if raw is not None else None
             if record is None:
                 continue
             if c.id in folding:
@@ -94,11 +95,19 @@ class Reader:
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
-        for path, raw in self.view.read_files(paths).items():
-            data = rec.load(path, raw).data
+        for path, raw in self.view.read_checked(paths).items():
+            data = parsed(path, raw)
             if data is not None:
                 out[path] = data
         return out
+
+
+@lru_cache(maxsize=512)
+def parsed(path: str, raw: bytes) -> dict | None:
+    """A record file's bytes parsed (None: unreadable), kept for the next question: a
+    server asked again and again parses each hit once. Shared between answers, so it is
+    read, never changed (``serve`` builds each hit anew)."""
+    return rec.load(path, raw).data
 
 
 def _resolved(s: scope.Scope) -> dict:
@@ -156,8 +165,14 @@ def _sample(scoped_pool: list, request: scope.Request) -> list:
 
 
 def query(store: Store, request: scope.Request, now: float | None = None) -> dict:
-    """The answer to ``request`` over the store's main (one JSON-ready dict)."""
+    """The answer to ``request`` over the store's main (one JSON-ready dict). Every file it
+    serves or folds in is main's (checked against main's tree); a cache caught lying is
+    rebuilt and the question asked again."""
     request = request.checked()
+    return store.asked(lambda: _query(store, request, now))
+
+
+def _query(store: Store, request: scope.Request, now: float | None) -> dict:
     tip = store.tip
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
@@ -219,6 +234,10 @@ def coverage(store: Store, request: scope.Request, now: float | None = None) -> 
     """How the scoped pool decomposes (``--coverage``): by reach, by type, by dsl. A pool
     size alone cannot tell a caller that its own cell is empty."""
     request = request.checked()
+    return store.asked(lambda: _coverage(store, request, now))
+
+
+def _coverage(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(store.tip) as cache:
         s = scope.resolve(cache, request)
         reader = Reader(store, cache, request, now)

@@ -47,6 +47,7 @@ LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
+_BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -138,6 +139,9 @@ class IndexCache:
         self._depth = 0  # nesting of snapshot()
         self._commit: str | None = None  # the commit the open transaction holds
         self._dirty = False  # edits applied in the open transaction from objects in memory
+        # The commit whose rows this connection last sampled and found agreeing: a
+        # process that keeps its store open (the MCP server) samples once per commit.
+        self._sampled: str | None = None
 
     @classmethod
     def of(cls, repo: Repository) -> IndexCache:
@@ -261,10 +265,12 @@ class IndexCache:
                 self._commit = self._meta("commit")
                 self._dirty = False
                 self._move(commit)
-                if not self._sample_agrees():
-                    log.info("the index cache %s disagreed with the records; rebuilding it",
-                             self.path)  # fmt: skip
-                    self._rebuild(commit)
+                if self._sampled != self._commit:
+                    if not self._sample_agrees():
+                        log.info("the index cache %s disagreed with the records; rebuilding it",
+                                 self.path)  # fmt: skip
+                        self._rebuild(commit)
+                    self._sampled = self._commit
                 return
             except sqlite3.OperationalError as exc:
                 if _read_only(exc) and self.path is not None:
@@ -495,6 +501,10 @@ class IndexCache:
         """Rows of the records whose ``evidence.raw.source_repo`` is the trace ``label``."""
         return self.rows("WHERE source = ?", (label,))
 
+    def record_blobs(self) -> dict[str, str]:
+        """Path -> blob id of every record row (what a reader checks against the tree)."""
+        return dict(self._query("SELECT path, blob FROM records"))
+
     def ids(self) -> list[str]:
         found = self._query("SELECT DISTINCT id FROM records WHERE id IS NOT NULL ORDER BY id")
         return [r[0] for r in found]
@@ -537,12 +547,18 @@ class IndexCache:
     def files(self, paths: Iterable[str]) -> dict[str, tuple[str, bytes]]:
         """(blob sha, bytes) of each of ``paths`` the snapshot holds, each checked against
         its blob id; a file that fails the check raises Lie."""
+        wanted = list(dict.fromkeys(paths))
+        held: dict[str, tuple[str, bytes]] = {}
+        for at in range(0, len(wanted), _BATCH):  # one statement per batch of paths
+            batch = tuple(wanted[at : at + _BATCH])
+            marks = ", ".join("?" * len(batch))
+            sql = f"SELECT path, blob, raw FROM files WHERE path IN ({marks}) AND raw IS NOT NULL"
+            held.update((path, (blob, packed)) for path, blob, packed in self._query(sql, batch))
         out = {}
-        for path in paths:
-            found = self._query("SELECT blob, raw FROM files WHERE path = ?", (path,))
-            if not found or found[0][1] is None:
+        for path in wanted:
+            if path not in held:
                 continue  # no such file, or its object is missing from the repository
-            blob, packed = found[0]
+            blob, packed = held[path]
             raw = _unpack(packed)
             if raw is None or blob_id(raw) != blob:
                 raise Lie(f"the index cache held a wrong copy of {path}")

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.cache import IndexCache, Lie
+from gitkb.store.cache import IndexCache, Lie, RepoOpener
 from gitkb.store.rows import Row
+from gitkb.vcs.plain import blob_id
 
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
+    from gitkb.vcs.tree_ids import TreeIds
 
 
 class StoreView:
@@ -30,6 +32,7 @@ class StoreView:
         hidden: frozenset[str] = frozenset(),
         files_at: str | None = None,
         location: object = None,
+        tree_ids: TreeIds | None = None,
     ) -> None:
         # ``repo_source``: the repository, or a callable opening it on first use.
         self._repo_source = repo_source
@@ -42,6 +45,8 @@ class StoreView:
         self.location = location
         # Inside a write: the admissions it made before this view's change.
         self.admitted: list = []
+        # How a reader asks the tree without loading dulwich (C git; None: ask the repo).
+        self.tree_ids = tree_ids
 
     @property
     def repo(self) -> Repository:
@@ -108,7 +113,9 @@ class StoreView:
 
     def read_files(self, paths: list[str]) -> dict[str, bytes]:
         """The bytes of each of ``paths`` that exists under the cached folders (records,
-        ledgers, feedback), from the cache, each checked against its blob id."""
+        ledgers, feedback), from the cache, each checked against its blob id (a cache
+        caught holding other bytes is rebuilt). What a reader serves goes through
+        ``read_checked`` or ``read_row``, which also ask the tree."""
         try:
             with self.cache.snapshot(self.tip):
                 return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
@@ -118,27 +125,107 @@ class StoreView:
             with self.cache.snapshot(self.tip):
                 return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
 
+    def read_checked(self, paths: list[str]) -> dict[str, bytes]:
+        """``read_files`` for a reader that serves what it reads: each file's blob must also
+        be the one the tree at ``tip`` holds at its path, so a cache row (copied from
+        another store, or forged) never serves what the commit does not hold. A cache
+        caught lying raises ``Lie``; the reader asks again over a rebuilt cache
+        (``Store.asked``), so no answer mixes its rows with a rebuilt cache's."""
+        with self.cache.snapshot(self.tip):
+            found = self.cache.files(paths)
+        held = self.tree_blobs(list(found))
+        for path, (blob, _) in found.items():
+            if held[path] != blob:
+                raise Lie(f"the index cache named a blob of {path} that {self.tip} does not hold")
+        return {p: raw for p, (_, raw) in found.items()}
+
+    def tree_blobs(self, paths: list[str]) -> dict[str, str | None]:
+        """Path -> the blob id of the regular file the tree at ``tip`` holds there (None:
+        none), asked of C git while the repository is not open (a reader's quick path),
+        else of the open repository."""
+        if self.tip is None:
+            return dict.fromkeys(paths)
+        asker = self._c_git()
+        found = asker.blob_ids(self.tip, paths) if asker is not None else None
+        if found is not None:
+            return found
+        repo = self.repo
+        root = repo.tree_of(self.tip).decode()
+        return {p: repo.blob_in_tree(root, p) for p in paths}
+
     def read_row(self, row: Row) -> rec.RecordFile:
-        """The record file a row names, once the tree at ``tip`` holds that blob there."""
-        raw = self.read_files([row.path]).get(row.path)
-        if raw is None or not self.holds_row(row):
+        """The record file a row names, once the tree at ``tip`` holds that blob there and
+        the cache's bytes are that blob."""
+        loaded = self._row_file(row)
+        if loaded is None:
             raise GitkbError(f"{row.path} is not in {self.location} at {self.tip}")
+        return loaded
+
+    def _row_file(self, row: Row) -> rec.RecordFile | None:
+        raw = self.read_files([row.path]).get(row.path)
+        if raw is None or blob_id(raw) != row.blob or not self.holds_row(row):
+            return None
         return rec.load(row.path, raw)
 
     def holds_row(self, row: Row) -> bool:
         """Whether the tree at ``tip`` holds the blob ``row`` names at its path: a cache
         row (copied from another store, or forged) is never served on its own word."""
-        return self.tip is not None and self.repo.blob_sha(self.tip, row.path) == row.blob
+        return self.tip is not None and self.tree_blobs([row.path])[row.path] == row.blob
 
     def read_record(self, record_id: str) -> rec.RecordFile:
-        rows = self.rows_of(record_id)
-        if rows and not self.holds_row(rows[0]):
-            with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
-                self.cache.rebuild()
+        """The record ``record_id`` as main's tree holds it. A row the tree does not hold,
+        bytes that are not the row's blob, or no row for a record the tree holds: the
+        cache lied, and it is rebuilt before the record is read again."""
+        for attempt in (1, 2):
             rows = self.rows_of(record_id)
-        if not rows:
-            raise GitkbError(f"no record {record_id} in {self.location}")
-        return self.read_row(rows[0])
+            if rows:
+                loaded = self._row_file(rows[0])
+                if loaded is not None:
+                    return loaded
+            elif not self._unlisted(record_id):
+                break
+            if attempt == 1:
+                with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
+                    self.cache.rebuild()
+        if rows:
+            raise GitkbError(f"{rows[0].path} is not in {self.location} at {self.tip}")
+        raise GitkbError(f"no record {record_id} in {self.location}")
+
+    def _unlisted(self, record_id: str) -> bool:
+        """Whether the tree at ``tip`` holds a record file named for ``record_id`` that the
+        cache has no row of that blob for (the check behind "no such record": one listing
+        of the records folder)."""
+        if self.tip is None:
+            return False
+        name = f"/{record_id}.json"
+        named = {p: blob for p, blob in self.tree_records().items() if p.endswith(name)}
+        if not named:
+            return False
+        with self.cache.snapshot(self.tip):
+            held = self.cache.record_blobs()
+        return any(held.get(path) != blob for path, blob in named.items())
+
+    def tree_records(self) -> dict[str, str]:
+        """Path -> blob id of every regular file under ``records/`` in the tree at ``tip``."""
+        if self.tip is None:
+            return {}
+        asker = self._c_git()
+        found = asker.files_under(self.tip, rec.RECORDS_DIR) if asker is not None else None
+        return found if found is not None else dict(self.repo.list_tree(self.tip, rec.RECORDS_DIR))
+
+    def records_agree(self) -> bool:
+        """Whether the cache's record rows are exactly the tree's record files, path and
+        blob (one listing of the records folder): no forged, stale or missing row."""
+        with self.cache.snapshot(self.tip):
+            held = self.cache.record_blobs()
+        files = self.tree_records()
+        return held == {p: blob for p, blob in files.items() if rec.is_record_path(p)}
+
+    def _c_git(self) -> TreeIds | None:
+        """Where the tree is asked while the repository is not open (a reader's quick path:
+        C git, no dulwich); None once it is open (ask it)."""
+        source = self._repo_source
+        return self.tree_ids if isinstance(source, RepoOpener) and not source.loaded() else None
 
     def read_file(self, path: str) -> bytes | None:
         """A file beside the records (e.g. a trace's mining options), at ``files_at``."""

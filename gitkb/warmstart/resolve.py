@@ -206,14 +206,23 @@ def resolve(
     """The resolve answer (one JSON-ready dict); with ``out``, also the audit folder.
     ``shape`` "geak": GEAK's answer (``warmstart/geak.py``), ``out`` laid out as its lane
     reads it (``kb_artifacts/`` entries and ``kb_references/``)."""
-    from gitkb.record import load
-
     if top_n < 1:
         raise GitkbError(f"--top-n must be at least 1, got {top_n}", 2)
     if not kernel or not kernel.strip():
         raise GitkbError("--kernel needs a kernel name or file", 2)
     hardware = hardware_for(arch, product)
     language, source = language_for(kernel, dsl)
+    # Every file it reads is main's (checked against main's tree); a cache caught lying
+    # is rebuilt and the kernel resolved again.
+    return store.asked(lambda: _resolve(store, kernel, hardware, language, source, top_n,
+                                        min_speedup, include_retired, out, shape))  # fmt: skip
+
+
+def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, language: str | None,
+             source: str | None, top_n: int, min_speedup: float, include_retired: bool,
+             out: str | None, shape: str) -> dict:  # fmt: skip
+    from gitkb.record import load
+
     tip = store.tip
     kernel_file = Path(kernel) if Path(kernel).is_file() else None
     answer = _answer(store, tip, kernel, top_n, min_speedup, include_retired, language,
@@ -281,7 +290,7 @@ def resolve(
 
     # Only now are record blobs read: the candidates' records and ledgers, in one pass.
     paths = [row.path for row, _, _ in wanted] + [ledger_path(row.id) for row, _, _ in wanted]
-    blobs = store.view(tip).read_files(paths)
+    blobs = store.view(tip).read_checked(paths)
     candidates: list[curate.CodeRecord] = []
     for row, retired, page in wanted:
         candidate = _candidate(row, retired, page, blobs)
@@ -311,7 +320,7 @@ def resolve(
     if out is not None:
         from gitkb.warmstart.references import write_out
 
-        texts = store.view(tip).read_files(pitfall_paths)
+        texts = store.view(tip).read_checked(pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items()]
         with writing(out):
             write_out(
