@@ -13,7 +13,7 @@ def long_horizon(ingested: Ingest, ladder: Ladder) -> dict | None:
     if not rows:
         return None
     steps = {s.n: s for s in ladder.steps}
-    attempts = []
+    attempts: list[dict] = []
     lineage = []
     for row in rows:
         step = steps[row.n]

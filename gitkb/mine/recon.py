@@ -14,7 +14,9 @@ def store_coverage(store, slug: str, label: str) -> dict:
     if store is None:
         return {"store": None}
     by_source: dict[str, list[str]] = {}
-    keys, types, highest = [], {}, {}
+    keys: list[str] = []
+    types: dict[str | None, int] = {}
+    highest: dict[str, int] = {}
     view = store.view()
     for row in view.scoped_rows(family=slug):
         entry = row.entry

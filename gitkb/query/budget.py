@@ -15,7 +15,7 @@ from gitkb.errors import GitkbError
 from gitkb.query.serve import brief_payload
 
 
-def dumps(answer: dict) -> str:
+def dumps(answer: object) -> str:
     """The answer as printed: one compact line of JSON, non-ASCII kept."""
     return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
 

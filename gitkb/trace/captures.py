@@ -95,8 +95,8 @@ def base_kernel_name(name: str) -> str:
             depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
-    name = "".join(out).split("::")[-1].split()[-1:] or [""]
-    return name[0]
+    words = "".join(out).split("::")[-1].split()
+    return words[-1] if words else ""
 
 
 def report_conclusion(report: str) -> str:

@@ -357,6 +357,7 @@ def _kernel_source(repo, files: TraceFiles, history: _History, row: VersionRow) 
         if source is not None and len(source) > MAX_FILE_BYTES:
             files.refused.append(f"kernel.py at {commit[:12]}: over the 8 MiB limit, refused")
             source = None
+        found: tuple[str | None, str | None]
         try:
             found = (source.decode("utf-8"), None) if source is not None else (None, None)
         except UnicodeDecodeError as exc:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitkb.record.values import finite_number, mapping, stripped_text
 from gitkb.trace.files import JsonProblem, parse_json
+
+if TYPE_CHECKING:  # journals.py reads VersionRow
+    from gitkb.trace.journals import Journal
 
 
 @dataclass
@@ -56,7 +60,7 @@ class VersionRow:
     episode: int | None = None  # the long-horizon episode, promoted or not
     promotion: bool = False  # an ``episode <E>: promote ...`` commit recorded this version
     journal_path: str | None = None  # memory/long_horizon_e<EEEE>.json of a promotion
-    journal: object | None = None  # its gitkb.trace.journals.Journal, or a committed one
+    journal: Journal | None = None  # its long-horizon journal, or a committed one
     experiments_from: str | None = None  # the file the experiments' ids refer to
     cited_commit_kind: str | None = None  # promotion / revalidation (long-horizon) or None
     kernel_blob: str | None = None  # kernel.py at the code commit (a regular file)

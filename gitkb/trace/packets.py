@@ -124,8 +124,9 @@ def unified_diff(before: str | bytes | None, after: str | bytes | None, path: st
     old, new = _decoded(before), _decoded(after)
     if old == new:
         return ""
-    old, new = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    lines = difflib.unified_diff(old, new, f"a/{path}", f"b/{path}")
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 

@@ -76,7 +76,7 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
         return fact_precheck(scrub.served(text))
 
     segments: list[Segment] = []
-    previous = None
+    previous: VersionRow | None = None
     for step in ladder.milestones:
         row = rows[step.n]
         if step.kind != "baseline":

@@ -77,9 +77,12 @@ def _card_key(card: dict) -> ce.CardKey | None:
     scope = rec.scope_of(card)
     parts = [scope.get(k) for k in ce.SCOPE_FIELDS]
     technique = rec.dig(card, "payload", "technique")
-    if not all(isinstance(p, str) and p for p in (*parts, technique)):
+    if not (isinstance(technique, str) and technique):
         return None
-    return ce.CardKey(*parts, technique)
+    if not all(isinstance(p, str) and p for p in parts):
+        return None
+    vendor, arch, dsl, family = parts
+    return ce.CardKey(vendor, arch, dsl, family, technique)
 
 
 def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dict:
@@ -101,7 +104,7 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
             "measured_over": f"median of the {kept} kept attempts' own measurements",
             "source": "corpus-aggregate",
         }]  # fmt: skip
-    card = {
+    card: dict = {
         "schema": rec.SCHEMA_NAME,
         "id": card_id(key, number),
         "type": ce.CARD_TYPE,

@@ -144,8 +144,9 @@ def _usable(found: list[KernelRow]) -> list[KernelRow]:
             parts = row.path.split("/")
             named = parts[-1].split(".")
             product = named[1] if len(named) > 2 else None
-            rows.append(KernelRow(None, curate.CODE_TYPES[0], None, *parts[2:5], row.path,
-                                  row.blob, product, None, parts[4]))  # fmt: skip
+            vendor, arch, dsl = parts[2:5]
+            rows.append(KernelRow(None, curate.CODE_TYPES[0], None, vendor, arch, dsl, row.path,
+                                  row.blob, product, None, dsl))  # fmt: skip
         elif row.type in _KINDS and row.id is not None:
             rows.append(row)
     return rows

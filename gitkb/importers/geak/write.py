@@ -31,6 +31,7 @@ from gitkb.importers import ImportReport
 from gitkb.importers.geak import mapper, reader
 from gitkb.layout import ledger_path
 from gitkb.record.signature import content_signature
+from gitkb.record.values import array
 from gitkb.warmstart import geak
 from gitkb.warmstart.attest import appended, confirm_change, parse_ledger
 from gitkb.warmstart.curate import RETIRED_STATUSES, page_of
@@ -117,7 +118,7 @@ def _best_first(item: tuple[reader.Entry, dict]) -> tuple:
 
 def _gated(store, entry: reader.Entry, record: dict, report: ImportReport) -> list[dict]:
     """The entry's record and its anti-strategies that pass the gates; the rest skipped."""
-    kept = []
+    kept: list[dict] = []
     for candidate in [record, *mapper.anti_strategies(entry, record)]:
         _, findings = store.check_record(candidate, rec.path_for(candidate))
         if findings:
@@ -138,7 +139,7 @@ def _twin_in_store(view, record: dict) -> tuple[str | None, set[str]]:
             continue
         held = view.read_row(row).data
         if held is not None and _page(held) == _page(record):
-            return row.id, set(rec.dig(held, "worth", "track", "confirm_keys") or [])
+            return row.id, set(array(rec.dig(held, "worth", "track", "confirm_keys")))
     return None, set()
 
 
@@ -214,7 +215,7 @@ def _known(view, entry: reader.Entry, record: dict, report: ImportReport) -> lis
     if held.data is None:
         raise GitkbError(f"{record['id']} is unreadable ({held.error}); nothing imported")
     existing, steps = held.data, []
-    counted = set(rec.dig(existing, "worth", "track", "confirm_keys") or [])
+    counted = set(array(rec.dig(existing, "worth", "track", "confirm_keys")))
     keys = [k for k in mapper.measurement_keys(entry) if k not in counted]
     stated = rec.dig(existing, "retrieval", "signals", "metrics", "speedup_x")
     if stated != entry.speedup:

@@ -25,14 +25,15 @@ from gitkb.optimize.scoring import source_key
 
 def assignment(source: str, name: str) -> ast.Assign | ast.AnnAssign | None:
     """The last top-level assignment of ``name`` to a literal (the one that wins at import)."""
-    found = None
+    found: ast.Assign | ast.AnnAssign | None = None
     for node in ast.parse(source).body:
-        targets = []
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            targets = [node.targets[0]]
+            target = node.targets[0]
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets = [node.target]
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == name:
             found = node
     return found
 
