@@ -38,6 +38,7 @@ class CommitWriting:
     if TYPE_CHECKING:  # the reading half, in Repository
         _objects: DiskObjectStore
         _pending: dict[bytes, ShaFile] | None
+        _delta_bases: dict[bytes, bytes]
         _packs: list[pack.PackedObjects] | None
 
         def add_object(self, obj: ShaFile) -> None: ...
@@ -49,11 +50,11 @@ class CommitWriting:
         """Objects written inside reach the disk together, as one pack, when the block
         ends without error: many commits cost two files instead of ten each.
         Refs must only be moved after the block."""
-        self._pending = {}
+        self._pending, self._delta_bases = {}, {}
         try:
             yield
             if self._pending:
-                pack.write_pack(self._objects, self._pending.values())
+                pack.write_pack(self._objects, self._pending.values(), self._delta_bases)
                 self._packs = None  # the reader's pack list, to hold the new one
         finally:
             self._pending = None
@@ -88,6 +89,9 @@ class CommitWriting:
             return None
         tree = _RawTree(b"".join(row[1] for row in rows), rows)
         if self._pending is not None:
+            if tree_id is not None and tree_id in self._pending:
+                # the folder's version before this commit: the new one is a delta of it
+                self._delta_bases.setdefault(tree.id, tree_id)
             self.add_object(tree)
         else:
             self.add_object(tree.parsed())

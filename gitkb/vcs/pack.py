@@ -12,7 +12,7 @@ import mmap
 import os
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,18 +27,29 @@ PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 _PACK_OFS_DELTA, _PACK_REF_DELTA = 6, 7
 _SIZE_PROBE = 64  # inflated bytes enough to hold any object or delta header
 _NEW_OBJECT_LEVEL = 1  # zlib level of the objects a batch writes (see write_pack)
+_DELTA_DEPTH = 50  # longest delta chain a batch writes (git's pack.depth default)
+_COPY_MAX = 0xFFFFFF  # the most bytes one delta copy instruction names (3 size bytes)
 _BASES_KEPT = 256  # inflated objects kept per pack: the bases of the deltas read next
 _BASE_BYTES_KEPT = 1 << 20  # larger objects are not kept
 
 
-def write_pack(object_store: DiskObjectStore, objects: Iterable[ShaFile]) -> None:
+def write_pack(
+    object_store: DiskObjectStore,
+    objects: Iterable[ShaFile],
+    bases: Mapping[bytes, bytes] | None = None,
+) -> None:
     """Store ``objects`` (dulwich ShaFile objects) in ``object_store`` as one pack. The
     index is renamed into place last: until then git and dulwich ignore the pack.
 
-    Each object is one whole entry, deflated at zlib level 1: git's own level for new
-    objects (``core.looseCompression``), which ``git gc`` later repacks at
-    ``pack.compression``. Written here rather than by dulwich's pack writer, whose
-    layers of Python per object cost more than the deflating."""
+    ``bases`` maps an object's id to the object it replaced (a folder's tree before one
+    commit's edit): where that base is earlier in this pack, the object is written as an
+    offset delta against it (chains at most ``_DELTA_DEPTH`` long), as git's own packs
+    hold successive versions of a tree; a commit changing one entry of a folder of
+    thousands then writes a few bytes instead of deflating the whole folder again.
+    Entries are deflated at zlib level 1: git's own level for new objects
+    (``core.looseCompression``), which ``git gc`` later repacks at ``pack.compression``.
+    Written here rather than by dulwich's pack writer, whose layers of Python per object
+    cost more than the deflating."""
     import hashlib
 
     from dulwich.file import GitFile
@@ -48,7 +59,10 @@ def write_pack(object_store: DiskObjectStore, objects: Iterable[ShaFile]) -> Non
     pack_dir = Path(object_store.path) / "pack"
     pack_dir.mkdir(exist_ok=True)
     tmp = pack_dir / f"{PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+    bases = bases or {}
+    based = set(bases.values())
     entries: list[tuple[bytes, int, int]] = []  # (binary sha, offset, crc32)
+    written: dict[bytes, tuple[int, int, bytes]] = {}  # base id -> (offset, depth, raw)
     digest = hashlib.sha1()
     with GitFile(f"{tmp}.pack", "wb") as fh:
         head = b"PACK" + (2).to_bytes(4, "big") + len(objects).to_bytes(4, "big")
@@ -57,7 +71,22 @@ def write_pack(object_store: DiskObjectStore, objects: Iterable[ShaFile]) -> Non
         offset = len(head)
         for obj in objects:
             raw = obj.as_raw_string()
-            entry = _entry_header(obj.type_num, len(raw)) + zlib.compress(raw, _NEW_OBJECT_LEVEL)
+            base = written.get(bases.get(obj.id, b""))
+            depth = 0
+            if base is not None and base[1] < _DELTA_DEPTH:
+                delta = _delta(base[2], raw)
+                entry = (
+                    _entry_header(_PACK_OFS_DELTA, len(delta))
+                    + _base_distance_bytes(offset - base[0])
+                    + zlib.compress(delta, _NEW_OBJECT_LEVEL)
+                )
+                depth = base[1] + 1
+            else:
+                entry = _entry_header(obj.type_num, len(raw)) + zlib.compress(
+                    raw, _NEW_OBJECT_LEVEL
+                )
+            if obj.id in based:
+                written[obj.id] = (offset, depth, raw)
             fh.write(entry)
             digest.update(entry)
             entries.append((obj.sha().digest(), offset, zlib.crc32(entry)))
@@ -70,6 +99,75 @@ def write_pack(object_store: DiskObjectStore, objects: Iterable[ShaFile]) -> Non
     os.replace(f"{tmp}.pack", f"{final}.pack")
     os.replace(f"{tmp}.idx", f"{final}.idx")
     object_store._update_pack_cache()  # dulwich has no public way to see a new pack
+
+
+def _delta(base: bytes, target: bytes) -> bytes:
+    """A git delta making ``target`` from ``base``: their common head and tail copied, the
+    bytes between inserted (one edit of a tree is one such span)."""
+    limit = min(len(base), len(target))
+    head = _longest(lambda n: base[:n] == target[:n], limit)
+    tail = _longest(lambda n: base[len(base) - n :] == target[len(target) - n :], limit - head)
+    out = bytearray(_varint(len(base)) + _varint(len(target)))
+    _copy(out, 0, head)
+    middle = target[head : len(target) - tail]
+    for start in range(0, len(middle), 127):
+        chunk = middle[start : start + 127]
+        out.append(len(chunk))
+        out += chunk
+    _copy(out, len(base) - tail, tail)
+    return bytes(out)
+
+
+def _longest(same: Callable[[int], bool], limit: int) -> int:
+    """The largest n <= limit with same(n) (true up to some n, false after), by bisection:
+    slices compare in C, a byte loop in Python would cost more than deflating."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if same(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _copy(out: bytearray, offset: int, size: int) -> None:
+    """Delta copy instructions for ``size`` bytes of the base from ``offset``."""
+    while size > 0:
+        step = min(size, _COPY_MAX)
+        op, args = 0x80, bytearray()
+        for bit, value in enumerate(offset.to_bytes(4, "little")):
+            if value:
+                op |= 1 << bit
+                args.append(value)
+        for bit, value in enumerate(step.to_bytes(3, "little")):
+            if value:
+                op |= 1 << (4 + bit)
+                args.append(value)
+        out.append(op)
+        out += args
+        offset, size = offset + step, size - step
+
+
+def _varint(n: int) -> bytes:
+    """A delta header's size: 7 bits a byte, least significant first."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _base_distance_bytes(distance: int) -> bytes:
+    """An offset delta's distance back to its base, in git's offset encoding."""
+    out = [distance & 0x7F]
+    distance >>= 7
+    while distance:
+        distance -= 1
+        out.append(0x80 | (distance & 0x7F))
+        distance >>= 7
+    return bytes(reversed(out))
 
 
 def _entry_header(kind: int, size: int) -> bytes:

@@ -142,6 +142,7 @@ class Repository(CommitWriting):
         weakref.finalize(self, repo.close)
         # Objects written inside batch(): kept in memory, then stored as one pack.
         self._pending: dict[bytes, ShaFile] | None = None
+        self._delta_bases: dict[bytes, bytes] = {}  # a batch's tree -> the tree it replaced
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
