@@ -196,7 +196,7 @@ class _Loop:
     ) -> Judgement:
         """Check, evaluate and decide one candidate; record it; commit it to the trace
         (``traced``; a warm-start candidate is not: its verdict is an attestation)."""
-        setup, state, best, base = self.setup, self.state, self.state.best, self.base.score
+        setup, state, best = self.setup, self.state, self.state.best
         parent = best.id
         announce(setup, exp_id, candidate)
         if candidate.source is None:
@@ -232,35 +232,36 @@ class _Loop:
         if score is not None and score.aggregate is not None and score.protected_pass:
             state.measured.append((score.aggregate, exp_id, candidate))
         if traced:
-            evidence = experiments.profiler_evidence(setup, measurement.profiles)
-            memory = memory_record(
-                version, exp, score, base, best.aggregate, evidence, setup.trace.reference
-            )
-            # the trace names the knowledge-base records the proposal drew on, or ruled out
-            memory["kb_cited"], memory["kb_excluded_by"] = exp["kb_cited"], exp["kb_excluded_by"]
+            memory = self.trace_memory(version, exp, measurement, best.aggregate)
             if status != "promoted":
                 sha = experiments.trace_rejection(setup, exp, measurement, version, memory)
             else:
-                sha = setup.trace.promoted(
-                    version,
-                    candidate.source,
-                    memory,
-                    candidate.commit_title or candidate.change or exp_id,
-                    (score.aggregate / best.aggregate - 1) * 100,
-                )
+                sha = self.trace_promotion(version, exp, candidate, measurement, best.aggregate)
             self.feedback(candidate, exp, status, sha)
         if status != "promoted":
             return Judgement(status, exp)
-        new_best = BestSoFar(
-            id=exp_id,
-            source=candidate.source,
-            score=score,
-            aggregate=score.aggregate,
-            version=version,
-            experiment=exp,
-            profiles=measurement.profiles,
-        )
-        return Judgement(status, exp, new_best)
+        return Judgement(status, exp, _best(exp, candidate, measurement, version))
+
+    def trace_memory(
+        self, version: int, exp: dict, measurement: Measurement, incumbent: float
+    ) -> dict:
+        """The trace's memory file for one experiment, measured against ``incumbent``."""
+        evidence = experiments.profiler_evidence(self.setup, measurement.profiles)
+        memory = memory_record(version, exp, measurement.score, self.base.score, incumbent,
+                               evidence, self.setup.trace.reference)  # fmt: skip
+        # the trace names the knowledge-base records the proposal drew on, or ruled out
+        memory["kb_cited"], memory["kb_excluded_by"] = exp["kb_cited"], exp["kb_excluded_by"]
+        return memory
+
+    def trace_promotion(
+        self, version: int, exp: dict, candidate: Candidate, measurement: Measurement,
+        incumbent: float,
+    ) -> str:  # fmt: skip
+        """Commit a promoted candidate to the trace (its gain over ``incumbent``); its sha."""
+        memory = self.trace_memory(version, exp, measurement, incumbent)
+        title = candidate.commit_title or candidate.change or exp["id"]
+        gain_pct = (measurement.score.aggregate / incumbent - 1) * 100 if incumbent else 0.0
+        return self.setup.trace.promoted(version, candidate.source, memory, title, gain_pct)
 
     def not_evaluated(
         self, candidate: Candidate, exp_id: str, round_no: int, why: str
@@ -415,7 +416,7 @@ class _Loop:
     ) -> str:
         """The runner-up the runoff picked, committed to the trace as a new version over the
         best (its gain against the best's fresh measurement); returns its experiment id."""
-        setup, best, base = self.setup, self.state.best, self.base.score
+        setup, best = self.setup, self.state.best
         new_id = f"runoff-{exp_id}"
         self.state.version += 1
         diagnostics = [
@@ -427,24 +428,9 @@ class _Loop:
                      diagnostics, self.state.version)  # fmt: skip
         self.keep(exp)
         decide_line(setup, exp, incumbent)
-        evidence = experiments.profiler_evidence(setup, found.profiles)
-        memory = memory_record(
-            self.state.version, exp, found.score, base, incumbent, evidence, setup.trace.reference
-        )
-        memory["kb_cited"], memory["kb_excluded_by"] = exp["kb_cited"], exp["kb_excluded_by"]
-        pct = (found.score.aggregate / incumbent - 1) * 100 if incumbent else 0.0
-        title = candidate.commit_title or candidate.change or exp_id
-        sha = setup.trace.promoted(self.state.version, candidate.source, memory, title, pct)
+        sha = self.trace_promotion(self.state.version, exp, candidate, found, incumbent)
         self.feedback(candidate, exp, "promoted", sha)
-        self.state.best = BestSoFar(
-            id=new_id,
-            source=candidate.source,
-            score=found.score,
-            aggregate=found.score.aggregate,
-            version=self.state.version,
-            experiment=exp,
-            profiles=found.profiles,
-        )
+        self.state.best = _best(exp, candidate, found, self.state.version)
         return new_id
 
     def reverify(self, merged: bytes) -> tuple[bool, str]:
@@ -462,6 +448,21 @@ class _Loop:
         if not found.score.protected_pass:
             return False, f"protected cases failed: {', '.join(found.score.failed_protected())}"
         return True, ""
+
+
+def _best(
+    exp: dict, candidate: Candidate, measurement: Measurement, version: int | None
+) -> BestSoFar:
+    """A promoted candidate as the code the next proposals start from."""
+    return BestSoFar(
+        id=exp["id"],
+        source=candidate.source,
+        score=measurement.score,
+        aggregate=measurement.score.aggregate,
+        version=version,
+        experiment=exp,
+        profiles=measurement.profiles,
+    )
 
 
 def _finish(loop: _Loop, stopping: str) -> RunResult:
