@@ -346,6 +346,12 @@ class IndexCache:
         log.info("the index cache %s disagreed with the records; rebuilding it", self.path)
         self._rebuild(self._commit)
 
+    def rebuild_at(self, commit: str | None) -> None:
+        """Rebuild the cache at ``commit`` from its tree, in a snapshot of its own (nested
+        when one is open)."""
+        with self.snapshot(commit):
+            self.rebuild()
+
     @property
     def commit(self) -> str | None:
         """The commit the open snapshot holds."""

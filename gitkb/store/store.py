@@ -208,8 +208,7 @@ class Store:
         try:
             return ask()
         except Lie:
-            with self.cache.snapshot(self.tip):
-                self.cache.rebuild()
+            self.cache.rebuild_at(self.tip)
             return ask()
 
     def read_record(self, record_id: str, commit: str | None = None) -> rec.RecordFile:
@@ -247,8 +246,7 @@ class Store:
         if not view.records_agree():
             # A row main's tree does not hold, or a record it holds without a row: the
             # cache is rebuilt before anything is listed.
-            with self.cache.snapshot(view.tip):
-                self.cache.rebuild()
+            self.cache.rebuild_at(view.tip)
         return view.scoped(**wanted)
 
     def log(self, record_id: str | None = None) -> builtins.list[dict]:
@@ -451,8 +449,7 @@ class Store:
             elif (have.blob, have.id, have.entry) != (want.blob, want.id, want.entry):
                 findings.append(Finding(name, "index", f"the cache's entry for {path} is stale"))
         if findings:
-            with self.cache.snapshot(tip):
-                self.cache.rebuild()
+            self.cache.rebuild_at(tip)
         return findings
 
 

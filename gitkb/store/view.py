@@ -120,8 +120,7 @@ class StoreView:
             with self.cache.snapshot(self.tip):
                 return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
         except Lie:
-            with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
-                self.cache.rebuild()
+            self.cache.rebuild_at(self.tip)  # inside a write this raises: nothing lands
             with self.cache.snapshot(self.tip):
                 return {p: raw for p, (_, raw) in self.cache.files(paths).items()}
 
@@ -185,8 +184,7 @@ class StoreView:
             elif not self._unlisted(record_id):
                 break
             if attempt == 1:
-                with self.cache.snapshot(self.tip):  # inside a write this raises: nothing lands
-                    self.cache.rebuild()
+                self.cache.rebuild_at(self.tip)  # inside a write this raises: nothing lands
         if rows:
             raise GitkbError(f"{rows[0].path} is not in {self.location} at {self.tip}")
         raise GitkbError(f"no record {record_id} in {self.location}")
