@@ -83,7 +83,7 @@ def _group():
 
         Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
         """
-        from gitkb.error_handler import set_verbosity
+        from gitkb.notes import set_verbosity
 
         set_verbosity(verbose, quiet)
 

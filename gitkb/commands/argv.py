@@ -139,7 +139,7 @@ def run(args: list[str], environ: Mapping[str, str]) -> bool:
         return False
     import importlib
 
-    from gitkb.error_handler import set_verbosity
+    from gitkb.notes import set_verbosity
     from gitkb.store import Store
 
     verb, group, params = parsed

@@ -17,10 +17,10 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 
 from __future__ import annotations
 
-import logging
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path
@@ -31,8 +31,6 @@ from gitkb.store import queries
 
 if TYPE_CHECKING:
     from gitkb.store.store import Store
-
-log = logging.getLogger(__name__)
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
 _DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")
@@ -177,7 +175,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
         for note in s.notes:
-            log.warning("%s", note)
+            notes.logger(__name__).warning("%s", note)
         reader = Reader(store, cache, request, now)
         in_scope = pool.scoped(reader.candidates(s), s)
         resolved = _resolved(s)

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
@@ -40,7 +40,6 @@ from gitkb.vcs.plain import blob_id
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
-log = logging.getLogger(__name__)
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
@@ -100,6 +99,11 @@ CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 """
 # One script, one transaction: two processes creating the cache at once both succeed.
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
+
+
+def _note(text: str, *args: object) -> None:
+    """A note on stderr (``gitkb.notes``: logging loads only when there is one)."""
+    notes.logger(__name__).info(text, *args)
 
 
 class Lie(GitkbError):
@@ -162,12 +166,12 @@ class IndexCache:
                 return self._db
             except (sqlite3.DatabaseError, OSError) as exc:
                 if self.path.exists() and not _read_only(exc):
-                    log.info("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
+                    _note("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
                     self._remove_files()
                     with contextlib.suppress(sqlite3.DatabaseError, OSError):
                         self._db = self._open_file(self.path)
                         return self._db
-                log.info("the index cache cannot be kept in %s; keeping it in memory", self.path)
+                _note("the index cache cannot be kept in %s; keeping it in memory", self.path)
                 self.path = None
         self._db = sqlite3.connect(":memory:", isolation_level=None)
         self._db.executescript(_CREATE.format(LAYOUT_VERSION))
@@ -267,15 +271,15 @@ class IndexCache:
                 self._move(commit)
                 if self._sampled != self._commit:
                     if not self._sample_agrees():
-                        log.info("the index cache %s disagreed with the records; rebuilding it",
-                                 self.path)  # fmt: skip
+                        _note("the index cache %s disagreed with the records; rebuilding it",
+                              self.path)  # fmt: skip
                         self._rebuild(commit)
                     self._sampled = self._commit
                 return
             except sqlite3.OperationalError as exc:
                 if _read_only(exc) and self.path is not None:
-                    log.info("the index cache %s is read-only (%s); keeping one in memory",
-                             self.path, exc)  # fmt: skip
+                    _note("the index cache %s is read-only (%s); keeping one in memory",
+                          self.path, exc)  # fmt: skip
                     self._remove_connection()
                     self.path = None
                     continue
@@ -283,7 +287,7 @@ class IndexCache:
             except sqlite3.DatabaseError as exc:
                 if attempt == 2:
                     raise GitkbError(f"the index cache cannot be rebuilt ({exc})") from None
-                log.info("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
+                _note("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
                 self._remove_files()
 
     def _remove_connection(self) -> None:
@@ -343,7 +347,7 @@ class IndexCache:
         """Rebuild the open snapshot's commit from its tree (the caller found a lie)."""
         if self._dirty:
             raise GitkbError("internal: the index cache cannot be rebuilt under unwritten edits")
-        log.info("the index cache %s disagreed with the records; rebuilding it", self.path)
+        _note("the index cache %s disagreed with the records; rebuilding it", self.path)
         self._rebuild(self._commit)
 
     def rebuild_at(self, commit: str | None) -> None:
@@ -486,7 +490,7 @@ class IndexCache:
             if self._dirty or self._depth == 0:
                 raise GitkbError(f"the index cache {self.path} is unreadable ({exc})") from None
             commit = self._commit
-            log.info("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
+            _note("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
             self._remove_files()
             self._begin(commit)
             return self._db.execute(sql, params).fetchall()
@@ -576,7 +580,7 @@ def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
     except (KeyError, ValueError, OSError):
-        log.warning("object %s is missing from %s", sha, repo.git_dir)
+        notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
 
 
