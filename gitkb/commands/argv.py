@@ -17,8 +17,8 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     import click
 

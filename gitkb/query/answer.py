@@ -18,7 +18,6 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from gitkb import notes
 from gitkb import record as rec
@@ -29,6 +28,7 @@ from gitkb.query.feedback import fold, folded_rank
 from gitkb.record.values import json_number
 from gitkb.store import queries
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from gitkb.store.store import Store
 

@@ -28,15 +28,15 @@ import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.store.rows import COLUMNS, WIDTH, KernelRow, Row, row_values
+from gitkb.store.rows import COLUMNS, KERNEL_COLUMNS, WIDTH, KernelRow, Row, row_values
 from gitkb.vcs.plain import blob_id
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
@@ -533,7 +533,7 @@ class IndexCache:
             return []
         marks = ", ".join("?" * len(names))
         found = self._query(
-            f"SELECT {', '.join(KernelRow._fields)} FROM records "
+            f"SELECT {', '.join(KERNEL_COLUMNS)} FROM records "
             f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
             tuple(names),
         )

@@ -5,8 +5,7 @@ the architectures it lists."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, fields
 
 from gitkb import record as rec
 from gitkb.record.index import index_entry
@@ -34,7 +33,8 @@ class Row:
     source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
 
 
-class KernelRow(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class KernelRow:
     """What warm start reads of a record filed under a kernel name, without decoding its
     entry: ``product`` is the scope's, ``measured`` the GPU ``evidence.summary.measured_on``
     names, ``language`` the record's (``gitkb.record.language_of``)."""
@@ -50,6 +50,9 @@ class KernelRow(NamedTuple):
     product: str | None
     measured: str | None
     language: str | None
+
+
+KERNEL_COLUMNS = tuple(f.name for f in fields(KernelRow))
 
 
 def kernel_names(record: dict) -> list[str]:

@@ -12,7 +12,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from gitkb import layout
 from gitkb import record as rec
@@ -25,14 +24,17 @@ from gitkb.vcs.tree_ids import TreeIds
 
 # Writing, gating and the VCS layer's dulwich side load when a method needs them: a
 # reader the cache answers (resolve, query) starts without them.
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
+    from typing import Literal, TypeVar, overload
+
     from gitkb.gates import Finding, GateContext
     from gitkb.store.admission import AdmitRequest
     from gitkb.store.config import StoreConfig
     from gitkb.store.writer import Admission, Builder, Change
     from gitkb.vcs.repository import Repository
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 class Store:
@@ -49,13 +51,15 @@ class Store:
 
     # ----------------------------------------------------------------- opening
 
-    @overload
-    @classmethod
-    def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
+    if TYPE_CHECKING:  # what ``open`` answers for each ``missing_ok``
 
-    @overload
-    @classmethod
-    def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
+        @overload
+        @classmethod
+        def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
+
+        @overload
+        @classmethod
+        def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
 
     @classmethod
     def open(cls, path: str | os.PathLike = ".", missing_ok: bool = False) -> Store | None:

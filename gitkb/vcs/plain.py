@@ -10,10 +10,11 @@ takes the full path through ``repository``.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
+
+from gitkb.digests import sha1
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -65,7 +66,7 @@ def read_ref(git_dir: Path, ref: str, depth: int = 5) -> str | None:
 
 def blob_id(data: bytes) -> str:
     """The sha git names ``data`` by as a blob."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def identity() -> str:
