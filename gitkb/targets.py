@@ -13,11 +13,11 @@ import os
 import re
 import sys
 import zlib
-from dataclasses import dataclass
 from functools import cache
 
 from gitkb.errors import GitkbError
 from gitkb.resources import data_dir
+from gitkb.valueclass import value_class
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
 _NO_HARDWARE = {"local", ""}
@@ -27,7 +27,7 @@ GFX = re.compile(r"gfx[0-9]+[a-z]?", re.IGNORECASE)
 UNKNOWN_GFX_ARCH = "generic"
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Hardware:
     vendor: str
     arch: str

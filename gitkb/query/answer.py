@@ -24,7 +24,6 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path
 from gitkb.query import budget, cards, pool, rank, scope, serve
-from gitkb.query.feedback import fold, folded_rank
 from gitkb.record.values import json_number
 from gitkb.store import queries
 
@@ -70,6 +69,8 @@ class Reader:
             speedless = {c.id for c in fresh if json_number(c.speedup) is None}
         if not folding and not speedless:
             return
+        # only for records with feedback, or with no speedup under --min-speedup
+        from gitkb.query.feedback import fold, folded_rank
         from gitkb.warmstart.curate import speedup
 
         touched = [c for c in fresh if c.id in folding or c.id in speedless]

@@ -22,7 +22,6 @@ decided exactly here, in one place:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
 from gitkb.record.values import json_number
@@ -31,10 +30,12 @@ from gitkb.store.queries import ArchWanted, Narrowing, RankRow, rank_rows, strin
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
 
-@dataclass(slots=True)
 class PoolRecord(RankRow):
     """One record as ranking sees it: the cache's ranking columns (``worth``, ``tier`` and
-    ``speedup`` may be refolded from feedback and the record before ranking)."""
+    ``speedup`` may be refolded from feedback and the record before ranking). RankRow's
+    fields and slots: nothing of its own to generate."""
+
+    __slots__ = ()
 
     @property
     def importance(self) -> float:
