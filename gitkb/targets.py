@@ -16,7 +16,7 @@ import zlib
 from functools import cache
 
 from gitkb.errors import GitkbError
-from gitkb.resources import data_dir
+from gitkb.resources import data_path
 from gitkb.valueclass import value_class
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
@@ -48,7 +48,8 @@ _SECTIONS = ("tokens", "runtime")
 def _tables() -> dict[str, dict[str, Hardware]]:
     sources = _sources()
     try:
-        compiled = json.loads((data_dir("targets") / COMPILED).read_bytes())
+        with open(os.path.join(data_path("targets"), COMPILED), "rb") as fh:
+            compiled = json.loads(fh.read())
     except (OSError, ValueError):
         compiled = None
     if not isinstance(compiled, dict) or compiled.get("sources") != _checksums(sources):
@@ -61,11 +62,12 @@ def _tables() -> dict[str, dict[str, Hardware]]:
 
 def _sources() -> dict[str, bytes]:
     """``<backend>/hardware.toml`` -> its bytes, for every backend folder."""
-    root = data_dir("targets")
+    root = data_path("targets")
     out = {}
     for backend in sorted(os.listdir(root)):
         try:
-            out[f"{backend}/hardware.toml"] = (root / backend / "hardware.toml").read_bytes()
+            with open(os.path.join(root, backend, "hardware.toml"), "rb") as fh:
+                out[f"{backend}/hardware.toml"] = fh.read()
         except OSError:  # not a backend folder
             continue
     return out
@@ -192,6 +194,7 @@ def compiled_text(compiled: dict) -> str:
 
 
 if __name__ == "__main__":
-    target = data_dir("targets") / COMPILED
-    target.write_text(compiled_text(compile_tables(_sources())))
+    target = os.path.join(data_path("targets"), COMPILED)
+    with open(target, "w", encoding="utf-8") as fh:
+        fh.write(compiled_text(compile_tables(_sources())))
     print(f"wrote {target}", file=sys.stderr)

@@ -23,7 +23,7 @@ def test_a_stale_copy_is_read_from_its_toml(tmp_path, monkeypatch):
     toml = root / "nvidia" / "hardware.toml"
     added = '[tokens]\n"h300" = { arch = "hopper", product = "h300" }\n'
     toml.write_text(toml.read_text().replace("[tokens]\n", added))
-    monkeypatch.setattr(targets, "data_dir", lambda kind: root)
+    monkeypatch.setattr(targets, "data_path", lambda kind: str(root))
     targets._tables.cache_clear()
     try:
         found = targets.lookup("NVIDIA H300 80GB")

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 
 from gitkb import notes
 from gitkb import record as rec
@@ -118,7 +118,7 @@ class RepoOpener:
     """A repository opened on first use: a reader the cache answers for the commit main
     names never loads the VCS layer's dulwich side."""
 
-    def __init__(self, location: Path | None, repo: Repository | None = None) -> None:
+    def __init__(self, location: str | None, repo: Repository | None = None) -> None:
         self.location = location
         self._repo = repo
 
@@ -136,8 +136,8 @@ class RepoOpener:
 class IndexCache:
     """The cached entries and files of one repository, at one commit at a time."""
 
-    def __init__(self, git_dir: Path | None, open_repo: RepoOpener) -> None:
-        self.path = git_dir / CACHE_DIR / FILE_NAME if git_dir is not None else None
+    def __init__(self, git_dir: str | None, open_repo: RepoOpener) -> None:
+        self.path = os.path.join(git_dir, CACHE_DIR, FILE_NAME) if git_dir is not None else None
         self._open_repo = open_repo
         self._db: sqlite3.Connection | None = None
         self._depth = 0  # nesting of snapshot()
@@ -149,7 +149,7 @@ class IndexCache:
 
     @classmethod
     def of(cls, repo: Repository) -> IndexCache:
-        return cls(repo.git_dir, RepoOpener(None, repo))
+        return cls(os.fspath(repo.git_dir), RepoOpener(None, repo))
 
     @property
     def repo(self) -> Repository:
@@ -165,7 +165,7 @@ class IndexCache:
                 self._db = self._open_file(self.path)
                 return self._db
             except (sqlite3.DatabaseError, OSError) as exc:
-                if self.path.exists() and not _read_only(exc):
+                if os.path.exists(self.path) and not _read_only(exc):
                     _note("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
                     self._remove_files()
                     with contextlib.suppress(sqlite3.DatabaseError, OSError):
@@ -178,9 +178,10 @@ class IndexCache:
         return self._db
 
     @staticmethod
-    def _open_file(path: Path) -> sqlite3.Connection:
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
+    def _open_file(path: str) -> sqlite3.Connection:
+        if not os.path.exists(path):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(os.path.dirname(path))
         db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -205,7 +206,8 @@ class IndexCache:
             self._db = None
         if self.path is not None:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
 
     def close(self) -> None:
         if self._db is not None:

@@ -31,7 +31,7 @@ class StoreView:
         tip: str | None,
         hidden: frozenset[str] = frozenset(),
         files_at: str | None = None,
-        location: object = None,
+        location: str | None = None,  # where the store is, named in messages
         tree_ids: TreeIds | None = None,
     ) -> None:
         # ``repo_source``: the repository, or a callable opening it on first use.
