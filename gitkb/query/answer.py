@@ -54,8 +54,10 @@ class Reader:
         self._enriched: dict[str, tuple] = {}
         self._with_feedback = queries.feedback_paths(cache)
 
-    def candidates(self, scoped_by: scope.Scope) -> list[pool.PoolRecord]:
-        found = pool.candidates(self.cache, scoped_by)
+    def candidates(
+        self, scoped_by: scope.Scope, text_matches_only: bool = False
+    ) -> list[pool.PoolRecord]:
+        found = pool.candidates(self.cache, scoped_by, text_matches_only)
         for c in found:
             if c.id in self._enriched:
                 c.worth, c.tier, c.speedup = self._enriched[c.id]
@@ -90,7 +92,9 @@ class Reader:
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""
-        return rank.matches(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by)
+        # A record the terms do not match counts for nothing: the cache leaves it out.
+        found = self.candidates(scoped_by, text_matches_only=True)
+        return rank.matches(pool.scoped(found, scoped_by), scoped_by)
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}

@@ -54,9 +54,13 @@ def texts(scope: Scope) -> tuple[str, ...]:
     return (*scope.terms, *((scope.symptom.replace("-", " "),) if scope.symptom else ()))
 
 
-def candidates(cache, scope: Scope) -> list[PoolRecord]:
-    """The records the cache's columns can tell may be in ``scope``, by id."""
-    return rank_rows(cache, _narrowing(scope), texts(scope), PoolRecord)
+def candidates(cache, scope: Scope, text_matches_only: bool = False) -> list[PoolRecord]:
+    """The records the cache's columns can tell may be in ``scope``, by id; with
+    ``text_matches_only``, only those the scope's terms match (``rank.text_hits``). Not
+    under a symptom: whether any record holds it as a signal decides the pool."""
+    holding = scope.terms if text_matches_only and not scope.symptom else ()
+    any_term = scope.request.any_term
+    return rank_rows(cache, _narrowing(scope), texts(scope), PoolRecord, holding, any_term)
 
 
 def _narrowing(scope: Scope) -> Narrowing:

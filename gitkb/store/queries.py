@@ -164,12 +164,19 @@ def rank_rows(
     narrowing: Narrowing | None,
     texts: tuple[str, ...] = (),
     row_type: type = RankRow,
+    holding: tuple[str, ...] = (),
+    holding_any: bool = False,
 ) -> list:
     """The records with an id and an entry that ``narrowing`` may reach (None: all), by id,
     each as ``row_type`` (``RankRow`` or a subclass), its ``contains`` a bit per text (a
-    case-sensitive substring test, as Python's ``in``)."""
+    case-sensitive substring test, as Python's ``in``). With ``holding``, only the records
+    whose text holds each of those texts (any one, with ``holding_any``)."""
     where, params = _where(narrowing or Narrowing())
     bits = " | ".join(f"((instr(search_text, ?) > 0) << {n})" for n in range(len(texts)))
+    if holding:
+        tests = " OR ".join if holding_any else " AND ".join
+        where = f"{where} AND ({tests('instr(search_text, ?) > 0' for _ in holding)})"
+        params = (*params, *holding)
     found = cache.select(
         f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}", (*texts, *params)
     )
