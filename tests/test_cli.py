@@ -89,7 +89,7 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
         heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
         heavy |= {m for m in loaded if m.split(".")[0] == "click"}
         assert not heavy, (argv, sorted(heavy))
-        if argv[0] == "query":  # what it has no use for (each cost it milliseconds)
+        if argv[0] in ("query", "resolve"):  # what they have no use for (milliseconds each)
             idle = {
                 "dataclasses",
                 "inspect",

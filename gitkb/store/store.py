@@ -59,6 +59,11 @@ class Store:
         return Path(self._location)
 
     @property
+    def where(self) -> str:
+        """``location`` as text, as messages and answers name it."""
+        return self._location
+
+    @property
     def git_dir(self) -> Path:
         from pathlib import Path
 
