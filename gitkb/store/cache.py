@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -101,6 +102,11 @@ CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
 
 
+def _close(db: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        db.close()
+
+
 def _note(text: str, *args: object) -> None:
     """A note on stderr (``gitkb.notes``: logging loads only when there is one)."""
     notes.logger(__name__).info(text, *args)
@@ -163,6 +169,11 @@ class IndexCache:
         if self.path is not None:
             try:
                 self._db = self._open_file(self.path)
+                # Closed when the cache goes, or when the interpreter ends (weakref's
+                # finalizers run at exit): a process that skips shutdown's collection
+                # (``cli.main`` freezes its objects) still checkpoints and removes the
+                # write-ahead log, as a closed connection does.
+                weakref.finalize(self, _close, self._db)
                 return self._db
             except (sqlite3.DatabaseError, OSError) as exc:
                 if os.path.exists(self.path) and not _read_only(exc):
@@ -170,6 +181,7 @@ class IndexCache:
                     self._remove_files()
                     with contextlib.suppress(sqlite3.DatabaseError, OSError):
                         self._db = self._open_file(self.path)
+                        weakref.finalize(self, _close, self._db)
                         return self._db
                 _note("the index cache cannot be kept in %s; keeping it in memory", self.path)
                 self.path = None
