@@ -194,3 +194,28 @@ def test_deltas_are_applied_as_git_defines_them():
         apply_delta(base, bytes([100, 12, 0]))  # instruction 0 is reserved
     with pytest.raises(Unreadable):
         apply_delta(base, bytes([100, 13, 0x91, 20, 10, 2]) + b"xy")  # not the size stated
+
+
+def test_an_entry_crafted_with_a_path_for_a_name_is_found_as_a_listing_names_it(tmp_path):
+    """A tree written before the rules can hold an entry called ``../../evil.json``; a
+    reader's cache names it ``records/../../evil.json``, as C git's listing does."""
+    git_dir, _ = _repo(tmp_path / "r", 1)
+    work = git_dir.parent
+
+    def hashed(kind: str, data: bytes) -> str:
+        done = subprocess.run(["git", "hash-object", "-w", "--literally", "-t", kind, "--stdin"],
+                              cwd=work, input=data, capture_output=True, check=True)  # fmt: skip
+        return done.stdout.decode().strip()
+
+    blob = hashed("blob", b"{}\n")
+    records = hashed("tree", b"100644 ../../evil.json\0" + bytes.fromhex(blob))
+    root = hashed("tree", b"40000 records\0" + bytes.fromhex(records))
+    commit = git(work, "commit-tree", root, "-m", "crafted").strip()
+    ids = TreeIds(git_dir)
+    assert ids.files_under(commit, "records") == {"records/../../evil.json": blob}
+    found = ids.blob_ids(commit, ["records/../../evil.json", "records/../evil.json", "evil.json"])
+    assert found == {
+        "records/../../evil.json": blob,
+        "records/../evil.json": None,
+        "evil.json": None,
+    }

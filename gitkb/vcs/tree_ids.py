@@ -40,20 +40,38 @@ class TreeIds:
         except Unreadable:
             return None
 
+    def _blob_at(self, root: str, path: str) -> str | None:
+        parts = path.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            # Not a path to walk: an entry crafted into an old tree can be called
+            # ``../x.json``; a listing of the top folder names it as the cache does.
+            found = self._listing(root, parts[0])
+            return found.get(path)
+        tree = root
+        for part in parts[:-1]:
+            mode, tree = self._entries(tree).get(_name(part), (0, ""))
+            if mode != _TREE:
+                return None
+        mode, blob = self._entries(tree).get(_name(parts[-1]), (0, ""))
+        return blob if mode & _TYPE_BITS == _REGULAR else None
+
     def files_under(self, commit: str, folder: str) -> dict[str, str] | None:
         """Path -> blob id of every regular file under ``folder`` at ``commit``; None when
         the objects cannot be read here."""
         try:
-            tree = self._root(commit)
-            for part in folder.split("/"):
-                mode, tree = self._entries(tree).get(_name(part), (0, ""))
-                if mode != _TREE:
-                    return {}
-            out: dict[str, str] = {}
-            self._walk(tree, folder, out)
-            return out
+            return self._listing(self._root(commit), folder)
         except Unreadable:
             return None
+
+    def _listing(self, root: str, folder: str) -> dict[str, str]:
+        tree = root
+        for part in folder.split("/"):
+            mode, tree = self._entries(tree).get(_name(part), (0, ""))
+            if mode != _TREE:
+                return {}
+        out: dict[str, str] = {}
+        self._walk(tree, folder, out)
+        return out
 
     def _root(self, commit: str) -> str:
         if commit != self._commit:
@@ -62,16 +80,6 @@ class TreeIds:
         if kind != b"commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
             raise Unreadable(f"{commit} is not a commit")
         return body[5:45].decode()
-
-    def _blob_at(self, root: str, path: str) -> str | None:
-        parts = path.split("/")
-        tree = root
-        for part in parts[:-1]:
-            mode, tree = self._entries(tree).get(_name(part), (0, ""))
-            if mode != _TREE:
-                return None
-        mode, blob = self._entries(tree).get(_name(parts[-1]), (0, ""))
-        return blob if mode & _TYPE_BITS == _REGULAR else None
 
     def _walk(self, tree: str, prefix: str, out: dict[str, str]) -> None:
         for name, (mode, sha) in self._entries(tree).items():
