@@ -24,6 +24,7 @@ anything is scrubbed, so a name is removed wherever it appears, not only in its 
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -160,6 +161,10 @@ class Scrubber:
         self.users: set[str] = set(users)
         self._users = _alternation(tuple(sorted(self.users, key=len, reverse=True)), words=True)
         self.hex_names: dict[str, str] = {}
+        self._numbered = 0  # shape ids numbered so far: a text that numbers one is not kept
+        # ``text`` of each text that numbered no shape id: the same for every packet, and a
+        # trace's packets repeat most of their texts (description, shapes, subjects).
+        self._texts: dict[str, str] = {}
 
     def learn(self, text: str) -> None:
         """Remember the user names a text's paths reveal, to scrub them everywhere."""
@@ -168,10 +173,14 @@ class Scrubber:
             self.users |= new
             names = tuple(sorted(self.users, key=len, reverse=True))
             self._users = _alternation(names, words=True)
+            self._texts = {}
 
     def for_packet(self) -> Scrubber:
-        """The same terms with a fresh ``shape-N`` numbering (one per packet)."""
-        packet = Scrubber(self.denylist, tuple(self.users))
+        """The same terms with a fresh ``shape-N`` numbering (one per packet): the compiled
+        patterns and the kept texts are shared, the learned names copied."""
+        packet = copy.copy(self)
+        packet.users = set(self.users)
+        packet.hex_names, packet._numbered = {}, 0
         return packet
 
     def mentions_private(self, text: str) -> bool:
@@ -211,6 +220,16 @@ class Scrubber:
     def text(self, value: str) -> str:
         if not value:
             return value
+        kept = self._texts.get(value)
+        if kept is not None:
+            return kept
+        numbered = self._numbered
+        scrubbed = self._scrubbed_text(value)
+        if self._numbered == numbered:
+            self._texts[value] = scrubbed
+        return scrubbed
+
+    def _scrubbed_text(self, value: str) -> str:
         value = self.served(value)
         value = _LONG_HEX.sub("a commit", value)
         value = _HEX.sub(self._hex, value)
@@ -275,6 +294,7 @@ class Scrubber:
         token = match.group(0)
         if token.isdigit():
             return token
+        self._numbered += 1
         if token not in self.hex_names:
             self.hex_names[token] = f"shape-{len(self.hex_names) + 1}"
         return self.hex_names[token]
