@@ -24,7 +24,6 @@ anything is scrubbed, so a name is removed wherever it appears, not only in its 
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from pathlib import Path
@@ -82,6 +81,7 @@ _VERSION_LIST = re.compile(r"\(\s*v\d+(?:\s*(?:,|and|/|-)\s*v\d+)+\s*\)", re.IGN
 _VERSION_RUN = re.compile(r"\bv\d+(?:\s*(?:,|and|/|-|to)\s*v\d+)+\b", re.IGNORECASE)
 # Lowercase only: V100, A100-style product names are hardware, not version ids (edge 17).
 _VERSION = re.compile(r"\bv\d+\b")
+_VERSION_MARK = re.compile(r"[vV]\d")  # in every match of the five version patterns above
 _VECTOR_CONTEXT = re.compile(r"vec|\.f16|\.bf16|x2|float", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t]{2,}")
 
@@ -178,9 +178,8 @@ class Scrubber:
     def for_packet(self) -> Scrubber:
         """The same terms with a fresh ``shape-N`` numbering (one per packet): the compiled
         patterns and the kept texts are shared, the learned names copied."""
-        packet = copy.copy(self)
-        packet.users = set(self.users)
-        packet.hex_names, packet._numbered = {}, 0
+        packet = Scrubber.__new__(Scrubber)
+        packet.__dict__.update(self.__dict__, users=set(self.users), hex_names={}, _numbered=0)
         return packet
 
     def mentions_private(self, text: str) -> bool:
@@ -245,11 +244,12 @@ class Scrubber:
             value = _METADATA.sub("the trace metadata", value)
         if "kernel_opt_" in value:
             value = _TRACE_NAME.sub("this operator", value)
-        value = _LEADING_VERSION.sub("", value)
-        value = _RERUN.sub("a re-measurement", value)
-        value = _VERSION_LIST.sub("(an earlier step)", value)
-        value = _VERSION_RUN.sub("earlier steps", value)
-        value = _VERSION.sub(self._version, value)
+        if _VERSION_MARK.search(value):  # what each version pattern needs, looked for once
+            value = _LEADING_VERSION.sub("", value)
+            value = _RERUN.sub("a re-measurement", value)
+            value = _VERSION_LIST.sub("(an earlier step)", value)
+            value = _VERSION_RUN.sub("earlier steps", value)
+            value = _VERSION.sub(self._version, value)
         return _SPACES.sub(" ", value).strip()
 
     def name(self, value: str) -> str:
