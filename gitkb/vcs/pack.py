@@ -321,49 +321,46 @@ class PackedObjects:
         return self._at(offset)
 
     def _at(self, offset: int) -> tuple[int, bytes]:
+        # One loop, its header and base-distance varints read in place: a trace read
+        # comes here for every object of the trace.
+        kept, data = self._kept, self._map
+        found = kept.get(offset)
+        if found is not None:
+            return found
         deltas: list[tuple[int, bytes]] = []  # (offset, delta), the requested object first
-        while (found := self._kept.get(offset)) is None:
-            kind, size, pos = self._header(offset)
-            if kind == _PACK_REF_DELTA or not 1 <= kind <= 6 or kind == 5:
-                raise NotReadHere(f"entry of type {kind} at offset {offset}")
+        while True:
+            byte = data[offset]
+            kind, size, pos, shift = (byte >> 4) & 7, byte & 15, offset + 1, 4
+            while byte & 0x80:
+                byte = data[pos]
+                size |= (byte & 0x7F) << shift
+                shift, pos = shift + 7, pos + 1
             if kind != _PACK_OFS_DELTA:
+                if not 1 <= kind <= 4:  # a ref delta, or no object type
+                    raise NotReadHere(f"entry of type {kind} at offset {offset}")
                 found = (kind, self._inflate(pos, size))
                 self._keep(offset, found)
                 break
-            distance, pos = self._base_distance(pos)
+            byte = data[pos]  # the distance back to the base: git's offset varint
+            distance, pos = byte & 0x7F, pos + 1
+            while byte & 0x80:
+                byte = data[pos]
+                distance = ((distance + 1) << 7) | (byte & 0x7F)
+                pos += 1
             deltas.append((offset, self._inflate(pos, size)))
             offset -= distance
-        kind, body = found
+            found = kept.get(offset)
+            if found is not None:
+                break
         if not deltas:
             return found
         from dulwich.pack import apply_delta  # C, from dulwich._pack
 
+        kind, body = found
         for delta_offset, delta in reversed(deltas):
             body = b"".join(apply_delta(body, delta))
             self._keep(delta_offset, (kind, body))
         return kind, body
-
-    def _header(self, offset: int) -> tuple[int, int, int]:
-        """(type, inflated size, offset of what follows) of the entry at ``offset``."""
-        data = self._map
-        byte = data[offset]
-        kind, size, shift, pos = (byte >> 4) & 7, byte & 15, 4, offset + 1
-        while byte & 0x80:
-            byte = data[pos]
-            size |= (byte & 0x7F) << shift
-            shift, pos = shift + 7, pos + 1
-        return kind, size, pos
-
-    def _base_distance(self, pos: int) -> tuple[int, int]:
-        """An offset delta's distance back to its base (git's varint), and where it ends."""
-        data = self._map
-        byte = data[pos]
-        distance, pos = byte & 0x7F, pos + 1
-        while byte & 0x80:
-            byte = data[pos]
-            distance = ((distance + 1) << 7) | (byte & 0x7F)
-            pos += 1
-        return distance, pos
 
     def _inflate(self, pos: int, size: int) -> bytes:
         # zlib's compressBound: a stream git wrote for ``size`` bytes is never longer.
