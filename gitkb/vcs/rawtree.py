@@ -59,14 +59,18 @@ def _entry(raw: bytes, position: int) -> tuple[str, Entry, int]:
 
 
 def _common_head(a: bytes, b: bytes) -> int:
+    # Chunks double while they match, then a binary search inside the one that does not:
+    # a few comparisons however long the shared part, each copying one side only.
     limit = min(len(a), len(b))
-    low = 0
-    while low + CHUNK <= limit and a[low : low + CHUNK] == b[low : low + CHUNK]:
-        low += CHUNK
-    high = min(low + CHUNK, limit)  # the first difference is in [low, high]
+    low, step = 0, CHUNK
+    while low + step <= limit:
+        if not b.startswith(a[low : low + step], low):
+            break
+        low, step = low + step, step * 2
+    high = min(low + step, limit)  # the first difference is in [low, high]
     while low < high:
         middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
+        if b.startswith(a[low:middle], low):
             low = middle
         else:
             high = middle - 1
@@ -76,16 +80,15 @@ def _common_head(a: bytes, b: bytes) -> int:
 def _common_tail(a: bytes, b: bytes, head: int) -> int:
     """Length of the common tail that does not overlap the common head."""
     limit = min(len(a), len(b)) - head
-    low = 0
-    while (
-        low + CHUNK <= limit
-        and a[len(a) - low - CHUNK : len(a) - low] == b[len(b) - low - CHUNK : len(b) - low]
-    ):
-        low += CHUNK
-    high = min(low + CHUNK, limit)
+    low, step = 0, CHUNK
+    while low + step <= limit:
+        if not b.endswith(a[len(a) - low - step : len(a) - low], 0, len(b) - low):
+            break
+        low, step = low + step, step * 2
+    high = min(low + step, limit)
     while low < high:
         middle = (low + high + 1) // 2
-        if a[len(a) - middle : len(a) - low] == b[len(b) - middle : len(b) - low]:
+        if b.endswith(a[len(a) - middle : len(a) - low], 0, len(b) - low):
             low = middle
         else:
             high = middle - 1
