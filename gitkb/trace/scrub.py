@@ -262,11 +262,9 @@ class Scrubber:
         out = []
         in_doc = False
         for line in source.split("\n"):
-            stripped = line.strip()
-            quotes = stripped.count('"""') + stripped.count("'''")
-            if in_doc or stripped.startswith(('"""', "'''")):
+            if in_doc or line.lstrip().startswith(('"""', "'''")):
                 out.append(self._comment(line))
-                if quotes == 1:
+                if line.count('"""') + line.count("'''") == 1:
                     in_doc = not in_doc
                 continue
             if "#" in line:
