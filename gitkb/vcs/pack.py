@@ -272,7 +272,8 @@ def _offset_table(index_path: str) -> dict[bytes, int] | None:
         return None
     names = data[_IDX_NAMES : _IDX_NAMES + 20 * count]
     table = {}
-    for at, offset in zip(range(0, 20 * count, 20), struct.unpack_from(f">{count}L", data, small)):
+    offsets = struct.unpack_from(f">{count}L", data, small)
+    for at, offset in zip(range(0, 20 * count, 20), offsets, strict=True):
         if offset & 0x80000000:  # an index into the table of 8-byte offsets
             where = large + 8 * (offset & 0x7FFFFFFF)
             offset = int.from_bytes(data[where : where + 8], "big")
