@@ -83,7 +83,7 @@ def _group():
 
         Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
         """
-        from gitkb.error_handler import set_verbosity
+        from gitkb.notes import set_verbosity
 
         set_verbosity(verbose, quiet)
 
@@ -112,7 +112,14 @@ def main(argv: list[str] | None = None) -> None:
     # long-lived rows (trace versions, packets, cache rows) again and again.
     gc.set_threshold(50_000, 20, 20)
 
-    with error_handler():
-        # A read verb's plain command line runs without click (gitkb.commands.argv).
-        if not quick_start.run(args, os.environ):
-            _group().main(args=args, prog_name="git-kb", standalone_mode=True)
+    try:
+        with error_handler():
+            # A read verb's plain command line runs without click (gitkb.commands.argv).
+            if not quick_start.run(args, os.environ):
+                _group().main(args=args, prog_name="git-kb", standalone_mode=True)
+    finally:
+        if argv is None:
+            # The process ends next. Its objects need no cycle collection on the way out:
+            # shutdown's own collection walks every object the command made, which costs a
+            # read verb as much as its query.
+            gc.freeze()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -13,42 +12,8 @@ from gitkb.errors import GitkbError
 EXIT_INTERNAL = 70
 
 
-# The optimizer's live lines: a channel of their own, printed as they are ("[gitkb] ...").
-LIVE_LOGGER = "gitkb.optimize.live"
-
-
-class _Stderr(logging.Handler):
-    """One line per record on ``sys.stderr`` as it is when the record comes (a caller may
-    have swapped it); the library's notes read ``gitkb: ...``, the live lines as they are."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = self.format(record)
-            print(text if record.name == LIVE_LOGGER else f"gitkb: {text}", file=sys.stderr)
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
-            self.handleError(record)
-
-
-def _show_notes() -> None:
-    """The library's notes (the loggers under ``gitkb``: a recovered lock, an upgrade) and
-    the optimizer's live lines reach the user on stderr."""
-    logger = logging.getLogger("gitkb")
-    if not logger.handlers:
-        logger.addHandler(_Stderr())
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-
-
-def set_verbosity(verbose: bool, quiet: bool) -> None:
-    """``-q``: warnings only (no notes, no live lines); ``-v``: debug notes too."""
-    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
-    logging.getLogger("gitkb").setLevel(level)
-
-
 @contextlib.contextmanager
 def error_handler() -> Iterator[None]:
-    _show_notes()
     try:
         yield
     except GitkbError as exc:

@@ -6,14 +6,26 @@ a source checkout has them beside the package.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-_PACKAGE = Path(__file__).resolve().parent
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
+
+
+def data_path(kind: str) -> str:
+    """The folder of one kind of shipped data (schema, templates, targets or hooks), as a
+    path string: what a reader that loads no pathlib (the hardware tables) asks for."""
+    installed = os.path.join(_PACKAGE, "_data", kind)
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(_PACKAGE), kind)
 
 
 def data_dir(kind: str) -> Path:
     """Return the folder of one kind of shipped data: schema, templates, targets or hooks."""
-    installed = _PACKAGE / "_data" / kind
-    if installed.is_dir():
-        return installed
-    return _PACKAGE.parent / kind
+    from pathlib import Path
+
+    return Path(data_path(kind))

@@ -282,11 +282,12 @@ def run(
 
     token = secrets.token_hex(8)
     # Here, not at the top: the supervisor runs this file as a script and stays light.
-    import logging
     import shlex
 
+    from gitkb import notes
+
     command = shlex.join(str(arg) for arg in argv)
-    logging.getLogger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
+    notes.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VARIABLE] = token
     with tempfile.TemporaryDirectory(prefix="gitkb-run-") as scratch:

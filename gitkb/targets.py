@@ -8,13 +8,16 @@ such as ``9.0``), matched whole only.
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import tomllib
-from dataclasses import dataclass
+import sys
+import zlib
 from functools import cache
 
 from gitkb.errors import GitkbError
-from gitkb.resources import data_dir
+from gitkb.resources import data_path
+from gitkb.valueclass import value_class
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
 _NO_HARDWARE = {"local", ""}
@@ -24,7 +27,7 @@ GFX = re.compile(r"gfx[0-9]+[a-z]?", re.IGNORECASE)
 UNKNOWN_GFX_ARCH = "generic"
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Hardware:
     vendor: str
     arch: str
@@ -33,19 +36,67 @@ class Hardware:
     page: str | None = None  # the measurement class; None: the token names no product
 
 
+# The tables below as JSON, beside the TOML they are compiled from (``python -m
+# gitkb.targets`` writes it; a test holds it to the TOML): a read verb that asks for an
+# architecture's vendor parses JSON, not TOML. Each source's CRC is kept with it, so a
+# table edited since is read from its TOML, never from a stale copy.
+COMPILED = "hardware.json"
+_SECTIONS = ("tokens", "runtime")
+
+
 @cache
 def _tables() -> dict[str, dict[str, Hardware]]:
-    tables: dict[str, dict[str, Hardware]] = {"tokens": {}, "runtime": {}}
-    for path in sorted(data_dir("targets").glob("*/hardware.toml")):
-        data = tomllib.loads(path.read_text())
+    sources = _sources()
+    try:
+        with open(os.path.join(data_path("targets"), COMPILED), "rb") as fh:
+            compiled = json.loads(fh.read())
+    except (OSError, ValueError):
+        compiled = None
+    if not isinstance(compiled, dict) or compiled.get("sources") != _checksums(sources):
+        compiled = compile_tables(sources)
+    return {
+        section: {token: Hardware(*fields) for token, fields in compiled["tables"][section].items()}
+        for section in _SECTIONS
+    }
+
+
+def _sources() -> dict[str, bytes]:
+    """``<backend>/hardware.toml`` -> its bytes, for every backend folder."""
+    root = data_path("targets")
+    out = {}
+    for backend in sorted(os.listdir(root)):
+        try:
+            with open(os.path.join(root, backend, "hardware.toml"), "rb") as fh:
+                out[f"{backend}/hardware.toml"] = fh.read()
+        except OSError:  # not a backend folder
+            continue
+    return out
+
+
+def _checksums(sources: dict[str, bytes]) -> dict[str, int]:
+    return {name: zlib.crc32(raw) for name, raw in sources.items()}
+
+
+def compile_tables(sources: dict[str, bytes]) -> dict:
+    """The token tables of ``sources`` (``_sources``) as ``COMPILED`` holds them: each
+    token's ``Hardware`` fields, and each source's CRC."""
+    import tomllib
+
+    tables: dict[str, dict[str, list]] = {section: {} for section in _SECTIONS}
+    for raw in sources.values():
+        data = tomllib.loads(raw.decode())
         for section, tokens in tables.items():
             for token, entry in data.get(section, {}).items():
                 product = entry.get("product")
                 page = entry.get("page", product)
-                tokens[token.lower()] = Hardware(
-                    data["vendor"], entry["arch"], product, token, page or None
-                )
-    return tables
+                tokens[token.lower()] = [
+                    data["vendor"],
+                    entry["arch"],
+                    product,
+                    token,
+                    page or None,
+                ]
+    return {"sources": _checksums(sources), "tables": tables}
 
 
 def table() -> dict[str, Hardware]:
@@ -127,3 +178,23 @@ def runtime(text: str | None) -> Hardware | None:
         if spelling in whole:
             return whole[spelling]
     return lookup(wanted)
+
+
+def compiled_text(compiled: dict) -> str:
+    """``COMPILED``'s text: one token a line, in the tables' order (which ``lookup``'s
+    ties follow)."""
+    lines = ["{", f' "sources": {json.dumps(compiled["sources"])},', ' "tables": {']
+    for i, section in enumerate(_SECTIONS):
+        entries = [
+            f"   {json.dumps(t)}: {json.dumps(f)}" for t, f in compiled["tables"][section].items()
+        ]
+        end = "}" if i == len(_SECTIONS) - 1 else "},"
+        lines += [f"  {json.dumps(section)}: {{", ",\n".join(entries), f"  {end}"]
+    return "\n".join([*lines, " }", "}"]) + "\n"
+
+
+if __name__ == "__main__":
+    target = os.path.join(data_path("targets"), COMPILED)
+    with open(target, "w", encoding="utf-8") as fh:
+        fh.write(compiled_text(compile_tables(_sources())))
+    print(f"wrote {target}", file=sys.stderr)

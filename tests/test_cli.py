@@ -89,8 +89,19 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
         heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
         heavy |= {m for m in loaded if m.split(".")[0] == "click"}
         assert not heavy, (argv, sorted(heavy))
+        if argv[0] in ("query", "resolve"):  # what they have no use for (milliseconds each)
+            idle = {
+                "dataclasses",
+                "inspect",
+                "logging",
+                "subprocess",
+                "typing",
+                "tomllib",
+                "hashlib",
+            }
+            assert not loaded & idle, (argv, sorted(loaded & idle))
     # show asks main's tree whether it holds the row's blob before serving it (a forged
-    # cache row is never served): C git answers (gitkb.vcs.tree_ids), dulwich stays out.
+    # cache row is never served): the object files answer (gitkb.vcs.tree_ids), no dulwich.
     loaded = _modules_loaded(["show", *at, shown])
     heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
     heavy |= {m for m in ("gitkb.gates", "gitkb.schema", "gitkb.vcs.repository") if m in loaded}

@@ -254,3 +254,28 @@ def test_text_output_labels_fallbacks_and_neutral_hits(kbdir):
 def test_not_a_store_is_an_error(tmp_path):
     done = kb("query", "--store", str(tmp_path), "softmax")
     assert done.returncode == 1 and b"is not a gitkb store" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"terms": ("softmax",)},
+        {"terms": ("softmax", "rescale"), "arch": "hopper"},
+        {"terms": ("softmax", "xyzzy"), "any_term": True, "dsl": "triton"},
+        {"terms": ("xyzzy",), "family": "softmax"},
+        {"terms": ("row",), "symptom": "register-pressure"},
+        {"terms": (), "arch": "hopper", "dsl": "triton"},
+    ],
+)
+def test_diagnosis_counts_read_only_the_text_matches_and_count_alike(kbdir, asked):
+    """The zero-match diagnosis counts a scope's text matches from the rows the terms match
+    (the cache leaves the rest out): the same count as from every row of the scope."""
+    from gitkb.query import pool, rank, scope
+
+    store = Store.open(kbdir)
+    with store.cache.snapshot(store.tip) as cache:
+        s = scope.resolve(cache, Request(**asked).checked())
+        reader = answer.Reader(store, cache, s.request, None)
+        every = rank.matches(pool.scoped(reader.candidates(s), s), s)
+        assert reader.matches(s) == every
+        assert len(reader.candidates(s, text_matches_only=True)) <= len(reader.candidates(s))

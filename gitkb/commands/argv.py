@@ -14,15 +14,15 @@ command line instead, with its own messages.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     import click
 
-SPECS_FILE = Path(__file__).with_name("argv.json")
+SPECS_FILE = os.path.join(os.path.dirname(__file__), "argv.json")
 # The verbs given the quick start -> their module under gitkb.commands, which defines
 # ``run`` and builds its click command only when asked (``lazy_command``).
 VERBS = {"query": "query", "resolve": "resolve"}
@@ -34,7 +34,8 @@ class _Unparsed(Exception):
 
 
 def specs() -> dict[str, dict]:
-    return json.loads(SPECS_FILE.read_text(encoding="utf-8"))
+    with open(SPECS_FILE, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def parse(args: list[str], environ: Mapping[str, str]) -> tuple[str, dict[str, bool], dict] | None:
@@ -139,7 +140,7 @@ def run(args: list[str], environ: Mapping[str, str]) -> bool:
         return False
     import importlib
 
-    from gitkb.error_handler import set_verbosity
+    from gitkb.notes import set_verbosity
     from gitkb.store import Store
 
     verb, group, params = parsed
@@ -263,5 +264,6 @@ def table() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    SPECS_FILE.write_text(json.dumps(table(), indent=1, sort_keys=True) + "\n")
+    with open(SPECS_FILE, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(table(), indent=1, sort_keys=True) + "\n")
     print(f"wrote {SPECS_FILE}", file=sys.stderr)

@@ -8,10 +8,10 @@ index as a cache, store format 2, so export is where the file is made).
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
+from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError, writing
 from gitkb.fs import atomic_write
@@ -22,7 +22,7 @@ from gitkb.store.admission import gates_figure, refuse_findings
 from gitkb.store.history import bad_name
 from gitkb.store.writer import Change
 
-log = logging.getLogger("gitkb")
+log = notes.logger("gitkb")
 
 
 def linked_paths(folder: str | os.PathLike) -> list[str]:

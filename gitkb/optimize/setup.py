@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 import re
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitkb.error_handler import LIVE_LOGGER
+from gitkb import notes
 from gitkb.errors import GitkbError, writing
 from gitkb.optimize import bundle as bundle_mod
 from gitkb.optimize import freeze as freeze_mod
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from gitkb.store import Store
 
 REFERENCE_KERNEL_VARIABLE = "TLX_REFERENCE_KERNEL_PATH"
-live_log = logging.getLogger(LIVE_LOGGER)
+live_log = notes.logger(notes.LIVE_LOGGER)
 
 
 def live_line(line: str) -> None:

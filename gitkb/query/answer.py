@@ -17,22 +17,19 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 
 from __future__ import annotations
 
-import logging
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path
 from gitkb.query import budget, cards, pool, rank, scope, serve
-from gitkb.query.feedback import fold, folded_rank
 from gitkb.record.values import json_number
 from gitkb.store import queries
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from gitkb.store.store import Store
-
-log = logging.getLogger(__name__)
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
 _DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")
@@ -57,8 +54,10 @@ class Reader:
         self._enriched: dict[str, tuple] = {}
         self._with_feedback = queries.feedback_paths(cache)
 
-    def candidates(self, scoped_by: scope.Scope) -> list[pool.PoolRecord]:
-        found = pool.candidates(self.cache, scoped_by)
+    def candidates(
+        self, scoped_by: scope.Scope, text_matches_only: bool = False
+    ) -> list[pool.PoolRecord]:
+        found = pool.candidates(self.cache, scoped_by, text_matches_only)
         for c in found:
             if c.id in self._enriched:
                 c.worth, c.tier, c.speedup = self._enriched[c.id]
@@ -72,6 +71,8 @@ class Reader:
             speedless = {c.id for c in fresh if json_number(c.speedup) is None}
         if not folding and not speedless:
             return
+        # only for records with feedback, or with no speedup under --min-speedup
+        from gitkb.query.feedback import fold, folded_rank
         from gitkb.warmstart.curate import speedup
 
         touched = [c for c in fresh if c.id in folding or c.id in speedless]
@@ -91,7 +92,9 @@ class Reader:
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""
-        return rank.matches(pool.scoped(self.candidates(scoped_by), scoped_by), scoped_by)
+        # A record the terms do not match counts for nothing: the cache leaves it out.
+        found = self.candidates(scoped_by, text_matches_only=True)
+        return rank.matches(pool.scoped(found, scoped_by), scoped_by)
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
@@ -177,7 +180,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
         for note in s.notes:
-            log.warning("%s", note)
+            notes.logger(__name__).warning("%s", note)
         reader = Reader(store, cache, request, now)
         in_scope = pool.scoped(reader.candidates(s), s)
         resolved = _resolved(s)

@@ -22,7 +22,6 @@ decided exactly here, in one place:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
 from gitkb.record.values import json_number
@@ -31,10 +30,12 @@ from gitkb.store.queries import ArchWanted, Narrowing, RankRow, rank_rows, strin
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
 
-@dataclass(slots=True)
 class PoolRecord(RankRow):
     """One record as ranking sees it: the cache's ranking columns (``worth``, ``tier`` and
-    ``speedup`` may be refolded from feedback and the record before ranking)."""
+    ``speedup`` may be refolded from feedback and the record before ranking). RankRow's
+    fields and slots: nothing of its own to generate."""
+
+    __slots__ = ()
 
     @property
     def importance(self) -> float:
@@ -53,9 +54,13 @@ def texts(scope: Scope) -> tuple[str, ...]:
     return (*scope.terms, *((scope.symptom.replace("-", " "),) if scope.symptom else ()))
 
 
-def candidates(cache, scope: Scope) -> list[PoolRecord]:
-    """The records the cache's columns can tell may be in ``scope``, by id."""
-    return rank_rows(cache, _narrowing(scope), texts(scope), PoolRecord)
+def candidates(cache, scope: Scope, text_matches_only: bool = False) -> list[PoolRecord]:
+    """The records the cache's columns can tell may be in ``scope``, by id; with
+    ``text_matches_only``, only those the scope's terms match (``rank.text_hits``). Not
+    under a symptom: whether any record holds it as a signal decides the pool."""
+    holding = scope.terms if text_matches_only and not scope.symptom else ()
+    any_term = scope.request.any_term
+    return rank_rows(cache, _narrowing(scope), texts(scope), PoolRecord, holding, any_term)
 
 
 def _narrowing(scope: Scope) -> Narrowing:

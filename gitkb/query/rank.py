@@ -11,10 +11,10 @@ architecture's record lower still. Ties go to the higher worth, then the id.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 from gitkb.query.pool import NEUTRAL, OTHER, PoolRecord
 from gitkb.query.scope import Scope
+from gitkb.valueclass import value_class
 
 # Both may be true, but only one was written about this chip (or this language).
 NEUTRAL_ARCH_DISCOUNT = 0.85
@@ -22,7 +22,7 @@ NEUTRAL_DSL_DISCOUNT = 0.85
 OTHER_ARCH_DISCOUNT = 0.6
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Hit:
     candidate: PoolRecord
     reach: str

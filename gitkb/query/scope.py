@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
 
 from gitkb.errors import GitkbError
 from gitkb.store import queries
+from gitkb.valueclass import factory, replace, value_class
 
 RANK_MODES = ("blend", "text", "importance")
 TIERS = ("proven", "promising", "provisional", "cautionary")
@@ -35,7 +35,7 @@ DEFAULT_FALLBACK_RATIO = 0.10
 LISTABLE = ("vendor", "arch", "dsl", "family", "operator", "type", "symptom", "tag")
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Request:
     """A query as the caller states it (CLI flags, an MCP call, the optimizer)."""
 
@@ -88,7 +88,7 @@ class Request:
         return self
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Scope:
     """A request resolved against the store: every filter in the store's own spelling."""
 
@@ -108,7 +108,7 @@ class Scope:
     store_vendors: tuple[str, ...] = ()  # every vendor the store holds (index lookups by arch)
     symptom_indexed: bool = True  # the store holds the symptom as a recorded signal
     symptom_alternatives: tuple[str, ...] = ()
-    notes: list[str] = field(default_factory=list, compare=False)
+    notes: list[str] = factory(list)
 
     def without(self, name: str) -> Scope:
         """This scope with one filter dropped (the zero-match diagnosis)."""

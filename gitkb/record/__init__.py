@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 
 from gitkb.errors import RecordError
 from gitkb.record.values import dig
+from gitkb.valueclass import value_class
 
 SCHEMA_NAME = "clean-1.3"
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -17,7 +17,7 @@ MIN_ID_SEGMENTS = 5
 RECORDS_DIR = "records"
 
 
-@dataclass
+@value_class
 class RecordFile:
     """One record file as read from a store commit or a folder.
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import bisect
 import json
-from dataclasses import dataclass, field
 
 from gitkb.errors import RecordError
 from gitkb.record import ID_PATTERN, RECORDS_DIR, SCHEMA_NAME, dig
 from gitkb.record.signature import content_signature
+from gitkb.valueclass import factory, value_class
 
 INDEX_PATH = f"{RECORDS_DIR}/index.json"
 _LINE_HEAD = b'{"id": "'
@@ -80,13 +80,13 @@ def index_entry(record: dict, path: str) -> dict:
     }
 
 
-@dataclass
+@value_class
 class Index:
     """``records/index.json``: entries sorted by id, one compact JSON line each, so a
     file gitkb wrote parses back by splitting lines."""
 
-    lines: dict[str, bytes] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
+    lines: dict[str, bytes] = factory(dict)
+    order: list[str] = factory(list)
 
     @classmethod
     def parse(cls, raw: bytes | None, source: str = INDEX_PATH) -> Index:

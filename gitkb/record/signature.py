@@ -7,7 +7,7 @@ index builder imports this on every admission.
 
 from __future__ import annotations
 
-import hashlib
+from gitkb.digests import sha256
 
 PREFIX = "csha:"
 _DIFF_HEADERS = ("+++", "---")
@@ -34,7 +34,7 @@ def code_signature(text: str, diff: bool) -> str | None:
                 lines.append(folded)
     if not lines:
         return None
-    digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    digest = sha256("\n".join(lines).encode("utf-8")).hexdigest()
     return PREFIX + digest[:32]
 
 

@@ -8,8 +8,7 @@ confirm, conflict and reproduction; ``store`` holds ``Store``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from gitkb.store.store import Store
 

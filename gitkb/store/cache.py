@@ -24,23 +24,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
+import os
 import sqlite3
+import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.store.rows import COLUMNS, WIDTH, KernelRow, Row, row_values
+from gitkb.store.rows import COLUMNS, KERNEL_COLUMNS, WIDTH, KernelRow, Row, row_values
 from gitkb.vcs.plain import blob_id
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
-log = logging.getLogger(__name__)
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
@@ -102,6 +102,16 @@ CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
 
 
+def _close(db: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        db.close()
+
+
+def _note(text: str, *args: object) -> None:
+    """A note on stderr (``gitkb.notes``: logging loads only when there is one)."""
+    notes.logger(__name__).info(text, *args)
+
+
 class Lie(GitkbError):
     """The cache held bytes that are not the blob it named: rebuild it and ask again."""
 
@@ -114,7 +124,7 @@ class RepoOpener:
     """A repository opened on first use: a reader the cache answers for the commit main
     names never loads the VCS layer's dulwich side."""
 
-    def __init__(self, location: Path | None, repo: Repository | None = None) -> None:
+    def __init__(self, location: str | None, repo: Repository | None = None) -> None:
         self.location = location
         self._repo = repo
 
@@ -132,8 +142,8 @@ class RepoOpener:
 class IndexCache:
     """The cached entries and files of one repository, at one commit at a time."""
 
-    def __init__(self, git_dir: Path | None, open_repo: RepoOpener) -> None:
-        self.path = git_dir / CACHE_DIR / FILE_NAME if git_dir is not None else None
+    def __init__(self, git_dir: str | None, open_repo: RepoOpener) -> None:
+        self.path = os.path.join(git_dir, CACHE_DIR, FILE_NAME) if git_dir is not None else None
         self._open_repo = open_repo
         self._db: sqlite3.Connection | None = None
         self._depth = 0  # nesting of snapshot()
@@ -145,7 +155,7 @@ class IndexCache:
 
     @classmethod
     def of(cls, repo: Repository) -> IndexCache:
-        return cls(repo.git_dir, RepoOpener(None, repo))
+        return cls(os.fspath(repo.git_dir), RepoOpener(None, repo))
 
     @property
     def repo(self) -> Repository:
@@ -159,24 +169,31 @@ class IndexCache:
         if self.path is not None:
             try:
                 self._db = self._open_file(self.path)
+                # Closed when the cache goes, or when the interpreter ends (weakref's
+                # finalizers run at exit): a process that skips shutdown's collection
+                # (``cli.main`` freezes its objects) still checkpoints and removes the
+                # write-ahead log, as a closed connection does.
+                weakref.finalize(self, _close, self._db)
                 return self._db
             except (sqlite3.DatabaseError, OSError) as exc:
-                if self.path.exists() and not _read_only(exc):
-                    log.info("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
+                if os.path.exists(self.path) and not _read_only(exc):
+                    _note("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
                     self._remove_files()
                     with contextlib.suppress(sqlite3.DatabaseError, OSError):
                         self._db = self._open_file(self.path)
+                        weakref.finalize(self, _close, self._db)
                         return self._db
-                log.info("the index cache cannot be kept in %s; keeping it in memory", self.path)
+                _note("the index cache cannot be kept in %s; keeping it in memory", self.path)
                 self.path = None
         self._db = sqlite3.connect(":memory:", isolation_level=None)
         self._db.executescript(_CREATE.format(LAYOUT_VERSION))
         return self._db
 
     @staticmethod
-    def _open_file(path: Path) -> sqlite3.Connection:
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
+    def _open_file(path: str) -> sqlite3.Connection:
+        if not os.path.exists(path):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(os.path.dirname(path))
         db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -201,7 +218,8 @@ class IndexCache:
             self._db = None
         if self.path is not None:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
 
     def close(self) -> None:
         if self._db is not None:
@@ -267,15 +285,15 @@ class IndexCache:
                 self._move(commit)
                 if self._sampled != self._commit:
                     if not self._sample_agrees():
-                        log.info("the index cache %s disagreed with the records; rebuilding it",
-                                 self.path)  # fmt: skip
+                        _note("the index cache %s disagreed with the records; rebuilding it",
+                              self.path)  # fmt: skip
                         self._rebuild(commit)
                     self._sampled = self._commit
                 return
             except sqlite3.OperationalError as exc:
                 if _read_only(exc) and self.path is not None:
-                    log.info("the index cache %s is read-only (%s); keeping one in memory",
-                             self.path, exc)  # fmt: skip
+                    _note("the index cache %s is read-only (%s); keeping one in memory",
+                          self.path, exc)  # fmt: skip
                     self._remove_connection()
                     self.path = None
                     continue
@@ -283,7 +301,7 @@ class IndexCache:
             except sqlite3.DatabaseError as exc:
                 if attempt == 2:
                     raise GitkbError(f"the index cache cannot be rebuilt ({exc})") from None
-                log.info("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
+                _note("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
                 self._remove_files()
 
     def _remove_connection(self) -> None:
@@ -343,7 +361,7 @@ class IndexCache:
         """Rebuild the open snapshot's commit from its tree (the caller found a lie)."""
         if self._dirty:
             raise GitkbError("internal: the index cache cannot be rebuilt under unwritten edits")
-        log.info("the index cache %s disagreed with the records; rebuilding it", self.path)
+        _note("the index cache %s disagreed with the records; rebuilding it", self.path)
         self._rebuild(self._commit)
 
     def rebuild_at(self, commit: str | None) -> None:
@@ -486,7 +504,7 @@ class IndexCache:
             if self._dirty or self._depth == 0:
                 raise GitkbError(f"the index cache {self.path} is unreadable ({exc})") from None
             commit = self._commit
-            log.info("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
+            _note("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
             self._remove_files()
             self._begin(commit)
             return self._db.execute(sql, params).fetchall()
@@ -529,7 +547,7 @@ class IndexCache:
             return []
         marks = ", ".join("?" * len(names))
         found = self._query(
-            f"SELECT {', '.join(KernelRow._fields)} FROM records "
+            f"SELECT {', '.join(KERNEL_COLUMNS)} FROM records "
             f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
             tuple(names),
         )
@@ -576,7 +594,7 @@ def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
     except (KeyError, ValueError, OSError):
-        log.warning("object %s is missing from %s", sha, repo.git_dir)
+        notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
 
 

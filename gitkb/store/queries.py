@@ -9,11 +9,11 @@ indexed scan and decodes no entry.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache import IndexCache
+from gitkb.valueclass import value_class
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
@@ -29,13 +29,18 @@ _RANKED = (
 )
 
 
-@dataclass(slots=True)
+@value_class
 class RankRow:
     """One record as ranking reads it. The list fields (``architectures``, ``operators``,
     ``symptoms``) stay JSON text until a filter asks for them (``strings``); bit ``i`` of
     ``contains`` says whether the record's retrieval text holds the query's ``i``-th text
     (the text itself stays in the cache)."""
 
+    # One per row a query reads: slots, and an __init__ of its own (the shared one reads
+    # its fields by name, which a scope of 10,000 rows would feel).
+    __slots__ = ("id", "path", "type", "status", "vendor", "arch", "dsl", "family", "level",
+                 "tier", "worth", "gain", "speedup", "architectures", "operators", "symptoms",
+                 "bottleneck", "contains")  # fmt: skip
     id: str
     path: str
     type: str | None
@@ -53,7 +58,19 @@ class RankRow:
     operators: str | None
     symptoms: str | None
     bottleneck: str | None
-    contains: int = 0
+    contains: int
+
+    def __init__(self, id: str, path: str, type: str | None, status: str | None,
+                 vendor: str | None, arch: str | None, dsl: str | None, family: str | None,
+                 level: str | None, tier: str | None, worth: float | None,
+                 gain: float | None, speedup: float | None, architectures: str | None,
+                 operators: str | None, symptoms: str | None, bottleneck: str | None,
+                 contains: int = 0) -> None:  # fmt: skip
+        self.id, self.path, self.type, self.status = id, path, type, status
+        self.vendor, self.arch, self.dsl, self.family = vendor, arch, dsl, family
+        self.level, self.tier, self.worth, self.gain = level, tier, worth, gain
+        self.speedup, self.architectures, self.operators = speedup, architectures, operators
+        self.symptoms, self.bottleneck, self.contains = symptoms, bottleneck, contains
 
 
 def strings(listed: str | None) -> list[str]:
@@ -61,7 +78,7 @@ def strings(listed: str | None) -> list[str]:
     return json.loads(listed) if listed else []
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class ArchWanted:
     """Records written for ``arch``: their own arch (under any of ``vendors``, the store's,
     so the (vendor, arch) index answers), or one their scope lists besides. With
@@ -74,7 +91,7 @@ class ArchWanted:
     kin_arch: str | None = None
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Narrowing:
     """What the cache's columns can tell about a scope: a superset of it (the reader decides
     the rest exactly). A tuple field matches any of its values; None or empty: no filter."""
@@ -147,12 +164,19 @@ def rank_rows(
     narrowing: Narrowing | None,
     texts: tuple[str, ...] = (),
     row_type: type = RankRow,
+    holding: tuple[str, ...] = (),
+    holding_any: bool = False,
 ) -> list:
     """The records with an id and an entry that ``narrowing`` may reach (None: all), by id,
     each as ``row_type`` (``RankRow`` or a subclass), its ``contains`` a bit per text (a
-    case-sensitive substring test, as Python's ``in``)."""
+    case-sensitive substring test, as Python's ``in``). With ``holding``, only the records
+    whose text holds each of those texts (any one, with ``holding_any``)."""
     where, params = _where(narrowing or Narrowing())
     bits = " | ".join(f"((instr(search_text, ?) > 0) << {n})" for n in range(len(texts)))
+    if holding:
+        tests = " OR ".join if holding_any else " AND ".join
+        where = f"{where} AND ({tests('instr(search_text, ?) > 0' for _ in holding)})"
+        params = (*params, *holding)
     found = cache.select(
         f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}", (*texts, *params)
     )

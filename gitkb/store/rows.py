@@ -5,12 +5,11 @@ the architectures it lists."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from gitkb import record as rec
 from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
+from gitkb.valueclass import fields_of, value_class
 
 COLUMNS = (
     "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
@@ -22,7 +21,7 @@ COLUMNS = (
 WIDTH = COLUMNS.count(",") + 1
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Row:
     """One record file as the cache knows it; ``entry`` is None when it does not parse."""
 
@@ -34,7 +33,8 @@ class Row:
     source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
 
 
-class KernelRow(NamedTuple):
+@value_class(frozen=True)
+class KernelRow:
     """What warm start reads of a record filed under a kernel name, without decoding its
     entry: ``product`` is the scope's, ``measured`` the GPU ``evidence.summary.measured_on``
     names, ``language`` the record's (``gitkb.record.language_of``)."""
@@ -50,6 +50,9 @@ class KernelRow(NamedTuple):
     product: str | None
     measured: str | None
     language: str | None
+
+
+KERNEL_COLUMNS = fields_of(KernelRow)
 
 
 def kernel_names(record: dict) -> list[str]:

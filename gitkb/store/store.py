@@ -11,8 +11,6 @@ import builtins
 import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from gitkb import layout
 from gitkb import record as rec
@@ -25,23 +23,51 @@ from gitkb.vcs.tree_ids import TreeIds
 
 # Writing, gating and the VCS layer's dulwich side load when a method needs them: a
 # reader the cache answers (resolve, query) starts without them.
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Literal, TypeVar, overload
+
     from gitkb.gates import Finding, GateContext
     from gitkb.store.admission import AdmitRequest
     from gitkb.store.config import StoreConfig
     from gitkb.store.writer import Admission, Builder, Change
     from gitkb.vcs.repository import Repository
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 class Store:
-    def __init__(self, location: Path, git_dir: Path, repo: Repository | None = None) -> None:
-        self.location = location
-        self.git_dir = git_dir
-        self._opener = RepoOpener(location, repo)
-        self.cache = IndexCache(git_dir, self._opener)
-        self.tree_ids = TreeIds(git_dir)
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        git_dir: str | os.PathLike[str],
+        repo: Repository | None = None,
+    ) -> None:
+        # Kept as text: a reader the cache answers never loads pathlib (``location``).
+        self._location = os.fspath(location)
+        self._git_dir = os.fspath(git_dir)
+        self._opener = RepoOpener(self._location, repo)
+        self.cache = IndexCache(self._git_dir, self._opener)
+        self.tree_ids = TreeIds(self._git_dir)
+
+    @property
+    def location(self) -> Path:
+        """Where the store is: its work tree, or the bare repository."""
+        from pathlib import Path
+
+        return Path(self._location)
+
+    @property
+    def where(self) -> str:
+        """``location`` as text, as messages and answers name it."""
+        return self._location
+
+    @property
+    def git_dir(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._git_dir)
 
     @property
     def repo(self) -> Repository:
@@ -49,13 +75,15 @@ class Store:
 
     # ----------------------------------------------------------------- opening
 
-    @overload
-    @classmethod
-    def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
+    if TYPE_CHECKING:  # what ``open`` answers for each ``missing_ok``
 
-    @overload
-    @classmethod
-    def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
+        @overload
+        @classmethod
+        def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
+
+        @overload
+        @classmethod
+        def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
 
     @classmethod
     def open(cls, path: str | os.PathLike = ".", missing_ok: bool = False) -> Store | None:
@@ -64,14 +92,14 @@ class Store:
         lacks). ``missing_ok``: None where ``path`` holds no store at all; a store that is
         there but damaged is an error all the same."""
         try:
-            return cls._open(Path(path))
+            return cls._open(os.fspath(path))
         except NotAStore:
             if missing_ok:
                 return None
             raise
 
     @classmethod
-    def _open(cls, location: Path) -> Store:
+    def _open(cls, location: str) -> Store:
         git_dir = plain.git_dir_of(location)
         if git_dir is not None:
             # The quick path: the cache already holds the commit main names, and that
@@ -108,6 +136,8 @@ class Store:
 
     @classmethod
     def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
+        from pathlib import Path
+
         location = Path(path)
         if location.is_dir() and any(location.iterdir()):
             what = "a git repository" if (location / ".git").exists() else "files"
@@ -162,9 +192,9 @@ class Store:
         if self._opener.loaded():
             tip = self.repo.resolve(layout.BRANCH)
         else:
-            tip = plain.read_ref(self.git_dir, layout.BRANCH) or self.repo.resolve(layout.BRANCH)
+            tip = plain.read_ref(self._git_dir, layout.BRANCH) or self.repo.resolve(layout.BRANCH)
         if tip is None:
-            raise NotAStore(f"{self.location}: the main branch disappeared")
+            raise NotAStore(f"{self._location}: the main branch disappeared")
         return tip
 
     @property
@@ -199,7 +229,7 @@ class Store:
 
     def view(self, commit: str | None = None) -> StoreView:
         """The store at ``commit`` (default: main) as gates and readers see it."""
-        return StoreView(self._opener, self.cache, commit or self.tip, location=self.location,
+        return StoreView(self._opener, self.cache, commit or self.tip, location=self._location,
                          tree_ids=self.tree_ids)  # fmt: skip
 
     def asked(self, ask: Callable[[], T]) -> T:

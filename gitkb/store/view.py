@@ -10,7 +10,6 @@ readers (resolve, query), which it answers from the cache alone when it can.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
@@ -18,6 +17,7 @@ from gitkb.store.cache import IndexCache, Lie, RepoOpener
 from gitkb.store.rows import Row
 from gitkb.vcs.plain import blob_id
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
     from gitkb.vcs.tree_ids import TreeIds
@@ -31,7 +31,7 @@ class StoreView:
         tip: str | None,
         hidden: frozenset[str] = frozenset(),
         files_at: str | None = None,
-        location: object = None,
+        location: str | None = None,  # where the store is, named in messages
         tree_ids: TreeIds | None = None,
     ) -> None:
         # ``repo_source``: the repository, or a callable opening it on first use.

@@ -10,12 +10,11 @@ meanwhile, the chunk is built again on the new tip.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gitkb import layout
+from gitkb import layout, notes
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
 from gitkb.store.view import StoreView
 from gitkb.vcs import worktree
@@ -24,7 +23,7 @@ from gitkb.vcs.trailers import format_message, parse_trailers
 if TYPE_CHECKING:
     from gitkb.store.store import Store
 
-log = logging.getLogger(__name__)
+log = notes.logger(__name__)
 
 _CAS_ATTEMPTS = 3
 _CHUNK = 200  # commits per pack and per move of main

@@ -10,51 +10,51 @@ takes the full path through ``repository``.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from pathlib import Path
+
+from gitkb.digests import sha1
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
-def git_dir_of(path: str | os.PathLike) -> Path | None:
+def git_dir_of(path: str | os.PathLike[str]) -> str | None:
     """The git directory of a repository at ``path`` (a work tree or a bare repository),
     or None when ``path`` is neither."""
-    path = Path(path)
-    dot_git = path / ".git"
-    if dot_git.is_dir():
+    path = os.fspath(path)
+    dot_git = os.path.join(path, ".git")
+    if os.path.isdir(dot_git):
         return dot_git
-    if dot_git.is_file():
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    if os.path.isfile(dot_git):
+        with open(dot_git, encoding="utf-8", errors="replace") as fh:
+            text = fh.read().strip()
         if text.startswith("gitdir: "):
-            target = Path(text[len("gitdir: ") :])
-            return target if target.is_absolute() else (path / target)
+            return os.path.join(path, text[len("gitdir: ") :])  # an absolute one stays as it is
         return None
-    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+    if os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "objects")):
         return path
     return None
 
 
-def read_ref(git_dir: Path, ref: str, depth: int = 5) -> str | None:
+def read_ref(git_dir: str | os.PathLike[str], ref: str, depth: int = 5) -> str | None:
     """The sha ``ref`` names in ``git_dir`` (loose, then packed), or None."""
     if depth == 0:
         return None
+    git_dir = os.fspath(git_dir)
     common = git_dir
-    pointer = git_dir / "commondir"
-    if pointer.is_file():
-        common = git_dir / pointer.read_text().strip()
+    pointer = _text(os.path.join(git_dir, "commondir"))
+    if pointer is not None:
+        common = os.path.join(git_dir, pointer.strip())
     for base in (git_dir, common):
-        try:
-            text = (base / ref).read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
+        text = _text(os.path.join(base, ref), "ascii")
+        if text is None:
             continue
+        text = text.strip()
         if text.startswith("ref: "):
             return read_ref(git_dir, text[5:].strip(), depth - 1)
         return text if _SHA.fullmatch(text) else None
-    try:
-        packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    packed = _text(os.path.join(common, "packed-refs"))
+    if packed is None:
         return None
     suffix = " " + ref
     for line in packed.splitlines():
@@ -63,9 +63,21 @@ def read_ref(git_dir: Path, ref: str, depth: int = 5) -> str | None:
     return None
 
 
+def _text(path: str, encoding: str = "utf-8") -> str | None:
+    """A small file's text (undecodable bytes replaced, unless ASCII is asked for); None when
+    it cannot be read as a file."""
+    try:
+        with open(
+            path, encoding=encoding, errors="strict" if encoding == "ascii" else "replace"
+        ) as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def blob_id(data: bytes) -> str:
     """The sha git names ``data`` by as a blob."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def identity() -> str:

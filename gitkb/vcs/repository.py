@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import logging
 import os
 import re
 import stat
@@ -27,6 +26,7 @@ from dulwich.objects import Commit
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
+from gitkb import notes
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
 from gitkb.vcs import pack, rawtree
 from gitkb.vcs.commits import TREE_MODE, CommitWriting
@@ -44,7 +44,7 @@ ZERO_SHA = "0" * 40
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
 
-log = logging.getLogger(__name__)
+log = notes.logger(__name__)
 _RECENT_RAW = 4
 _COMMIT, _BLOB = 1, 3  # git's object type numbers
 

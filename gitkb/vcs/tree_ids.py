@@ -1,122 +1,120 @@
-"""The blob ids a commit's tree holds at given paths, asked of C git, without dulwich.
+"""The blob ids a commit's tree holds at given paths, read from the object files.
 
 A reader the index cache answers (``query``, ``list``, ``show``, ``resolve``) checks
-what it serves against ``main``'s tree: the cache is a file under the git directory
-that anyone can edit, the tree is not. Asking C git costs one short process (a few
-milliseconds), where loading dulwich costs more than the whole query: a handful of
-paths are named to ``git ls-tree`` (one tree walk each), more through a listing
-of their folders. What a commit's tree holds
-never changes, so the answers are kept for the commit last asked about (a server
-that keeps its store open asks C git once per path and commit).
+what it serves against ``main``'s tree: the cache is a file anyone can edit, while a
+tree is named by its own hash from the commit ``main`` names. Reading the commit
+and the trees on the way to a few paths (``gitkb.vcs.odb``) costs a fraction of a
+millisecond, where starting C git costs milliseconds and loading dulwich more than
+the whole query. What a commit's tree holds never changes, so the trees read are
+kept for the commit last asked about (a server that keeps its store open reads each
+once per commit).
 
-Where C git is not on PATH or does not answer (an unusual repository), the caller
-asks the VCS layer's dulwich side instead (``None`` from here).
+Where the objects cannot be read here (an unusual repository), the caller asks the
+VCS layer's dulwich side instead (``None`` from here).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
-# Past this many paths one listing of their folders beats a walk per path.
-_LISTING_FROM = 32
+from gitkb.vcs.odb import ObjectFiles, Unreadable
+
+_TREE, _TYPE_BITS, _REGULAR = 0o040000, 0o170000, 0o100000
 
 
 class TreeIds:
-    """Blob ids of paths at commits of the repository at ``git_dir``, asked of C git."""
+    """Blob ids of paths at commits of the repository at ``git_dir``."""
 
-    def __init__(self, git_dir: Path) -> None:
-        self.git_dir = git_dir
+    def __init__(self, git_dir: str | os.PathLike[str]) -> None:
+        self._objects = ObjectFiles(git_dir)
         self._commit: str | None = None
-        self._known: dict[str, str | None] = {}  # path -> blob id at ``_commit`` (None: none)
+        self._trees: dict[str, dict[bytes, tuple[int, str]]] = {}  # tree id -> its entries
 
     def blob_ids(self, commit: str, paths: Iterable[str]) -> dict[str, str | None] | None:
-        """Path -> the blob id ``commit``'s tree holds there (None: no blob there), for each
-        of ``paths``; None when C git cannot answer."""
-        if commit != self._commit:
-            self._commit, self._known = commit, {}
-        wanted = [p for p in dict.fromkeys(paths) if p not in self._known]
-        if wanted:
-            found = _listed(self.git_dir, commit, wanted)
-            if found is None:
+        """Path -> the blob id of the regular file ``commit``'s tree holds there (None: none
+        there), for each of ``paths``; None when the objects cannot be read here."""
+        try:
+            root = self._root(commit)
+            return {path: self._blob_at(root, path) for path in dict.fromkeys(paths)}
+        except Unreadable:
+            return None
+
+    def _blob_at(self, root: str, path: str) -> str | None:
+        parts = path.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            # Not a path to walk: an entry crafted into an old tree can be called
+            # ``../x.json``; a listing of the top folder names it as the cache does.
+            found = self._listing(root, parts[0])
+            return found.get(path)
+        tree = root
+        for part in parts[:-1]:
+            mode, tree = self._entries(tree).get(_name(part), (0, ""))
+            if mode != _TREE:
                 return None
-            self._known.update(found)
-        return {p: self._known[p] for p in dict.fromkeys(paths)}
+        mode, blob = self._entries(tree).get(_name(parts[-1]), (0, ""))
+        return blob if mode & _TYPE_BITS == _REGULAR else None
 
     def files_under(self, commit: str, folder: str) -> dict[str, str] | None:
-        """Path -> blob id of every regular file under ``folder`` at ``commit``; None when C
-        git cannot answer."""
-        found = _git(self.git_dir, ["ls-tree", "-r", "-z", "--full-tree", commit, "--", folder])
-        return None if found is None else _regular_files(found)
+        """Path -> blob id of every regular file under ``folder`` at ``commit``; None when
+        the objects cannot be read here."""
+        try:
+            return self._listing(self._root(commit), folder)
+        except Unreadable:
+            return None
 
-
-def _git(git_dir: Path, args: list[str], stdin: bytes | None = None) -> bytes | None:
-    """C git's stdout for ``args`` on ``git_dir``; None when it is missing or fails."""
-    import subprocess  # a reader that serves nothing needs none
-
-    # The repository is named outright; a hook's GIT_DIR must not point elsewhere, while
-    # its object directories (a push's quarantine) stay visible.
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    try:
-        done = subprocess.run(
-            ["git", "--literal-pathspecs", f"--git-dir={git_dir}", *args],
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            env=env,
-            check=False,
-        )
-    except OSError:
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def _plain(path: str) -> bool:
-    """Whether ``path`` can be asked about as one literal path (a cache row can hold
-    anything)."""
-    return bool(path) and "\0" not in path and not path.startswith("/")
-
-
-def _literal(path: str) -> bool:
-    """Whether git finds ``path`` when it is named (it resolves ``.`` and ``..``, which an
-    entry crafted into an old tree can be called: such a path is found in a listing)."""
-    return all(part not in ("", ".", "..") for part in path.split("/"))
-
-
-def _folder(path: str) -> str:
-    """The folder a listing of ``path`` names: its own (a few records' family folders hold
-    them all), or its top folder where git would resolve the path's parts."""
-    if "/" not in path:
-        return path
-    return path.rsplit("/", 1)[0] if _literal(path) else path.split("/", 1)[0]
-
-
-def _listed(git_dir: Path, commit: str, paths: list[str]) -> dict[str, str | None] | None:
-    """The regular files at ``paths`` in one ``ls-tree -r``: the paths themselves when they
-    are few, else every file in their folders, looked up."""
-    asked = [p for p in paths if _plain(p)]
-    out: dict[str, str | None] = dict.fromkeys(paths)
-    if not asked:
+    def _listing(self, root: str, folder: str) -> dict[str, str]:
+        tree = root
+        for part in folder.split("/"):
+            mode, tree = self._entries(tree).get(_name(part), (0, ""))
+            if mode != _TREE:
+                return {}
+        out: dict[str, str] = {}
+        self._walk(tree, folder, out)
         return out
-    few = len(asked) < _LISTING_FROM and all(_literal(p) for p in asked)
-    named = asked if few else sorted({_folder(p) for p in asked})
-    found = _git(git_dir, ["ls-tree", "-r", "-z", "--full-tree", commit, "--", *named])
-    if found is None:
-        return None
-    listing = _regular_files(found)
-    for path in asked:
-        out[path] = listing.get(path)
-    return out
+
+    def _root(self, commit: str) -> str:
+        if commit != self._commit:
+            self._commit, self._trees = commit, {}
+        kind, body = self._objects.read(commit)
+        if kind != b"commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
+            raise Unreadable(f"{commit} is not a commit")
+        return body[5:45].decode()
+
+    def _walk(self, tree: str, prefix: str, out: dict[str, str]) -> None:
+        for name, (mode, sha) in self._entries(tree).items():
+            path = f"{prefix}/{name.decode('utf-8', 'surrogateescape')}"
+            if mode == _TREE:
+                self._walk(sha, path, out)
+            elif mode & _TYPE_BITS == _REGULAR:
+                out[path] = sha
+
+    def _entries(self, tree: str) -> dict[bytes, tuple[int, str]]:
+        """Name -> (mode, id) of each entry of ``tree`` (the first of a repeated name, as
+        git's own lookup finds it)."""
+        found = self._trees.get(tree)
+        if found is None:
+            kind, body = self._objects.read(tree)
+            if kind != b"tree":
+                raise Unreadable(f"{tree} is not a tree")
+            found = {}
+            pos, end = 0, len(body)
+            try:
+                while pos < end:
+                    space = body.index(b" ", pos)
+                    nul = body.index(b"\0", space)
+                    if nul + 21 > end:
+                        raise ValueError
+                    found.setdefault(
+                        body[space + 1 : nul],
+                        (int(body[pos:space], 8), body[nul + 1 : nul + 21].hex()),
+                    )
+                    pos = nul + 21
+            except ValueError:
+                raise Unreadable(f"tree {tree} does not parse") from None
+            self._trees[tree] = found
+        return found
 
 
-def _regular_files(listing: bytes) -> dict[str, str]:
-    """Path -> blob id of the regular files in ``ls-tree -z`` output (a symlink is a blob
-    too; the cache keeps regular files only)."""
-    out: dict[str, str] = {}
-    for item in listing.split(b"\0"):
-        head, tab, name = item.partition(b"\t")
-        fields = head.split(b" ")
-        if tab and len(fields) == 3 and fields[0] in (b"100644", b"100755"):
-            out[name.decode("utf-8", "surrogateescape")] = fields[2].decode()
-    return out
+def _name(part: str) -> bytes:
+    return part.encode("utf-8", "surrogateescape")

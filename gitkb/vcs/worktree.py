@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import time
 from collections.abc import Iterator
 
+from gitkb import notes
 from gitkb.errors import LockTimeout
 from gitkb.fs import atomic_write
 from gitkb.vcs.commits import FILE_MODE
 from gitkb.vcs.repository import WORK_TREE_TMP, Repository
 
-log = logging.getLogger(__name__)
+log = notes.logger(__name__)
 
 # A ref lock that is still there this long after we took the writer lock was
 # left by a killed process: C git holds such locks for milliseconds.

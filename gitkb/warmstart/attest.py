@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
 
 from gitkb.errors import GitkbError
 from gitkb.layout import ledger_path
 from gitkb.record import strict
+from gitkb.valueclass import factory, value_class
 from gitkb.vcs.plain import identity
 
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")
@@ -30,14 +30,14 @@ _COUNT_OF = {
 _EVIDENCE_KEY = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-@dataclass
+@value_class
 class Ledger:
     """A record's ledger as read: its events, and the lines that were not JSON objects."""
 
     path: str
     raw: bytes = b""
-    events: list[dict] = field(default_factory=list)
-    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    events: list[dict] = factory(list)
+    bad_lines: list[tuple[int, str]] = factory(list)
 
     def counts(self) -> dict:
         """recalls (attempts on hardware), validations, failures, not_reproduced,

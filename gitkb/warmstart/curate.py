@@ -15,16 +15,16 @@ are counted as GEAK counts them: only in the groups that reach the top N.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
 
 from gitkb import targets
+from gitkb.digests import sha256
 from gitkb.record import DSLS, dig, scope_of
 from gitkb.record.values import array, mapping, number_or_numeric_string
+from gitkb.valueclass import factory, value_class
 
 RETIRED_STATUSES = ("deprecated", "superseded")
 CODE_TYPES = ("strategy", "reference-kernel")
@@ -72,11 +72,11 @@ def _folded(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name)
 
 
-@dataclass
+@value_class
 class KernelMatch:
     tier: str | None  # exact, normalized, fuzzy; None when nothing or ambiguous
-    names: set[str] = field(default_factory=set)  # canonical names that count as the kernel
-    ambiguous: list[str] = field(default_factory=list)
+    names: set[str] = factory(set)  # canonical names that count as the kernel
+    ambiguous: list[str] = factory(list)
     on_page: bool = False  # matched among the caller's page's kernels
 
 
@@ -199,7 +199,7 @@ def workload_key(cases: list[str], metric: str = "latency") -> str:
     """The bench key of ``metric`` measured over the workload ``cases`` (case ids): what a
     run's own numbers compare under, and a record's when it states its cases."""
     text = json.dumps([metric, sorted(cases)])
-    return "bk:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return "bk:" + sha256(text.encode()).hexdigest()[:16]
 
 
 def comparable(key: str | None, first: str | None) -> bool:
@@ -265,7 +265,7 @@ def reproductions(record: dict) -> int:
 # ----------------------------------------------------------------- curation
 
 
-@dataclass
+@value_class
 class CodeRecord:
     """A code-carrying record as curation ranks it (``code_record``)."""
 
@@ -277,13 +277,13 @@ class CodeRecord:
     direction: str
     reproductions: int
     retired: bool
-    counts: dict = field(default_factory=dict)
+    counts: dict = factory(dict)
     retire_hint: str | None = None
     page: str | None = None
     language: str = ANY_LANGUAGE
     applies: bool | None = None  # whether a strategy's diff applies to the caller's kernel
     exp_id: str = ""  # GEAK's exp id (the older one wins a tie); a mined record has none
-    alternates: list[CodeRecord] = field(default_factory=list)
+    alternates: list[CodeRecord] = factory(list)
 
     def order(self) -> tuple:
         return (-(self.speedup or 0.0), -self.reproductions, self.exp_id, self.record_id)
@@ -317,10 +317,10 @@ def code_record(
     )
 
 
-@dataclass
+@value_class
 class Curated:
     ranks: list[CodeRecord]
-    reference_only: list[CodeRecord] = field(default_factory=list)
+    reference_only: list[CodeRecord] = factory(list)
     retired: int = 0
     below_floor: int = 0
     collapsed: int = 0

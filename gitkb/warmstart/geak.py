@@ -14,12 +14,12 @@ of the fork iAmir97/GEAK @ a6a9d0e (``kb/identity.py`` as in AMD-AGI/GEAK).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from dataclasses import dataclass
 
 from gitkb import targets
+from gitkb.digests import sha1
+from gitkb.valueclass import value_class
 from gitkb.warmstart import curate
 
 _GFX_KEY = re.compile(r"gfx\d+", re.IGNORECASE)
@@ -134,10 +134,10 @@ def retire_hint(counts: dict) -> str:
 def synthetic_exp_id(record_id: str) -> str:
     """An exp id for a record GEAK never wrote (mined here): no run time, so the time is
     zero; the hex is the record id's digest, stable across exports."""
-    return "00000000_000000_" + hashlib.sha1(record_id.encode()).hexdigest()[:6]
+    return "00000000_000000_" + sha1(record_id.encode()).hexdigest()[:6]
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class GeakEntry:
     """Where a record sits in a GEAK tree, and the names GEAK keys it by."""
 

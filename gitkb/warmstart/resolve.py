@@ -15,8 +15,7 @@ cold-starts a run.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
+import os
 
 from gitkb import targets
 from gitkb.errors import GitkbError, writing
@@ -29,7 +28,10 @@ DEFAULT_TOP_N = 3
 DEFAULT_MIN_SPEEDUP = 1.05
 _KINDS = (*curate.CODE_TYPES, "anti-strategy")
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gitkb.store.store import Store
 
 
@@ -155,7 +157,7 @@ def _usable(found: list[KernelRow]) -> list[KernelRow]:
 def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl, source) -> dict:
     return {
         "read_reason": None,
-        "store": str(store.location),
+        "store": store.where,
         "commit": tip,
         "kernel": {"query": kernel, "canonical": curate.canonical_kernel(kernel)},
         "hardware": None,
@@ -225,7 +227,7 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
     from gitkb.record import load
 
     tip = store.tip
-    kernel_file = Path(kernel) if Path(kernel).is_file() else None
+    kernel_file = _file(kernel)
     answer = _answer(store, tip, kernel, top_n, min_speedup, include_retired, language,
                      source)  # fmt: skip
     counts = answer["counts"]
@@ -323,6 +325,8 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
 
         texts = store.view(tip).read_checked(pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items()]
+        from pathlib import Path
+
         with writing(out):
             write_out(
                 Path(out),
@@ -341,6 +345,8 @@ def _shaped(answer: dict, shape: str, ranks: list, language, out) -> dict:
         return answer
     if out is None or not ranks:
         return geak.answer(answer, ranks, language, "", [""] * len(ranks))
+    from pathlib import Path
+
     from gitkb.warmstart.references import write_geak_out
 
     with writing(out):
@@ -355,6 +361,15 @@ def _on_page(hardware: targets.Hardware, vendor, arch, page) -> bool:
     if hardware.page:
         return page == hardware.page
     return arch == hardware.arch and vendor == hardware.vendor
+
+
+def _file(path: str) -> Path | None:
+    """``path`` when it names a file (the caller's kernel source), else None."""
+    if not os.path.isfile(path):
+        return None
+    from pathlib import Path
+
+    return Path(path)
 
 
 def _fits(kernel_file: Path | None):

@@ -1,0 +1,57 @@
+"""The library's notes (a recovered lock, a rebuilt cache, a scope note) and the
+optimizer's live lines: loggers under ``gitkb``, one line each on stderr.
+
+``logging`` loads when a logger is first asked for, and the stderr handler comes
+with it: a read verb that notes nothing (a query the cache answers) starts without
+either. ``-v`` / ``-q`` (``set_verbosity``) say how much reaches stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+
+# The optimizer's live lines: a channel of their own, printed as they are ("[gitkb] ...").
+LIVE_LOGGER = "gitkb.optimize.live"
+_TOP = "gitkb"
+_levels = {"top": 20}  # logging.INFO; -q: WARNING, -v: DEBUG
+
+
+def logger(name: str) -> logging.Logger:
+    """The logger ``name`` (under ``gitkb``), its notes reaching stderr."""
+    import logging
+
+    top = logging.getLogger(_TOP)
+    if not top.handlers:
+        top.addHandler(_stderr_handler())
+        top.setLevel(_levels["top"])
+        top.propagate = False
+    return logging.getLogger(name)
+
+
+def set_verbosity(verbose: bool, quiet: bool) -> None:
+    """``-q``: warnings only (no notes, no live lines); ``-v``: debug notes too."""
+    _levels["top"] = 30 if quiet else 10 if verbose else 20
+    if "logging" in sys.modules:  # already loaded: a logger may have been handed out
+        logger(_TOP).setLevel(_levels["top"])
+
+
+def _stderr_handler() -> logging.Handler:
+    import logging
+
+    class Stderr(logging.Handler):
+        """One line per record on ``sys.stderr`` as it is when the record comes (a caller
+        may have swapped it); the notes read ``gitkb: ...``, the live lines as they are."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                text = self.format(record)
+                print(text if record.name == LIVE_LOGGER else f"gitkb: {text}", file=sys.stderr)
+                sys.stderr.flush()
+            except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
+                self.handleError(record)
+
+    return Stderr()
