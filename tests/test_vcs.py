@@ -383,6 +383,12 @@ def test_packed_reads_match_dulwich_and_c_git(tmp_path):
         body = subprocess.run(["git", "cat-file", kind, sha], cwd=tmp_path / "r",
                               capture_output=True, check=True).stdout  # fmt: skip
         assert repo._read(sha.encode())[1] == body
+    # Past an eighth of the pack the offsets come from one table of the index; an id the
+    # pack lacks is a KeyError there too (the next pack, or dulwich, is asked).
+    (packed,) = repo._packs
+    assert packed._offsets is not None and len(packed._offsets) == len(shas) // 2
+    with pytest.raises(KeyError):
+        packed.get(b"0" * 40)
 
 
 def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):

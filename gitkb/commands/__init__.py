@@ -30,6 +30,10 @@ def _click_parts() -> dict:
         def convert(self, value, param, ctx):
             if not isinstance(value, (str, os.PathLike)):
                 return value  # already opened (a caller passing a Store)
+            from gitkb.vcs import plain
+
+            if self.missing_ok and plain.git_dir_of(value) is None:
+                return None  # no repository, so no store: the store's code is not loaded
             from gitkb.store import Store
 
             return Store.open(value, missing_ok=self.missing_ok)

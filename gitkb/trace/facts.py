@@ -12,7 +12,7 @@ distiller both use it, so the flag a packet carries and the distiller's decision
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 
 from gitkb import targets
 
@@ -101,6 +101,16 @@ def conditions(text: str, dsl: str | None = None) -> dict[str, str]:
     """The checkable condition a text states: ``sm_arch`` (an sm_/gfx number, else a product
     or architecture name, with an SM count when stated), ``shape_regime``, ``dtype``,
     ``toolchain`` (a versioned toolchain in the text, else the DSL when given)."""
+    found = dict(_stated_conditions(text))
+    if "toolchain" not in found and dsl and dsl != "any":
+        found["toolchain"] = dsl
+    return found
+
+
+@lru_cache(maxsize=8192)
+def _stated_conditions(text: str) -> tuple[tuple[str, str], ...]:
+    """What ``conditions`` finds in the text itself. Kept per text: partition and the
+    distiller ask about the same sentences, and these searches are most of their cost."""
     found: dict[str, str] = {}
     arch = _SM.search(text) or _hardware_names().search(text)
     count = _SM_COUNT.search(text)
@@ -114,9 +124,7 @@ def conditions(text: str, dsl: str | None = None) -> dict[str, str]:
         found["dtype"] = dtype.group(0)
     if tool := _TOOLCHAIN.search(text):
         found["toolchain"] = tool.group(0)
-    elif dsl and dsl != "any":
-        found["toolchain"] = dsl
-    return found
+    return tuple(found.items())
 
 
 def checkable(text: str) -> bool:
@@ -124,6 +132,7 @@ def checkable(text: str) -> bool:
     return bool(conditions(text)) or bool(_CONDITION_WORDS.search(text))
 
 
+@lru_cache(maxsize=8192)
 def states_mechanism(text: str) -> bool:
     return bool(_MECHANISM.search(text))
 

@@ -61,8 +61,13 @@ class Packet:
     kernel: str | None = None  # the `.py` sibling: kernel.py at the segment's commit
     usable_captures: list[str] = field(default_factory=list)  # dirs that measured the kernel
     evidence_extra: dict | None = None  # long-horizon granular evidence (journal, experiments)
-    evidence_chars: int = 0  # size of agent_facing as text
     code_bytes: int = 0  # size of the diff and kernel siblings
+
+    @property
+    def evidence_chars(self) -> int:
+        """The size of ``agent_facing`` as text, for the packet file: measured only when one
+        is written (a dry run writes none), from evidence nothing changes once built."""
+        return len(str(self.agent_facing))
 
     def as_json(self) -> dict:
         """The packet file a distiller reads (code siblings inline)."""
@@ -316,7 +321,6 @@ def _packet(
         if scrub.hex_names
         else "",
     }
-    evidence_chars = len(str(agent_facing))
     return Packet(
         seg_id=segment.seg_id,
         record_type=segment.record_type,
@@ -328,7 +332,6 @@ def _packet(
         kernel=kernel,
         usable_captures=usable,
         evidence_extra=_evidence_extra(row, segment),
-        evidence_chars=evidence_chars,
         code_bytes=len((diff or "") + (kernel or "")),
     )
 

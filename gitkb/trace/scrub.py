@@ -81,6 +81,7 @@ _VERSION_LIST = re.compile(r"\(\s*v\d+(?:\s*(?:,|and|/|-)\s*v\d+)+\s*\)", re.IGN
 _VERSION_RUN = re.compile(r"\bv\d+(?:\s*(?:,|and|/|-|to)\s*v\d+)+\b", re.IGNORECASE)
 # Lowercase only: V100, A100-style product names are hardware, not version ids (edge 17).
 _VERSION = re.compile(r"\bv\d+\b")
+_VERSION_MARK = re.compile(r"[vV]\d")  # in every match of the five version patterns above
 _VECTOR_CONTEXT = re.compile(r"vec|\.f16|\.bf16|x2|float", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t]{2,}")
 
@@ -160,6 +161,10 @@ class Scrubber:
         self.users: set[str] = set(users)
         self._users = _alternation(tuple(sorted(self.users, key=len, reverse=True)), words=True)
         self.hex_names: dict[str, str] = {}
+        self._numbered = 0  # shape ids numbered so far: a text that numbers one is not kept
+        # ``text`` of each text that numbered no shape id: the same for every packet, and a
+        # trace's packets repeat most of their texts (description, shapes, subjects).
+        self._texts: dict[str, str] = {}
 
     def learn(self, text: str) -> None:
         """Remember the user names a text's paths reveal, to scrub them everywhere."""
@@ -168,10 +173,13 @@ class Scrubber:
             self.users |= new
             names = tuple(sorted(self.users, key=len, reverse=True))
             self._users = _alternation(names, words=True)
+            self._texts = {}
 
     def for_packet(self) -> Scrubber:
-        """The same terms with a fresh ``shape-N`` numbering (one per packet)."""
-        packet = Scrubber(self.denylist, tuple(self.users))
+        """The same terms with a fresh ``shape-N`` numbering (one per packet): the compiled
+        patterns and the kept texts are shared, the learned names copied."""
+        packet = Scrubber.__new__(Scrubber)
+        packet.__dict__.update(self.__dict__, users=set(self.users), hex_names={}, _numbered=0)
         return packet
 
     def mentions_private(self, text: str) -> bool:
@@ -211,6 +219,16 @@ class Scrubber:
     def text(self, value: str) -> str:
         if not value:
             return value
+        kept = self._texts.get(value)
+        if kept is not None:
+            return kept
+        numbered = self._numbered
+        scrubbed = self._scrubbed_text(value)
+        if self._numbered == numbered:
+            self._texts[value] = scrubbed
+        return scrubbed
+
+    def _scrubbed_text(self, value: str) -> str:
         value = self.served(value)
         value = _LONG_HEX.sub("a commit", value)
         value = _HEX.sub(self._hex, value)
@@ -226,11 +244,12 @@ class Scrubber:
             value = _METADATA.sub("the trace metadata", value)
         if "kernel_opt_" in value:
             value = _TRACE_NAME.sub("this operator", value)
-        value = _LEADING_VERSION.sub("", value)
-        value = _RERUN.sub("a re-measurement", value)
-        value = _VERSION_LIST.sub("(an earlier step)", value)
-        value = _VERSION_RUN.sub("earlier steps", value)
-        value = _VERSION.sub(self._version, value)
+        if _VERSION_MARK.search(value):  # what each version pattern needs, looked for once
+            value = _LEADING_VERSION.sub("", value)
+            value = _RERUN.sub("a re-measurement", value)
+            value = _VERSION_LIST.sub("(an earlier step)", value)
+            value = _VERSION_RUN.sub("earlier steps", value)
+            value = _VERSION.sub(self._version, value)
         return _SPACES.sub(" ", value).strip()
 
     def name(self, value: str) -> str:
@@ -243,11 +262,9 @@ class Scrubber:
         out = []
         in_doc = False
         for line in source.split("\n"):
-            stripped = line.strip()
-            quotes = stripped.count('"""') + stripped.count("'''")
-            if in_doc or stripped.startswith(('"""', "'''")):
+            if in_doc or line.lstrip().startswith(('"""', "'''")):
                 out.append(self._comment(line))
-                if quotes == 1:
+                if line.count('"""') + line.count("'''") == 1:
                     in_doc = not in_doc
                 continue
             if "#" in line:
@@ -275,6 +292,7 @@ class Scrubber:
         token = match.group(0)
         if token.isdigit():
             return token
+        self._numbered += 1
         if token not in self.hex_names:
             self.hex_names[token] = f"shape-{len(self.hex_names) + 1}"
         return self.hex_names[token]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +32,8 @@ _DELTA_DEPTH = 50  # longest delta chain a batch writes (git's pack.depth defaul
 _COPY_MAX = 0xFFFFFF  # the most bytes one delta copy instruction names (3 size bytes)
 _BASES_KEPT = 256  # inflated objects kept per pack: the bases of the deltas read next
 _BASE_BYTES_KEPT = 1 << 20  # larger objects are not kept
+_TABLE_AFTER_SHARE = 8  # see PackedObjects.get
+_IDX_NAMES = 8 + 256 * 4  # a v2 index: magic, version, fan-out table, then the names
 
 
 def write_pack(
@@ -252,6 +255,32 @@ def _packed_object_size(pack_path: Path, offset: int) -> int:
     raise GitkbError(f"{pack_path}: unreadable delta header at offset {offset}")
 
 
+def _offset_table(index_path: str) -> dict[bytes, int] | None:
+    """Binary object id -> pack offset, for every object of a version 2 pack index (what
+    git and dulwich write); None for anything else, left to dulwich's own lookup."""
+    try:
+        with open(index_path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if data[:8] != b"\377tOc\0\0\0\2" or len(data) < _IDX_NAMES:
+        return None
+    count = int.from_bytes(data[_IDX_NAMES - 4 : _IDX_NAMES], "big")
+    small = _IDX_NAMES + 24 * count  # after the names (20 bytes each) and the CRCs (4)
+    large = small + 4 * count
+    if len(data) < large:
+        return None
+    names = data[_IDX_NAMES : _IDX_NAMES + 20 * count]
+    table = {}
+    offsets = struct.unpack_from(f">{count}L", data, small)
+    for at, offset in zip(range(0, 20 * count, 20), offsets, strict=True):
+        if offset & 0x80000000:  # an index into the table of 8-byte offsets
+            where = large + 8 * (offset & 0x7FFFFFFF)
+            offset = int.from_bytes(data[where : where + 8], "big")
+        table[names[at : at + 20]] = offset
+    return table
+
+
 class NotReadHere(Exception):
     """A pack entry this reader leaves to dulwich (a ref delta, an odd deflate stream)."""
 
@@ -271,61 +300,76 @@ class PackedObjects:
         with open(pack.data.path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         self._kept: dict[int, tuple[int, bytes]] = {}  # offset -> (type, body), oldest first
+        self._lookups: int | None = 0  # searches made in dulwich's index; None: table tried
+        self._offsets: dict[bytes, int] | None = None  # binary id -> offset, see get()
 
     def get(self, sha: bytes) -> tuple[int, bytes]:
-        """(type number, body) of object ``sha`` (hex); KeyError when the pack lacks it."""
-        return self._at(self._index.object_offset(sha))
+        """(type number, body) of object ``sha`` (hex); KeyError when the pack lacks it.
+
+        A reader that has looked up an eighth of the pack's objects (a trace read reads
+        nearly all of them) reads the index's table of offsets once into a dict: from
+        then on a lookup costs a fraction of dulwich's search, and the table cost less
+        than the lookups already made."""
+        if self._lookups is not None:
+            self._lookups += 1
+            if self._lookups * _TABLE_AFTER_SHARE >= len(self._index):
+                self._offsets, self._lookups = _offset_table(self._index.path), None
+        if self._offsets is None:  # not yet, or not an index read here
+            return self._at(self._index.object_offset(sha))
+        offset = self._offsets.get(bytes.fromhex(sha.decode("ascii")) if len(sha) == 40 else sha)
+        if offset is None:
+            raise KeyError(sha)
+        return self._at(offset)
 
     def _at(self, offset: int) -> tuple[int, bytes]:
-        from dulwich.pack import apply_delta  # C, from dulwich._pack
-
+        # One loop, its header and base-distance varints read in place: a trace read
+        # comes here for every object of the trace.
+        kept, data = self._kept, self._map
+        found = kept.get(offset)
+        if found is not None:
+            return found
         deltas: list[tuple[int, bytes]] = []  # (offset, delta), the requested object first
-        while (found := self._kept.get(offset)) is None:
-            kind, size, pos = self._header(offset)
-            if kind == _PACK_REF_DELTA or not 1 <= kind <= 6 or kind == 5:
-                raise NotReadHere(f"entry of type {kind} at offset {offset}")
+        while True:
+            byte = data[offset]
+            kind, size, pos, shift = (byte >> 4) & 7, byte & 15, offset + 1, 4
+            while byte & 0x80:
+                byte = data[pos]
+                size |= (byte & 0x7F) << shift
+                shift, pos = shift + 7, pos + 1
             if kind != _PACK_OFS_DELTA:
+                if not 1 <= kind <= 4:  # a ref delta, or no object type
+                    raise NotReadHere(f"entry of type {kind} at offset {offset}")
                 found = (kind, self._inflate(pos, size))
                 self._keep(offset, found)
                 break
-            distance, pos = self._base_distance(pos)
+            byte = data[pos]  # the distance back to the base: git's offset varint
+            distance, pos = byte & 0x7F, pos + 1
+            while byte & 0x80:
+                byte = data[pos]
+                distance = ((distance + 1) << 7) | (byte & 0x7F)
+                pos += 1
             deltas.append((offset, self._inflate(pos, size)))
             offset -= distance
+            found = kept.get(offset)
+            if found is not None:
+                break
+        if not deltas:
+            return found
+        from dulwich.pack import apply_delta  # C, from dulwich._pack
+
         kind, body = found
         for delta_offset, delta in reversed(deltas):
             body = b"".join(apply_delta(body, delta))
             self._keep(delta_offset, (kind, body))
         return kind, body
 
-    def _header(self, offset: int) -> tuple[int, int, int]:
-        """(type, inflated size, offset of what follows) of the entry at ``offset``."""
-        data = self._map
-        byte = data[offset]
-        kind, size, shift, pos = (byte >> 4) & 7, byte & 15, 4, offset + 1
-        while byte & 0x80:
-            byte = data[pos]
-            size |= (byte & 0x7F) << shift
-            shift, pos = shift + 7, pos + 1
-        return kind, size, pos
-
-    def _base_distance(self, pos: int) -> tuple[int, int]:
-        """An offset delta's distance back to its base (git's varint), and where it ends."""
-        data = self._map
-        byte = data[pos]
-        distance, pos = byte & 0x7F, pos + 1
-        while byte & 0x80:
-            byte = data[pos]
-            distance = ((distance + 1) << 7) | (byte & 0x7F)
-            pos += 1
-        return distance, pos
-
     def _inflate(self, pos: int, size: int) -> bytes:
         # zlib's compressBound: a stream git wrote for ``size`` bytes is never longer.
         bound = size + (size >> 12) + (size >> 14) + (size >> 25) + 13
-        inflater = zlib.decompressobj()
+        # One call: zlib raises on a stream cut short, and ignores the entries after it.
         with memoryview(self._map) as view:
-            body = inflater.decompress(view[pos : pos + bound], size + 1)
-        if not inflater.eof or len(body) != size:
+            body = zlib.decompress(view[pos : pos + bound], zlib.MAX_WBITS, size + 1)
+        if len(body) != size:
             raise NotReadHere(f"deflate stream at offset {pos} is not {size} bytes")
         return body
 

@@ -8,10 +8,15 @@ the entries between them are parsed, so the Python work follows the change.
 
 from __future__ import annotations
 
+import re
+
 CHUNK = 4096
 SHA_BYTES = 20
 # Every mode git writes in a tree, with the space that ends it.
 ENTRY_MODES = (b"100644 ", b"100755 ", b"120000 ", b"40000 ", b"160000 ")
+# An entry: its octal mode (up to 7 digits) and a space, its name up to a NUL; 20 bytes of
+# id follow. One match in C where finding each part in Python cost most of a tree read.
+_ENTRY = re.compile(rb"(\d{1,7}) ([^\0]*)\0")
 
 Entry = tuple[int, str]  # (mode, hex sha)
 
@@ -49,24 +54,27 @@ def changed(old: bytes, new: bytes) -> dict[str, tuple[Entry | None, Entry | Non
 
 
 def _entry(raw: bytes, position: int) -> tuple[str, Entry, int]:
-    space = raw.find(b" ", position, position + 8)
-    nul = raw.find(b"\0", space + 1) if space > position else -1
-    if nul < 0 or nul + 1 + SHA_BYTES > len(raw) or not raw[position:space].isdigit():
+    found = _ENTRY.match(raw, position)
+    if found is None or found.end() + SHA_BYTES > len(raw):
         raise Malformed(f"no tree entry at byte {position}")
-    name = raw[space + 1 : nul].decode("utf-8", "surrogateescape")
-    sha = raw[nul + 1 : nul + 1 + SHA_BYTES].hex()
-    return name, (int(raw[position:space], 8), sha), nul + 1 + SHA_BYTES
+    end = found.end()  # where the entry's id begins
+    name = found.group(2).decode("utf-8", "surrogateescape")
+    return name, (int(found.group(1), 8), raw[end : end + SHA_BYTES].hex()), end + SHA_BYTES
 
 
 def _common_head(a: bytes, b: bytes) -> int:
+    # Chunks double while they match, then a binary search inside the one that does not:
+    # a few comparisons however long the shared part, each copying one side only.
     limit = min(len(a), len(b))
-    low = 0
-    while low + CHUNK <= limit and a[low : low + CHUNK] == b[low : low + CHUNK]:
-        low += CHUNK
-    high = min(low + CHUNK, limit)  # the first difference is in [low, high]
+    low, step = 0, CHUNK
+    while low + step <= limit:
+        if not b.startswith(a[low : low + step], low):
+            break
+        low, step = low + step, step * 2
+    high = min(low + step, limit)  # the first difference is in [low, high]
     while low < high:
         middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
+        if b.startswith(a[low:middle], low):
             low = middle
         else:
             high = middle - 1
@@ -76,16 +84,15 @@ def _common_head(a: bytes, b: bytes) -> int:
 def _common_tail(a: bytes, b: bytes, head: int) -> int:
     """Length of the common tail that does not overlap the common head."""
     limit = min(len(a), len(b)) - head
-    low = 0
-    while (
-        low + CHUNK <= limit
-        and a[len(a) - low - CHUNK : len(a) - low] == b[len(b) - low - CHUNK : len(b) - low]
-    ):
-        low += CHUNK
-    high = min(low + CHUNK, limit)
+    low, step = 0, CHUNK
+    while low + step <= limit:
+        if not b.endswith(a[len(a) - low - step : len(a) - low], 0, len(b) - low):
+            break
+        low, step = low + step, step * 2
+    high = min(low + step, limit)
     while low < high:
         middle = (low + high + 1) // 2
-        if a[len(a) - middle : len(a) - low] == b[len(b) - middle : len(b) - low]:
+        if b.endswith(a[len(a) - middle : len(a) - low], 0, len(b) - low):
             low = middle
         else:
             high = middle - 1

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from dulwich.errors import NotGitRepository
 from dulwich.objects import Commit
+from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from gitkb import notes
@@ -570,8 +571,6 @@ class Repository(CommitWriting):
         on every object, which is most of a trace read's cost. What they lack (loose
         objects, packs written since, alternates) or leave to dulwich goes through
         dulwich's full lookup."""
-        from dulwich.pack import PackFileDisappeared
-
         if self._packs is None:
             self._packs = []
             for found in getattr(self._objects, "packs", ()):
