@@ -27,7 +27,7 @@ import json
 import logging
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -418,7 +418,7 @@ class IndexCache:
         if (held and held[0]) != sha:
             db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
             if sha:
-                raw = zlib.compress(self.repo.blob(sha), 1)
+                raw = _pack(self.repo.blob(sha))
                 db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
 
     def _delete(self, paths: list[str]) -> None:
@@ -433,13 +433,16 @@ class IndexCache:
         self,
         files: Iterable[tuple[str, str, bytes | None]],
         parsed: Mapping[str, dict] | None = None,
+        deflated: Callable[[str], bytes | None] | None = None,
     ) -> None:
         """Store files (path, blob sha, bytes; None: the object is missing from a damaged
         repository, kept as a record that does not read); ``parsed``: records the caller
-        already parsed from those bytes."""
+        already parsed from those bytes; ``deflated``: a blob's bytes in the zlib form the
+        cache keeps, where the caller has them already (None: deflate here)."""
         rows, kernels, arches, stored = [], [], [], []
         for path, blob, raw in files:
-            stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
+            packed = None if raw is None else (deflated and deflated(blob)) or _pack(raw)
+            stored.append((path, blob, packed))
             if rec.is_record_path(path):
                 data = parsed.get(path) if parsed else None
                 values, names, archs = row_values(path, blob, raw, data)
@@ -462,16 +465,19 @@ class IndexCache:
         edits: dict[str, bytes | None],
         commit: str,
         parsed: Mapping[str, dict] | None = None,
+        deflated: Callable[[str], bytes | None] | None = None,
     ) -> None:
         """A commit written from memory: its edits to the tracked folders (path -> bytes, or
         None for a deletion) applied as they are, then the cache holds ``commit``. Used
         inside a snapshot the writer keeps only once the commit lands. ``parsed``: the
-        records among the edits as the writer parsed them from the same bytes."""
+        records among the edits as the writer parsed them from the same bytes;
+        ``deflated``: blob id -> those bytes as the writer deflated them (``_put``)."""
         paths = [p for p in edits if _tracked(p)]
         deleted = [p for p in paths if edits[p] is None]
         if deleted:
             self._delete(deleted)
-        self._put(((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None), parsed)
+        written = ((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
+        self._put(written, parsed, deflated)
         self._set_commit(commit, CONFIG_PATH in edits)
         self._dirty = True
 
@@ -578,6 +584,11 @@ def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     except (KeyError, ValueError, OSError):
         log.warning("object %s is missing from %s", sha, repo.git_dir)
         return None
+
+
+def _pack(raw: bytes) -> bytes:
+    """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
+    return zlib.compress(raw, 1)
 
 
 def _unpack(packed: bytes | None) -> bytes | None:

@@ -199,7 +199,7 @@ def _write_chunk(
                         if change.edits:
                             tip = repo.write_commit(tip, change.edits, message(change))
                             touched.update(change.edits)
-                            cache.apply_edits(change.edits, tip, change.parsed)
+                            cache.apply_edits(change.edits, tip, change.parsed, repo.deflated)
                         done.append(
                             Admission(
                                 change.action,

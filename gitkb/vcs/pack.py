@@ -33,10 +33,16 @@ _BASES_KEPT = 256  # inflated objects kept per pack: the bases of the deltas rea
 _BASE_BYTES_KEPT = 1 << 20  # larger objects are not kept
 
 
+def deflate(raw: bytes) -> bytes:
+    """The zlib stream a batch's pack holds for an object's bytes (``write_pack``)."""
+    return zlib.compress(raw, _NEW_OBJECT_LEVEL)
+
+
 def write_pack(
     object_store: DiskObjectStore,
     objects: Iterable[ShaFile],
     bases: Mapping[bytes, bytes] | None = None,
+    deflated: Mapping[bytes, bytes] | None = None,
 ) -> None:
     """Store ``objects`` (dulwich ShaFile objects) in ``object_store`` as one pack. The
     index is renamed into place last: until then git and dulwich ignore the pack.
@@ -46,6 +52,7 @@ def write_pack(
     offset delta against it (chains at most ``_DELTA_DEPTH`` long), as git's own packs
     hold successive versions of a tree; a commit changing one entry of a folder of
     thousands then writes a few bytes instead of deflating the whole folder again.
+    ``deflated`` maps an object's id to its bytes already deflated (``deflate``).
     Entries are deflated at zlib level 1: git's own level for new objects
     (``core.looseCompression``), which ``git gc`` later repacks at ``pack.compression``.
     Written here rather than by dulwich's pack writer, whose layers of Python per object
@@ -60,6 +67,7 @@ def write_pack(
     pack_dir.mkdir(exist_ok=True)
     tmp = pack_dir / f"{PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     bases = bases or {}
+    deflated = deflated or {}
     based = set(bases.values())
     entries: list[tuple[bytes, int, int]] = []  # (binary sha, offset, crc32)
     written: dict[bytes, tuple[int, int, bytes]] = {}  # base id -> (offset, depth, raw)
@@ -78,13 +86,12 @@ def write_pack(
                 entry = (
                     _entry_header(_PACK_OFS_DELTA, len(delta))
                     + _base_distance_bytes(offset - base[0])
-                    + zlib.compress(delta, _NEW_OBJECT_LEVEL)
+                    + deflate(delta)
                 )
                 depth = base[1] + 1
             else:
-                entry = _entry_header(obj.type_num, len(raw)) + zlib.compress(
-                    raw, _NEW_OBJECT_LEVEL
-                )
+                body = deflated.get(obj.id)
+                entry = _entry_header(obj.type_num, len(raw)) + (body or deflate(raw))
             if obj.id in based:
                 written[obj.id] = (offset, depth, raw)
             fh.write(entry)
