@@ -8,11 +8,14 @@ index builder imports this on every admission.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 PREFIX = "csha:"
 _DIFF_HEADERS = ("+++", "---")
 
 
+# An admission signs a record's code twice (finding a reproduction, then indexing it).
+@lru_cache(maxsize=256)
 def code_signature(text: str, diff: bool) -> str | None:
     """``csha:`` + 32 hex over the code lines, whitespace folded away (``a=1`` is ``a = 1``).
 

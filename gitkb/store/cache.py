@@ -48,6 +48,7 @@ _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
 _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
+_WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -472,6 +473,11 @@ class IndexCache:
         inside a snapshot the writer keeps only once the commit lands. ``parsed``: the
         records among the edits as the writer parsed them from the same bytes;
         ``deflated``: blob id -> those bytes as the writer deflated them (``_put``)."""
+        if not self._dirty:
+            # A write's first edit: a chunk of admissions dirties thousands of pages of
+            # the tables and their indexes, which SQLite's default 2 MB page cache would
+            # spill to the file midway and read back; the pages a write touches fit here.
+            self._db.execute(f"PRAGMA cache_size = -{_WRITE_CACHE_KIB}")
         paths = [p for p in edits if _tracked(p)]
         deleted = [p for p in paths if edits[p] is None]
         if deleted:
