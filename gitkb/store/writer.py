@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CAS_ATTEMPTS = 3
-_CHUNK = 200  # commits per pack and per move of main
+_CHUNK = 1000  # commits per pack and per move of main
 
 
 @dataclass
