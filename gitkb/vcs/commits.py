@@ -262,7 +262,8 @@ def _row_entry(row: tuple[bytes, bytes]) -> tuple[int, bytes]:
 
 def _find_row(rows: list[tuple[bytes, bytes]], name: bytes) -> int | None:
     for key in (name, name + b"/"):
-        at = bisect.bisect_left(rows, key, key=lambda row: row[0])
+        # (key,) sorts just before the row (key, raw): tuples compare in C, no key function
+        at = bisect.bisect_left(rows, (key,))
         if at < len(rows) and rows[at][0] == key:
             return at
     return None
@@ -278,4 +279,4 @@ def _put_row(rows: list[tuple[bytes, bytes]], name: bytes, entry: tuple[int, byt
     mode, sha = entry
     key = _sort_key(name, mode)
     raw = b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode()))
-    rows.insert(bisect.bisect_left(rows, key, key=lambda row: row[0]), (key, raw))
+    rows.insert(bisect.bisect_left(rows, (key,)), (key, raw))

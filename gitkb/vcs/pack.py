@@ -12,7 +12,7 @@ import mmap
 import os
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,8 +112,9 @@ def _delta(base: bytes, target: bytes) -> bytes:
     """A git delta making ``target`` from ``base``: their common head and tail copied, the
     bytes between inserted (one edit of a tree is one such span)."""
     limit = min(len(base), len(target))
-    head = _longest(lambda n: base[:n] == target[:n], limit)
-    tail = _longest(lambda n: base[len(base) - n :] == target[len(target) - n :], limit - head)
+    head = _common_head(base[:limit], target[:limit])
+    rest = limit - head
+    tail = _common_tail(base[len(base) - rest :], target[len(target) - rest :])
     out = bytearray(_varint(len(base)) + _varint(len(target)))
     _copy(out, 0, head)
     middle = target[head : len(target) - tail]
@@ -125,17 +126,19 @@ def _delta(base: bytes, target: bytes) -> bytes:
     return bytes(out)
 
 
-def _longest(same: Callable[[int], bool], limit: int) -> int:
-    """The largest n <= limit with same(n) (true up to some n, false after), by bisection:
-    slices compare in C, a byte loop in Python would cost more than deflating."""
-    low, high = 0, limit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if same(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def _common_head(a: bytes, b: bytes) -> int:
+    """How many leading bytes two equally long strings share: the first differing bit of
+    their XOR, read as big integers (C all the way; a byte loop in Python would cost more
+    than deflating)."""
+    differ = int.from_bytes(a, "big") ^ int.from_bytes(b, "big")
+    return (len(a) * 8 - differ.bit_length()) // 8
+
+
+def _common_tail(a: bytes, b: bytes) -> int:
+    """How many trailing bytes two equally long strings share (``_common_head`` with the
+    last byte most significant)."""
+    differ = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
+    return (len(a) * 8 - differ.bit_length()) // 8
 
 
 def _copy(out: bytearray, offset: int, size: int) -> None:
