@@ -71,34 +71,33 @@ def write_pack(
     based = set(bases.values())
     entries: list[tuple[bytes, int, int]] = []  # (binary sha, offset, crc32)
     written: dict[bytes, tuple[int, int, bytes]] = {}  # base id -> (offset, depth, raw)
-    digest = hashlib.sha1()
+    head = b"PACK" + (2).to_bytes(4, "big") + len(objects).to_bytes(4, "big")
+    parts = [head]  # the pack's bytes, written and hashed as one
+    offset = len(head)
+    for obj in objects:
+        raw = obj.as_raw_string()
+        base = written.get(bases.get(obj.id, b""))
+        depth = 0
+        if base is not None and base[1] < _DELTA_DEPTH:
+            delta = _delta(base[2], raw)
+            entry = (
+                _entry_header(_PACK_OFS_DELTA, len(delta))
+                + _base_distance_bytes(offset - base[0])
+                + deflate(delta)
+            )
+            depth = base[1] + 1
+        else:
+            body = deflated.get(obj.id)
+            entry = _entry_header(obj.type_num, len(raw)) + (body or deflate(raw))
+        if obj.id in based:
+            written[obj.id] = (offset, depth, raw)
+        parts.append(entry)
+        entries.append((obj.sha().digest(), offset, zlib.crc32(entry)))
+        offset += len(entry)
+    data = b"".join(parts)
+    checksum = hashlib.sha1(data).digest()
     with GitFile(f"{tmp}.pack", "wb") as fh:
-        head = b"PACK" + (2).to_bytes(4, "big") + len(objects).to_bytes(4, "big")
-        fh.write(head)
-        digest.update(head)
-        offset = len(head)
-        for obj in objects:
-            raw = obj.as_raw_string()
-            base = written.get(bases.get(obj.id, b""))
-            depth = 0
-            if base is not None and base[1] < _DELTA_DEPTH:
-                delta = _delta(base[2], raw)
-                entry = (
-                    _entry_header(_PACK_OFS_DELTA, len(delta))
-                    + _base_distance_bytes(offset - base[0])
-                    + deflate(delta)
-                )
-                depth = base[1] + 1
-            else:
-                body = deflated.get(obj.id)
-                entry = _entry_header(obj.type_num, len(raw)) + (body or deflate(raw))
-            if obj.id in based:
-                written[obj.id] = (offset, depth, raw)
-            fh.write(entry)
-            digest.update(entry)
-            entries.append((obj.sha().digest(), offset, zlib.crc32(entry)))
-            offset += len(entry)
-        checksum = digest.digest()
+        fh.write(data)
         fh.write(checksum)
     with GitFile(f"{tmp}.idx", "wb") as fh:
         write_pack_index(fh, sorted(entries), checksum)
