@@ -127,7 +127,7 @@ def compile_schema(root: dict) -> Check:
     def plain_type(schema: object) -> tuple[type, ...] | None:
         """The classes of a schema that is only a ``type`` of plain classes (string,
         object, array, null): an isinstance call decides it."""
-        if not isinstance(schema, dict) or any(k not in _ANNOTATIONS for k in schema if k != "type"):
+        if not isinstance(schema, dict) or set(schema) - _ANNOTATIONS != {"type"}:
             return None
         names = schema.get("type")
         names = names if isinstance(names, list) else [names]
