@@ -451,13 +451,16 @@ class IndexCache:
                 kernels += [(name, path) for name in names]
                 arches += [(arch, path) for arch in archs]
         db = self._db
-        # Files and records replace by path; a replaced record's names and arches go first.
-        replaced = [(values[0],) for values in rows]
-        db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
-        db.executemany("DELETE FROM arches WHERE path = ?", replaced)
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
-        db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES "
-                       f"({', '.join('?' * WIDTH)})", rows)  # fmt: skip
+        marks = ", ".join("?" * WIDTH)
+        added = db.executemany(f"INSERT OR IGNORE INTO records ({COLUMNS}) VALUES ({marks})", rows)
+        if added.rowcount != len(rows):
+            # A path held a record already (new paths are the common case, and cost one
+            # statement): records replace by path, a replaced one's names and arches first.
+            replaced = [(values[0],) for values in rows]
+            db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
+            db.executemany("DELETE FROM arches WHERE path = ?", replaced)
+            db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({marks})", rows)
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
