@@ -100,7 +100,7 @@ class CommitWriting:
             _put_row(rows, name, None if new_sub is None else (TREE_MODE, new_sub))
         if not rows:
             return None
-        tree = _RawTree(b"".join(row[1] for row in rows), rows)
+        tree = _RawTree(b"".join([row[1] for row in rows]), rows)
         if self._pending is not None:
             if tree_id is not None and tree_id in self._pending:
                 # the folder's version before this commit: the new one is a delta of it
@@ -272,11 +272,16 @@ def _find_row(rows: list[tuple[bytes, bytes]], name: bytes) -> int | None:
 def _put_row(rows: list[tuple[bytes, bytes]], name: bytes, entry: tuple[int, bytes] | None) -> None:
     """Set (mode, hex sha) as the entry ``name`` in sorted ``rows``; None removes it."""
     at = _find_row(rows, name)
-    if at is not None:
-        del rows[at]
     if entry is None:
+        if at is not None:
+            del rows[at]
         return
     mode, sha = entry
     key = _sort_key(name, mode)
-    raw = b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode()))
-    rows.insert(bisect.bisect_left(rows, (key,)), (key, raw))
+    row = (key, b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode())))
+    if at is not None and rows[at][0] == key:
+        rows[at] = row  # the same kind of entry: it keeps its place
+        return
+    if at is not None:
+        del rows[at]
+    rows.insert(bisect.bisect_left(rows, (key,)), row)
