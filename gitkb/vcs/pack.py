@@ -27,6 +27,7 @@ PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 _PACK_OFS_DELTA, _PACK_REF_DELTA = 6, 7
 _SIZE_PROBE = 64  # inflated bytes enough to hold any object or delta header
 _NEW_OBJECT_LEVEL = 1  # zlib level of the objects a batch writes (see write_pack)
+_STORED_BELOW = 128  # smaller objects are written as a stored zlib block (see deflate)
 _DELTA_DEPTH = 50  # longest delta chain a batch writes (git's pack.depth default)
 _COPY_MAX = 0xFFFFFF  # the most bytes one delta copy instruction names (3 size bytes)
 _BASES_KEPT = 256  # inflated objects kept per pack: the bases of the deltas read next
@@ -34,7 +35,16 @@ _BASE_BYTES_KEPT = 1 << 20  # larger objects are not kept
 
 
 def deflate(raw: bytes) -> bytes:
-    """The zlib stream a batch's pack holds for an object's bytes (``write_pack``)."""
+    """The zlib stream a batch's pack holds for an object's bytes (``write_pack``).
+
+    Below ``_STORED_BELOW`` bytes (most of a batch's objects: tree deltas, which are
+    mostly raw sha bytes) the stream is one stored block: deflating such bytes makes them
+    no smaller, and setting up a zlib stream costs several times the copy."""
+    size = len(raw)
+    if size < _STORED_BELOW:
+        # header (deflate, 32 KiB window, fastest), a final stored block, Adler-32
+        head = b"\x78\x01\x01" + size.to_bytes(2, "little") + (size ^ 0xFFFF).to_bytes(2, "little")
+        return head + raw + zlib.adler32(raw).to_bytes(4, "big")
     return zlib.compress(raw, _NEW_OBJECT_LEVEL)
 
 
