@@ -475,7 +475,7 @@ class IndexCache:
         None for a deletion) applied as they are, then the cache holds ``commit``. Used
         inside a snapshot the writer keeps only once the commit lands. ``parsed``: the
         records among the edits as the writer parsed them from the same bytes;
-        ``deflated``: blob id -> those bytes as the writer deflated them (``_put``)."""
+        ``deflated``: a blob's bytes as the writer deflated them, by blob id (``_put``)."""
         if not self._dirty:
             # A write's first edit: a chunk of admissions dirties thousands of pages of
             # the tables and their indexes, which SQLite's default 2 MB page cache would

@@ -63,7 +63,7 @@ def write_pack(
     hold successive versions of a tree; a commit changing one entry of a folder of
     thousands then writes a few bytes instead of deflating the whole folder again.
     ``deflated`` maps an object's id to its bytes already deflated (``deflate``).
-    Entries are deflated at zlib level 1: git's own level for new objects
+    Entries are deflated at zlib level 1 (``deflate``): git's own level for new objects
     (``core.looseCompression``), which ``git gc`` later repacks at ``pack.compression``.
     Written here rather than by dulwich's pack writer, whose layers of Python per object
     cost more than the deflating."""
