@@ -117,7 +117,7 @@ def compile_schema(root: dict) -> Check:
             covered = _OBJECT_KEYWORDS | ({"type"} if typed else set())
             return check, frozenset(covered)
         if typed == "array" and "items" in schema:
-            return _array(build(schema["items"])), frozenset({"type", "items"})
+            return _items(build(schema["items"]), typed=True), frozenset({"type", "items"})
         enum = schema.get("enum")
         if typed == "string" and isinstance(enum, list) and all(isinstance(o, str) for o in enum):
             # A string enum admits strings only: the type adds nothing.
@@ -297,20 +297,6 @@ def _object(
     return check
 
 
-def _array(item: Check) -> Check:
-    """``type: array`` and ``items``."""
-
-    def check(v: object) -> bool:
-        if not isinstance(v, list):
-            return False
-        for x in v:
-            if not item(x):
-                return False
-        return True
-
-    return check
-
-
 def _additional(known: frozenset, extra: Check | None) -> Check:
     """``additionalProperties``; ``extra`` None: false (no other key allowed)."""
 
@@ -325,10 +311,12 @@ def _additional(known: frozenset, extra: Check | None) -> Check:
     return check
 
 
-def _items(item: Check) -> Check:
+def _items(item: Check, typed: bool = False) -> Check:
+    """``items`` (and ``type: array`` when ``typed``)."""
+
     def check(v: object) -> bool:
         if not isinstance(v, list):
-            return True
+            return not typed
         for x in v:
             if not item(x):
                 return False
