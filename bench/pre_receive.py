@@ -12,7 +12,7 @@ format 2): the push onto 10,000 records <= 1 s and <= 1.3x the push onto 1,000;
 
 ``--against REV`` also pushes into a third copy whose hook is gitkb as of REV (a git
 revision of this checkout, extracted beside the run), so the old hook's figures come
-from the same run as the new one's.
+from the same run as the new one's, with the ratio of the two (this/old) beside them.
 """
 
 from __future__ import annotations
@@ -130,9 +130,12 @@ def main() -> None:
             subprocess.run(["tar", "-x", "-C", str(against)], input=archive.stdout, check=True)
         rows = {size: measure(work, size, args.push, env, against) for size in sizes}
     print(f"push of {args.push} admissions (one commit each) into a bare store")
-    print(f"{'store':>8} {'no hook':>9} {'with hook':>10} {'hook alone':>11}")
+    against_head = f" {'hook of ' + args.against:>16} {'this/old':>10}" if args.against else ""
+    print(f"{'store':>8} {'no hook':>9} {'with hook':>10} {'hook alone':>11}{against_head}")
     for size, row in rows.items():
-        old = f" {row['old']:>11.2f}s (hook of {args.against})" if row["old"] is not None else ""
+        old = ""
+        if row["old"] is not None:  # the push into the copy with the hook of --against
+            old = f" {row['old']:>15.2f}s {row['hooked'] / row['old']:>9.2f}x"
         print(f"{size:>8} {row['plain']:>8.2f}s {row['hooked']:>9.2f}s {row['hook']:>10.2f}s{old}")
     pairs = ((1000, 10000, TARGET_RATIO_10K), (10000, 100_000, TARGET_RATIO_100K))
     for small, large, target in pairs:

@@ -7,12 +7,16 @@ index builder imports this on every admission.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from gitkb.digests import sha256
 
 PREFIX = "csha:"
 _DIFF_HEADERS = ("+++", "---")
 
 
+# An admission signs a record's code twice (finding a reproduction, then indexing it).
+@lru_cache(maxsize=256)
 def code_signature(text: str, diff: bool) -> str | None:
     """``csha:`` + 32 hex over the code lines, whitespace folded away (``a=1`` is ``a = 1``).
 

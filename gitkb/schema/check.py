@@ -80,8 +80,11 @@ def compile_schema(root: dict) -> Check:
         if not isinstance(schema, dict):
             raise UnsupportedSchema(f"schema {schema!r}")
         checks: list[Check] = []
+        fused = fused_check(schema)
+        if fused is not None:
+            checks.append(fused[0])
         for keyword, value in schema.items():
-            if keyword in _ANNOTATIONS:
+            if keyword in _ANNOTATIONS or (fused is not None and keyword in fused[1]):
                 continue
             checks.append(keyword_check(keyword, value, schema))
         checks = [c for c in checks if c is not None]
@@ -90,6 +93,47 @@ def compile_schema(root: dict) -> Check:
         if len(checks) == 1:
             return checks[0]
         return _every(checks)
+
+    def fused_check(schema: dict) -> tuple[Check, frozenset[str]] | None:
+        """One function for the keywords that most often come together (an object's type,
+        properties, required keys and additionalProperties; an array's type and items; a
+        string enum and its type), and the keywords it covers: a record's every node
+        then costs one call instead of one per keyword."""
+        typed = schema.get("type")
+        if typed in (None, "object") and _OBJECT_KEYWORDS.intersection(schema):
+            if "patternProperties" in schema:
+                raise UnsupportedSchema("patternProperties")
+            properties = schema.get("properties", {})
+            extra = schema.get("additionalProperties", True)
+            classes = {k: c for k, sub in properties.items() if (c := plain_type(sub))}
+            check = _object(
+                typed == "object",
+                tuple(schema.get("required", ())),
+                {k: build(sub) for k, sub in properties.items() if k not in classes},
+                classes,
+                extra is False,
+                None if isinstance(extra, bool) else build(extra),
+            )
+            covered = _OBJECT_KEYWORDS | ({"type"} if typed else set())
+            return check, frozenset(covered)
+        if typed == "array" and "items" in schema:
+            return _items(build(schema["items"]), typed=True), frozenset({"type", "items"})
+        enum = schema.get("enum")
+        if typed == "string" and isinstance(enum, list) and all(isinstance(o, str) for o in enum):
+            # A string enum admits strings only: the type adds nothing.
+            return keyword_check("enum", enum, schema), frozenset({"type", "enum"})
+        return None
+
+    def plain_type(schema: object) -> tuple[type, ...] | None:
+        """The classes of a schema that is only a ``type`` of plain classes (string,
+        object, array, null): an isinstance call decides it."""
+        if not isinstance(schema, dict) or set(schema) - _ANNOTATIONS != {"type"}:
+            return None
+        names = schema.get("type")
+        names = names if isinstance(names, list) else [names]
+        if not names or not all(isinstance(n, str) and n in _PLAIN_CLASSES for n in names):
+            return None
+        return tuple(_PLAIN_CLASSES[n] for n in names)
 
     def keyword_check(keyword: str, value, schema: dict) -> Check | None:
         if keyword == "type":
@@ -101,7 +145,8 @@ def compile_schema(root: dict) -> Check:
                 # Plain classes, no bool-vs-int subtleties: one isinstance call.
                 classes = tuple(_PLAIN_CLASSES[n] for n in names)
                 return lambda v: isinstance(v, classes)
-            return lambda v: any(t(v) for t in tests)
+            plain = tuple(_PLAIN_CLASSES[n] for n in names if n in _PLAIN_CLASSES)
+            return _any_type(plain, tuple(_TYPES[n] for n in names if n not in _PLAIN_CLASSES))
         if keyword == "enum":
             if all(isinstance(option, str) for option in value):
                 strings = frozenset(value)  # a string equals a string only: no JSON subtleties
@@ -162,6 +207,20 @@ def compile_schema(root: dict) -> Check:
 # Combinators written as loops: a generator per call costs more than the checks it runs.
 
 
+def _any_type(plain: tuple[type, ...], tests: tuple[Check, ...]) -> Check:
+    """A ``type`` list: an isinstance call for the plain classes, then each other test."""
+
+    def check(v: object) -> bool:
+        if isinstance(v, plain):
+            return True
+        for test in tests:
+            if test(v):
+                return True
+        return False
+
+    return check
+
+
 def _every(checks: Iterable[Check]) -> Check:
     checks = tuple(checks)
 
@@ -201,6 +260,43 @@ def _properties(props: tuple[tuple[str, Check], ...]) -> Check:
     return check
 
 
+_OBJECT_KEYWORDS = frozenset({"properties", "required", "additionalProperties"})
+
+
+def _object(
+    typed: bool,
+    required: tuple[str, ...],
+    props: dict[str, Check],
+    classes: dict[str, tuple[type, ...]],
+    closed: bool,
+    extra: Check | None,
+) -> Check:
+    """``type: object`` (when ``typed``), ``required``, ``properties`` (a check per key,
+    or the classes of a key whose schema is a plain type) and ``additionalProperties``
+    (false: ``closed``; a schema: ``extra``) in one pass over the document's keys."""
+
+    def check(v: object) -> bool:
+        if not isinstance(v, dict):
+            return not typed
+        for key in required:
+            if key not in v:
+                return False
+        for key, value in v.items():
+            part = props.get(key)
+            if part is None:
+                kinds = classes.get(key)
+                if kinds is not None:
+                    if not isinstance(value, kinds):
+                        return False
+                elif closed or (extra is not None and not extra(value)):
+                    return False
+            elif not part(value):
+                return False
+        return True
+
+    return check
+
+
 def _additional(known: frozenset, extra: Check | None) -> Check:
     """``additionalProperties``; ``extra`` None: false (no other key allowed)."""
 
@@ -215,10 +311,12 @@ def _additional(known: frozenset, extra: Check | None) -> Check:
     return check
 
 
-def _items(item: Check) -> Check:
+def _items(item: Check, typed: bool = False) -> Check:
+    """``items`` (and ``type: array`` when ``typed``)."""
+
     def check(v: object) -> bool:
         if not isinstance(v, list):
-            return True
+            return not typed
         for x in v:
             if not item(x):
                 return False

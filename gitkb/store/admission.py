@@ -152,7 +152,8 @@ def reproduction_of(view: StoreView, record: dict) -> str | None:
     return retracted
 
 
-def decide(view: StoreView, record: dict, request: AdmitRequest) -> Decision:
+def decide(view: StoreView, record: dict, request: AdmitRequest, path: str) -> Decision:
+    """How ``record`` (filed at ``path``) enters the store as ``request`` asks."""
     action, target = request.action, request.target
     if action in ("confirm", "conflict"):
         if target not in view:
@@ -199,7 +200,6 @@ def decide(view: StoreView, record: dict, request: AdmitRequest) -> Decision:
         raise AdmissionRefused(
             f"insert refused: {record_id} already exists ({rows[0].path})", [], record_id
         )
-    path = rec.path_for(record)
     if view.holds_path(path):
         raise AdmissionRefused(f"insert refused: {path} already exists", [], record_id)
     return Decision("insert")
@@ -224,7 +224,7 @@ def builder(request: AdmitRequest, max_bytes: int = strict.MAX_RECORD_BYTES) -> 
         gates, findings = check_record(view, record, path, request.action, request.raw)
         if findings:
             raise refuse_findings(request.source, findings, record["id"])
-        decision = decide(view, record, request)
+        decision = decide(view, record, request, path)
         provenance = [
             (k, v)
             for k, v in (

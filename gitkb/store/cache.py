@@ -28,7 +28,7 @@ import os
 import sqlite3
 import weakref
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from gitkb import notes
 from gitkb import record as rec
@@ -48,6 +48,7 @@ _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
 _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
+_WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -436,7 +437,7 @@ class IndexCache:
         if (held and held[0]) != sha:
             db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
             if sha:
-                raw = zlib.compress(self.repo.blob(sha), 1)
+                raw = _pack(self.repo.blob(sha))
                 db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
 
     def _delete(self, paths: list[str]) -> None:
@@ -451,13 +452,16 @@ class IndexCache:
         self,
         files: Iterable[tuple[str, str, bytes | None]],
         parsed: Mapping[str, dict] | None = None,
+        deflated: Callable[[str], bytes | None] | None = None,
     ) -> None:
         """Store files (path, blob sha, bytes; None: the object is missing from a damaged
         repository, kept as a record that does not read); ``parsed``: records the caller
-        already parsed from those bytes."""
+        already parsed from those bytes; ``deflated``: a blob's bytes in the zlib form the
+        cache keeps, where the caller has them already (None: deflate here)."""
         rows, kernels, arches, stored = [], [], [], []
         for path, blob, raw in files:
-            stored.append((path, blob, None if raw is None else zlib.compress(raw, 1)))
+            packed = None if raw is None else (deflated and deflated(blob)) or _pack(raw)
+            stored.append((path, blob, packed))
             if rec.is_record_path(path):
                 data = parsed.get(path) if parsed else None
                 values, names, archs = row_values(path, blob, raw, data)
@@ -465,13 +469,16 @@ class IndexCache:
                 kernels += [(name, path) for name in names]
                 arches += [(arch, path) for arch in archs]
         db = self._db
-        # Files and records replace by path; a replaced record's names and arches go first.
-        replaced = [(values[0],) for values in rows]
-        db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
-        db.executemany("DELETE FROM arches WHERE path = ?", replaced)
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
-        db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES "
-                       f"({', '.join('?' * WIDTH)})", rows)  # fmt: skip
+        marks = ", ".join("?" * WIDTH)
+        added = db.executemany(f"INSERT OR IGNORE INTO records ({COLUMNS}) VALUES ({marks})", rows)
+        if added.rowcount != len(rows):
+            # A path held a record already (new paths are the common case, and cost one
+            # statement): records replace by path, a replaced one's names and arches first.
+            replaced = [(values[0],) for values in rows]
+            db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
+            db.executemany("DELETE FROM arches WHERE path = ?", replaced)
+            db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({marks})", rows)
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
@@ -480,16 +487,24 @@ class IndexCache:
         edits: dict[str, bytes | None],
         commit: str,
         parsed: Mapping[str, dict] | None = None,
+        deflated: Callable[[str], bytes | None] | None = None,
     ) -> None:
         """A commit written from memory: its edits to the tracked folders (path -> bytes, or
         None for a deletion) applied as they are, then the cache holds ``commit``. Used
         inside a snapshot the writer keeps only once the commit lands. ``parsed``: the
-        records among the edits as the writer parsed them from the same bytes."""
+        records among the edits as the writer parsed them from the same bytes;
+        ``deflated``: a blob's bytes as the writer deflated them, by blob id (``_put``)."""
+        if not self._dirty:
+            # A write's first edit: a chunk of admissions dirties thousands of pages of
+            # the tables and their indexes, which SQLite's default 2 MB page cache would
+            # spill to the file midway and read back; the pages a write touches fit here.
+            self._db.execute(f"PRAGMA cache_size = -{_WRITE_CACHE_KIB}")
         paths = [p for p in edits if _tracked(p)]
         deleted = [p for p in paths if edits[p] is None]
         if deleted:
             self._delete(deleted)
-        self._put(((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None), parsed)
+        written = ((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
+        self._put(written, parsed, deflated)
         self._set_commit(commit, CONFIG_PATH in edits)
         self._dirty = True
 
@@ -596,6 +611,11 @@ def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     except (KeyError, ValueError, OSError):
         notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
+
+
+def _pack(raw: bytes) -> bytes:
+    """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
+    return zlib.compress(raw, 1)
 
 
 def _unpack(packed: bytes | None) -> bytes | None:

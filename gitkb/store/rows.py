@@ -78,7 +78,7 @@ def _strings(value: object) -> str | None:
     if not isinstance(value, list):
         return None
     found = [v for v in value if isinstance(v, str)]
-    return json.dumps(found, ensure_ascii=False) if found else None
+    return json.dumps(found, ensure_ascii=False, check_circular=False) if found else None
 
 
 def _ranking(entry: dict) -> tuple:
@@ -136,7 +136,7 @@ def row_values(
         rec.language_of(data),
         entry["content_signature"],
         string_or_none(rec.dig(data, "evidence", "raw", "source_repo")),
-        json.dumps(entry, ensure_ascii=False),
+        json.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry),
     )

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = notes.logger(__name__)
 
 _CAS_ATTEMPTS = 3
-_CHUNK = 200  # commits per pack and per move of main
+_CHUNK = 1000  # commits per pack and per move of main
 
 
 @dataclass
@@ -198,7 +198,7 @@ def _write_chunk(
                         if change.edits:
                             tip = repo.write_commit(tip, change.edits, message(change))
                             touched.update(change.edits)
-                            cache.apply_edits(change.edits, tip, change.parsed)
+                            cache.apply_edits(change.edits, tip, change.parsed, repo.deflated)
                         done.append(
                             Admission(
                                 change.action,

@@ -39,10 +39,12 @@ class CommitWriting:
         _objects: DiskObjectStore
         _pending: dict[bytes, ShaFile] | None
         _delta_bases: dict[bytes, bytes]
+        _deflated: dict[bytes, bytes]
         _packs: list[pack.PackedObjects] | None
 
         def add_object(self, obj: ShaFile) -> None: ...
         def get_object(self, sha: bytes) -> ShaFile: ...
+        def _read(self, sha: bytes) -> tuple[int, bytes]: ...
         def tree_of(self, commit: str) -> bytes: ...
 
     @contextlib.contextmanager
@@ -50,19 +52,30 @@ class CommitWriting:
         """Objects written inside reach the disk together, as one pack, when the block
         ends without error: many commits cost two files instead of ten each.
         Refs must only be moved after the block."""
-        self._pending, self._delta_bases = {}, {}
+        self._pending, self._delta_bases, self._deflated = {}, {}, {}
         try:
             yield
             if self._pending:
-                pack.write_pack(self._objects, self._pending.values(), self._delta_bases)
+                pack.write_pack(
+                    self._objects, self._pending.values(), self._delta_bases, self._deflated
+                )
                 self._packs = None  # the reader's pack list, to hold the new one
         finally:
-            self._pending = None
+            self._pending, self._deflated = None, {}
 
     def write_blob(self, data: bytes) -> str:
         blob = Blob.from_string(data)
         self.add_object(blob)
+        if self._pending is not None:
+            # Deflated now, once, for the pack and for whoever else keeps it (the index
+            # cache keeps file bytes in the same zlib form: ``deflated``).
+            self._deflated[blob.id] = pack.deflate(data)
         return blob.id.decode()
+
+    def deflated(self, sha: str) -> bytes | None:
+        """The zlib stream of a blob written in the open batch (``pack.deflate`` of its
+        bytes), or None."""
+        return self._deflated.get(_b(sha))
 
     def _edit_tree(
         self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]
@@ -87,7 +100,7 @@ class CommitWriting:
             _put_row(rows, name, None if new_sub is None else (TREE_MODE, new_sub))
         if not rows:
             return None
-        tree = _RawTree(b"".join(row[1] for row in rows), rows)
+        tree = _RawTree(b"".join([row[1] for row in rows]), rows)
         if self._pending is not None:
             if tree_id is not None and tree_id in self._pending:
                 # the folder's version before this commit: the new one is a delta of it
@@ -99,10 +112,16 @@ class CommitWriting:
 
     def _tree_rows(self, tree_id: bytes) -> list[tuple[bytes, bytes]]:
         """A tree's entries as (sort key, raw entry bytes), in git's order."""
-        held = self.get_object(tree_id)
+        held = self._pending.get(tree_id) if self._pending is not None else None
         if isinstance(held, _RawTree):
             return held.rows
-        return _rows_of(held.as_raw_string())
+        if held is None:
+            # The stored bytes, checked against the id, split without building a dulwich
+            # Tree (parsing it and serializing it back cost more than the edit).
+            kind, raw = self._read(tree_id)
+            if kind == Tree.type_num and _tree_id(raw) == tree_id:
+                return _rows_of(raw)
+        return _rows_of(self.get_object(tree_id).as_raw_string())  # dulwich names a problem
 
     def _blob_edits(
         self, edits: Mapping[str, bytes | None]
@@ -181,7 +200,7 @@ class _RawTree:
     def __init__(self, raw: bytes, rows: list[tuple[bytes, bytes]]) -> None:
         self.raw = raw
         self.rows = rows
-        self._sha = hashlib.sha1(b"tree %d\0" % len(raw) + raw)
+        self._sha = _tree_sha(raw)
         self.id = self._sha.hexdigest().encode()
         self._tree: Tree | None = None
 
@@ -207,6 +226,14 @@ class _RawTree:
 
     def items(self) -> list[TreeEntry]:
         return self.parsed().items()
+
+
+def _tree_sha(raw: bytes) -> HASH:
+    return hashlib.sha1(b"tree %d\0" % len(raw) + raw)
+
+
+def _tree_id(raw: bytes) -> bytes:
+    return _tree_sha(raw).hexdigest().encode()
 
 
 def _sort_key(name: bytes, mode: int) -> bytes:
@@ -235,7 +262,8 @@ def _row_entry(row: tuple[bytes, bytes]) -> tuple[int, bytes]:
 
 def _find_row(rows: list[tuple[bytes, bytes]], name: bytes) -> int | None:
     for key in (name, name + b"/"):
-        at = bisect.bisect_left(rows, key, key=lambda row: row[0])
+        # (key,) sorts just before the row (key, raw): tuples compare in C, no key function
+        at = bisect.bisect_left(rows, (key,))
         if at < len(rows) and rows[at][0] == key:
             return at
     return None
@@ -244,11 +272,16 @@ def _find_row(rows: list[tuple[bytes, bytes]], name: bytes) -> int | None:
 def _put_row(rows: list[tuple[bytes, bytes]], name: bytes, entry: tuple[int, bytes] | None) -> None:
     """Set (mode, hex sha) as the entry ``name`` in sorted ``rows``; None removes it."""
     at = _find_row(rows, name)
-    if at is not None:
-        del rows[at]
     if entry is None:
+        if at is not None:
+            del rows[at]
         return
     mode, sha = entry
     key = _sort_key(name, mode)
-    raw = b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode()))
-    rows.insert(bisect.bisect_left(rows, key, key=lambda row: row[0]), (key, raw))
+    row = (key, b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode())))
+    if at is not None and rows[at][0] == key:
+        rows[at] = row  # the same kind of entry: it keeps its place
+        return
+    if at is not None:
+        del rows[at]
+    rows.insert(bisect.bisect_left(rows, (key,)), row)

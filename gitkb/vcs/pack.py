@@ -13,7 +13,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 _PACK_OFS_DELTA, _PACK_REF_DELTA = 6, 7
 _SIZE_PROBE = 64  # inflated bytes enough to hold any object or delta header
 _NEW_OBJECT_LEVEL = 1  # zlib level of the objects a batch writes (see write_pack)
+_STORED_BELOW = 128  # smaller objects are written as a stored zlib block (see deflate)
 _DELTA_DEPTH = 50  # longest delta chain a batch writes (git's pack.depth default)
 _COPY_MAX = 0xFFFFFF  # the most bytes one delta copy instruction names (3 size bytes)
 _BASES_KEPT = 256  # inflated objects kept per pack: the bases of the deltas read next
@@ -36,10 +37,25 @@ _TABLE_AFTER_SHARE = 8  # see PackedObjects.get
 _IDX_NAMES = 8 + 256 * 4  # a v2 index: magic, version, fan-out table, then the names
 
 
+def deflate(raw: bytes) -> bytes:
+    """The zlib stream a batch's pack holds for an object's bytes (``write_pack``).
+
+    Below ``_STORED_BELOW`` bytes (most of a batch's objects: tree deltas, which are
+    mostly raw sha bytes) the stream is one stored block: deflating such bytes makes them
+    no smaller, and setting up a zlib stream costs several times the copy."""
+    size = len(raw)
+    if size < _STORED_BELOW:
+        # header (deflate, 32 KiB window, fastest), a final stored block, Adler-32
+        head = b"\x78\x01\x01" + size.to_bytes(2, "little") + (size ^ 0xFFFF).to_bytes(2, "little")
+        return head + raw + zlib.adler32(raw).to_bytes(4, "big")
+    return zlib.compress(raw, _NEW_OBJECT_LEVEL)
+
+
 def write_pack(
     object_store: DiskObjectStore,
     objects: Iterable[ShaFile],
     bases: Mapping[bytes, bytes] | None = None,
+    deflated: Mapping[bytes, bytes] | None = None,
 ) -> None:
     """Store ``objects`` (dulwich ShaFile objects) in ``object_store`` as one pack. The
     index is renamed into place last: until then git and dulwich ignore the pack.
@@ -49,7 +65,8 @@ def write_pack(
     offset delta against it (chains at most ``_DELTA_DEPTH`` long), as git's own packs
     hold successive versions of a tree; a commit changing one entry of a folder of
     thousands then writes a few bytes instead of deflating the whole folder again.
-    Entries are deflated at zlib level 1: git's own level for new objects
+    ``deflated`` maps an object's id to its bytes already deflated (``deflate``).
+    Entries are deflated at zlib level 1 (``deflate``): git's own level for new objects
     (``core.looseCompression``), which ``git gc`` later repacks at ``pack.compression``.
     Written here rather than by dulwich's pack writer, whose layers of Python per object
     cost more than the deflating."""
@@ -63,38 +80,37 @@ def write_pack(
     pack_dir.mkdir(exist_ok=True)
     tmp = pack_dir / f"{PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     bases = bases or {}
+    deflated = deflated or {}
     based = set(bases.values())
     entries: list[tuple[bytes, int, int]] = []  # (binary sha, offset, crc32)
     written: dict[bytes, tuple[int, int, bytes]] = {}  # base id -> (offset, depth, raw)
-    digest = hashlib.sha1()
+    head = b"PACK" + (2).to_bytes(4, "big") + len(objects).to_bytes(4, "big")
+    parts = [head]  # the pack's bytes, written and hashed as one
+    offset = len(head)
+    for obj in objects:
+        raw = obj.as_raw_string()
+        base = written.get(bases.get(obj.id, b""))
+        depth = 0
+        if base is not None and base[1] < _DELTA_DEPTH:
+            delta = _delta(base[2], raw)
+            entry = (
+                _entry_header(_PACK_OFS_DELTA, len(delta))
+                + _base_distance_bytes(offset - base[0])
+                + deflate(delta)
+            )
+            depth = base[1] + 1
+        else:
+            body = deflated.get(obj.id)
+            entry = _entry_header(obj.type_num, len(raw)) + (body or deflate(raw))
+        if obj.id in based:
+            written[obj.id] = (offset, depth, raw)
+        parts.append(entry)
+        entries.append((obj.sha().digest(), offset, zlib.crc32(entry)))
+        offset += len(entry)
+    data = b"".join(parts)
+    checksum = hashlib.sha1(data).digest()
     with GitFile(f"{tmp}.pack", "wb") as fh:
-        head = b"PACK" + (2).to_bytes(4, "big") + len(objects).to_bytes(4, "big")
-        fh.write(head)
-        digest.update(head)
-        offset = len(head)
-        for obj in objects:
-            raw = obj.as_raw_string()
-            base = written.get(bases.get(obj.id, b""))
-            depth = 0
-            if base is not None and base[1] < _DELTA_DEPTH:
-                delta = _delta(base[2], raw)
-                entry = (
-                    _entry_header(_PACK_OFS_DELTA, len(delta))
-                    + _base_distance_bytes(offset - base[0])
-                    + zlib.compress(delta, _NEW_OBJECT_LEVEL)
-                )
-                depth = base[1] + 1
-            else:
-                entry = _entry_header(obj.type_num, len(raw)) + zlib.compress(
-                    raw, _NEW_OBJECT_LEVEL
-                )
-            if obj.id in based:
-                written[obj.id] = (offset, depth, raw)
-            fh.write(entry)
-            digest.update(entry)
-            entries.append((obj.sha().digest(), offset, zlib.crc32(entry)))
-            offset += len(entry)
-        checksum = digest.digest()
+        fh.write(data)
         fh.write(checksum)
     with GitFile(f"{tmp}.idx", "wb") as fh:
         write_pack_index(fh, sorted(entries), checksum)
@@ -108,8 +124,9 @@ def _delta(base: bytes, target: bytes) -> bytes:
     """A git delta making ``target`` from ``base``: their common head and tail copied, the
     bytes between inserted (one edit of a tree is one such span)."""
     limit = min(len(base), len(target))
-    head = _longest(lambda n: base[:n] == target[:n], limit)
-    tail = _longest(lambda n: base[len(base) - n :] == target[len(target) - n :], limit - head)
+    head = _common_head(base[:limit], target[:limit])
+    rest = limit - head
+    tail = _common_tail(base[len(base) - rest :], target[len(target) - rest :])
     out = bytearray(_varint(len(base)) + _varint(len(target)))
     _copy(out, 0, head)
     middle = target[head : len(target) - tail]
@@ -121,17 +138,19 @@ def _delta(base: bytes, target: bytes) -> bytes:
     return bytes(out)
 
 
-def _longest(same: Callable[[int], bool], limit: int) -> int:
-    """The largest n <= limit with same(n) (true up to some n, false after), by bisection:
-    slices compare in C, a byte loop in Python would cost more than deflating."""
-    low, high = 0, limit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if same(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def _common_head(a: bytes, b: bytes) -> int:
+    """How many leading bytes two equally long strings share: the first differing bit of
+    their XOR, read as big integers (C all the way; a byte loop in Python would cost more
+    than deflating)."""
+    differ = int.from_bytes(a, "big") ^ int.from_bytes(b, "big")
+    return (len(a) * 8 - differ.bit_length()) // 8
+
+
+def _common_tail(a: bytes, b: bytes) -> int:
+    """How many trailing bytes two equally long strings share (``_common_head`` with the
+    last byte most significant)."""
+    differ = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
+    return (len(a) * 8 - differ.bit_length()) // 8
 
 
 def _copy(out: bytearray, offset: int, size: int) -> None:

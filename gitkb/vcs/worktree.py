@@ -28,11 +28,11 @@ _STALE_REF_LOCK_WAIT_S = 1.0
 def sync_work_tree(repo: Repository, branch_ref: str, commit: str, paths: list[str]) -> None:
     """After a commit written without a work tree, bring the checked-out files and the
     index entries of ``paths`` up to ``commit`` (only when HEAD is on ``branch_ref``)."""
-    from dulwich.index import index_entry_from_stat
-
     work_tree = repo.work_tree
     if work_tree is None or repo.head_branch() != branch_ref:
         return
+    from dulwich.index import index_entry_from_stat  # a bare store never loads it
+
     index = repo.open_index()
     for path in paths:
         target = work_tree / path
