@@ -164,4 +164,8 @@ def build(store: Store):
 
 def serve(store: Store) -> None:
     """Serve the store's tools over stdio until the client closes the connection."""
+    # A server lives long and hashes every file it serves: OpenSSL's SHA-1 is several times
+    # CPython's own, which a one-question command keeps (gitkb.digests).
+    import hashlib  # noqa: F401
+
     build(store).run("stdio")

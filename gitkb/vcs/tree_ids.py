@@ -29,14 +29,20 @@ class TreeIds:
     def __init__(self, git_dir: str | os.PathLike[str]) -> None:
         self._objects = ObjectFiles(git_dir)
         self._commit: str | None = None
+        self._root_tree = ""  # ``_commit``'s tree
         self._trees: dict[str, dict[bytes, tuple[int, str]]] = {}  # tree id -> its entries
+        self._known: dict[str, str | None] = {}  # path -> blob id at ``_commit`` (None: none)
 
     def blob_ids(self, commit: str, paths: Iterable[str]) -> dict[str, str | None] | None:
         """Path -> the blob id of the regular file ``commit``'s tree holds there (None: none
         there), for each of ``paths``; None when the objects cannot be read here."""
         try:
             root = self._root(commit)
-            return {path: self._blob_at(root, path) for path in dict.fromkeys(paths)}
+            known = self._known
+            for path in paths:
+                if path not in known:
+                    known[path] = self._blob_at(root, path)
+            return {path: known[path] for path in paths}
         except Unreadable:
             return None
 
@@ -75,11 +81,12 @@ class TreeIds:
 
     def _root(self, commit: str) -> str:
         if commit != self._commit:
-            self._commit, self._trees = commit, {}
-        kind, body = self._objects.read(commit)
-        if kind != b"commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
-            raise Unreadable(f"{commit} is not a commit")
-        return body[5:45].decode()
+            kind, body = self._objects.read(commit)
+            if kind != b"commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
+                raise Unreadable(f"{commit} is not a commit")
+            self._commit, self._root_tree = commit, body[5:45].decode()
+            self._trees, self._known = {}, {}
+        return self._root_tree
 
     def _walk(self, tree: str, prefix: str, out: dict[str, str]) -> None:
         for name, (mode, sha) in self._entries(tree).items():
