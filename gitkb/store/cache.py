@@ -23,14 +23,13 @@ cache at that commit, so a reader never sees another process move it midway.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from gitkb import notes
+from gitkb import jsontext, notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
@@ -551,7 +550,7 @@ class IndexCache:
             "FROM records LEFT JOIN entries USING (path)"
         )
         found = self._query(f"{sql} {where}", params)
-        return [Row(p, b, i, json.loads(e) if e else None, err, src)
+        return [Row(p, b, i, jsontext.loads(e) if e else None, err, src)
                 for p, b, i, e, err, src in found]  # fmt: skip
 
     def rows_of(self, record_id: str) -> list[Row]:

@@ -8,8 +8,7 @@ indexed scan and decodes no entry.
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache import IndexCache
@@ -75,7 +74,7 @@ class RankRow:
 
 def strings(listed: str | None) -> list[str]:
     """A list field of a ``RankRow`` decoded (the strings it holds)."""
-    return json.loads(listed) if listed else []
+    return jsontext.loads(listed) if listed else []
 
 
 @value_class(frozen=True)
@@ -196,7 +195,7 @@ _IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0
 def _lists(column: str, value: str) -> tuple[str, tuple]:
     """SQL for "the list column holds ``value``": its JSON text holding the quoted string
     first (cheap, and necessary: ``rows._strings`` wrote it so), then its elements."""
-    quoted = json.dumps(value, ensure_ascii=False)
+    quoted = jsontext.dumps(value, ensure_ascii=False)
     sql = f"(instr({column}, ?) > 0 AND EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?))"
     return sql, (quoted, value)
 
@@ -327,7 +326,7 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
     for ids in (exact.exclude_ids, exact.deferred_ids):
         if ids:
             parts.append("id NOT IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(ids))
+            params.append(jsontext.dumps(ids))
     return " AND ".join(parts), tuple(params)
 
 
@@ -387,7 +386,7 @@ def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_t
     deferred = []
     if exact.deferred_ids:
         deferred.append("id IN (SELECT value FROM json_each(?))")
-        params = (*params, json.dumps(exact.deferred_ids))
+        params = (*params, jsontext.dumps(exact.deferred_ids))
     if exact.min_speedup is not None:
         deferred.append("speedup IS NULL")
     if not deferred:
@@ -504,7 +503,7 @@ def entry_values(
     )
     out: set[str] = set()
     for (text,) in found:
-        for value in json.loads(text) if text else ():
+        for value in jsontext.loads(text) if text else ():
             items = value if isinstance(value, list) else [value]
             out.update(v for v in items if isinstance(v, str) and v)
     return out

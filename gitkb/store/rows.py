@@ -4,8 +4,7 @@ the architectures it lists."""
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb import record as rec
 from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
@@ -82,7 +81,7 @@ def _strings(value: object) -> str | None:
     if not isinstance(value, list):
         return None
     found = [v for v in value if isinstance(v, str)]
-    return json.dumps(found, ensure_ascii=False, check_circular=False) if found else None
+    return jsontext.dumps(found, ensure_ascii=False, check_circular=False) if found else None
 
 
 def _ranking(entry: dict) -> tuple:
@@ -140,7 +139,7 @@ def row_values(
         rec.language_of(data),
         entry["content_signature"],
         string_or_none(rec.dig(data, "evidence", "raw", "source_repo")),
-        json.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
+        jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry),
     )
