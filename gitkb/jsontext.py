@@ -10,6 +10,8 @@ where the accelerator is missing (another Python), ``json`` does the work.
 
 from __future__ import annotations
 
+import sys
+
 try:
     import _json
 except ImportError:  # pragma: no cover - CPython has it
@@ -80,6 +82,14 @@ class Decoder:
             value, at = self._scan(text, at)
         except StopIteration as stop:
             raise Malformed("Expecting value", text, stop.value) from None
+        except SystemError:
+            # The scanner says what is malformed with json.decoder's exception class, which
+            # it looks up in sys.modules and does not import: only an error path loads it.
+            if "json.decoder" in sys.modules:
+                raise
+            import json.decoder  # noqa: F401
+
+            return self.decode(text)
         except ValueError as exc:
             if type(exc).__name__ != "JSONDecodeError":
                 raise  # a hook's own error, or int() of a number too long

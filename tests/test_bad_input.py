@@ -83,7 +83,8 @@ def _damage_cache(store: Path, how: str) -> None:
         cache.write_bytes(b"not a database at all\n" * 100)
     elif how == "forged":
         with sqlite3.connect(cache) as db:
-            db.execute("UPDATE records SET blob = '0' || substr(blob, 2), entry = NULL")
+            db.execute("UPDATE records SET blob = '0' || substr(blob, 2)")
+            db.execute("DELETE FROM entries")
 
 
 @pytest.mark.parametrize("how", ["deleted", "truncated", "garbage", "forged"])

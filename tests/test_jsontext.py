@@ -108,3 +108,15 @@ def test_importing_it_loads_neither_json_nor_re():
     code = "import sys, gitkb.jsontext; print(sorted({'json', 're', 'enum'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_malformed_document_is_named_before_json_was_ever_imported():
+    """CPython's scanner raises its error through json.decoder, which a process reading
+    only well-formed JSON never imported."""
+    code = (
+        "import sys\nfrom gitkb import jsontext\nassert 'json' not in sys.modules\n"
+        "try:\n    jsontext.loads('{oops')\nexcept jsontext.Malformed as exc:\n"
+        "    print(exc.msg, exc.pos)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "Expecting property name enclosed in double quotes 1", done.stderr
