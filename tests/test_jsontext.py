@@ -12,9 +12,34 @@ import pytest
 
 from gitkb import jsontext
 
-_SCALARS = [0, -1, 7, 10**30, -(10**400), 0.0, -0.0, 1.5, 1e300, 1e-300, 3.141592653589793,
-            float("inf"), float("-inf"), float("nan"), True, False, None, "", "a", "é", "☃",
-            "\U0001f600", "\udc80", "\ud83d", 'quote " and \\ and \n\t\x00\x1f', "\u2028"]  # fmt: skip
+_SCALARS = [
+    0,
+    -1,
+    7,
+    10**30,
+    -(10**400),
+    0.0,
+    -0.0,
+    1.5,
+    1e300,
+    1e-300,
+    3.141592653589793,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    True,
+    False,
+    None,
+    "",
+    "a",
+    "é",
+    "☃",
+    "\U0001f600",
+    "\udc80",
+    "\ud83d",
+    'quote " and \\ and \n\t\x00\x1f',
+    "\u2028",
+]
 
 
 def _document(rng: random.Random, depth: int = 0) -> object:
@@ -53,24 +78,44 @@ def test_dumps_writes_what_json_writes(options):
 def test_dumps_refuses_what_json_refuses_alike():
     loop: list = []
     loop.append(loop)
-    cases = [({1: {object()}}, {}), ({"a": object()}, {"indent": 1}), (loop, {}),
-             (loop, {"indent": 1}), ([math.nan], {"allow_nan": False}),
-             ([math.inf], {"allow_nan": False, "indent": 1}), ({(1, 2): 3}, {"indent": 1})]  # fmt: skip
+    cases = [
+        ({1: {object()}}, {}),
+        ({"a": object()}, {"indent": 1}),
+        (loop, {}),
+        (loop, {"indent": 1}),
+        ([math.nan], {"allow_nan": False}),
+        ([math.inf], {"allow_nan": False, "indent": 1}),
+        ({(1, 2): 3}, {"indent": 1}),
+    ]
     for value, options in cases:
         with pytest.raises((TypeError, ValueError)) as ours:
             jsontext.dumps(value, **options)
         with pytest.raises((TypeError, ValueError)) as theirs:
             json.dumps(value, **options)
         assert type(ours.value) is type(theirs.value)
-    keyed = {1: "int", 2.5: "float", True: "bool", None: "none"}
+    keyed = {1: "int", 2.5: "float", False: "bool", None: "none"}
     assert jsontext.dumps(keyed, indent=1) == json.dumps(keyed, indent=1)
 
 
 def test_loads_reads_what_json_reads_and_fails_where_it_fails():
     rng = random.Random(7)
     texts = [json.dumps(_document(rng), **rng.choice(OPTIONS)) for _ in range(300)]
-    texts += ["", " ", "[1,", '{"a" 1}', "[1] x", "nul", '"\\x"', "\ufeff[]", "1e999",
-              "[-Infinity, NaN]", '{"a": 1, "a": 2}', "\n\n  [1,\n2,,]", "  7  \n", "[" * 5]  # fmt: skip
+    texts += [
+        "",
+        " ",
+        "[1,",
+        '{"a" 1}',
+        "[1] x",
+        "nul",
+        '"\\x"',
+        "\ufeff[]",
+        "1e999",
+        "[-Infinity, NaN]",
+        '{"a": 1, "a": 2}',
+        "\n\n  [1,\n2,,]",
+        "  7  \n",
+        "[" * 5,
+    ]
     for text in texts:
         for given in (text, text.encode("utf-8", "surrogatepass")):
             try:
