@@ -34,7 +34,7 @@ from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.store.rows import COLUMNS, KERNEL_COLUMNS, WIDTH, KernelRow, Row, row_values
+from gitkb.store.rows import COLUMNS, KERNEL_COLUMNS, WIDTH, KernelRow, Row, kernel_row, row_values
 from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "5"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "6"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -79,6 +79,15 @@ CREATE TABLE IF NOT EXISTS records (
     symptoms TEXT,
     bottleneck TEXT,
     search_text TEXT,
+    code TEXT,
+    code_speedup REAL,
+    bench_key TEXT,
+    direction TEXT,
+    reproductions REAL,
+    exp_id TEXT,
+    geak_gfx TEXT,
+    geak_kernel TEXT,
+    rocm TEXT,
     -- the entry last: a column after it would be read through its overflow pages
     entry TEXT,
     error TEXT
@@ -566,7 +575,7 @@ class IndexCache:
             f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
             tuple(names),
         )
-        return [KernelRow(*values) for values in found]
+        return [kernel_row(values) for values in found]
 
     def scoped_rows(self, **scope: str | None) -> list[Row]:
         """Rows of records with an id whose columns equal every given value (type, vendor,

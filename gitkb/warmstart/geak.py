@@ -18,7 +18,14 @@ import os
 import re
 
 from gitkb import targets
-from gitkb.digests import sha1
+from gitkb.record.curation import (
+    bench_key,
+    code_of,
+    geak_entry,
+    geak_fields,
+    geak_kernel,
+    synthetic_exp_id,
+)
 from gitkb.valueclass import value_class
 from gitkb.warmstart import curate
 
@@ -131,12 +138,6 @@ def retire_hint(counts: dict) -> str:
     return ""
 
 
-def synthetic_exp_id(record_id: str) -> str:
-    """An exp id for a record GEAK never wrote (mined here): no run time, so the time is
-    zero; the hex is the record id's digest, stable across exports."""
-    return "00000000_000000_" + sha1(record_id.encode()).hexdigest()[:6]
-
-
 @value_class(frozen=True)
 class GeakEntry:
     """Where a record sits in a GEAK tree, and the names GEAK keys it by."""
@@ -153,39 +154,21 @@ class GeakEntry:
         return f"{self.gfx}/{self.kernel_class}/{self.slug}/{self.exp_id}"
 
 
-def geak_fields(record: dict) -> dict:
-    """``evidence.raw.geak`` of a record imported from GEAK; {} for any other."""
-    raw = (
-        record.get("evidence", {}).get("raw") if isinstance(record.get("evidence"), dict) else None
-    )
-    found = raw.get("geak") if isinstance(raw, dict) else None
-    return found if isinstance(found, dict) else {}
-
-
 def entry_of(record: dict, page: str | None, language: str) -> GeakEntry | None:
     """The record's GEAK entry: where the import read it, or, for a record mined here,
     where an export files it; None off a gfx page (GEAK keys AMD compile targets only)."""
-    fields = geak_fields(record)
-    parts = str(fields.get("entry") or "").split("/")
-    if len(parts) == 4 and all(parts):
-        gfx, kernel_class, page_slug, exp_id = parts
-        name = str(fields.get("kernel_name") or page_slug.rsplit("__", 2)[0])
-        return GeakEntry(gfx, kernel_class, page_slug, exp_id, name, language)
+    entry = geak_entry(record)
+    if entry is not None:
+        gfx, kernel_class, page_slug, exp_id = entry
+        return GeakEntry(gfx, kernel_class, page_slug, exp_id, geak_kernel(record), language)
     gfx = gfx_key(page)
     if not gfx:
         return None
     scope = record.get("retrieval", {}).get("scope", {})
-    operators = [o for o in scope.get("operators") or [] if isinstance(o, str) and o.strip()]
     family = str(scope.get("operator_family") or "unknown")
-    name = operators[0] if operators else family
+    name = geak_kernel(record)
     return GeakEntry(gfx, _slug_part(family), slug(name, language, gfx),
                      synthetic_exp_id(str(record.get("id"))), name, language)  # fmt: skip
-
-
-def exp_id_of(record: dict) -> str:
-    """The record's GEAK exp id (a tie goes to the older), or the one an export gives it."""
-    parts = str(geak_fields(record).get("entry") or "").split("/")
-    return parts[3] if len(parts) == 4 and parts[3] else synthetic_exp_id(str(record.get("id")))
 
 
 def _raw(record: dict) -> dict:
@@ -205,7 +188,7 @@ def meta_of(record: dict, entry: GeakEntry, speedup: float, reproductions: int,
         if isinstance(effect.get(key), (int, float)):
             metric[name] = effect[key] / 1000
     metric["metric_kind"] = str(fields.get("metric_kind") or "")
-    metric["bench_key"] = curate.bench_key(record) or ""
+    metric["bench_key"] = bench_key(record) or ""
     metric["case_names"] = [str(c) for c in raw.get("bench_cases") or []]
     techniques = fields.get("techniques")
     if not isinstance(techniques, list):
@@ -387,13 +370,13 @@ def _alternate(candidate: curate.CodeRecord, root: str) -> dict:
 
 def keys_of(candidate: curate.CodeRecord) -> list[str]:
     """The GEAK service keys of a candidate's page (exact rung first), from its raw kernel
-    name and the ROCm it was measured on; [] off a gfx page."""
-    entry = _candidate_entry(candidate)
-    if entry is None:
+    name and the ROCm it was measured on; [] off a gfx page. Read from its facts alone (as
+    ``entry_of`` files it), so the page's keys need no record read."""
+    facts = candidate.facts
+    gfx = facts.geak_gfx or gfx_key(candidate.page)
+    if not gfx:
         return []
-    stack = geak_fields(candidate.record).get("verified_stack")
-    rocm = stack.get("rocm") if isinstance(stack, dict) else None
-    return service_keys(entry.gfx, entry.kernel_name, entry.language, rocm)
+    return service_keys(gfx, facts.geak_kernel, candidate.language, facts.rocm)
 
 
 def page_keys(candidates: list[curate.CodeRecord]) -> list[str]:
@@ -405,7 +388,7 @@ def files_of(candidate: curate.CodeRecord, reason: str | None = None) -> tuple[s
     """(entry folder, its files) of a candidate as a GEAK tree holds it; None for a record
     GEAK cannot hold (no unified diff, or off a gfx page)."""
     entry = _candidate_entry(candidate)
-    code = curate.code_of(candidate.record)
+    code = code_of(candidate.record)
     if entry is None or code is None or code[0] != "diff" or candidate.speedup is None:
         return None
     meta = meta_of(candidate.record, entry, candidate.speedup, candidate.reproductions,
