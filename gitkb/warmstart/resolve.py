@@ -294,17 +294,7 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
             continue
         wanted.append((row, retired, page))
 
-    # Chosen from the cache's curation columns: no record is read to choose.
-    candidates: list[curate.CodeRecord] = []
-    for row, retired, page in wanted:
-        if row.curation is None:  # a record that does not read
-            counts["corrupt"] += 1
-        elif row.curation.code is None:
-            counts["no_code"] += 1
-        else:
-            language = row.language or curate.ANY_LANGUAGE
-            candidates.append(curate.CodeRecord(row.id, row.path, row.curation, retired,
-                                                page=page, language=language))  # fmt: skip
+    candidates = _candidates(wanted, counts)
     counts["same_arch"] = same_page_total
     answer["other_arch_pages"] = _pages(other_pages)
     answer["other_language_pages"] = _pages(other_language)
@@ -391,6 +381,24 @@ def _fits(kernel_file: Path | None):
         return apply_diff(text, source) is not None if kind == "diff" else None
 
     return fits
+
+
+def _candidates(wanted: list[tuple[KernelRow, bool, str | None]],
+                counts: dict) -> list[curate.CodeRecord]:  # fmt: skip
+    """The candidates of the same-page code rows (row, retired, page), from the cache's
+    curation columns: no record is read to choose. A row whose record does not read
+    counts as corrupt, one carrying no code a run can use as no_code."""
+    candidates = []
+    for row, retired, page in wanted:
+        if row.curation is None:
+            counts["corrupt"] += 1
+        elif row.curation.code is None:
+            counts["no_code"] += 1
+        else:
+            language = row.language or curate.ANY_LANGUAGE
+            candidates.append(curate.CodeRecord(row.id, row.path, row.curation, retired,
+                                                page=page, language=language))  # fmt: skip
+    return candidates
 
 
 def _read(view: StoreView, served: list[curate.CodeRecord]) -> None:
