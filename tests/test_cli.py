@@ -100,6 +100,9 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
                 "hashlib",
             }
             assert not loaded & idle, (argv, sorted(loaded & idle))
+        if argv[0] == "resolve":  # chooses from cache columns; writes no --out, no index file
+            idle = {"pathlib", "bisect", "gitkb.warmstart.references", "yaml"}
+            assert not loaded & idle, (argv, sorted(loaded & idle))
     # show asks main's tree whether it holds the row's blob before serving it (a forged
     # cache row is never served): the object files answer (gitkb.vcs.tree_ids), no dulwich.
     loaded = _modules_loaded(["show", *at, shown])
