@@ -344,3 +344,38 @@ def test_a_forged_curation_column_is_caught_when_served(store, tmp_path):
     with sqlite3.connect(location / "gitkb-cache" / "index.sqlite3") as db:
         db.execute("UPDATE records SET code_speedup = 99.0 WHERE path = ?", (rec.path_for(last),))
     assert resolve.resolve(Store.open(location), "softmax", arch="hopper") == honest
+
+
+def test_only_what_is_served_is_read(store, tmp_path, monkeypatch):
+    """Choosing reads no record: the records read (and checked against main's tree) are
+    the ranks, their alternates and the reference-only ones; with a kernel file, every
+    candidate above the floor, whose diff is tried on it."""
+    from gitkb.store.view import StoreView
+
+    read: list[str] = []
+    original = StoreView.read_checked
+
+    def spy(view, paths):
+        read.extend(p for p in paths if p.startswith("records/"))
+        return original(view, paths)
+
+    monkeypatch.setattr(StoreView, "read_checked", spy)
+
+    def served(answer: dict) -> set[str]:
+        ranks = answer["ranks"] + answer["reference_only"]
+        ids = {r["id"] for r in ranks} | {a["id"] for r in ranks for a in r.get("alternates", [])}
+        return {rec.path_for(r) for r in RECORDS if r["id"] in ids}
+
+    answer = resolve.resolve(store, "softmax", arch="hopper", top_n=2)
+    assert answer["counts"]["same_arch"] > 2 * len(served(answer)) > 0
+    assert sorted(read) == sorted(served(answer))
+    read.clear()
+    answer = resolve.resolve(store, _kernel_file(tmp_path), arch="hopper", top_n=2)
+    assert answer["reference_only"] and set(read) > served(answer)
+    above = [r for r in RECORDS if rec.path_for(r) in read]
+    assert (
+        len(above)
+        == len(read)
+        == answer["counts"]["same_arch"]
+        - sum(answer["counts"][k] for k in ("retired", "below_floor", "no_code", "corrupt"))
+    )

@@ -4,11 +4,13 @@ A page is GEAK's: one kernel, one product (a gfx id, an NVIDIA product; the GPU
 a record states it was measured on wins over the folder it is filed in) and
 one language (HIP and CK keep theirs, though clean-1.3's dsl enum cannot name
 them). Reads ``main`` through the VCS layer (a bare clone works, no checkout).
-The store's index cache decides which records matter (the kernel names records
-file code under, their type, status, scope, product, measured GPU and
-language), and only the same-page, unretracted, code-carrying candidates'
-record blobs and ledgers are loaded. A bad record (a missing or corrupt
-object, a blob the cache did not expect) is skipped and counted, never fatal;
+The store's index cache decides which records matter and how they rank (the
+kernel names records file code under, their type, status, scope, product,
+measured GPU and language, and the curation facts of ``gitkb.record.curation``),
+so only the records served (ranks, alternates, reference only; with a kernel
+file, every candidate above the floor, to try its diff) and their ledgers are
+read, each checked against main's tree. A bad record (a missing or corrupt
+object) is skipped and counted, never fatal;
 a path that is not a store is a hard miss (an error), so a typo never
 cold-starts a run.
 """
