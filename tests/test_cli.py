@@ -100,6 +100,8 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
                 "hashlib",
             }
             assert not loaded & idle, (argv, sorted(loaded & idle))
+        if argv[0] == "query":  # json loads re and enum: gitkb.jsontext reads and writes
+            assert not loaded & {"json", "re", "enum"}, (argv, sorted(loaded & {"json", "re"}))
         if argv[0] == "resolve":  # chooses from cache columns; writes no --out, no index file
             idle = {"pathlib", "bisect", "gitkb.warmstart.references", "yaml"}
             assert not loaded & idle, (argv, sorted(loaded & idle))

@@ -79,7 +79,7 @@ def test_sigkill_at_random_moments_leaves_complete_or_absent_admissions(tmp_path
     rng = random.Random(20261129)
     store_dir = tmp_path / "kb"
     Store.init(store_dir)
-    batch, runs = 150, 20
+    batch, runs = 150, 12
     files = write_records(tmp_path / "in", range(batch * (runs + 1) + 10))  # never exhausted
     recovered_messages = 0
     admitted: set[str] = set()

@@ -13,12 +13,11 @@ import sqlite3
 import zlib
 
 import pytest
-from helpers import kb
+from helpers import forge_cache_row, kb
 
 from gitkb import record as rec
 from gitkb.samples import synthetic
 from gitkb.store import Store
-from gitkb.store.rows import COLUMNS, WIDTH, row_values
 from gitkb.vcs.plain import blob_id
 
 FAMILIES = 4
@@ -37,15 +36,11 @@ def _forged_copy() -> dict:
 def _row(db: sqlite3.Connection, path: str, raw: bytes) -> None:
     """Replace (or add) ``path``'s rows with a self-consistent row of ``raw``."""
     _drop(db, path)
-    values, kernels, arches = row_values(path, blob_id(raw), raw)
-    db.execute("INSERT INTO files VALUES (?, ?, ?)", (path, blob_id(raw), zlib.compress(raw)))
-    db.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * WIDTH)})", values)
-    db.executemany("INSERT INTO kernels VALUES (?, ?)", [(k, path) for k in kernels])
-    db.executemany("INSERT INTO arches VALUES (?, ?)", [(a, path) for a in arches])
+    forge_cache_row(db, path, raw)
 
 
 def _drop(db: sqlite3.Connection, path: str) -> None:
-    for table in ("files", "records", "kernels", "arches"):
+    for table in ("files", "records", "entries", "kernels", "arches"):
         db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
 
 

@@ -11,7 +11,7 @@ import subprocess
 import threading
 
 import pytest
-from helpers import git
+from helpers import forge_cache_row, git
 from test_pre_receive import clone, forge, has_object, push, record_edits, server  # noqa: F401
 
 from gitkb import record as rec
@@ -614,22 +614,15 @@ def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
 def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
     """A row naming a record main does not hold (its bytes matching its blob id, so the
     cache's own checks pass) is not shown: the tree is asked first."""
-    import zlib
-
     from helpers import kb
-
-    from gitkb.store.rows import COLUMNS, WIDTH, row_values
-    from gitkb.vcs.plain import blob_id
 
     store = Store.init(tmp_path / "kb")
     store.admit(rec.dumps(synthetic.strategy(1)), "insert")
     assert kb("list", "--store", str(store.location)).returncode == 0  # the cache is built
     ghost = synthetic.strategy(2)
     raw, path = rec.dumps(ghost), rec.path_for(ghost)
-    values, _, _ = row_values(path, blob_id(raw), raw)
     with sqlite3.connect(store.git_dir / "gitkb-cache" / "index.sqlite3") as db:
-        db.execute("INSERT INTO files VALUES (?, ?, ?)", (path, blob_id(raw), zlib.compress(raw)))
-        db.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * WIDTH)})", values)
+        forge_cache_row(db, path, raw)
     done = kb("show", ghost["id"], "--store", str(store.location))
     assert done.returncode == 1 and f"no record {ghost['id']}".encode() in done.stderr
 

@@ -101,6 +101,9 @@ def test_every_descendant_dies_with_the_command(marker, escape, ending):
 
 def test_an_interrupted_caller_takes_the_tree_down(marker):
     """KeyboardInterrupt in the caller: the supervisor cleans up before it propagates."""
+    # Python's own handler, even where pytest was started with SIGINT ignored (a
+    # background job of a shell): else the signal would never reach the caller.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     code = (
@@ -108,9 +111,12 @@ def test_an_interrupted_caller_takes_the_tree_down(marker):
         f"subprocess.Popen([sys.executable, '-c', {STUBBORN!r}, {marker!r}], "
         "start_new_session=True)\ntime.sleep(120)\n"
     )
-    with pytest.raises(KeyboardInterrupt):
-        runner.run(python(code), timeout_s=60, grace_s=0.3)
-    timer.cancel()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run(python(code), timeout_s=60, grace_s=0.3)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert live_with(marker) == []
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
 from functools import cache
+
+from gitkb import jsontext
 
 # click is imported when a verb's click command is built, not by importing this package:
 # the read verbs' quick start (gitkb.commands.argv) runs a verb without it.
@@ -81,7 +82,7 @@ def lazy_command(module: str, build: Callable[[], object]) -> Callable[[str], ob
 
 
 def echo_json(document: object) -> None:
-    print(json.dumps(document, indent=1, ensure_ascii=False))  # as click.echo writes it
+    print(jsontext.dumps(document, indent=1, ensure_ascii=False))  # as click.echo writes it
 
 
 def input_name(path: str) -> str:

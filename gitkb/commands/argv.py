@@ -13,10 +13,11 @@ command line instead, with its own messages.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
+
+from gitkb import jsontext
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class _Unparsed(Exception):
 
 def specs() -> dict[str, dict]:
     with open(SPECS_FILE, encoding="utf-8") as fh:
-        return json.load(fh)
+        return jsontext.loads(fh.read())
 
 
 def parse(args: list[str], environ: Mapping[str, str]) -> tuple[str, dict[str, bool], dict] | None:
@@ -265,5 +266,5 @@ def table() -> dict[str, dict]:
 
 if __name__ == "__main__":
     with open(SPECS_FILE, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(table(), indent=1, sort_keys=True) + "\n")
+        fh.write(jsontext.dumps(table(), indent=1, sort_keys=True) + "\n")
     print(f"wrote {SPECS_FILE}", file=sys.stderr)

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from gitkb.gates import Finding, Gate, GateContext, Injection
-from gitkb.record import ID_PATTERN, MIN_ID_SEGMENTS
+from gitkb.record import MIN_ID_SEGMENTS, is_id
 
 NAME = "ids"
 
@@ -16,7 +16,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
     counts = Counter(data.get("id") for _, data in ctx.parsed())
     for record_file, data in ctx.parsed():
         record_id = data.get("id")
-        if not isinstance(record_id, str) or not ID_PATTERN.fullmatch(record_id):
+        if not is_id(record_id):
             yield Finding(record_file.id, NAME, f"id {record_id!r} is not a valid record id", "id")
             continue
         if counts[record_id] > 1:

@@ -22,7 +22,7 @@ from functools import lru_cache
 from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.layout import feedback_path
+from gitkb.layout import feedback_path, id_of
 from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.record.values import json_number
 from gitkb.store import queries
@@ -49,20 +49,21 @@ class Reader:
         self.cache = cache
         self.request = request
         self.now = now
-        # id -> (worth, tier, speedup) as enriched: each scope's rows are read afresh (their
+        # id -> (worth, tier, speedup) as refolded: each scope's rows are read afresh (their
         # text tests differ), the records behind them are read once
         self._enriched: dict[str, tuple] = {}
         self._with_feedback = queries.feedback_paths(cache)
+        # ranked here, not by the cache: their worth and tier are refolded from feedback
+        self._deferred = tuple(sorted({id_of(path) for path in self._with_feedback}))
 
-    def candidates(
-        self, scoped_by: scope.Scope, text_matches_only: bool = False
-    ) -> list[pool.PoolRecord]:
-        found = pool.candidates(self.cache, scoped_by, text_matches_only)
+    def pooled(self, scoped_by: scope.Scope) -> pool.Pool:
+        return pool.pooled(self.cache, scoped_by, self._deferred, self.refold)
+
+    def refold(self, found: list[pool.PoolRecord]) -> None:
         for c in found:
             if c.id in self._enriched:
                 c.worth, c.tier, c.speedup = self._enriched[c.id]
         self._enrich([c for c in found if c.id not in self._enriched])
-        return found
 
     def _enrich(self, fresh: list[pool.PoolRecord]) -> None:
         folding = {c.id for c in fresh if feedback_path(c.id) in self._with_feedback}
@@ -92,9 +93,7 @@ class Reader:
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""
-        # A record the terms do not match counts for nothing: the cache leaves it out.
-        found = self.candidates(scoped_by, text_matches_only=True)
-        return rank.matches(pool.scoped(found, scoped_by), scoped_by)
+        return rank.matches(self.pooled(scoped_by))
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         out = {}
@@ -182,19 +181,18 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
         for note in s.notes:
             notes.logger(__name__).warning("%s", note)
         reader = Reader(store, cache, request, now)
-        in_scope = pool.scoped(reader.candidates(s), s)
+        in_scope = reader.pooled(s)
         resolved = _resolved(s)
-        if s.symptom:
-            signal = any(pool.symptom_match(c, s) == "signal" for c, _ in in_scope)
-            resolved["symptom_match_mode"] = "signal" if signal else "text"
-        # a broad question moves cards ahead, so it ranks the whole pool before the cut
-        limit = None if cards.broad(s) else request.limit
-        ordered = cards.cards_first(rank.ranked(in_scope, s, limit), s, reader.records)
+        resolved["symptom_match_mode"] = in_scope.symptom_mode
+        # a broad question moves cards ahead: every card is ranked, besides the best hits
+        with_cards = cards.CARD_TYPE if cards.broad(s) else None
+        ranked = rank.ranked(in_scope, request.limit, with_cards)
+        ordered = cards.cards_first(ranked, s, reader.records)
         hits = [(h.candidate, h.reach) for h in ordered[: request.limit]]
         result: dict = {
             "kind": "matches",
             "served": 0,
-            "scoped_pool": len(in_scope),
+            "scoped_pool": in_scope.size(),
             "store_total": queries.record_count(cache),
             "commit": tip,
             "note": None,
@@ -216,7 +214,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
                         "labelled match.arch=other-architecture",
                     }
             if request.fallback:
-                hits = _sample(in_scope, request)
+                hits = _sample(in_scope.members(), request)
                 if hits:
                     result["kind"] = "fallback"
                     result["note"] = serve.FALLBACK_NOTE
@@ -243,8 +241,7 @@ def coverage(store: Store, request: scope.Request, now: float | None = None) -> 
 def _coverage(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(store.tip) as cache:
         s = scope.resolve(cache, request)
-        reader = Reader(store, cache, request, now)
-        in_scope = pool.scoped(reader.candidates(s), s)
+        in_scope = Reader(store, cache, request, now).pooled(s).members()
         total = queries.record_count(cache)
     by: dict[str, dict[str, int]] = {"by_reach": {}, "by_type": {}, "by_dsl": {}}
     for c, how in in_scope:

@@ -9,15 +9,14 @@ is a usage error."""
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.query.serve import brief_payload
 
 
 def dumps(answer: object) -> str:
     """The answer as printed: one compact line of JSON, non-ASCII kept."""
-    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+    return jsontext.dumps(answer, ensure_ascii=False, separators=(",", ":"))
 
 
 def size(value: object) -> int:

@@ -130,7 +130,7 @@ def _checked(record_id: str, outcome: str, trace: str | None, trace_commit: str 
         raise GitkbError(f"--trace {trace!r} is not a trace label (letters, digits, ._/-)", 2)
     if trace_commit and not _SHA.fullmatch(trace_commit):
         raise GitkbError(f"--trace-commit {trace_commit!r} is not a commit id (hex)", 2)
-    if not rec.ID_PATTERN.fullmatch(record_id or ""):
+    if not rec.is_id(record_id):
         raise GitkbError(f"{record_id!r} is not a record id", 2)
 
 

@@ -1,11 +1,13 @@
 """The scoped pool: which records a scope reaches, and how each was reached.
 
-The index cache answers in two steps. Its columns narrow the records
-(``gitkb.store.queries.Narrowing``: vendor, arch and every architecture a record
-names, dsl, family, type, status, the kernels an operator files under): always a
-superset of the scope, so it only saves work. What is left comes back with the
-ranking fields the cache keeps as columns, no entry decoded, and the scope is then
-decided exactly here, in one place:
+The index cache decides a scope from the ranking fields it keeps as columns, no entry
+decoded: its indexed columns narrow the records (``gitkb.store.queries.Narrowing``, a
+superset), and the rest of the rules below (``Exact``) are stated here as data for it
+to count and rank in SQL, so a broad scope brings back only the hits it serves. The
+records with feedback (and, under ``--min-speedup``, those with no speedup column) are
+the exception: their worth, tier or speedup is refolded from files, so the same rules
+decide them here, in Python (``reach``, ``_tests``, ``symptom_match``), and they rank
+beside the cache's (``tests/test_query.py`` holds both ways equal). The rules:
 
 * ``--arch``: a record written for that architecture (its ``arch`` or one of its
   ``architectures``) is ``exact``; an architecture-neutral record (arch
@@ -25,7 +27,22 @@ from collections.abc import Callable
 
 from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
 from gitkb.record.values import json_number
-from gitkb.store.queries import ArchWanted, Narrowing, RankRow, rank_rows, strings
+from gitkb.store.queries import (
+    ArchWanted,
+    Exact,
+    Narrowing,
+    RankRow,
+    ReachRule,
+    SymptomRule,
+    deferred_rows,
+    scope_count,
+    scope_rows,
+    strings,
+)
+
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
+if TYPE_CHECKING:
+    from gitkb.store.cache import IndexCache
 
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
@@ -51,20 +68,96 @@ class PoolRecord(RankRow):
 def texts(scope: Scope) -> tuple[str, ...]:
     """What a candidate's ``contains`` answers for ``scope``: its terms, in order, then the
     symptom as a text mention would spell it."""
-    return (*scope.terms, *((scope.symptom.replace("-", " "),) if scope.symptom else ()))
+    return (*scope.terms, *((symptom_text(scope.symptom),) if scope.symptom else ()))
 
 
-def candidates(cache, scope: Scope, text_matches_only: bool = False) -> list[PoolRecord]:
-    """The records the cache's columns can tell may be in ``scope``, by id; with
-    ``text_matches_only``, only those the scope's terms match (``rank.text_hits``). Not
-    under a symptom: whether any record holds it as a signal decides the pool."""
-    holding = scope.terms if text_matches_only and not scope.symptom else ()
-    any_term = scope.request.any_term
-    return rank_rows(cache, _narrowing(scope), texts(scope), PoolRecord, holding, any_term)
+def symptom_text(symptom: str) -> str:
+    """A symptom as a record's retrieval text would mention it."""
+    return symptom.replace("-", " ")
+
+
+class Pool:
+    """A scope's records. The cache decides, counts and ranks those of ``exact``; the
+    ``deferred`` ones (their ranking fields refolded from feedback or the record) are
+    decided here, each with its reach, and ranked beside them (``gitkb.query.rank``)."""
+
+    def __init__(
+        self,
+        cache: IndexCache,
+        scope: Scope,
+        exact: Exact,
+        deferred: list[tuple[PoolRecord, str]],
+        symptom_mode: str | None,
+    ) -> None:
+        self.cache = cache
+        self.scope = scope
+        self.exact = exact
+        self.deferred = deferred
+        self.symptom_mode = symptom_mode  # signal or text: how a symptom scope matched
+
+    def size(self) -> int:
+        """How many records are in scope."""
+        return scope_count(self.cache, self.exact) + len(self.deferred)
+
+    def members(self) -> list[tuple[PoolRecord, str]]:
+        """(record, reach) of every record in scope, by id (a fallback samples them)."""
+        decided = scope_rows(self.cache, self.exact, texts(self.scope), PoolRecord)
+        every = [(c, reach(c, self.scope) or EXACT) for c in decided] + self.deferred
+        return sorted(every, key=lambda member: (member[0].id, member[0].path))
+
+
+def pooled(
+    cache: IndexCache,
+    scope: Scope,
+    deferred_ids: tuple[str, ...],
+    refold: Callable[[list[PoolRecord]], None],
+) -> Pool:
+    """``scope``'s pool, the records of ``deferred_ids`` (and, under ``--min-speedup``, those
+    with no speedup column) refolded by ``refold`` and decided here."""
+    exact = _exact(scope, deferred_ids)
+    deferred = deferred_rows(cache, exact, texts(scope), PoolRecord)
+    refold(deferred)
+    kept = _scoped(deferred, scope)
+    mode = None
+    if scope.symptom:
+        # A recorded signal beats a passing mention: serving both buries the records that
+        # are about this bottleneck under those that only use its words.
+        signal = any(strength == "signal" for _, _, strength in kept)
+        signal = signal or scope_count(cache, _exact(scope, deferred_ids, False)) > 0
+        mode = "signal" if signal else "text"
+        exact = _exact(scope, deferred_ids, not signal)
+        kept = [k for k in kept if k[2] == "signal" or not signal]
+    return Pool(cache, scope, exact, [(c, how) for c, how, _ in kept], mode)
+
+
+def _exact(scope: Scope, deferred_ids: tuple[str, ...], by_text: bool = False) -> Exact:
+    """What the cache decides of ``scope``; a symptom scope matches as a recorded signal,
+    or, ``by_text``, also as a text mention."""
+    request = scope.request
+    rule = None
+    if scope.arch:
+        own = tuple(v for v in (scope.arch_vendor, "generic") if v)
+        rule = ReachRule(scope.arch, NEUTRAL_ARCH, own, request.strict_arch, request.cross_arch)
+    symptom = None
+    if scope.symptom:
+        symptom = SymptomRule(scope.symptom, symptom_text(scope.symptom) if by_text else None)
+    return Exact(
+        narrowing=_narrowing(scope),
+        reach=rule,
+        level=scope.level,
+        tier=scope.tier,
+        operator=scope.operator,
+        symptom=symptom,
+        min_importance=request.min_importance,
+        min_gain=request.min_gain,
+        min_speedup=request.min_speedup,
+        exclude_ids=tuple(sorted(request.exclude)),
+        deferred_ids=deferred_ids,
+    )
 
 
 def _narrowing(scope: Scope) -> Narrowing:
-    """What every record in ``scope`` meets (a superset; ``reach`` and ``scoped`` decide)."""
+    """What every record in ``scope`` meets (a superset; ``_exact`` says the rest)."""
     request = scope.request
     arch = None
     if scope.arch:
@@ -148,8 +241,8 @@ def _at_least(value: object, floor: float) -> bool:
     return found is not None and found >= floor
 
 
-def scoped(pool: list[PoolRecord], scope: Scope) -> list[tuple[PoolRecord, str]]:
-    """(candidate, reach) of every candidate in ``scope``, in the pool's order."""
+def _scoped(pool: list[PoolRecord], scope: Scope) -> list[tuple[PoolRecord, str, str | None]]:
+    """(candidate, reach, symptom strength) of every candidate in ``scope``, in order."""
     tests = _tests(scope)
     kept: list[tuple[PoolRecord, str, str | None]] = []
     for c in pool:
@@ -162,8 +255,4 @@ def scoped(pool: list[PoolRecord], scope: Scope) -> list[tuple[PoolRecord, str]]
             if strength is None:
                 continue
         kept.append((c, how, strength))
-    # A recorded signal beats a passing mention: serving both buries the records that are
-    # about this bottleneck under those that only use its words.
-    if scope.symptom and any(strength == "signal" for _, _, strength in kept):
-        kept = [k for k in kept if k[2] == "signal"]
-    return [(c, how) for c, how, _ in kept]
+    return kept

@@ -10,10 +10,10 @@ architecture's record lower still. Ties go to the higher worth, then the id.
 
 from __future__ import annotations
 
-import heapq
-
-from gitkb.query.pool import NEUTRAL, OTHER, PoolRecord
+from gitkb.query.pool import EXACT, NEUTRAL, OTHER, Pool, PoolRecord
 from gitkb.query.scope import Scope
+from gitkb.store import queries
+from gitkb.store.queries import RankedRow, Ranking
 from gitkb.valueclass import value_class
 
 # Both may be true, but only one was written about this chip (or this language).
@@ -41,46 +41,75 @@ def text_hits(candidate: PoolRecord, terms: tuple[str, ...], any_term: bool) -> 
     return hits
 
 
-def _keyed(pool: list[tuple[PoolRecord, str]], scope: Scope) -> list[tuple]:
-    """(key, worth, candidate, reach, text hits) of each of the pool's text matches."""
+def ranking(scope: Scope) -> Ranking:
+    """How the cache keys ``scope``'s text matches: as ``_keyed`` does."""
+    request = scope.request
+    return Ranking(
+        terms=scope.terms,
+        any_term=request.any_term,
+        mode=request.rank,
+        weight=request.weight_importance,
+        neutral_factor=NEUTRAL_ARCH_DISCOUNT,
+        other_factor=OTHER_ARCH_DISCOUNT,
+        any_dsl_factor=NEUTRAL_DSL_DISCOUNT if scope.dsl else None,
+    )
+
+
+def _keyed(pool: list[tuple[PoolRecord, str]], scope: Scope) -> list[Hit]:
+    """The hits among ``pool``'s records (decided here, not by the cache)."""
     request = scope.request
     out = []
     for candidate, reach in pool:
         found = text_hits(candidate, scope.terms, request.any_term)
         if not found:
             continue
-        worth = candidate.importance
         if request.rank == "text":
             key = float(found)
         elif request.rank == "importance":
-            key = worth
+            key = candidate.importance
         else:
-            key = found * (1.0 + request.weight_importance * worth)
+            key = found * (1.0 + request.weight_importance * candidate.importance)
         if reach == NEUTRAL:
             key *= NEUTRAL_ARCH_DISCOUNT
         elif reach == OTHER:
             key *= OTHER_ARCH_DISCOUNT
         if scope.dsl and candidate.dsl == "any":
             key *= NEUTRAL_DSL_DISCOUNT
-        out.append((key, worth, candidate, reach, found))
+        out.append(Hit(candidate, reach, key, found))
     return out
 
 
-def _order(keyed: tuple) -> tuple:
-    return -keyed[0], -keyed[1], keyed[2].id
+def _order(hit: Hit) -> tuple:
+    return -hit.key, -hit.candidate.importance, hit.candidate.id, hit.candidate.path
 
 
-def ranked(pool: list[tuple[PoolRecord, str]], scope: Scope, limit: int | None = None) -> list[Hit]:
-    """The pool's text matches, best first (the best ``limit`` of them, when given)."""
-    keyed = _keyed(pool, scope)
-    if limit is None:
-        best = sorted(keyed, key=_order)
-    else:
-        best = heapq.nsmallest(limit, keyed, key=_order)  # sorted()[:limit], ties alike
-    return [Hit(candidate, reach, key, found) for key, _, candidate, reach, found in best]
+def ranked(pool: Pool, limit: int, with_type: str | None = None) -> list[Hit]:
+    """The pool's best ``limit`` text matches, best first, and with ``with_type`` every
+    other match of that type after them, each in its rank."""
+    scope = pool.scope
+    keys = ranking(scope)
+    labels = (EXACT, NEUTRAL, OTHER)
+
+    def decided(rows: list[RankedRow]) -> list[Hit]:
+        hits = []
+        for r in rows:
+            assert isinstance(r.row, PoolRecord)  # ranked_rows made it one
+            hits.append(Hit(r.row, labels[r.reach] if scope.arch else EXACT, r.key, r.text_hits))
+        return hits
+
+    found = decided(queries.ranked_rows(pool.cache, pool.exact, keys, limit, PoolRecord))
+    if with_type is not None:
+        typed = queries.ranked_rows(pool.cache, pool.exact, keys, None, PoolRecord, with_type)
+        seen = {h.candidate.path for h in found}
+        found += [h for h in decided(typed) if h.candidate.path not in seen]
+    best = sorted(found + _keyed(pool.deferred, scope), key=_order)
+    return [h for n, h in enumerate(best) if n < limit or h.candidate.type == with_type]
 
 
-def matches(pool: list[tuple[PoolRecord, str]], scope: Scope) -> int:
+def matches(pool: Pool) -> int:
     """How many of the pool's records the terms match."""
-    request = scope.request
-    return sum(1 for c, _ in pool if text_hits(c, scope.terms, request.any_term))
+    scope = pool.scope
+    decided = queries.match_count(pool.cache, pool.exact, ranking(scope))
+    return decided + sum(
+        1 for c, _ in pool.deferred if text_hits(c, scope.terms, scope.request.any_term)
+    )

@@ -12,10 +12,9 @@ architecture the store holds no records for is a gap in the store, said as such.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 
+from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.store import queries
 from gitkb.valueclass import factory, replace, value_class
@@ -31,6 +30,8 @@ _NEUTRAL_WORDS = ("any", "neutral", "architecture-neutral")
 _LISTED_AT_MOST = 25
 DEFAULT_LIMIT = 8
 DEFAULT_FALLBACK_RATIO = 0.10
+
+_FOLDED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # what ``fold`` keeps
 
 LISTABLE = ("vendor", "arch", "dsl", "family", "operator", "type", "symptom", "tag")
 
@@ -123,12 +124,12 @@ class Scope:
 
 def normalize_terms(terms) -> tuple[str, ...]:
     """Free-text terms: split on whitespace, lowercased."""
-    return tuple(t.lower() for t in re.split(r"\s+", " ".join(terms)) if t)
+    return tuple(t.lower() for t in " ".join(terms).split())
 
 
 def fold(value: str) -> str:
     """A token reduced to its letters and digits, lowercased: spelling-insensitive equality."""
-    return re.sub(r"[^a-z0-9]", "", value.strip().lower())
+    return "".join(c for c in value.strip().lower() if c in _FOLDED)
 
 
 def near_misses(value: str, known) -> list[str]:
@@ -167,7 +168,7 @@ class Vocabulary:
         if name == "operator":
             # The kernels table files a record under its operators: a superset to check.
             return value in queries.entry_values(self.cache, name, kernel=value)
-        needle = json.dumps(value, ensure_ascii=False)  # as the entry text holds it
+        needle = jsontext.dumps(value, ensure_ascii=False)  # as the entry text holds it
         return value in queries.entry_values(self.cache, name, containing=needle)
 
     def values(self, name: str) -> set[str]:

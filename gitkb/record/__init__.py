@@ -3,16 +3,16 @@ file, ``signature`` the content signature of a record's code."""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
+from gitkb import jsontext
 from gitkb.errors import RecordError
 from gitkb.record.values import dig
 from gitkb.valueclass import value_class
 
 SCHEMA_NAME = "clean-1.3"
-ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*")
+_ID_FIRST = "abcdefghijklmnopqrstuvwxyz0123456789"
+_ID_CHARS = _ID_FIRST + "._-"
 MIN_ID_SEGMENTS = 5
 RECORDS_DIR = "records"
 
@@ -72,7 +72,7 @@ def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
     if loaded.data is None:
         raise RecordError(f"{source}: {loaded.error}")
     record_id = loaded.data.get("id")
-    if not isinstance(record_id, str) or not ID_PATTERN.fullmatch(record_id):
+    if not is_id(record_id):
         raise RecordError(
             f"{source}: id {record_id!r} is not a record id "
             "(a-z or 0-9 first, then a-z, 0-9, '.', '_' or '-')"
@@ -84,7 +84,7 @@ def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
 
 def dumps(record: dict) -> bytes:
     """The byte form gitkb writes a record in: 1-space indent, non-ASCII kept, newline."""
-    return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return (jsontext.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def scope_of(node: object) -> dict:
@@ -145,7 +145,17 @@ def new_track(prior: dict | None = None, verified_effective: int = 0) -> dict:
     return {"counters": counters, "prior": known}
 
 
+def is_id(value: object) -> bool:
+    """Whether ``value`` spells a record id: ``[a-z0-9][a-z0-9._-]*`` (no ``re``: a reader
+    checks ids before anything loads it)."""
+    if not isinstance(value, str) or not value:
+        return False
+    return value[0] in _ID_FIRST and not value.strip(_ID_CHARS)
+
+
 def _slug(value: object, default: str) -> str:
+    import re  # a writer's
+
     text = value if isinstance(value, str) and value.strip() else default
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._") or default
 

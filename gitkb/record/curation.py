@@ -10,8 +10,7 @@ holds: bump ``store/cache.LAYOUT_VERSION`` with it.
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb.digests import sha1, sha256
 from gitkb.record.values import array, dig, mapping, number_or_numeric_string
 from gitkb.valueclass import value_class
@@ -117,7 +116,7 @@ def bench_key(record: dict) -> str | None:
 def workload_key(cases: list[str], metric: str = "latency") -> str:
     """The bench key of ``metric`` measured over the workload ``cases`` (case ids): what a
     run's own numbers compare under, and a record's when it states its cases."""
-    text = json.dumps([metric, sorted(cases)])
+    text = jsontext.dumps([metric, sorted(cases)])
     return "bk:" + sha256(text.encode()).hexdigest()[:16]
 
 

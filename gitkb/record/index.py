@@ -8,10 +8,9 @@ committed; ``Index.parse`` is the one parser of it.
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb.errors import RecordError
-from gitkb.record import ID_PATTERN, RECORDS_DIR, SCHEMA_NAME, dig
+from gitkb.record import RECORDS_DIR, SCHEMA_NAME, dig, is_id
 from gitkb.record.signature import content_signature
 from gitkb.valueclass import factory, value_class
 
@@ -98,8 +97,8 @@ class Index:
         if fast is not None:
             return fast
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            data = jsontext.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, jsontext.Malformed, RecursionError) as exc:
             raise RecordError(f"{source}: the index is not valid JSON ({exc})") from None
         entries = data.get("records") if isinstance(data, dict) else None
         if not isinstance(entries, list):
@@ -121,8 +120,8 @@ class Index:
         if lines[0] != b"{" or lines[-3:] != [b" ]", b"}", b""]:
             return None
         try:
-            header = json.loads(b"\n".join([*lines[:start], b' "records": []}']))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            header = jsontext.loads(b"\n".join([*lines[:start], b' "records": []}']))
+        except (UnicodeDecodeError, jsontext.Malformed):
             return None
         if not isinstance(header, dict) or header.get("schema") != SCHEMA_NAME:
             return None
@@ -138,7 +137,7 @@ class Index:
             if not line.startswith(_LINE_HEAD) or not line.endswith(b"}") or end < 0:
                 return None
             record_id = line[len(_LINE_HEAD) : end].decode("ascii", "replace")
-            if "\\" in record_id or not ID_PATTERN.fullmatch(record_id) or record_id in entries:
+            if "\\" in record_id or not is_id(record_id) or record_id in entries:
                 return None  # an escaped or repeated id: the JSON parser and the gates decide
             entries[record_id] = line
             order.append(record_id)
@@ -158,7 +157,7 @@ class Index:
             from bisect import insort  # a writer's: a reader's cache rows need none
 
             insort(self.order, record_id)
-        self.lines[record_id] = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        self.lines[record_id] = jsontext.dumps(entry, ensure_ascii=False).encode("utf-8")
 
     def remove(self, record_id: str) -> None:
         if self.lines.pop(record_id, None) is not None:
@@ -166,10 +165,10 @@ class Index:
 
     def entry(self, record_id: str) -> dict | None:
         line = self.lines.get(record_id)
-        return None if line is None else json.loads(line)
+        return None if line is None else jsontext.loads(line)
 
     def entries(self) -> list[dict]:
-        return [json.loads(self.lines[i]) for i in self.order]
+        return [jsontext.loads(self.lines[i]) for i in self.order]
 
     def dumps(self) -> bytes:
         header = {
@@ -178,7 +177,8 @@ class Index:
             "builder_version": "gitkb-1",
             "count": len(self.order),
         }
-        head = "{\n" + "".join(f" {json.dumps(k)}: {json.dumps(v)},\n" for k, v in header.items())
+        fields = "".join(f" {jsontext.dumps(k)}: {jsontext.dumps(v)},\n" for k, v in header.items())
+        head = "{\n" + fields
         opening, closing = head.encode() + b' "records": [\n', b" ]\n}\n"
         lines = list(map(self.lines.__getitem__, self.order))
         if not lines:

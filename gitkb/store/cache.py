@@ -23,18 +23,27 @@ cache at that commit, so a reader never sees another process move it midway.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from gitkb import notes
+from gitkb import jsontext, notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.store.rows import COLUMNS, KERNEL_COLUMNS, WIDTH, KernelRow, Row, kernel_row, row_values
+from gitkb.store.rows import (
+    COLUMNS,
+    ENTRY_AT,
+    KERNEL_COLUMNS,
+    RECORD_COLUMNS,
+    RECORD_WIDTH,
+    KernelRow,
+    Row,
+    kernel_row,
+    row_values,
+)
 from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -43,12 +52,13 @@ if TYPE_CHECKING:
 
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "6"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "7"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
 _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
+_MMAP_BYTES = 1 << 30
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -88,10 +98,10 @@ CREATE TABLE IF NOT EXISTS records (
     geak_gfx TEXT,
     geak_kernel TEXT,
     rocm TEXT,
-    -- the entry last: a column after it would be read through its overflow pages
-    entry TEXT,
     error TEXT
 );
+-- a record's GPU-wiki index entry, apart: a scan of the columns above reads no entry
+CREATE TABLE IF NOT EXISTS entries (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_signature ON records(signature);
 CREATE INDEX IF NOT EXISTS records_scope ON records(vendor, arch, family);
@@ -210,6 +220,9 @@ class IndexCache:
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
+            # Pages read through a memory map: a query's scan of the records table costs
+            # no system call per page (a fresh process has an empty page cache).
+            db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             if not db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
                 db.executescript(_CREATE.format(LAYOUT_VERSION))
             layout = db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
@@ -348,7 +361,8 @@ class IndexCache:
         if not last:
             return True
         picks = self._db.execute(
-            f"SELECT {COLUMNS} FROM records WHERE rowid >= abs(random()) % ? LIMIT ?",
+            f"SELECT {COLUMNS} FROM records LEFT JOIN entries USING (path) "
+            "WHERE records.rowid >= abs(random()) % ? LIMIT ?",
             (last, _SAMPLE),
         ).fetchall()
         check_tree = self._open_repo.loaded()
@@ -410,7 +424,7 @@ class IndexCache:
 
     def _rebuild(self, commit: str | None) -> None:
         db = self._db
-        for table in ("records", "kernels", "arches", "files"):
+        for table in ("records", "entries", "kernels", "arches", "files"):
             db.execute(f"DELETE FROM {table}")
         if commit:
             repo = self.repo
@@ -454,6 +468,7 @@ class IndexCache:
         self._db.executemany("DELETE FROM files WHERE path = ?", pairs)
         records = [pair for pair in pairs if rec.is_record_path(pair[0])]
         self._db.executemany("DELETE FROM records WHERE path = ?", records)
+        self._db.executemany("DELETE FROM entries WHERE path = ?", records)
         self._db.executemany("DELETE FROM kernels WHERE path = ?", records)
         self._db.executemany("DELETE FROM arches WHERE path = ?", records)
 
@@ -467,27 +482,33 @@ class IndexCache:
         repository, kept as a record that does not read); ``parsed``: records the caller
         already parsed from those bytes; ``deflated``: a blob's bytes in the zlib form the
         cache keeps, where the caller has them already (None: deflate here)."""
-        rows, kernels, arches, stored = [], [], [], []
+        rows, entries, kernels, arches, stored = [], [], [], [], []
         for path, blob, raw in files:
             packed = None if raw is None else (deflated and deflated(blob)) or _pack(raw)
             stored.append((path, blob, packed))
             if rec.is_record_path(path):
                 data = parsed.get(path) if parsed else None
                 values, names, archs = row_values(path, blob, raw, data)
-                rows.append(values)
+                rows.append(values[:ENTRY_AT] + values[ENTRY_AT + 1 :])
+                if values[ENTRY_AT] is not None:
+                    entries.append((path, values[ENTRY_AT]))
                 kernels += [(name, path) for name in names]
                 arches += [(arch, path) for arch in archs]
         db = self._db
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
-        marks = ", ".join("?" * WIDTH)
-        added = db.executemany(f"INSERT OR IGNORE INTO records ({COLUMNS}) VALUES ({marks})", rows)
+        marks = ", ".join("?" * RECORD_WIDTH)
+        insert = f"INTO records ({RECORD_COLUMNS}) VALUES ({marks})"
+        added = db.executemany(f"INSERT OR IGNORE {insert}", rows)
         if added.rowcount != len(rows):
             # A path held a record already (new paths are the common case, and cost one
-            # statement): records replace by path, a replaced one's names and arches first.
+            # statement): records replace by path, a replaced one's names, arches and
+            # entry first.
             replaced = [(values[0],) for values in rows]
             db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
             db.executemany("DELETE FROM arches WHERE path = ?", replaced)
-            db.executemany(f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({marks})", rows)
+            db.executemany("DELETE FROM entries WHERE path = ?", replaced)
+            db.executemany(f"INSERT OR REPLACE {insert}", rows)
+        db.executemany("INSERT INTO entries VALUES (?, ?)", entries)
         db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
@@ -534,9 +555,12 @@ class IndexCache:
             return self._db.execute(sql, params).fetchall()
 
     def rows(self, where: str = "", params: tuple = ()) -> list[Row]:
-        sql = "SELECT path, blob, id, entry, error, source FROM records"
+        sql = (
+            "SELECT path, blob, id, entry, error, source "
+            "FROM records LEFT JOIN entries USING (path)"
+        )
         found = self._query(f"{sql} {where}", params)
-        return [Row(p, b, i, json.loads(e) if e else None, err, src)
+        return [Row(p, b, i, jsontext.loads(e) if e else None, err, src)
                 for p, b, i, e, err, src in found]  # fmt: skip
 
     def rows_of(self, record_id: str) -> list[Row]:

@@ -8,12 +8,11 @@ indexed scan and decodes no entry.
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache import IndexCache
-from gitkb.valueclass import value_class
+from gitkb.valueclass import fields_of, value_class
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
@@ -75,7 +74,7 @@ class RankRow:
 
 def strings(listed: str | None) -> list[str]:
     """A list field of a ``RankRow`` decoded (the strings it holds)."""
-    return json.loads(listed) if listed else []
+    return jsontext.loads(listed) if listed else []
 
 
 @value_class(frozen=True)
@@ -119,7 +118,9 @@ def _own_arch(vendors: tuple[str, ...], arch: str) -> tuple[str, tuple]:
 
 
 def _where(narrowing: Narrowing) -> tuple[str, tuple]:
-    where = ["id IS NOT NULL", "entry IS NOT NULL"]
+    # An id: the record parsed. Spelled ``+id`` so the planner scans the table in order
+    # rather than walking the id index into it row by row (the other indexes still serve).
+    where = ["+id IS NOT NULL"]
     params: list = []
     wanted = narrowing.arch
     if wanted is not None:
@@ -159,24 +160,10 @@ def _by_id_and_path(values: tuple) -> tuple:
     return values[0], values[1]
 
 
-def rank_rows(
-    cache: IndexCache,
-    narrowing: Narrowing | None,
-    texts: tuple[str, ...] = (),
-    row_type: type = RankRow,
-    holding: tuple[str, ...] = (),
-    holding_any: bool = False,
+def _rows(
+    cache: IndexCache, where: str, params: tuple, texts: tuple[str, ...], row_type: type
 ) -> list:
-    """The records with an id and an entry that ``narrowing`` may reach (None: all), by id,
-    each as ``row_type`` (``RankRow`` or a subclass), its ``contains`` a bit per text (a
-    case-sensitive substring test, as Python's ``in``). With ``holding``, only the records
-    whose text holds each of those texts (any one, with ``holding_any``)."""
-    where, params = _where(narrowing or Narrowing())
     bits = " | ".join(f"((instr(search_text, ?) > 0) << {n})" for n in range(len(texts)))
-    if holding:
-        tests = " OR ".join if holding_any else " AND ".join
-        where = f"{where} AND ({tests('instr(search_text, ?) > 0' for _ in holding)})"
-        params = (*params, *holding)
     found = cache.select(
         f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}", (*texts, *params)
     )
@@ -184,6 +171,265 @@ def rank_rows(
     # scan reads it in order (UTF-8 byte order is code point order: the same sort).
     found.sort(key=_by_id_and_path)
     return [row_type(*values) for values in found]
+
+
+def rank_rows(
+    cache: IndexCache,
+    narrowing: Narrowing | None,
+    texts: tuple[str, ...] = (),
+    row_type: type = RankRow,
+) -> list:
+    """The records with an id that ``narrowing`` may reach (None: all), by id, each as
+    ``row_type`` (``RankRow`` or a subclass), its ``contains`` a bit per text (a
+    case-sensitive substring test, as Python's ``in``)."""
+    where, params = _where(narrowing or Narrowing())
+    return _rows(cache, where, params, texts, row_type)
+
+
+# How a scope reaches a record (``ReachRule``), as the cache computes it.
+REACH_EXACT, REACH_NEUTRAL, REACH_OTHER = 0, 1, 2
+# worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing.
+_IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
+
+
+def _lists(column: str, value: str) -> tuple[str, tuple]:
+    """SQL for "the list column holds ``value``": its JSON text holding the quoted string
+    first (cheap, and necessary: ``rows._strings`` wrote it so), then its elements."""
+    quoted = jsontext.dumps(value, ensure_ascii=False)
+    sql = f"(instr({column}, ?) > 0 AND EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?))"
+    return sql, (quoted, value)
+
+
+@value_class(frozen=True)
+class ReachRule:
+    """How an arch-scoped question reaches a record: ``REACH_EXACT`` when the record's arch,
+    or one its scope lists, is ``arch``; else, unless ``strict``, ``REACH_NEUTRAL`` when its
+    arch is ``neutral_arch`` and its vendor one of ``own_vendors`` or none (any vendor when
+    ``arch`` is itself the neutral one), and ``REACH_OTHER`` under ``cross`` for any other
+    arch of those vendors. Anything else is not reached."""
+
+    arch: str
+    neutral_arch: str
+    own_vendors: tuple[str, ...]
+    strict: bool = False
+    cross: bool = False
+
+
+@value_class(frozen=True)
+class SymptomRule:
+    """Records holding ``signal`` as a recorded signal (their bottleneck, or one of their
+    symptoms); with ``text``, also those whose retrieval text holds ``text``."""
+
+    signal: str
+    text: str | None = None
+
+
+@value_class(frozen=True)
+class Exact:
+    """A scope as the cache decides it exactly: ``narrowing`` and every test besides. The
+    records in ``deferred_ids`` are left out (the caller decides them, their ranking fields
+    refolded), and so, under ``min_speedup``, are those with no speedup column."""
+
+    narrowing: Narrowing
+    reach: ReachRule | None = None
+    level: str | None = None
+    tier: str | None = None
+    operator: str | None = None  # one of its scope's operators
+    symptom: SymptomRule | None = None
+    min_importance: float | None = None
+    min_gain: float | None = None
+    min_speedup: float | None = None
+    exclude_ids: tuple[str, ...] = ()
+    deferred_ids: tuple[str, ...] = ()
+
+
+@value_class(frozen=True)
+class Ranking:
+    """How the cache keys a scope's text matches. Each of ``terms`` the retrieval text holds
+    is a hit; a record matches with every term (any one, with ``any_term``; always, with no
+    terms, as one hit). The key: ``blend`` hits x (1 + weight x importance), ``text`` the
+    hits, ``importance`` alone; times ``neutral_factor`` or ``other_factor`` by reach, and
+    times ``any_dsl_factor``, when given, for a record of dsl ``any``. Ties: importance,
+    then id and path."""
+
+    terms: tuple[str, ...]
+    any_term: bool
+    mode: str
+    weight: float
+    neutral_factor: float
+    other_factor: float
+    any_dsl_factor: float | None = None
+
+
+@value_class(frozen=True)
+class RankedRow:
+    """A text match as the cache ranked it: its ranking row, key, hits and reach code."""
+
+    row: RankRow
+    key: float
+    text_hits: int
+    reach: int
+
+
+def _reach(rule: ReachRule) -> tuple[str, tuple]:
+    """The reach code of a row (NULL: not reached), as SQL."""
+    own = "vendor IS NULL"
+    if rule.own_vendors:
+        own = f"({own} OR vendor IN ({_marks(rule.own_vendors)}))"
+    listed, listed_params = _lists("architectures", rule.arch)
+    sql = f"CASE WHEN arch = ? OR {listed} THEN {REACH_EXACT}"
+    params: list = [rule.arch, *listed_params]
+    if not rule.strict:
+        if rule.arch == rule.neutral_arch:
+            sql += f" WHEN arch = ? THEN {REACH_NEUTRAL}"
+            params.append(rule.neutral_arch)
+        else:
+            sql += f" WHEN arch = ? THEN CASE WHEN {own} THEN {REACH_NEUTRAL} END"
+            params += [rule.neutral_arch, *rule.own_vendors]
+        if rule.cross:
+            sql += f" WHEN {own} THEN {REACH_OTHER}"
+            params += rule.own_vendors
+    return sql + " END", tuple(params)
+
+
+def _exact_where(exact: Exact) -> tuple[str, tuple]:
+    where, found = _where(exact.narrowing)
+    parts, params = [where], list(found)
+    if exact.reach is not None:
+        reach, reach_params = _reach(exact.reach)
+        parts.append(f"({reach}) IS NOT NULL")
+        params += reach_params
+    for column, value in (("level", exact.level), ("tier", exact.tier)):
+        if value:
+            parts.append(f"{column} = ?")
+            params.append(value)
+    if exact.operator:
+        listed, listed_params = _lists("operators", exact.operator)
+        parts.append(listed)
+        params += listed_params
+    if exact.symptom is not None:
+        listed, listed_params = _lists("symptoms", exact.symptom.signal)
+        signal = f"(bottleneck = ? OR {listed})"
+        params += [exact.symptom.signal, *listed_params]
+        if exact.symptom.text is not None:
+            signal = f"({signal} OR instr(search_text, ?) > 0)"
+            params.append(exact.symptom.text)
+        parts.append(signal)
+    for floored, floor in (
+        (_IMPORTANCE, exact.min_importance),
+        ("gain", exact.min_gain),
+        ("speedup", exact.min_speedup),
+    ):
+        if floor is not None:
+            parts.append(f"{floored} >= ?")
+            params.append(floor)
+    for ids in (exact.exclude_ids, exact.deferred_ids):
+        if ids:
+            parts.append("id NOT IN (SELECT value FROM json_each(?))")
+            params.append(jsontext.dumps(ids))
+    return " AND ".join(parts), tuple(params)
+
+
+def _hits(ranking: Ranking) -> tuple[str, str]:
+    """SQL for a row's hits, and for whether it matches."""
+    if not ranking.terms:
+        return "1", "1"
+    hits = " + ".join("(instr(search_text, ?) > 0)" for _ in ranking.terms)
+    return f"({hits})", f"({hits}) {'> 0' if ranking.any_term else f'= {len(ranking.terms)}'}"
+
+
+def _key(ranking: Ranking, by_reach: bool) -> tuple[str, tuple]:
+    """SQL for a matching row's key (over the ``hits`` and, ``by_reach``, ``reach``
+    columns), and its parameters."""
+    params: list = []
+    if ranking.mode == "text":
+        key = "(hits * 1.0)"
+    elif ranking.mode == "importance":
+        key = _IMPORTANCE
+    else:
+        key = f"(hits * (1.0 + ? * {_IMPORTANCE}))"
+        params.append(ranking.weight)
+    if by_reach:
+        factor = f"CASE reach WHEN {REACH_NEUTRAL} THEN ? WHEN {REACH_OTHER} THEN ? ELSE 1.0 END"
+        key = f"({key} * {factor})"
+        params += [ranking.neutral_factor, ranking.other_factor]
+    if ranking.any_dsl_factor is not None:
+        key = f"({key} * CASE WHEN dsl = 'any' THEN ? ELSE 1.0 END)"
+        params.append(ranking.any_dsl_factor)
+    return key, tuple(params)
+
+
+def scope_count(cache: IndexCache, exact: Exact) -> int:
+    """How many records the cache decides are in ``exact``."""
+    where, params = _exact_where(exact)
+    return cache.select(f"SELECT count(*) FROM records WHERE {where}", params)[0][0]
+
+
+def match_count(cache: IndexCache, exact: Exact, ranking: Ranking) -> int:
+    """How many of them ``ranking``'s terms match."""
+    where, params = _exact_where(exact)
+    matching = _hits(ranking)[1]
+    sql = f"SELECT count(*) FROM records WHERE {where} AND {matching}"
+    return cache.select(sql, (*params, *ranking.terms))[0][0]
+
+
+def scope_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
+    """The records in ``exact``, by id, as ``rank_rows`` gives them."""
+    where, params = _exact_where(exact)
+    return _rows(cache, where, params, texts, row_type)
+
+
+def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
+    """The records ``exact`` leaves to the caller that its narrowing may reach, by id, as
+    ``rank_rows`` gives them."""
+    where, params = _where(exact.narrowing)
+    deferred = []
+    if exact.deferred_ids:
+        deferred.append("id IN (SELECT value FROM json_each(?))")
+        params = (*params, jsontext.dumps(exact.deferred_ids))
+    if exact.min_speedup is not None:
+        deferred.append("speedup IS NULL")
+    if not deferred:
+        return []
+    return _rows(cache, f"{where} AND ({' OR '.join(deferred)})", params, texts, row_type)
+
+
+def ranked_rows(
+    cache: IndexCache,
+    exact: Exact,
+    ranking: Ranking,
+    limit: int | None,
+    row_type: type = RankRow,
+    of_type: str | None = None,
+) -> list[RankedRow]:
+    """The best ``limit`` (None: all) of ``exact``'s text matches, best first, each row as
+    ``row_type``; with ``of_type``, only records of that type."""
+    where, params = _exact_where(exact)
+    if of_type is not None:
+        where += " AND type = ?"
+        params = (*params, of_type)
+    hits, matching = _hits(ranking)
+    term_params = ranking.terms
+    reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
+    key, key_params = _key(ranking, exact.reach is not None)
+    inner = (
+        f"SELECT {_RANKED}, {hits} AS hits, {reach} AS reach, {_IMPORTANCE} AS importance "
+        f"FROM records WHERE {where} AND {matching}"
+    )
+    ordered = "ORDER BY key DESC, importance DESC, id, path"
+    sql = f"SELECT *, {key} AS key FROM ({inner}) {ordered}"
+    if limit is not None:
+        sql += " LIMIT ?"
+    found = cache.select(
+        sql,
+        (*key_params, *term_params, *reach_params, *params, *term_params,
+         *((limit,) if limit is not None else ())),
+    )  # fmt: skip
+    width = len(fields_of(RankRow)) - 1  # every column but ``contains``
+    return [
+        RankedRow(row_type(*values[:width]), values[-1], values[width], values[width + 1])
+        for values in found
+    ]
 
 
 def record_count(cache: IndexCache) -> int:
@@ -251,13 +497,13 @@ def entry_values(
     elif containing is not None:
         where, params = "instr(entry, ?) > 0", (containing,)
     found = cache.select(
-        f"SELECT json_extract(entry, {paths}) FROM records "
+        f"SELECT json_extract(entry, {paths}) FROM records JOIN entries USING (path) "
         f"WHERE id IS NOT NULL AND json_valid(entry) AND {where}",
         params,
     )
     out: set[str] = set()
     for (text,) in found:
-        for value in json.loads(text) if text else ():
+        for value in jsontext.loads(text) if text else ():
             items = value if isinstance(value, list) else [value]
             out.update(v for v in items if isinstance(v, str) and v)
     return out

@@ -4,8 +4,7 @@ the architectures it lists."""
 
 from __future__ import annotations
 
-import json
-
+from gitkb import jsontext
 from gitkb import record as rec
 from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts
 from gitkb.record.index import index_entry
@@ -23,7 +22,11 @@ COLUMNS = (
     "level, tier, worth, gain, speedup, search_text, architectures, operators, symptoms, "
     "bottleneck, " + ", ".join(CURATION_COLUMNS)
 )
-WIDTH = COLUMNS.count(",") + 1
+# The entry is kept in a table of its own (``entries``, by path): a scan of the ranking
+# columns then reads rows of about a kilobyte, not three.
+ENTRY_AT = COLUMNS.split(", ").index("entry")
+RECORD_COLUMNS = ", ".join(c for c in COLUMNS.split(", ") if c != "entry")
+RECORD_WIDTH = RECORD_COLUMNS.count(",") + 1
 
 
 @value_class(frozen=True)
@@ -110,7 +113,7 @@ def _strings(value: object) -> str | None:
     if not isinstance(value, list):
         return None
     found = [v for v in value if isinstance(v, str)]
-    return json.dumps(found, ensure_ascii=False, check_circular=False) if found else None
+    return jsontext.dumps(found, ensure_ascii=False, check_circular=False) if found else None
 
 
 def _ranking(entry: dict) -> tuple:
@@ -169,7 +172,7 @@ def row_values(
         rec.language_of(data),
         entry["content_signature"],
         string_or_none(rec.dig(data, "evidence", "raw", "source_repo")),
-        json.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
+        jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry),
         *_curation(data),

@@ -11,11 +11,15 @@ takes the full path through ``repository``.
 from __future__ import annotations
 
 import os
-import re
 
 from gitkb.digests import sha1
 
-_SHA = re.compile(r"[0-9a-f]{40}")
+_HEX = "0123456789abcdef"
+
+
+def _is_sha(text: str) -> bool:
+    """Whether ``text`` is 40 lowercase hex digits (no ``re``: every reader opens here)."""
+    return len(text) == 40 and not text.strip(_HEX)
 
 
 def git_dir_of(path: str | os.PathLike[str]) -> str | None:
@@ -52,13 +56,13 @@ def read_ref(git_dir: str | os.PathLike[str], ref: str, depth: int = 5) -> str |
         text = text.strip()
         if text.startswith("ref: "):
             return read_ref(git_dir, text[5:].strip(), depth - 1)
-        return text if _SHA.fullmatch(text) else None
+        return text if _is_sha(text) else None
     packed = _text(os.path.join(common, "packed-refs"))
     if packed is None:
         return None
     suffix = " " + ref
     for line in packed.splitlines():
-        if line.endswith(suffix) and _SHA.fullmatch(line[:40]):
+        if line.endswith(suffix) and _is_sha(line[:40]):
             return line[:40]
     return None
 

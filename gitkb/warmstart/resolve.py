@@ -46,8 +46,9 @@ def _token(text: str) -> targets.Hardware | None:
     ``gfx942:sramecc+:xnack-`` is gfx942)."""
     wanted = text.strip().lower()
     found = targets.table().get(wanted)
-    if found is None and targets.GFX.match(wanted):
-        found = geak.page_for_gfx(targets.gfx_of(wanted))
+    gfx = targets.leading_gfx(wanted) if found is None else None
+    if gfx is not None:
+        found = geak.page_for_gfx(gfx)
     return found
 
 

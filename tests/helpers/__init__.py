@@ -3,7 +3,7 @@ gitkb in subprocesses, the process table, damaged repositories."""
 
 from helpers.paths import CONFORMANCE, EXAMPLES, ROOT, SHARED, example_files, needs_conformance
 from helpers.processes import live_with
-from helpers.repos import lose_object
+from helpers.repos import forge_cache_row, lose_object
 from helpers.run import git, kb
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "ROOT",
     "SHARED",
     "example_files",
+    "forge_cache_row",
     "git",
     "kb",
     "live_with",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
+import zlib
 from pathlib import Path
 
 from helpers.run import git
@@ -26,3 +28,19 @@ def lose_object(repo: Path, sha: str) -> None:
             shutil.move(pack, packs / pack.name)
     assert git("cat-file", "-e", sha, cwd=repo, check=False).returncode != 0
     shutil.rmtree(git_dir / "gitkb-cache", ignore_errors=True)
+
+
+def forge_cache_row(db: sqlite3.Connection, path: str, raw: bytes) -> None:
+    """Write into an index cache (its open database ``db``) the rows the cache itself would
+    keep for ``raw`` at ``path``, consistent with each other, whatever main holds."""
+    from gitkb.store.rows import ENTRY_AT, RECORD_COLUMNS, RECORD_WIDTH, row_values
+    from gitkb.vcs.plain import blob_id
+
+    values, kernels, arches = row_values(path, blob_id(raw), raw)
+    db.execute("INSERT INTO files VALUES (?, ?, ?)", (path, blob_id(raw), zlib.compress(raw)))
+    marks = ", ".join("?" * RECORD_WIDTH)
+    kept = values[:ENTRY_AT] + values[ENTRY_AT + 1 :]
+    db.execute(f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ({marks})", kept)
+    db.execute("INSERT INTO entries VALUES (?, ?)", (path, values[ENTRY_AT]))
+    db.executemany("INSERT INTO kernels VALUES (?, ?)", [(k, path) for k in kernels])
+    db.executemany("INSERT INTO arches VALUES (?, ?)", [(a, path) for a in arches])
