@@ -78,6 +78,16 @@ class Decoder:
             at += 1
         try:
             value, at = self._scan(text, at)
+        except SystemError:
+            # The scanner raises json's JSONDecodeError, which it looks up among the loaded
+            # modules only (CPython 3.11): on malformed text, load it and scan again.
+            import sys
+
+            if "json.decoder" in sys.modules:
+                raise
+            import json.decoder  # noqa: F401
+
+            return self.decode(text)
         except StopIteration as stop:
             raise Malformed("Expecting value", text, stop.value) from None
         except ValueError as exc:

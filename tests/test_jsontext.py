@@ -108,3 +108,23 @@ def test_importing_it_loads_neither_json_nor_re():
     code = "import sys, gitkb.jsontext; print(sorted({'json', 're', 'enum'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_malformed_text_is_malformed_before_json_is_loaded():
+    """The C scanner finds json's error class among the loaded modules only: a process that
+    never loaded ``json`` still gets one ``Malformed`` for bad text, not a SystemError."""
+    code = (
+        "import sys, gitkb.jsontext as j\n"
+        "for text in ('{oops', '[1,', '{\"a\" 1}'):\n"
+        "    try:\n"
+        "        j.loads(text)\n"
+        "    except j.Malformed as exc:\n"
+        "        print(exc.msg)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    wanted = []
+    for text in ("{oops", "[1,", '{"a" 1}'):
+        with pytest.raises(json.JSONDecodeError) as caught:
+            json.loads(text)
+        wanted.append(caught.value.msg)
+    assert done.stdout.splitlines() == wanted
