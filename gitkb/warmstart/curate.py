@@ -15,7 +15,6 @@ are counted as GEAK counts them: only in the groups that reach the top N.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import cache
 
@@ -67,7 +66,8 @@ def kernel_language(name: str) -> str | None:
 
 
 def _folded(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name)
+    """``name`` less every character outside a-z and 0-9 (no ``re``: resolve loads none)."""
+    return "".join(c for c in name if "a" <= c <= "z" or "0" <= c <= "9")
 
 
 @value_class

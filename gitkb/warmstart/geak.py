@@ -15,7 +15,7 @@ of the fork iAmir97/GEAK @ a6a9d0e (``kb/identity.py`` as in AMD-AGI/GEAK).
 from __future__ import annotations
 
 import os
-import re
+from functools import cache
 
 from gitkb import targets
 from gitkb.record.curation import (
@@ -29,19 +29,28 @@ from gitkb.record.curation import (
 from gitkb.valueclass import value_class
 from gitkb.warmstart import curate
 
-_GFX_KEY = re.compile(r"gfx\d+", re.IGNORECASE)
 _PREFIXES = ("triton_", "hip_", "ck_", "cuda_", "torch_")
 _SUFFIXES = (".py", ".hip", ".cu", ".cpp", "_task")
 # The service's segment rule: lowercase, these characters, not starting with '.', '+' or '-'.
-_SEGMENT = re.compile(r"^[a-z0-9_][a-z0-9._+-]*$")
-_OUTSIDE_SEGMENT = re.compile(r"[^a-z0-9._+-]+")
-_UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_SEGMENT = r"^[a-z0-9_][a-z0-9._+-]*$"
+_OUTSIDE_SEGMENT = r"[^a-z0-9._+-]+"
+_UNSAFE_SLUG = r"[^A-Za-z0-9._-]+"
 SCHEME, DOMAIN, FRAMEWORK, NO_VERSION = "geak", "kernel", "rocm", "unspecified"
+
+
+@cache
+def _pattern(text: str):
+    """``text`` compiled, on first use: resolve off a gfx page loads no ``re``."""
+    import re
+
+    return re.compile(text)
 
 
 def gfx_key(text: object) -> str:
     """GEAK's page key of a gfx name: the first ``gfx<digits>``, lowercased; '' when none."""
-    found = _GFX_KEY.search(text) if isinstance(text, str) else None
+    if not isinstance(text, str) or "gfx" not in text.lower():  # no gfx name: no ``re``
+        return ""
+    found = _pattern(r"(?i)gfx\d+").search(text)
     return found.group(0).lower() if found else ""
 
 
@@ -78,7 +87,7 @@ def kept_case_name(name: str) -> str:
 
 
 def _slug_part(text: str) -> str:
-    return (_UNSAFE_SLUG.sub("-", str(text or "").strip()).strip("-.") or "x")[:80]
+    return (_pattern(_UNSAFE_SLUG).sub("-", str(text or "").strip()).strip("-.") or "x")[:80]
 
 
 def slug(kernel_name: str, language: str, gfx: str) -> str:
@@ -90,8 +99,8 @@ def slug(kernel_name: str, language: str, gfx: str) -> str:
 def segment(value: object, fallback: str) -> str:
     """One key segment, folded as GEAK folds it: lowercase, runs outside ``[a-z0-9._+-]``
     made '-', leading characters that may not start a segment dropped, ASCII only."""
-    folded = _OUTSIDE_SEGMENT.sub("-", str(value or "").strip().lower())
-    folded = re.sub(r"^[^a-z0-9_]+", "", folded).strip("-")
+    folded = _pattern(_OUTSIDE_SEGMENT).sub("-", str(value or "").strip().lower())
+    folded = _pattern(r"^[^a-z0-9_]+").sub("", folded).strip("-")
     folded = (folded or fallback).encode("ascii", "ignore").decode("ascii")[:256]
     return folded or fallback
 
@@ -101,7 +110,7 @@ def short_version(text: object) -> str:
     raw = str(text or "").strip()
     if not raw:
         return NO_VERSION
-    found = re.match(r"\s*(\d+(?:\.\d+)?)", raw)
+    found = _pattern(r"\s*(\d+(?:\.\d+)?)").match(raw)
     return segment(found.group(1) if found else raw, NO_VERSION)
 
 
@@ -118,7 +127,7 @@ def key_problem(key: str) -> str | None:
     if len(parts) < 2:
         return f"{key!r} needs a scheme and at least one dimension"
     for n, part in enumerate(parts):
-        if not _SEGMENT.fullmatch(part):
+        if not _pattern(_SEGMENT).fullmatch(part):
             return f"segment {n} ({part!r}) of {key!r} is not a valid slug component"
     return None
 
