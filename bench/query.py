@@ -11,8 +11,9 @@ is the median of the per-round differences.
 
 The headline is the question an agent asks while it optimizes one kernel (its arch
 as the runtime reports it, its DSL and operator family, a few words, --brief, a
-budget). The broader questions show how the cost follows the scoped pool: the
-index cache narrows by scope, and only the pool's ranking fields are read.
+budget). The broader questions show what a wide scope costs: the index cache counts
+and ranks the pool in SQL and returns only the hits served. `python -c pass` is timed
+alongside, the floor under `git kb --version`.
 
     python bench/query.py [--records 10000] [--runs 15] [--keep DIR]
 """
@@ -52,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     with bench_store(args, ROOT) as (work, store_dir, built_s, env):
         base = [sys.executable, "-m", "gitkb"]
-        commands = {"--version": [*base, "--version"]}
+        commands = {"--version": [*base, "--version"], "python": [sys.executable, "-c", "pass"]}
         answers = {}
         for name, flags in QUERIES.items():
             argv = [*base, "query", "--store", str(store_dir), "--json", *flags]
@@ -62,7 +63,9 @@ def main() -> None:
     floor = statistics.median(times["--version"])
     print(f"store                      {args.records} records, bare (built in {built_s:.1f} s)")
     print(bytecode_note(env))
-    print(f"git kb --version           {floor:8.1f} ms  (median of {args.runs})")
+    interpreter = statistics.median(times["python"])
+    print(f"git kb --version           {floor:8.1f} ms  (median of {args.runs}; the interpreter "
+          f"alone, python -c pass: {interpreter:.1f} ms)")  # fmt: skip
     over = {}
     for name in QUERIES:
         result = answers[name]["result"]

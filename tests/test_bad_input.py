@@ -383,3 +383,20 @@ def test_a_broken_gitkb_toml_is_named(tmp_path, config, message):
     result = kb("list", "--store", str(tmp_path / "kb"))
     assert result.returncode == 1 and message in result.stderr
     assert b"Traceback" not in result.stderr and b"internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_truncated_pack_index_is_named_not_a_crash(filled, cached):
+    """git's own ``.idx`` files cut short (a disk that filled, a bad copy): every reader
+    says the repository is damaged in one line, as C git refuses it, with or without the
+    index cache that let a query skip most reads."""
+    git("repack", "-a", "-d", "-q", cwd=filled)
+    shutil.rmtree(filled / ".git" / "gitkb-cache", ignore_errors=True)
+    if cached:
+        assert kb("query", "--store", str(filled), "softmax").returncode == 0
+    for index in (filled / ".git" / "objects" / "pack").glob("*.idx"):
+        index.write_bytes(index.read_bytes()[:100])
+    assert git("log", "-1", cwd=filled, check=False).returncode != 0  # C git refuses it too
+    for argv in (["list"], ["query", "softmax", "--json"], ["show", RECORD_ID]):
+        err = _refused(kb(*argv, "--store", str(filled)))
+        assert err.count("\n") == 1 and "is damaged: a pack index cannot be read" in err, argv

@@ -71,6 +71,10 @@ def test_mcp_serves_query_resolve_show_and_feedback(tmp_path):
     )
     assert names == ["feedback", "query", "resolve", "show"]
     answer, shown, resolved, given, unknown, missing = results
+    # the text is what `git kb query --json` prints: compact, the same document
+    assert answer.content[0].text == json.dumps(
+        answer.structured_content, ensure_ascii=False, separators=(",", ":")
+    )
     answer = payload(answer)
     assert answer["query"]["arch"] == "hopper" and answer["result"]["kind"] == "matches"
     hit = next(r for r in answer["records"] if r["id"] == STRATEGY)

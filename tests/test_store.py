@@ -325,3 +325,25 @@ def test_cli_errors_are_one_clear_line(tmp_path, args, message, code):
     assert result.returncode == code
     assert message in stderr and "Traceback" not in stderr
     assert len([line for line in stderr.splitlines() if line.strip()]) <= 3
+
+
+def test_a_kept_store_remembers_facts_of_one_commit_only(tmp_path):
+    """What the cache remembers of a commit's rows (the vocabulary's answers, the record
+    count) is asked again once main moves, by this process or another, or the cache is
+    rebuilt."""
+    from gitkb.store import queries
+
+    kept = Store.init(tmp_path / "kb")
+    kept.admit(dumps(synthetic.strategy(1, families=1)), "insert")
+    family = synthetic.strategy(2, families=3)["retrieval"]["scope"]["operator_family"]
+
+    def facts() -> tuple:
+        with kept.cache.snapshot(kept.tip) as cache:
+            return queries.record_count(cache), queries.holds(cache, "family", family)
+
+    assert facts() == facts() == (1, False)
+    Store.open(kept.location).admit(dumps(synthetic.strategy(2, families=3)), "insert")
+    assert facts() == (2, True)  # another writer moved main: asked again
+    with kept.cache.snapshot(kept.tip) as cache:
+        cache.rebuild()
+        assert queries.record_count(cache) == 2

@@ -46,16 +46,25 @@ def _as_tool_errors(tool_error: type[Exception]) -> Callable:
     """A tool run on the server's own thread (the SDK hands a plain function to a worker
     thread, and the open store's SQLite connection belongs to this one; the calls of one
     stdio client are answered in turn all the same), a gitkb error inside it becoming the
-    tool's error result with its one line."""
+    tool's error result with its one line. Its answer goes out as the command line
+    prints it (``git kb query --json``'s compact text, which ``max_bytes`` bounds) and as
+    structured content, both made here: the SDK's own conversion would write the text
+    again, indented, and check the document against ``dict[str, Any]`` on every call."""
+    from mcp.types import CallToolResult, TextContent
+
+    from gitkb.query import budget
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
-        async def call(*args, **kwargs):
+        async def call(*args, **kwargs) -> CallToolResult:
             try:
-                return fn(*args, **kwargs)
+                document = fn(*args, **kwargs)
             except GitkbError as exc:
                 raise tool_error(exc.message) from None
+            text = TextContent(type="text", text=budget.dumps(document))
+            return CallToolResult(content=[text], structured_content=document)
 
+        call.__annotations__ = {**fn.__annotations__, "return": CallToolResult}
         return call
 
     return wrap

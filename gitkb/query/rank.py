@@ -98,7 +98,7 @@ def ranked(pool: Pool, limit: int, with_type: str | None = None) -> list[Hit]:
         return hits
 
     found = decided(queries.ranked_rows(pool.cache, pool.exact, keys, limit, PoolRecord))
-    if with_type is not None:
+    if with_type is not None and queries.holds(pool.cache, "type", with_type):
         typed = queries.ranked_rows(pool.cache, pool.exact, keys, None, PoolRecord, with_type)
         seen = {h.candidate.path for h in found}
         found += [h for h in decided(typed) if h.candidate.path not in seen]

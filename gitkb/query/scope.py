@@ -19,6 +19,10 @@ from gitkb.errors import GitkbError
 from gitkb.store import queries
 from gitkb.valueclass import factory, replace, value_class
 
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
+if TYPE_CHECKING:
+    from collections.abc import Set
+
 RANK_MODES = ("blend", "text", "importance")
 TIERS = ("proven", "promising", "provisional", "cautionary")
 # Statuses a query leaves out unless asked (--status, --include-retired): taken back.
@@ -152,7 +156,7 @@ class Vocabulary:
 
     def __init__(self, cache) -> None:
         self.cache = cache
-        self._values: dict[str, set[str]] = {}
+        self._values: dict[str, Set[str]] = {}
 
     def vendors(self) -> tuple[str, ...]:
         """Every vendor value the store holds."""
@@ -171,7 +175,7 @@ class Vocabulary:
         needle = jsontext.dumps(value, ensure_ascii=False)  # as the entry text holds it
         return value in queries.entry_values(self.cache, name, containing=needle)
 
-    def values(self, name: str) -> set[str]:
+    def values(self, name: str) -> Set[str]:
         if name not in self._values:
             if name in queries.SCOPE_COLUMNS:
                 self._values[name] = queries.column_values(self.cache, name)
@@ -190,7 +194,7 @@ class Vocabulary:
         raise GitkbError(unknown_value(name, value, known), 2)
 
 
-def unknown_value(name: str, value: str, known: set[str]) -> str:
+def unknown_value(name: str, value: str, known: Set[str]) -> str:
     near = near_misses(value, known)
     said = f"; did you mean: {', '.join(near)}?" if near else ""
     if len(known) > _LISTED_AT_MOST:

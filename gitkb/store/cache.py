@@ -48,6 +48,9 @@ from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
     from gitkb.vcs.repository import Repository
 
 
@@ -172,6 +175,9 @@ class IndexCache:
         # The commit whose rows this connection last sampled and found agreeing: a
         # process that keeps its store open (the MCP server) samples once per commit.
         self._sampled: str | None = None
+        # Facts of the rows at one commit (``remembered``): a server asks each question anew
+        self._facts: dict[tuple, object] = {}
+        self._facts_commit: str | None = None
 
     @classmethod
     def of(cls, repo: Repository) -> IndexCache:
@@ -423,6 +429,7 @@ class IndexCache:
         return True
 
     def _rebuild(self, commit: str | None) -> None:
+        self._facts_commit = None
         db = self._db
         for table in ("records", "entries", "kernels", "arches", "files"):
             db.execute(f"DELETE FROM {table}")
@@ -607,6 +614,18 @@ class IndexCache:
         wanted = {k: v for k, v in scope.items() if v is not None}
         where = "".join(f" AND {column} = ?" for column in wanted)
         return self.rows(f"WHERE id IS NOT NULL{where} ORDER BY id, path", tuple(wanted.values()))
+
+    def remembered(self, key: tuple, compute: Callable[[], T]) -> T:
+        """``compute()``, a fact of the open snapshot's rows (``key`` names it), computed once
+        while the cache holds this commit: a process that keeps its store (the MCP server)
+        asks the vocabulary's questions of every query anew. Not kept under edits."""
+        if self._dirty:
+            return compute()
+        if self._facts_commit != self._commit:
+            self._facts, self._facts_commit = {}, self._commit
+        if key not in self._facts:
+            self._facts[key] = compute()
+        return self._facts[key]  # type: ignore[return-value]
 
     def select(self, sql: str, params: tuple = ()) -> list[tuple]:
         """One read-only statement over the snapshot's tables (``records``, ``kernels``,

@@ -434,16 +434,21 @@ def ranked_rows(
 
 def record_count(cache: IndexCache) -> int:
     """How many records with an id the snapshot holds."""
-    return cache.select("SELECT count(*) FROM records WHERE id IS NOT NULL")[0][0]
+    sql = "SELECT count(*) FROM records WHERE id IS NOT NULL"
+    return cache.remembered(("record_count",), lambda: cache.select(sql)[0][0])
 
 
-def feedback_paths(cache: IndexCache) -> set[str]:
+def feedback_paths(cache: IndexCache) -> frozenset[str]:
     """The paths of the feedback files the snapshot holds."""
-    found = cache.select(
-        "SELECT path FROM files WHERE path >= ? AND path < ?",
-        (FEEDBACK_DIR + "/", FEEDBACK_DIR + "0"),  # every path under feedback/
-    )
-    return {row[0] for row in found}
+
+    def paths() -> frozenset[str]:
+        found = cache.select(
+            "SELECT path FROM files WHERE path >= ? AND path < ?",
+            (FEEDBACK_DIR + "/", FEEDBACK_DIR + "0"),  # every path under feedback/
+        )
+        return frozenset(row[0] for row in found)
+
+    return cache.remembered(("feedback_paths",), paths)
 
 
 def _column(name: str) -> str:
@@ -452,27 +457,33 @@ def _column(name: str) -> str:
     return name
 
 
-def vendors(cache: IndexCache) -> set[str]:
+def vendors(cache: IndexCache) -> frozenset[str]:
     """Every vendor value the store holds: one probe of the (vendor, arch, family) index per
     vendor (a skip scan), not a walk of every record's entry in it."""
-    found: set[str] = set()
-    vendor = cache.select("SELECT min(vendor) FROM records")[0][0]
-    while vendor is not None:
-        found.add(vendor)
-        vendor = cache.select("SELECT min(vendor) FROM records WHERE vendor > ?", (vendor,))[0][0]
-    return found
+
+    def found() -> frozenset[str]:
+        held: set[str] = set()
+        vendor = cache.select("SELECT min(vendor) FROM records")[0][0]
+        while vendor is not None:
+            held.add(vendor)
+            vendor = cache.select("SELECT min(vendor) FROM records WHERE vendor > ?", (vendor,))
+            vendor = vendor[0][0]
+        return frozenset(held)
+
+    return cache.remembered(("vendors",), found)
 
 
 def holds_arch(cache: IndexCache, store_vendors: tuple[str, ...], arch: str) -> bool:
     """Whether some record's own arch is ``arch``."""
     where, params = _own_arch(store_vendors, arch)
-    return bool(cache.select(f"SELECT 1 FROM records WHERE {where} LIMIT 1", params))
+    sql = f"SELECT 1 FROM records WHERE {where} LIMIT 1"
+    return cache.remembered(("holds_arch", params), lambda: bool(cache.select(sql, params)))
 
 
 def holds(cache: IndexCache, name: str, value: str) -> bool:
     """Whether some record with an id has ``value`` in the scope column ``name``."""
     sql = f"SELECT 1 FROM records WHERE {_column(name)} = ? AND id IS NOT NULL LIMIT 1"
-    return bool(cache.select(sql, (value,)))
+    return cache.remembered(("holds", name, value), lambda: bool(cache.select(sql, (value,))))
 
 
 def column_values(cache: IndexCache, name: str) -> set[str]:

@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import stat
+import struct
 import weakref
 import zlib
 from collections.abc import Iterator, Mapping
@@ -577,8 +578,8 @@ class Repository(CommitWriting):
             for found in getattr(self._objects, "packs", ()):
                 try:
                     self._packs.append(pack.PackedObjects(found))
-                except (OSError, ValueError):
-                    continue  # an empty or vanished pack: dulwich's lookup decides
+                except (OSError, ValueError, struct.error):
+                    continue  # an empty, vanished or damaged pack: dulwich's lookup decides
         for packed in self._packs:
             try:
                 return packed.get(sha)
@@ -586,7 +587,15 @@ class Repository(CommitWriting):
                 continue
             except (pack.NotReadHere, PackFileDisappeared, OSError, ValueError, zlib.error):
                 break
-        return self._objects.get_raw(sha)
+        try:
+            return self._objects.get_raw(sha)
+        except struct.error as exc:
+            # dulwich reading a truncated or garbled pack index: not one bad object a
+            # reader could skip, but storage that git itself refuses to read
+            raise GitkbError(
+                f"{self.git_dir} is damaged: a pack index cannot be read ({exc}); "
+                "`git fsck` names the pack"
+            ) from None
 
     def add_object(self, obj: ShaFile) -> None:
         if self._pending is not None:
