@@ -1,9 +1,10 @@
 """The index cache's read queries for retrieval (``git kb query``), as named rows.
 
 Only ``gitkb.store`` speaks SQL to the cache; a reader states what it wants as data
-(``Narrowing``, a column name, a value) and gets rows back by name. The ranking
-fields are columns of their own (``gitkb.store.rows``), so a broad scope costs one
-indexed scan and decodes no entry.
+(``Narrowing``, ``Exact``, ``Ranking``, a column name, a value) and gets rows back by
+name. The ranking fields are columns of their own (``gitkb.store.rows``), so a scope
+is decided, counted and ranked here in SQL and only the best rows come back: a broad
+scope decodes no entry and builds no row it does not serve.
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ def _by_id_and_path(values: tuple) -> tuple:
 def _rows(
     cache: IndexCache, where: str, params: tuple, texts: tuple[str, ...], row_type: type
 ) -> list:
+    """The records with an id ``where`` holds, by id, each as ``row_type`` (``RankRow`` or a
+    subclass), its ``contains`` a bit per text (a case-sensitive substring test, as
+    Python's ``in``)."""
     bits = " | ".join(f"((instr(search_text, ?) > 0) << {n})" for n in range(len(texts)))
     found = cache.select(
         f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}", (*texts, *params)
@@ -171,19 +175,6 @@ def _rows(
     # scan reads it in order (UTF-8 byte order is code point order: the same sort).
     found.sort(key=_by_id_and_path)
     return [row_type(*values) for values in found]
-
-
-def rank_rows(
-    cache: IndexCache,
-    narrowing: Narrowing | None,
-    texts: tuple[str, ...] = (),
-    row_type: type = RankRow,
-) -> list:
-    """The records with an id that ``narrowing`` may reach (None: all), by id, each as
-    ``row_type`` (``RankRow`` or a subclass), its ``contains`` a bit per text (a
-    case-sensitive substring test, as Python's ``in``)."""
-    where, params = _where(narrowing or Narrowing())
-    return _rows(cache, where, params, texts, row_type)
 
 
 # How a scope reaches a record (``ReachRule``), as the cache computes it.
@@ -374,14 +365,14 @@ def match_count(cache: IndexCache, exact: Exact, ranking: Ranking) -> int:
 
 
 def scope_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
-    """The records in ``exact``, by id, as ``rank_rows`` gives them."""
+    """The records in ``exact``, by id (``_rows``)."""
     where, params = _exact_where(exact)
     return _rows(cache, where, params, texts, row_type)
 
 
 def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
-    """The records ``exact`` leaves to the caller that its narrowing may reach, by id, as
-    ``rank_rows`` gives them."""
+    """The records ``exact`` leaves to the caller that its narrowing may reach, by id
+    (``_rows``)."""
     where, params = _where(exact.narrowing)
     deferred = []
     if exact.deferred_ids:
