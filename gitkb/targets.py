@@ -123,7 +123,9 @@ def _gfx():
 
 def gfx_of(text: object) -> str | None:
     """The first gfx id in ``text``, lowercased; None when there is none."""
-    found = _gfx().search(text) if isinstance(text, str) else None
+    if not isinstance(text, str) or "gfx" not in text.lower():  # no ``re`` for 'H100 SXM'
+        return None
+    found = _gfx().search(text)
     return found.group(0).lower() if found else None
 
 

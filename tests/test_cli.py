@@ -102,6 +102,9 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
             assert not loaded & idle, (argv, sorted(loaded & idle))
         if argv[0] == "query":  # json loads re and enum: gitkb.jsontext reads and writes
             assert not loaded & {"json", "re", "enum"}, (argv, sorted(loaded & {"json", "re"}))
+        if argv[0] == "resolve":  # chooses from cache columns; writes no --out, no index file
+            idle = {"pathlib", "bisect", "gitkb.warmstart.references", "yaml", "json", "re", "enum"}
+            assert not loaded & idle, (argv, sorted(loaded & idle))
     # show asks main's tree whether it holds the row's blob before serving it (a forged
     # cache row is never served): the object files answer (gitkb.vcs.tree_ids), no dulwich.
     loaded = _modules_loaded(["show", *at, shown])

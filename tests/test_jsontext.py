@@ -155,13 +155,21 @@ def test_importing_it_loads_neither_json_nor_re():
     assert done.stdout.strip() == "[]"
 
 
-def test_a_malformed_document_is_named_before_json_was_ever_imported():
-    """CPython's scanner raises its error through json.decoder, which a process reading
-    only well-formed JSON never imported."""
+def test_malformed_text_is_malformed_before_json_is_loaded():
+    """The C scanner finds json's error class among the loaded modules only: a process that
+    never loaded ``json`` still gets one ``Malformed`` for bad text, not a SystemError."""
     code = (
-        "import sys\nfrom gitkb import jsontext\nassert 'json' not in sys.modules\n"
-        "try:\n    jsontext.loads('{oops')\nexcept jsontext.Malformed as exc:\n"
-        "    print(exc.msg, exc.pos)\n"
+        "import sys, gitkb.jsontext as j\n"
+        "for text in ('{oops', '[1,', '{\"a\" 1}'):\n"
+        "    try:\n"
+        "        j.loads(text)\n"
+        "    except j.Malformed as exc:\n"
+        "        print(exc.msg)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.stdout.strip() == "Expecting property name enclosed in double quotes 1", done.stderr
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    wanted = []
+    for text in ("{oops", "[1,", '{"a" 1}'):
+        with pytest.raises(json.JSONDecodeError) as caught:
+            json.loads(text)
+        wanted.append(caught.value.msg)
+    assert done.stdout.splitlines() == wanted

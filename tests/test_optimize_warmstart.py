@@ -107,7 +107,7 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
     assert label in sources and first["trace"]["label"] in sources
     # Its reference kernel states the speedup against the kernel as the run found it (4x),
     # the one the next run ranks it by, beside its gain over the adopted code (2x: -50%).
-    from gitkb.warmstart.curate import bench_key, speedup
+    from gitkb.record.curation import bench_key, speedup
 
     ours = [store.read_record(e["id"]).data for e in store.view().entries()]
     refk = next(r for r in ours if r["type"] == "reference-kernel"

@@ -25,7 +25,7 @@ def offer(setup: RunSetup) -> WarmStart:
     """Resolve the kernel against the store into ``warm_start/``; returns the findings so
     far (what was offered; nothing judged yet)."""
     folder = setup.output / "warm_start"
-    from gitkb.warmstart.curate import workload_key
+    from gitkb.record.curation import workload_key
 
     workload = workload_key([c.case_id for c in setup.bundle.cases])
     answer = setup.warm.offer(

@@ -74,7 +74,7 @@ class Reader:
             return
         # only for records with feedback, or with no speedup under --min-speedup
         from gitkb.query.feedback import fold, folded_rank
-        from gitkb.warmstart.curate import speedup
+        from gitkb.record.curation import speedup
 
         touched = [c for c in fresh if c.id in folding or c.id in speedless]
         paths = {c.path for c in touched} | {feedback_path(i) for i in folding}

@@ -8,8 +8,6 @@ committed; ``Index.parse`` is the one parser of it.
 
 from __future__ import annotations
 
-import bisect
-
 from gitkb import jsontext
 from gitkb.errors import RecordError
 from gitkb.record import RECORDS_DIR, SCHEMA_NAME, dig, is_id
@@ -156,7 +154,9 @@ class Index:
     def put(self, entry: dict) -> None:
         record_id = entry["id"]
         if record_id not in self.lines:
-            bisect.insort(self.order, record_id)
+            from bisect import insort  # a writer's: a reader's cache rows need none
+
+            insort(self.order, record_id)
         self.lines[record_id] = jsontext.dumps(entry, ensure_ascii=False).encode("utf-8")
 
     def remove(self, record_id: str) -> None:

@@ -41,6 +41,7 @@ from gitkb.store.rows import (
     RECORD_WIDTH,
     KernelRow,
     Row,
+    kernel_row,
     row_values,
 )
 from gitkb.vcs.plain import blob_id
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "6"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "7"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -91,6 +92,15 @@ CREATE TABLE IF NOT EXISTS records (
     symptoms TEXT,
     bottleneck TEXT,
     search_text TEXT,
+    code TEXT,
+    code_speedup REAL,
+    bench_key TEXT,
+    direction TEXT,
+    reproductions REAL,
+    exp_id TEXT,
+    geak_gfx TEXT,
+    geak_kernel TEXT,
+    rocm TEXT,
     error TEXT
 );
 -- a record's GPU-wiki index entry, apart: a scan of the columns above reads no entry
@@ -596,7 +606,7 @@ class IndexCache:
             f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
             tuple(names),
         )
-        return [KernelRow(*values) for values in found]
+        return [kernel_row(values) for values in found]
 
     def scoped_rows(self, **scope: str | None) -> list[Row]:
         """Rows of records with an id whose columns equal every given value (type, vendor,

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from gitkb import jsontext
 from gitkb import record as rec
+from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts
 from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
 from gitkb.valueclass import fields_of, value_class
 
+# What curation ranks a code record by (``CurationFacts``, in its field order; the
+# ranking's ``speedup`` is another rule's), so resolve reads no record to choose.
+CURATION_COLUMNS = ("code", "code_speedup", "bench_key", "direction", "reproductions", "exp_id",
+                    "geak_gfx", "geak_kernel", "rocm")  # fmt: skip
 COLUMNS = (
     "path, blob, id, type, status, episode_key, vendor, arch, dsl, family, product, measured, "
     "language, signature, source, entry, error, "
     # what ranking reads, kept beside the entry so a broad query decodes no entry
     "level, tier, worth, gain, speedup, search_text, architectures, operators, symptoms, "
-    "bottleneck"
+    "bottleneck, " + ", ".join(CURATION_COLUMNS)
 )
 # The entry is kept in a table of its own (``entries``, by path): a scan of the ranking
 # columns then reads rows of about a kilobyte, not three.
@@ -53,9 +58,36 @@ class KernelRow:
     product: str | None
     measured: str | None
     language: str | None
+    curation: CurationFacts | None = None  # a code record's; None for any other row
 
 
-KERNEL_COLUMNS = fields_of(KernelRow)
+_OWN = fields_of(KernelRow)[:-1]
+# The columns a KernelRow is read from: its own, then its CurationFacts'.
+KERNEL_COLUMNS = (*_OWN, *CURATION_COLUMNS)
+_NO_CURATION = (None,) * len(CURATION_COLUMNS)
+_REPRODUCTIONS = fields_of(CurationFacts).index("reproductions")
+
+
+def kernel_row(values: tuple) -> KernelRow:
+    """The KernelRow of a row of ``KERNEL_COLUMNS`` (positional: a kernel's rows are many)."""
+    own, held = values[: len(_OWN)], values[len(_OWN) :]
+    facts = None
+    if held[_REPRODUCTIONS] is not None:  # never NULL for a code record's facts
+        held = (*held[:_REPRODUCTIONS], int(held[_REPRODUCTIONS]), *held[_REPRODUCTIONS + 1 :])
+        facts = CurationFacts(*held)
+    return KernelRow(*(*own, facts))
+
+
+def _curation(data: dict) -> tuple:
+    """The curation columns of a record: a code record's facts, NULL for any other."""
+    if data.get("type") not in CODE_TYPES:
+        return _NO_CURATION
+    facts = curation_facts(data)
+    # REAL, not INTEGER: a count read from a JSON number can pass SQLite's 64 bits (it is
+    # an integral float, so REAL holds it exactly).
+    return (facts.code, facts.speedup, facts.bench_key, facts.direction,
+            float(facts.reproductions), facts.exp_id, facts.geak_gfx, facts.geak_kernel,
+            facts.rocm)  # fmt: skip
 
 
 def kernel_names(record: dict) -> list[str]:
@@ -120,7 +152,8 @@ def row_values(
         # (and counts) the broken record.
         parts = path.split("/")
         kernels = parts[5:6] if len(parts) == 7 else []
-        return (path, blob, *([None] * 14), loaded.error, *([None] * 10)), kernels, []
+        values = (path, blob, *([None] * 14), loaded.error, *([None] * 10), *_NO_CURATION)
+        return values, kernels, []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)
     values = (
@@ -142,5 +175,6 @@ def row_values(
         jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry),
+        *_curation(data),
     )
     return values, kernel_names(data), record_arches(data)

@@ -9,10 +9,9 @@ too, so the reason and what was zeroed stay next to the outcomes.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 
+from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.layout import ledger_path
 from gitkb.record import strict
@@ -27,7 +26,7 @@ _COUNT_OF = {
     "not_reproduced": "not_reproduced",
     "inapplicable": "inapplicable",
 }
-_EVIDENCE_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+_EVIDENCE_KEY = r"[A-Za-z0-9_.-]+"
 
 
 @value_class
@@ -133,17 +132,19 @@ def appended(ledger: Ledger, strict: bool, *events: dict) -> bytes:
     if raw and not raw.endswith(b"\n"):
         raw += b"\n"
     lines = b"".join(
-        json.dumps(e, ensure_ascii=False, sort_keys=False).encode() + b"\n" for e in events
+        jsontext.dumps(e, ensure_ascii=False, sort_keys=False).encode() + b"\n" for e in events
     )
     return raw + lines
 
 
 def parse_evidence(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
     """``K=V`` strings -> a dict; a malformed pair is an error naming it."""
+    import re  # a writer's: a reader of ledgers loads none
+
     evidence: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not _EVIDENCE_KEY.fullmatch(key):
+        if not sep or not re.fullmatch(_EVIDENCE_KEY, key):
             raise GitkbError(f"evidence {pair!r} is not KEY=VALUE (key: A-Z a-z 0-9 _ . -)", 2)
         evidence[key] = value
     return evidence

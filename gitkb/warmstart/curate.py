@@ -15,19 +15,16 @@ are counted as GEAK counts them: only in the groups that reach the top N.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from functools import cache
 
 from gitkb import targets
-from gitkb.digests import sha256
-from gitkb.record import DSLS, dig, scope_of
-from gitkb.record.values import array, mapping, number_or_numeric_string
+from gitkb.errors import GitkbError
+from gitkb.record import DSLS, scope_of
+from gitkb.record.curation import CurationFacts, curation_facts
 from gitkb.valueclass import factory, value_class
 
 RETIRED_STATUSES = ("deprecated", "superseded")
-CODE_TYPES = ("strategy", "reference-kernel")
 # The languages a page can be in: clean-1.3's, and those GEAK keeps that its enum cannot name.
 LANGUAGES = (*(d for d in DSLS if d != "any"), "hip", "ck")
 ANY_LANGUAGE = "any"
@@ -69,7 +66,8 @@ def kernel_language(name: str) -> str | None:
 
 
 def _folded(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name)
+    """``name`` less every character outside a-z and 0-9 (no ``re``: resolve loads none)."""
+    return "".join(c for c in name if "a" <= c <= "z" or "0" <= c <= "9")
 
 
 @value_class
@@ -133,95 +131,12 @@ def entry_kernels(entry: dict) -> list[str]:
 
 
 # ----------------------------------------------------------------- record facts
-
-
-def speedup(record: dict) -> float | None:
-    """The record's measured speedup (x): a stated one, else from the headline gain, else
-    from the parent/new geomeans of ``evidence.raw.effect``; None when it states none."""
-    metrics = mapping(dig(record, "retrieval", "signals", "metrics"))
-    for key in ("speedup_x", "page_best_speedup_x"):
-        stated = number_or_numeric_string(metrics.get(key))
-        if stated and stated > 0:
-            return stated
-    gain = mapping(dig(record, "worth", "gain"))
-    primary = gain.get("primary")
-    for metric in array(gain.get("metrics")):
-        if not isinstance(metric, dict) or (primary and metric.get("metric") != primary):
-            continue
-        delta = number_or_numeric_string(metric.get("delta_pct"))
-        if delta is None:
-            continue
-        if metric.get("direction") == "higher-better":
-            return 1 + delta / 100
-        return 100 / (100 - delta) if delta < 100 else None
-    effect = mapping(dig(record, "evidence", "raw", "effect"))
-    parent = number_or_numeric_string(effect.get("parent_geomean_us"))
-    new = number_or_numeric_string(effect.get("new_geomean_us"))
-    if parent and new and new > 0:
-        return parent / new
-    return None
-
-
-def bench_key(record: dict) -> str | None:
-    """What the number was measured over; None when the record does not say (never a match).
-
-    A stated ``evidence.raw.bench_key`` is used as is (an imported key is opaque: only an
-    equal key compares); a record that states ``bench_key: null`` has none. Otherwise a
-    digest of the metric and the sorted ``evidence.raw.bench_cases`` (a mined record's
-    ``evidence.raw.effect.bench_cases``: the cases its trace measured), else of the primary
-    metric's ``measured_over``.
-    """
-    raw = mapping(dig(record, "evidence", "raw"))
-    stated = raw.get("bench_key")
-    if isinstance(stated, str) and stated.strip():
-        return stated.strip()
-    if "bench_key" in raw:
-        return None
-    gain = mapping(dig(record, "worth", "gain"))
-    metric = gain.get("primary") or "latency"
-    stated_cases = raw.get("bench_cases") or mapping(raw.get("effect")).get("bench_cases")
-    cases = [str(c) for c in array(stated_cases) if str(c).strip()]
-    if not cases:
-        cases = [
-            m["measured_over"]
-            for m in array(gain.get("metrics"))
-            if isinstance(m, dict)
-            and m.get("metric") == metric
-            and isinstance(m.get("measured_over"), str)
-            and m["measured_over"].strip()
-        ][:1]
-    if not cases:
-        return None
-    return workload_key(cases, metric)
-
-
-def workload_key(cases: list[str], metric: str = "latency") -> str:
-    """The bench key of ``metric`` measured over the workload ``cases`` (case ids): what a
-    run's own numbers compare under, and a record's when it states its cases."""
-    text = json.dumps([metric, sorted(cases)])
-    return "bk:" + sha256(text.encode()).hexdigest()[:16]
+# (what a record states: ``gitkb.record.curation``)
 
 
 def comparable(key: str | None, first: str | None) -> bool:
     """Two numbers compare only over one known bench key: unknown is not a match."""
     return key is not None and key == first
-
-
-def fold_direction(text: str) -> str:
-    """A direction as compared, GEAK's way: trimmed and lowercased (inner spaces count)."""
-    return text.strip().lower()
-
-
-def optimization_direction(record: dict) -> str:
-    """The optimization direction, folded: a stated one (``evidence.raw.direction``; stated
-    empty stands alone), else the technique of the episode key (a slug: '_' reads as '-');
-    '' when there is none."""
-    raw = mapping(dig(record, "evidence", "raw"))
-    stated = raw.get("direction")
-    if isinstance(stated, str):
-        return fold_direction(stated)
-    parts = str(record.get("episode_key") or "").split("|")
-    return fold_direction(parts[3].replace("_", "-")) if len(parts) >= 4 else ""
 
 
 @cache
@@ -241,49 +156,53 @@ def page_of(product: str | None, measured: str | None) -> str | None:
     return found.page
 
 
-def code_of(record: dict) -> tuple[str, str] | None:
-    """('source'|'diff', text) when the record carries code a run can use, else None."""
-    impl = mapping(dig(record, "payload", "implementation"))
-    fmt, snippet = impl.get("format"), impl.get("snippet")
-    if not isinstance(fmt, str) or not isinstance(snippet, str) or not snippet.strip():
-        return None
-    if record.get("type") == "reference-kernel" and fmt.startswith("source"):
-        return ("source", snippet)
-    if record.get("type") == "strategy" and fmt.startswith("unified-diff"):
-        return ("diff", snippet)
-    return None
-
-
-def reproductions(record: dict) -> int:
-    """Times other admissions confirmed this record (``verified_effective``)."""
-    value = number_or_numeric_string(
-        dig(record, "worth", "track", "counters", "verified_effective")
-    )
-    return int(value) if value and value > 0 else 0
-
-
 # ----------------------------------------------------------------- curation
 
 
 @value_class
 class CodeRecord:
-    """A code-carrying record as curation ranks it (``code_record``)."""
+    """A code-carrying record as curation ranks it: its ``facts`` (``gitkb.record.curation``,
+    as the index cache keeps them), and the record once read (``loaded``: resolve reads
+    only the candidates it serves)."""
 
     record_id: str
-    record: dict
     path: str
-    speedup: float | None
-    bench_key: str | None
-    direction: str
-    reproductions: int
+    facts: CurationFacts
     retired: bool
+    loaded: dict | None = None
     counts: dict = factory(dict)
     retire_hint: str | None = None
     page: str | None = None
     language: str = ANY_LANGUAGE
     applies: bool | None = None  # whether a strategy's diff applies to the caller's kernel
-    exp_id: str = ""  # GEAK's exp id (the older one wins a tie); a mined record has none
     alternates: list[CodeRecord] = factory(list)
+
+    @property
+    def record(self) -> dict:
+        if self.loaded is None:
+            raise GitkbError(f"internal: {self.record_id} was served before it was read")
+        return self.loaded
+
+    @property
+    def speedup(self) -> float | None:
+        return self.facts.speedup
+
+    @property
+    def bench_key(self) -> str | None:
+        return self.facts.bench_key
+
+    @property
+    def direction(self) -> str:
+        return self.facts.direction
+
+    @property
+    def reproductions(self) -> int:
+        return self.facts.reproductions
+
+    @property
+    def exp_id(self) -> str:
+        """GEAK's exp id (the older one wins a tie); a mined record's is made from its id."""
+        return self.facts.exp_id
 
     def order(self) -> tuple:
         return (-(self.speedup or 0.0), -self.reproductions, self.exp_id, self.record_id)
@@ -296,25 +215,28 @@ def code_record(
     counts: dict,
     page: str | None,
     language: str,
-    exp_id: str,
     retire_hint: str | None = None,
 ) -> CodeRecord:
-    """A record as curation ranks it: its speedup, bench key, direction, reproductions."""
+    """A record as curation ranks it, read in full: its facts, and the record."""
     return CodeRecord(
         record_id=record["id"],
-        record=record,
         path=path,
-        speedup=speedup(record),
-        bench_key=bench_key(record),
-        direction=optimization_direction(record),
-        reproductions=reproductions(record),
-        exp_id=exp_id,
+        facts=curation_facts(record),
         retired=retired,
+        loaded=record,
         counts=counts,
         retire_hint=retire_hint,
         page=page,
         language=language,
     )
+
+
+def eligible(candidate: CodeRecord, min_speedup: float, include_retired: bool) -> bool:
+    """Whether a candidate can be offered at all (a rank or reference only): not retired
+    (unless asked for), and at or above the floor."""
+    if candidate.retired and not include_retired:
+        return False
+    return candidate.speedup is not None and candidate.speedup >= min_speedup
 
 
 @value_class
@@ -340,16 +262,16 @@ def curate(
     result = Curated([])
     kept = []
     for candidate in candidates:
-        if candidate.retired and not include_retired:
-            result.retired += 1
-        elif candidate.speedup is None or candidate.speedup < min_speedup:
-            result.below_floor += 1
-        else:
+        if eligible(candidate, min_speedup, include_retired):
             candidate.applies = applies(candidate) if applies is not None else None
             if candidate.applies is False:
                 result.reference_only.append(candidate)
             else:
                 kept.append(candidate)
+        elif candidate.retired and not include_retired:
+            result.retired += 1
+        else:
+            result.below_floor += 1
     result.reference_only.sort(key=CodeRecord.order)
     groups: dict[str, list[CodeRecord]] = {}
     alone = []

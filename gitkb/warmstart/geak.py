@@ -15,26 +15,42 @@ of the fork iAmir97/GEAK @ a6a9d0e (``kb/identity.py`` as in AMD-AGI/GEAK).
 from __future__ import annotations
 
 import os
-import re
+from functools import cache
 
 from gitkb import targets
-from gitkb.digests import sha1
+from gitkb.record.curation import (
+    bench_key,
+    code_of,
+    geak_entry,
+    geak_fields,
+    geak_kernel,
+    synthetic_exp_id,
+)
 from gitkb.valueclass import value_class
 from gitkb.warmstart import curate
 
-_GFX_KEY = re.compile(r"gfx\d+", re.IGNORECASE)
 _PREFIXES = ("triton_", "hip_", "ck_", "cuda_", "torch_")
 _SUFFIXES = (".py", ".hip", ".cu", ".cpp", "_task")
 # The service's segment rule: lowercase, these characters, not starting with '.', '+' or '-'.
-_SEGMENT = re.compile(r"^[a-z0-9_][a-z0-9._+-]*$")
-_OUTSIDE_SEGMENT = re.compile(r"[^a-z0-9._+-]+")
-_UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_SEGMENT = r"^[a-z0-9_][a-z0-9._+-]*$"
+_OUTSIDE_SEGMENT = r"[^a-z0-9._+-]+"
+_UNSAFE_SLUG = r"[^A-Za-z0-9._-]+"
 SCHEME, DOMAIN, FRAMEWORK, NO_VERSION = "geak", "kernel", "rocm", "unspecified"
+
+
+@cache
+def _pattern(text: str):
+    """``text`` compiled, on first use: resolve off a gfx page loads no ``re``."""
+    import re
+
+    return re.compile(text)
 
 
 def gfx_key(text: object) -> str:
     """GEAK's page key of a gfx name: the first ``gfx<digits>``, lowercased; '' when none."""
-    found = _GFX_KEY.search(text) if isinstance(text, str) else None
+    if not isinstance(text, str) or "gfx" not in text.lower():  # no gfx name: no ``re``
+        return ""
+    found = _pattern(r"(?i)gfx\d+").search(text)
     return found.group(0).lower() if found else ""
 
 
@@ -71,7 +87,7 @@ def kept_case_name(name: str) -> str:
 
 
 def _slug_part(text: str) -> str:
-    return (_UNSAFE_SLUG.sub("-", str(text or "").strip()).strip("-.") or "x")[:80]
+    return (_pattern(_UNSAFE_SLUG).sub("-", str(text or "").strip()).strip("-.") or "x")[:80]
 
 
 def slug(kernel_name: str, language: str, gfx: str) -> str:
@@ -83,8 +99,8 @@ def slug(kernel_name: str, language: str, gfx: str) -> str:
 def segment(value: object, fallback: str) -> str:
     """One key segment, folded as GEAK folds it: lowercase, runs outside ``[a-z0-9._+-]``
     made '-', leading characters that may not start a segment dropped, ASCII only."""
-    folded = _OUTSIDE_SEGMENT.sub("-", str(value or "").strip().lower())
-    folded = re.sub(r"^[^a-z0-9_]+", "", folded).strip("-")
+    folded = _pattern(_OUTSIDE_SEGMENT).sub("-", str(value or "").strip().lower())
+    folded = _pattern(r"^[^a-z0-9_]+").sub("", folded).strip("-")
     folded = (folded or fallback).encode("ascii", "ignore").decode("ascii")[:256]
     return folded or fallback
 
@@ -94,7 +110,7 @@ def short_version(text: object) -> str:
     raw = str(text or "").strip()
     if not raw:
         return NO_VERSION
-    found = re.match(r"\s*(\d+(?:\.\d+)?)", raw)
+    found = _pattern(r"\s*(\d+(?:\.\d+)?)").match(raw)
     return segment(found.group(1) if found else raw, NO_VERSION)
 
 
@@ -111,7 +127,7 @@ def key_problem(key: str) -> str | None:
     if len(parts) < 2:
         return f"{key!r} needs a scheme and at least one dimension"
     for n, part in enumerate(parts):
-        if not _SEGMENT.fullmatch(part):
+        if not _pattern(_SEGMENT).fullmatch(part):
             return f"segment {n} ({part!r}) of {key!r} is not a valid slug component"
     return None
 
@@ -131,12 +147,6 @@ def retire_hint(counts: dict) -> str:
     return ""
 
 
-def synthetic_exp_id(record_id: str) -> str:
-    """An exp id for a record GEAK never wrote (mined here): no run time, so the time is
-    zero; the hex is the record id's digest, stable across exports."""
-    return "00000000_000000_" + sha1(record_id.encode()).hexdigest()[:6]
-
-
 @value_class(frozen=True)
 class GeakEntry:
     """Where a record sits in a GEAK tree, and the names GEAK keys it by."""
@@ -153,39 +163,21 @@ class GeakEntry:
         return f"{self.gfx}/{self.kernel_class}/{self.slug}/{self.exp_id}"
 
 
-def geak_fields(record: dict) -> dict:
-    """``evidence.raw.geak`` of a record imported from GEAK; {} for any other."""
-    raw = (
-        record.get("evidence", {}).get("raw") if isinstance(record.get("evidence"), dict) else None
-    )
-    found = raw.get("geak") if isinstance(raw, dict) else None
-    return found if isinstance(found, dict) else {}
-
-
 def entry_of(record: dict, page: str | None, language: str) -> GeakEntry | None:
     """The record's GEAK entry: where the import read it, or, for a record mined here,
     where an export files it; None off a gfx page (GEAK keys AMD compile targets only)."""
-    fields = geak_fields(record)
-    parts = str(fields.get("entry") or "").split("/")
-    if len(parts) == 4 and all(parts):
-        gfx, kernel_class, page_slug, exp_id = parts
-        name = str(fields.get("kernel_name") or page_slug.rsplit("__", 2)[0])
-        return GeakEntry(gfx, kernel_class, page_slug, exp_id, name, language)
+    entry = geak_entry(record)
+    if entry is not None:
+        gfx, kernel_class, page_slug, exp_id = entry
+        return GeakEntry(gfx, kernel_class, page_slug, exp_id, geak_kernel(record), language)
     gfx = gfx_key(page)
     if not gfx:
         return None
     scope = record.get("retrieval", {}).get("scope", {})
-    operators = [o for o in scope.get("operators") or [] if isinstance(o, str) and o.strip()]
     family = str(scope.get("operator_family") or "unknown")
-    name = operators[0] if operators else family
+    name = geak_kernel(record)
     return GeakEntry(gfx, _slug_part(family), slug(name, language, gfx),
                      synthetic_exp_id(str(record.get("id"))), name, language)  # fmt: skip
-
-
-def exp_id_of(record: dict) -> str:
-    """The record's GEAK exp id (a tie goes to the older), or the one an export gives it."""
-    parts = str(geak_fields(record).get("entry") or "").split("/")
-    return parts[3] if len(parts) == 4 and parts[3] else synthetic_exp_id(str(record.get("id")))
 
 
 def _raw(record: dict) -> dict:
@@ -205,7 +197,7 @@ def meta_of(record: dict, entry: GeakEntry, speedup: float, reproductions: int,
         if isinstance(effect.get(key), (int, float)):
             metric[name] = effect[key] / 1000
     metric["metric_kind"] = str(fields.get("metric_kind") or "")
-    metric["bench_key"] = curate.bench_key(record) or ""
+    metric["bench_key"] = bench_key(record) or ""
     metric["case_names"] = [str(c) for c in raw.get("bench_cases") or []]
     techniques = fields.get("techniques")
     if not isinstance(techniques, list):
@@ -387,13 +379,13 @@ def _alternate(candidate: curate.CodeRecord, root: str) -> dict:
 
 def keys_of(candidate: curate.CodeRecord) -> list[str]:
     """The GEAK service keys of a candidate's page (exact rung first), from its raw kernel
-    name and the ROCm it was measured on; [] off a gfx page."""
-    entry = _candidate_entry(candidate)
-    if entry is None:
+    name and the ROCm it was measured on; [] off a gfx page. Read from its facts alone (as
+    ``entry_of`` files it), so the page's keys need no record read."""
+    facts = candidate.facts
+    gfx = facts.geak_gfx or gfx_key(candidate.page)
+    if not gfx:
         return []
-    stack = geak_fields(candidate.record).get("verified_stack")
-    rocm = stack.get("rocm") if isinstance(stack, dict) else None
-    return service_keys(entry.gfx, entry.kernel_name, entry.language, rocm)
+    return service_keys(gfx, facts.geak_kernel, candidate.language, facts.rocm)
 
 
 def page_keys(candidates: list[curate.CodeRecord]) -> list[str]:
@@ -405,7 +397,7 @@ def files_of(candidate: curate.CodeRecord, reason: str | None = None) -> tuple[s
     """(entry folder, its files) of a candidate as a GEAK tree holds it; None for a record
     GEAK cannot hold (no unified diff, or off a gfx page)."""
     entry = _candidate_entry(candidate)
-    code = curate.code_of(candidate.record)
+    code = code_of(candidate.record)
     if entry is None or code is None or code[0] != "diff" or candidate.speedup is None:
         return None
     meta = meta_of(candidate.record, entry, candidate.speedup, candidate.reproductions,

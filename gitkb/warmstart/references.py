@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from gitkb.errors import GitkbError
+from gitkb.record.curation import code_of, reproductions
 from gitkb.warmstart import curate
 
 _EXTENSIONS = {"triton": ".py", "gluon": ".py", "cutedsl": ".py", "flydsl": ".py", "cuda": ".cu"}
@@ -75,7 +76,7 @@ def _write(path: Path, text: str) -> None:
 
 def _write_code(folder: Path, record: dict, kernel_file: Path | None) -> tuple[str, bool | None]:
     """Write a record's code into ``folder``; return the code path and whether it applies."""
-    kind, text = curate.code_of(record)
+    kind, text = code_of(record)
     dsl = record["retrieval"]["scope"].get("dsl")
     ext = kernel_file.suffix if kernel_file else _EXTENSIONS.get(dsl, ".txt")
     if kind == "source":
@@ -119,7 +120,7 @@ def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
         + ("" if reference_only else f" (comparable with rank 1: {rank['comparable']})"),
         f"- direction: {rank['direction'] or '(none)'}; techniques: "
         + (", ".join(record.get("retrieval", {}).get("technique_tags") or []) or "(none)"),
-        f"- reproductions: {curate.reproductions(record)}; attestations: "
+        f"- reproductions: {reproductions(record)}; attestations: "
         + json.dumps(rank.get("attestations", {})),
         f"- retire hint: {rank['retire_hint'] or 'none'}",
         (

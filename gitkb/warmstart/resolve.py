@@ -4,11 +4,13 @@ A page is GEAK's: one kernel, one product (a gfx id, an NVIDIA product; the GPU
 a record states it was measured on wins over the folder it is filed in) and
 one language (HIP and CK keep theirs, though clean-1.3's dsl enum cannot name
 them). Reads ``main`` through the VCS layer (a bare clone works, no checkout).
-The store's index cache decides which records matter (the kernel names records
-file code under, their type, status, scope, product, measured GPU and
-language), and only the same-page, unretracted, code-carrying candidates'
-record blobs and ledgers are loaded. A bad record (a missing or corrupt
-object, a blob the cache did not expect) is skipped and counted, never fatal;
+The store's index cache decides which records matter and how they rank (the
+kernel names records file code under, their type, status, scope, product,
+measured GPU and language, and the curation facts of ``gitkb.record.curation``),
+so only the records served (ranks, alternates, reference only; with a kernel
+file, every candidate above the floor, to try its diff) and their ledgers are
+read, each checked against main's tree. A bad record (a missing or corrupt
+object) is skipped and counted, never fatal;
 a path that is not a store is a hard miss (an error), so a typo never
 cold-starts a run.
 """
@@ -20,19 +22,22 @@ import os
 from gitkb import targets
 from gitkb.errors import GitkbError, writing
 from gitkb.layout import ledger_path
+from gitkb.record.curation import CODE_TYPES, code_of, curation_facts
+from gitkb.store.cache import Lie
 from gitkb.store.rows import KernelRow
 from gitkb.warmstart import curate, geak
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 DEFAULT_TOP_N = 3
 DEFAULT_MIN_SPEEDUP = 1.05
-_KINDS = (*curate.CODE_TYPES, "anti-strategy")
+_KINDS = (*CODE_TYPES, "anti-strategy")
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
     from pathlib import Path
 
     from gitkb.store.store import Store
+    from gitkb.store.view import StoreView
 
 
 def _token(text: str) -> targets.Hardware | None:
@@ -129,7 +134,7 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
 
 def _filed_on(hardware: targets.Hardware, language: str | None, row: KernelRow) -> bool:
     """Whether a code row is filed on the caller's page and language (GEAK's page folder)."""
-    if row.type not in curate.CODE_TYPES:
+    if row.type not in CODE_TYPES:
         return False
     page = curate.page_of(row.product, None) or curate.page_of(None, row.measured)
     if not _on_page(hardware, row.vendor, row.arch, page):
@@ -148,7 +153,7 @@ def _usable(found: list[KernelRow]) -> list[KernelRow]:
             named = parts[-1].split(".")
             product = named[1] if len(named) > 2 else None
             vendor, arch, dsl = parts[2:5]
-            rows.append(KernelRow(None, curate.CODE_TYPES[0], None, vendor, arch, dsl, row.path,
+            rows.append(KernelRow(None, CODE_TYPES[0], None, vendor, arch, dsl, row.path,
                                   row.blob, product, None, dsl))  # fmt: skip
         elif row.type in _KINDS and row.id is not None:
             rows.append(row)
@@ -263,7 +268,7 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
         record_language = row.language or curate.ANY_LANGUAGE
         filed, stated = curate.page_of(row.product, None), curate.page_of(None, row.measured)
         page = stated or filed
-        is_code = kind in curate.CODE_TYPES
+        is_code = kind in CODE_TYPES
         counts["total"] += is_code
         if filed and stated and filed != stated:
             # Measured on one page, filed on another: GEAK serves it on neither.
@@ -292,24 +297,16 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
             continue
         wanted.append((row, retired, page))
 
-    # Only now are record blobs read: the candidates' records and ledgers, in one pass.
-    paths = [row.path for row, _, _ in wanted] + [ledger_path(row.id) for row, _, _ in wanted]
-    blobs = store.view(tip).read_checked(paths)
-    candidates: list[curate.CodeRecord] = []
-    for row, retired, page in wanted:
-        candidate = _candidate(row, retired, page, blobs)
-        if candidate is None:
-            counts["corrupt"] += 1
-        elif candidate == "no_code":
-            counts["no_code"] += 1
-        else:
-            candidates.append(candidate)
-
+    candidates = _candidates(wanted, counts)
     counts["same_arch"] = same_page_total
     answer["other_arch_pages"] = _pages(other_pages)
     answer["other_language_pages"] = _pages(other_language)
     fits = _fits(kernel_file) if shape != "geak" else None  # GEAK never sets code aside
+    view = store.view(tip)
+    if fits is not None:  # whether a candidate's diff applies needs its code: read them first
+        _read(view, [c for c in candidates if curate.eligible(c, min_speedup, include_retired)])
     curated = curate.curate(candidates, min_speedup, top_n, include_retired, fits)
+    _read(view, [s for c in (*curated.ranks, *curated.reference_only) for s in (c, *c.alternates)])
     counts["below_floor"] = curated.below_floor
     counts["reference_only"] = len(curated.reference_only)
     counts["collapsed"] = curated.collapsed
@@ -324,7 +321,7 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
     if out is not None:
         from gitkb.warmstart.references import write_out
 
-        texts = store.view(tip).read_checked(pitfall_paths)
+        texts = view.read_checked(pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items()]
         from pathlib import Path
 
@@ -383,35 +380,55 @@ def _fits(kernel_file: Path | None):
     source = kernel_file.read_text(encoding="utf-8", errors="replace")
 
     def fits(candidate: curate.CodeRecord) -> bool | None:
-        kind, text = curate.code_of(candidate.record)
+        kind, text = code_of(candidate.record)
         return apply_diff(text, source) is not None if kind == "diff" else None
 
     return fits
 
 
-def _candidate(row: KernelRow, retired: bool, page: str | None, blobs: dict):
-    """The candidate a row names; None when its record is corrupt, 'no_code' when the
-    record carries no code a run can use."""
+def _candidates(wanted: list[tuple[KernelRow, bool, str | None]],
+                counts: dict) -> list[curate.CodeRecord]:  # fmt: skip
+    """The candidates of the same-page code rows (row, retired, page), from the cache's
+    curation columns: no record is read to choose. A row whose record does not read
+    counts as corrupt, one carrying no code a run can use as no_code."""
+    candidates = []
+    for row, retired, page in wanted:
+        if row.curation is None:
+            counts["corrupt"] += 1
+        elif row.curation.code is None:
+            counts["no_code"] += 1
+        else:
+            language = row.language or curate.ANY_LANGUAGE
+            candidates.append(curate.CodeRecord(row.id, row.path, row.curation, retired,
+                                                page=page, language=language))  # fmt: skip
+    return candidates
+
+
+def _read(view: StoreView, served: list[curate.CodeRecord]) -> None:
+    """Read the records (and ledgers) of the candidates served, each file main's (checked
+    against main's tree). A record that is not what its cache row said (it does not read,
+    or its facts differ) is the cache lying: ``Store.asked`` rebuilds it and asks again."""
+    unread = [c for c in served if c.loaded is None]
+    if not unread:
+        return
     from gitkb.record import load
 
-    record_id, path = row.id, row.path
-    raw = blobs.get(path)
-    record = None if raw is None else load(path, raw).data
-    if record is None or record.get("id") != record_id:
-        return None
-    try:
-        if curate.code_of(record) is None:
-            return "no_code"
-        lpath = ledger_path(record_id)
+    paths = [c.path for c in unread] + [ledger_path(c.record_id) for c in unread]
+    blobs = view.read_checked(paths)
+    for candidate in unread:
+        raw = blobs.get(candidate.path)
+        record = None if raw is None else load(candidate.path, raw).data
+        if (record is None or record.get("id") != candidate.record_id
+                or curation_facts(record) != candidate.facts):  # fmt: skip
+            raise Lie(f"the index cache's row of {candidate.path} is not its record")
+        lpath = ledger_path(candidate.record_id)
         ledger = parse_ledger(lpath, blobs.get(lpath))
-        counts = ledger.counts()
+        tally = ledger.counts()
         if ledger.bad_lines:
-            counts["unreadable_lines"] = len(ledger.bad_lines)
-        language = row.language or curate.ANY_LANGUAGE
-        return curate.code_record(record, path, retired, counts, page, language,
-                                   geak.exp_id_of(record), retire_hint(counts))  # fmt: skip
-    except (AttributeError, KeyError, TypeError, ValueError):
-        return None
+            tally["unreadable_lines"] = len(ledger.bad_lines)
+        candidate.loaded = record
+        candidate.counts = tally
+        candidate.retire_hint = retire_hint(tally)
 
 
 def _pages(groups: dict[tuple, int]) -> list[dict]:

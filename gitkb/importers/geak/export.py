@@ -31,8 +31,7 @@ def _candidate(record: dict, path: str, ledger_raw: bytes | None):
     retired = record.get("status") in curate.RETIRED_STATUSES
     language = rec.language_of(record) or curate.ANY_LANGUAGE
     found = curate.code_record(record, path, retired, ledger.counts(),
-                                curate.page_of(product, None), language,
-                                geak.exp_id_of(record))  # fmt: skip
+                                curate.page_of(product, None), language)  # fmt: skip
     return found, ledger
 
 
