@@ -321,12 +321,17 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
     return " AND ".join(parts), tuple(params)
 
 
-def _hits(ranking: Ranking) -> tuple[str, str]:
-    """SQL for a row's hits, and for whether it matches."""
-    if not ranking.terms:
-        return "1", "1"
-    hits = " + ".join("(instr(search_text, ?) > 0)" for _ in ranking.terms)
-    return f"({hits})", f"({hits}) {'> 0' if ranking.any_term else f'= {len(ranking.terms)}'}"
+def _hits(ranking: Ranking) -> tuple[str, tuple, str, tuple]:
+    """SQL for a matching row's hits and for whether a row matches, each with its
+    parameters. A row that matches every term has as many hits as there are terms: only
+    ``any_term`` counts them, so a record's text is searched once a term."""
+    terms = ranking.terms
+    if not terms:
+        return "1", (), "1", ()
+    if not ranking.any_term:
+        return str(len(terms)), (), " AND ".join(["instr(search_text, ?) > 0"] * len(terms)), terms
+    hits = "(" + " + ".join(["(instr(search_text, ?) > 0)"] * len(terms)) + ")"
+    return hits, terms, f"{hits} > 0", terms
 
 
 def _key(ranking: Ranking, by_reach: bool) -> tuple[str, tuple]:
@@ -359,9 +364,9 @@ def scope_count(cache: IndexCache, exact: Exact) -> int:
 def match_count(cache: IndexCache, exact: Exact, ranking: Ranking) -> int:
     """How many of them ``ranking``'s terms match."""
     where, params = _exact_where(exact)
-    matching = _hits(ranking)[1]
-    sql = f"SELECT count(*) FROM records WHERE {where} AND {matching}"
-    return cache.select(sql, (*params, *ranking.terms))[0][0]
+    _, _, matching, matching_params = _hits(ranking)
+    sql = f"SELECT count(*) FROM records WHERE {where} AND ({matching})"
+    return cache.select(sql, (*params, *matching_params))[0][0]
 
 
 def scope_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
@@ -399,13 +404,12 @@ def ranked_rows(
     if of_type is not None:
         where += " AND type = ?"
         params = (*params, of_type)
-    hits, matching = _hits(ranking)
-    term_params = ranking.terms
+    hits, hits_params, matching, matching_params = _hits(ranking)
     reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
     key, key_params = _key(ranking, exact.reach is not None)
     inner = (
         f"SELECT {_RANKED}, {hits} AS hits, {reach} AS reach, {_IMPORTANCE} AS importance "
-        f"FROM records WHERE {where} AND {matching}"
+        f"FROM records WHERE {where} AND ({matching})"
     )
     ordered = "ORDER BY key DESC, importance DESC, id, path"
     sql = f"SELECT *, {key} AS key FROM ({inner}) {ordered}"
@@ -413,7 +417,7 @@ def ranked_rows(
         sql += " LIMIT ?"
     found = cache.select(
         sql,
-        (*key_params, *term_params, *reach_params, *params, *term_params,
+        (*key_params, *hits_params, *reach_params, *params, *matching_params,
          *((limit,) if limit is not None else ())),
     )  # fmt: skip
     width = len(fields_of(RankRow)) - 1  # every column but ``contains``
