@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "7"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "8"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -117,6 +117,8 @@ CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
 CREATE INDEX IF NOT EXISTS records_type ON records(type);
 CREATE INDEX IF NOT EXISTS records_family ON records(family);
 CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
+-- a scope's count over the whole store reads this, not the table (ids and statuses only)
+CREATE INDEX IF NOT EXISTS records_status ON records(status, id);
 CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
 CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
