@@ -1,0 +1,159 @@
+"""A bulk admission's worker (``gitkb.store.screening``): the gates it runs judge a record
+alone, and a store admitted through it is the store the plain path writes, byte for
+byte, refusals and bad files stopping the run at the same record with the same words."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+
+import pytest
+from helpers import git, kb
+
+from gitkb.errors import GitkbError
+from gitkb.gates import GateContext
+from gitkb.gates.registry import record_level
+from gitkb.record import dumps, path_for
+from gitkb.samples import synthetic
+from gitkb.store import Store, screening
+from gitkb.store.admission import AdmitRequest
+from gitkb.validate import example_context
+
+BATCH = screening.MIN_BATCH + 16
+
+
+class Tripwire:
+    """A store no gate judging a record alone may look at."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"an alone gate read the store's {name}")
+
+
+def _contexts() -> list[GateContext]:
+    """The valid sample, then each injection case of every alone gate applied to it."""
+    contexts = [example_context()]
+    for gate in record_level():
+        for case in gate.injections if gate.alone else ():
+            ctx = copy.deepcopy(contexts[0])
+            if case.mutate(ctx):
+                contexts.append(ctx)
+    return contexts
+
+
+def test_alone_gates_judge_the_same_without_the_store_or_the_action():
+    alone = [g for g in record_level() if g.alone]
+    assert {"schema", "anonymization", "raw-isolation", "no-cross-reference"} <= {
+        g.name for g in alone
+    }
+    fired = 0
+    for ctx in _contexts():
+        for gate in alone:
+            seen = []
+            for store, action in ((None, None), (Tripwire(), "insert"), (Tripwire(), "confirm")):
+                judged = copy.deepcopy(ctx)
+                judged.store, judged.admission = store, action
+                result = gate.run(judged)
+                seen.append((result.status, result.reason, result.findings))
+            assert seen[0] == seen[1] == seen[2], gate.name
+            fired += bool(seen[0][2])
+    assert fired >= len(alone)  # the cases do make the gates speak
+
+
+def _files(folder, records: list[dict]) -> list[str]:
+    folder.mkdir()
+    paths = []
+    for n, record in enumerate(records):
+        path = folder / f"{n:03d}.json"
+        path.write_bytes(dumps(record))
+        paths.append(str(path))
+    return paths
+
+
+def _plain_admit(location, files: list[str], monkeypatch) -> GitkbError | None:
+    """The same files admitted in this process without a worker (the plain path)."""
+    monkeypatch.setattr(screening, "MIN_BATCH", 10**9)
+    requests = [AdmitRequest(open(f, "rb").read(), source=f) for f in files]
+    try:
+        Store.open(location).admit_many(requests)
+    except GitkbError as exc:
+        return exc
+    return None
+
+
+def _history(location) -> list[str]:
+    """Each commit of main as its tree id and message (the dates differ run to run)."""
+    return git("log", "--format=%T%n%B%x00", "main", cwd=location).stdout.split("\0")
+
+
+def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_path, monkeypatch):
+    records = [synthetic.strategy(n) for n in range(BATCH)]
+    files = _files(tmp_path / "in", records)
+    worked, plain = (
+        Store.init(tmp_path / name, bare=True, name="kb") for name in ("a.git", "b.git")
+    )
+    done = kb("admit", *files, "--store", str(worked.location))
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(done.stdout.splitlines()) == BATCH
+    assert _plain_admit(plain.location, files, monkeypatch) is None
+    assert _history(worked.location) == _history(plain.location)
+
+    # C git, from the same files: the store's first tree plus each file at its path
+    env = dict(os.environ, GIT_INDEX_FILE=str(tmp_path / "index"))
+
+    def c_git(*args: str, data: bytes | None = None) -> str:
+        done = subprocess.run(["git", *args], cwd=worked.location, env=env, input=data,
+                              capture_output=True, check=True)  # fmt: skip
+        return done.stdout.decode().strip()
+
+    first = c_git("rev-list", "--max-parents=0", "main")
+    c_git("read-tree", first)
+    for record, path in zip(records, files, strict=True):
+        blob = c_git("hash-object", "-w", "--stdin", data=open(path, "rb").read())
+        c_git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path_for(record)}")
+    assert c_git("write-tree") == c_git("rev-parse", "main^{tree}")
+    fsck = git("fsck", "--strict", cwd=worked.location, check=False)
+    assert fsck.returncode == 0, fsck.stderr
+    validated = kb("validate", "--history", str(worked.location))
+    assert validated.returncode == 0, validated.stdout.decode() + validated.stderr.decode()
+
+
+@pytest.mark.parametrize("damage", ["leak", "bad-json", "taken-id"])
+def test_a_bulk_admission_stops_where_the_plain_path_stops(tmp_path, monkeypatch, damage):
+    records = [synthetic.strategy(n) for n in range(BATCH)]
+    stop = screening.MIN_BATCH - 7  # well inside the worker's share, past its first chunk
+    files = _files(tmp_path / "in", records)
+    if damage == "leak":
+        records[stop]["payload"]["mechanism"] += " Questions to jane.doe@example.com."
+        (tmp_path / "in" / f"{stop:03d}.json").write_bytes(dumps(records[stop]))
+    elif damage == "bad-json":
+        (tmp_path / "in" / f"{stop:03d}.json").write_text('{"id": "x", "id": "y"}')
+    else:
+        taken = json.loads(dumps(records[stop]))
+        (tmp_path / "in" / f"{stop:03d}.json").write_bytes(dumps(records[3] | {"id": taken["id"]}))
+        (tmp_path / "in" / "003.json").write_bytes(dumps(records[stop]))
+    worked, plain = (
+        Store.init(tmp_path / name, bare=True, name="kb") for name in ("a.git", "b.git")
+    )
+    done = kb("admit", *files, "--store", str(worked.location))
+    refusal = _plain_admit(plain.location, files, monkeypatch)
+    assert refusal is not None and done.returncode == refusal.exit_code != 0
+    assert done.stderr.decode() == f"gitkb: error: {refusal.message}\n"
+    assert len(done.stdout.splitlines()) == len(refusal.admitted) == stop
+    assert _history(worked.location) == _history(plain.location)
+
+
+def test_the_writer_screens_what_the_worker_left(tmp_path):
+    requests = [AdmitRequest(dumps(synthetic.strategy(n)), source=f"r{n}") for n in range(BATCH)]
+    with screening.Screening(requests, 1 << 20) as screened:
+        if not screened.working:
+            pytest.skip("this process runs threads: it screens every record itself")
+        first = screened.screened(0)
+        screened.close()  # as if the worker had died here
+        last = screened.screened(BATCH - 1)
+    assert first.verdicts and set(first.verdicts) == {g.name for g in record_level() if g.alone}
+    assert all(v.status == "PASS" for v in first.verdicts.values())
+    assert last.verdicts == {}  # the writer runs every gate on it itself
+    assert last.record == synthetic.strategy(BATCH - 1)
+    assert last.path == path_for(last.record)
