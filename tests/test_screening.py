@@ -13,8 +13,8 @@ import pytest
 from helpers import git, kb
 
 from gitkb.errors import GitkbError
-from gitkb.gates import GateContext
-from gitkb.gates.registry import record_level
+from gitkb.gates import GateContext, run_gates
+from gitkb.gates.registry import by_name, record_level
 from gitkb.record import dumps, path_for
 from gitkb.samples import synthetic
 from gitkb.store import Store, screening
@@ -98,6 +98,12 @@ def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_pa
     assert len(done.stdout.splitlines()) == BATCH
     assert _plain_admit(plain.location, files, monkeypatch) is None
     assert _history(worked.location) == _history(plain.location)
+    # the cache rows the worker worked out are the ones the writer works out, and agree
+    # with a fresh rebuild
+    worked_rows, plain_rows = (Store.open(s.location).cache.rows() for s in (worked, plain))
+    assert len(worked_rows) == BATCH and worked_rows == plain_rows
+    index = run_gates(Store.open(worked.location).gate_context(full=True), by_name(["index"]))
+    assert [r.status for r in index] == ["PASS"], [f.line() for r in index for f in r.findings]
 
     # C git, from the same files: the store's first tree plus each file at its path
     env = dict(os.environ, GIT_INDEX_FILE=str(tmp_path / "index"))
