@@ -19,6 +19,7 @@ keyed by trace label and trace commit), so re-mining counts nothing twice.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -236,8 +237,8 @@ def builder(
     if request.action in ("confirm", "conflict") and not request.target:
         raise GitkbError(f"--target ID is required for {request.action}", 2)
     if screened is None:
-        parsed = Screened(*screening.parse(request, max_bytes), {})
-        screened = lambda: parsed  # noqa: E731
+        record, path = screening.parse(request, max_bytes)
+        screened = functools.partial(Screened, record, path, {})
 
     def build(view: StoreView) -> Change:
         screen = screened()

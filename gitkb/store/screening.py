@@ -144,9 +144,12 @@ class Screening:
 
 
 def _may_fork() -> bool:
-    """Forking copies one thread only: a process running others screens records itself."""
+    """A second core to work on, and one thread to copy (a fork copies only the caller's):
+    a process running other threads screens its records itself."""
+    from gitkb.gates.sharded import workers
+
     threading = sys.modules.get("threading")
-    return hasattr(os, "fork") and (threading is None or threading.active_count() == 1)
+    return workers() > 1 and (threading is None or threading.active_count() == 1)
 
 
 def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: list[Gate]) -> None:

@@ -41,6 +41,7 @@ class CommitWriting:
         _delta_bases: dict[bytes, bytes]
         _deflated: dict[bytes, bytes]
         _packs: list[pack.PackedObjects] | None
+        _committer: str | None
 
         def add_object(self, obj: ShaFile) -> None: ...
         def get_object(self, sha: bytes) -> ShaFile: ...
@@ -53,6 +54,8 @@ class CommitWriting:
         ends without error: many commits cost two files instead of ten each.
         Refs must only be moved after the block."""
         self._pending, self._delta_bases, self._deflated = {}, {}, {}
+        # Read once for the batch's commits (the environment lookups cost more than a commit).
+        self._committer = identity()
         try:
             yield
             if self._pending:
@@ -61,7 +64,7 @@ class CommitWriting:
                 )
                 self._packs = None  # the reader's pack list, to hold the new one
         finally:
-            self._pending, self._deflated = None, {}
+            self._pending, self._deflated, self._committer = None, {}, None
 
     def write_blob(self, data: bytes) -> str:
         blob = Blob.from_string(data)
@@ -155,7 +158,7 @@ class CommitWriting:
         blob_edits = self._blob_edits(edits)
         base_tree = self.tree_of(parent) if parent else None
         tree_id = self._edit_tree(base_tree, blob_edits) or self._empty_tree()
-        committer = identity()
+        committer = self._committer or identity()
         now = int(time.time()) if when is None else when
         offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
         commit = Commit()
