@@ -71,14 +71,21 @@ def _files(folder, records: list[dict]) -> list[str]:
     return paths
 
 
-def _plain_admit(location, files: list[str], monkeypatch) -> GitkbError | None:
-    """The same files admitted in this process without a worker (the plain path)."""
-    monkeypatch.setattr(screening, "MIN_BATCH", 10**9)
+def _admit(location, files: list[str], worker: bool) -> GitkbError | None:
+    """``files`` admitted in this process, through a worker or by the plain path."""
     requests = [AdmitRequest(open(f, "rb").read(), source=f) for f in files]
-    try:
-        Store.open(location).admit_many(requests)
-    except GitkbError as exc:
-        return exc
+    with pytest.MonkeyPatch.context() as patch:
+        if worker:
+            patch.setattr(screening, "_idle_core", lambda: True)  # however busy the machine
+            with screening.Screening(requests, 1 << 20) as probe:
+                if not probe.working:
+                    pytest.skip("this process runs threads: it screens every record itself")
+        else:
+            patch.setattr(screening, "MIN_BATCH", 10**9)
+        try:
+            Store.open(location).admit_many(requests)
+        except GitkbError as exc:
+            return exc
     return None
 
 
@@ -87,17 +94,18 @@ def _history(location) -> list[str]:
     return git("log", "--format=%T%n%B%x00", "main", cwd=location).stdout.split("\0")
 
 
-def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_path, monkeypatch):
+def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_path):
     records = [synthetic.strategy(n) for n in range(BATCH)]
     files = _files(tmp_path / "in", records)
-    worked, plain = (
-        Store.init(tmp_path / name, bare=True, name="kb") for name in ("a.git", "b.git")
+    worked, plain, cli = (
+        Store.init(tmp_path / name, bare=True, name="kb") for name in ("a.git", "b.git", "c.git")
     )
-    done = kb("admit", *files, "--store", str(worked.location))
+    assert _admit(worked.location, files, worker=True) is None
+    assert _admit(plain.location, files, worker=False) is None
+    done = kb("admit", *files, "--store", str(cli.location))  # whichever path the load picks
     assert done.returncode == 0, done.stderr.decode()
     assert len(done.stdout.splitlines()) == BATCH
-    assert _plain_admit(plain.location, files, monkeypatch) is None
-    assert _history(worked.location) == _history(plain.location)
+    assert _history(worked.location) == _history(plain.location) == _history(cli.location)
     # the cache rows the worker worked out are the ones the writer works out, and agree
     # with a fresh rebuild
     worked_rows, plain_rows = (Store.open(s.location).cache.rows() for s in (worked, plain))
@@ -126,7 +134,7 @@ def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_pa
 
 
 @pytest.mark.parametrize("damage", ["leak", "bad-json", "taken-id"])
-def test_a_bulk_admission_stops_where_the_plain_path_stops(tmp_path, monkeypatch, damage):
+def test_a_bulk_admission_stops_where_the_plain_path_stops(tmp_path, damage):
     records = [synthetic.strategy(n) for n in range(BATCH)]
     stop = screening.MIN_BATCH - 7  # well inside the worker's share, past its first chunk
     files = _files(tmp_path / "in", records)
@@ -142,15 +150,21 @@ def test_a_bulk_admission_stops_where_the_plain_path_stops(tmp_path, monkeypatch
     worked, plain = (
         Store.init(tmp_path / name, bare=True, name="kb") for name in ("a.git", "b.git")
     )
-    done = kb("admit", *files, "--store", str(worked.location))
-    refusal = _plain_admit(plain.location, files, monkeypatch)
-    assert refusal is not None and done.returncode == refusal.exit_code != 0
-    assert done.stderr.decode() == f"gitkb: error: {refusal.message}\n"
-    assert len(done.stdout.splitlines()) == len(refusal.admitted) == stop
+    stopped = _admit(worked.location, files, worker=True)
+    refusal = _admit(plain.location, files, worker=False)
+    assert refusal is not None and stopped is not None
+    assert (type(stopped), stopped.message, stopped.exit_code) == (
+        type(refusal),
+        refusal.message,
+        refusal.exit_code,
+    )
+    assert [a.as_json() for a in stopped.admitted] == [a.as_json() for a in refusal.admitted]
+    assert len(refusal.admitted) == stop
     assert _history(worked.location) == _history(plain.location)
 
 
-def test_the_writer_screens_what_the_worker_left(tmp_path):
+def test_the_writer_screens_what_the_worker_left(monkeypatch):
+    monkeypatch.setattr(screening, "_idle_core", lambda: True)
     requests = [AdmitRequest(dumps(synthetic.strategy(n)), source=f"r{n}") for n in range(BATCH)]
     with screening.Screening(requests, 1 << 20) as screened:
         if not screened.working:

@@ -270,6 +270,7 @@ def builder(
                 request.body,
                 provenance,
                 parsed={path: record},
+                prepared={path: screen.prepared} if screen.prepared else {},
             )
         elif decision.action == "confirm":
             change = _confirm(view, record, decision, request, provenance)

@@ -5,7 +5,8 @@ is most of an admission's work, and nothing the writer does changes its outcome.
 batch of ``MIN_BATCH`` records or more, a forked worker parses and gates record after
 record while the writer, on the other core, gates the one it is at against the store,
 commits it and keeps the cache. The worker sends each record back as it parsed it, with
-its gates' verdicts, in order; the writer judges and writes exactly as it would have.
+its gates' verdicts and its bytes worked out as an insert writes them (blob id, zlib
+stream, cache row), in order; the writer judges and writes exactly as it would have.
 
 The worker never decides anything: a record it cannot parse, or any surprise in it (an
 exception, a crash), makes it stop, and the writer screens that record and the rest
@@ -26,6 +27,10 @@ from typing import IO, TYPE_CHECKING
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, GateResult
+from gitkb.store.rows import RowValues, row_values
+from gitkb.store.writer import Prepared
+from gitkb.vcs import pack
+from gitkb.vcs.plain import blob_id
 
 if TYPE_CHECKING:
     from gitkb.store.admission import AdmitRequest
@@ -36,20 +41,24 @@ MIN_BATCH = 64
 _CHUNK = 16
 _PIPE_BYTES = 1 << 20  # Linux's default limit for an unprivileged process
 
-# One record as the worker sends it: the record, its path, and per alone gate its name,
-# status, reason and findings, in types ``marshal`` writes (it reads them back at twice
-# pickle's speed; a GateResult also names its Gate, which holds closures).
-_Sent = tuple[dict, str, list[tuple[str, str, str, list[tuple[str, str, str, str]]]]]
+# One record as the worker sends it: the record, its path, per alone gate its name,
+# status, reason and findings, and its bytes as an insert writes them (blob id, zlib
+# stream, cache row), in types ``marshal`` writes (it reads them back at twice pickle's
+# speed; a GateResult also names its Gate, which holds closures).
+_Verdict = tuple[str, str, str, list[tuple[str, str, str, str]]]
+_Sent = tuple[dict, str, list[_Verdict], tuple[str, bytes, RowValues]]
 
 
 @dataclass(frozen=True)
 class Screened:
-    """One request's record as parsed, its path, and the verdicts already reached on it
-    (gate name -> result; empty when the writer screened it, and runs every gate)."""
+    """One request's record as parsed, its path, the verdicts already reached on it (gate
+    name -> result) and its bytes worked out as an insert writes them; the last two empty
+    when the writer screened it (it then runs every gate and works the rest out itself)."""
 
     record: dict
     path: str
     verdicts: dict[str, GateResult]
+    prepared: Prepared | None = None
 
 
 def parse(request: AdmitRequest, max_bytes: int) -> tuple[dict, str]:
@@ -139,12 +148,12 @@ class Screening:
         if not sent:
             self.close()
             return
-        for record, path, verdicts in sent:
+        for record, path, verdicts, prepared in sent:
             results = {
                 name: GateResult(self._gates[name], status, reason, [Finding(*f) for f in found])
                 for name, status, reason, found in verdicts
             }
-            self._done.append(Screened(record, path, results))
+            self._done.append(Screened(record, path, results, Prepared(*prepared)))
 
 
 def _widen(pipe: int) -> None:
@@ -157,12 +166,24 @@ def _widen(pipe: int) -> None:
 
 
 def _may_fork() -> bool:
-    """A second core to work on, and one thread to copy (a fork copies only the caller's):
+    """An idle core to work on, and one thread to copy (a fork copies only the caller's):
     a process running other threads screens its records itself."""
+    threading = sys.modules.get("threading")
+    return _idle_core() and (threading is None or threading.active_count() == 1)
+
+
+def _idle_core() -> bool:
+    """Whether a core is free for a worker. Shipping records to a worker and back costs
+    about a fifth more work in all: where the other cores are busy already (the last
+    minute's load), the writer alone finishes sooner."""
     from gitkb.gates.sharded import workers
 
-    threading = sys.modules.get("threading")
-    return workers() > 1 and (threading is None or threading.active_count() == 1)
+    cores = workers()
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load figure here: assume the cores are there
+        load = 0.0
+    return cores > 1 and load < cores - 0.5
 
 
 def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: list[Gate]) -> None:
@@ -178,7 +199,9 @@ def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: 
             records=[rec.RecordFile(path, request.raw, record)], admission=request.action
         )
         results = [(g, g.run(ctx)) for g in gates]
-        sent.append((record, path, [(g.name, *_verdict(r)) for g, r in results]))
+        blob = blob_id(request.raw)
+        prepared = (blob, pack.deflate(request.raw), row_values(path, blob, request.raw, record))
+        sent.append((record, path, [(g.name, *_verdict(r)) for g, r in results], prepared))
         if len(sent) == _CHUNK:
             _send(out, sent)
             sent = []

@@ -66,13 +66,16 @@ class CommitWriting:
         finally:
             self._pending, self._deflated, self._committer = None, {}, None
 
-    def write_blob(self, data: bytes) -> str:
+    def write_blob(self, data: bytes, ahead: Mapping[bytes, bytes] | None = None) -> str:
+        """Write one blob; ``ahead``: zlib streams (``pack.deflate``) already made of some
+        bytes, by blob id, taken for this blob when its id is theirs."""
         blob = Blob.from_string(data)
         self.add_object(blob)
         if self._pending is not None:
-            # Deflated now, once, for the pack and for whoever else keeps it (the index
-            # cache keeps file bytes in the same zlib form: ``deflated``).
-            self._deflated[blob.id] = pack.deflate(data)
+            # Deflated once, for the pack and for whoever else keeps it (the index cache
+            # keeps file bytes in the same zlib form: ``deflated``).
+            known = ahead.get(blob.id) if ahead else None
+            self._deflated[blob.id] = known or pack.deflate(data)
         return blob.id.decode()
 
     def deflated(self, sha: str) -> bytes | None:
@@ -127,7 +130,7 @@ class CommitWriting:
         return _rows_of(self.get_object(tree_id).as_raw_string())  # dulwich names a problem
 
     def _blob_edits(
-        self, edits: Mapping[str, bytes | None]
+        self, edits: Mapping[str, bytes | None], ahead: Mapping[bytes, bytes] | None = None
     ) -> dict[tuple[bytes, ...], bytes | None]:
         """Slash paths -> new bytes (None: delete) as path parts -> written blob ids."""
         blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
@@ -135,7 +138,7 @@ class CommitWriting:
             parts = tuple(_b(p) for p in path.split("/") if p)
             if not parts or any(p in (b".", b"..") for p in parts):
                 raise GitkbError(f"refusing to write outside the tree: {path!r}")
-            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data, ahead))
         return blob_edits
 
     def _empty_tree(self) -> bytes:
@@ -150,12 +153,14 @@ class CommitWriting:
         message: str,
         author: str | None = None,
         when: int | None = None,
+        deflated: Mapping[bytes, bytes] | None = None,
     ) -> str:
         """Write the objects of one commit (no ref moves): ``parent``'s tree with ``edits``.
 
-        ``edits`` maps a slash path to new file bytes, or to None to delete it.
+        ``edits`` maps a slash path to new file bytes, or to None to delete it;
+        ``deflated``: zlib streams of some of those bytes made ahead, by blob id.
         """
-        blob_edits = self._blob_edits(edits)
+        blob_edits = self._blob_edits(edits, deflated)
         base_tree = self.tree_of(parent) if parent else None
         tree_id = self._edit_tree(base_tree, blob_edits) or self._empty_tree()
         committer = self._committer or identity()
