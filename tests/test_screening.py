@@ -8,9 +8,11 @@ import copy
 import json
 import os
 import subprocess
+import sys
+import time
 
 import pytest
-from helpers import git, kb
+from helpers import ROOT, git, kb, live_with
 
 from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, run_gates
@@ -177,3 +179,55 @@ def test_the_writer_screens_what_the_worker_left(monkeypatch):
     assert last.verdicts == {}  # the writer runs every gate on it itself
     assert last.record == synthetic.strategy(BATCH - 1)
     assert last.path == path_for(last.record)
+
+
+# A `git kb admit` that uses the worker whatever the machine's load.
+_ADMIT_WITH_WORKER = """
+import sys
+from gitkb.store import screening
+screening._idle_core = lambda: True
+from gitkb.cli import main
+sys.argv = ["git-kb", "admit", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_bulk_admission_leaves_whole_commits_and_no_worker(tmp_path, marker):
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    records = [synthetic.strategy(n) for n in range(400)]
+    pending = list(zip(_files(tmp_path / "in", records), [r["id"] for r in records], strict=True))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    orphaned = 0
+    for delay in (0.4, 0.6, 0.8, 1.0):
+        files = [f for f, _ in pending]
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _ADMIT_WITH_WORKER,
+                marker,
+                *files,
+                "--store",
+                str(store.location),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(delay)
+        orphaned += len(live_with(marker)) == 2  # the writer and its worker, at the kill
+        proc.kill()
+        _, err = proc.communicate()
+        deadline = time.monotonic() + 10
+        while live_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert live_with(marker) == []  # an orphaned worker leaves on its own
+        assert b"Traceback" not in err
+        fsck = git("fsck", "--strict", "--no-dangling", cwd=store.location, check=False)
+        assert fsck.returncode == 0, fsck.stderr
+        reopened = Store.open(store.location)
+        admitted = {h["trailers"]["KB-Record"] for h in reopened.log() if h["action"] == "insert"}
+        assert set(reopened.view().ids()) == admitted
+        pending = [(f, record_id) for f, record_id in pending if record_id not in admitted]
+    assert orphaned >= 1
