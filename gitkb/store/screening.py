@@ -4,9 +4,10 @@ Parsing a record and running the gates that read nothing but the record (``Gate.
 is most of an admission's work, and nothing the writer does changes its outcome. So for a
 batch of ``MIN_BATCH`` records or more, on a machine with a core idle, a forked worker
 parses and gates record after record while the writer, on the other core, gates the one
-it is at against the store, commits it and keeps the cache. The worker sends each record back as it parsed it, with
-its gates' verdicts and its bytes worked out as an insert writes them (blob id, zlib
-stream, cache row), in order; the writer judges and writes exactly as it would have.
+it is at against the store, commits it and keeps the cache. The worker sends each record
+back as it parsed it, with its gates' verdicts and its bytes worked out as an insert
+writes them (blob id, zlib stream, cache row), in order; the writer judges and writes
+exactly as it would have.
 
 The worker never decides anything: a record it cannot parse, or any surprise in it (an
 exception, a crash), makes it stop, and the writer screens that record and the rest
