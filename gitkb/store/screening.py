@@ -175,8 +175,9 @@ def _may_fork() -> bool:
 
 def _idle_core() -> bool:
     """Whether a core is free for a worker. Shipping records to a worker and back costs
-    about a fifth more work in all: where the other cores are busy already (the last
-    minute's load), the writer alone finishes sooner."""
+    about a fifth more work in all: where every core was busy over the last minute (a load
+    this process's own start and disk waits count in too), the writer alone finishes
+    sooner."""
     from gitkb.gates.sharded import workers
 
     cores = workers()
@@ -184,7 +185,7 @@ def _idle_core() -> bool:
         load = os.getloadavg()[0]
     except OSError:  # no load figure here: assume the cores are there
         load = 0.0
-    return cores > 1 and load < cores - 0.5
+    return cores > 1 and load < cores
 
 
 def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: list[Gate]) -> None:
