@@ -180,12 +180,14 @@ def _idle_core() -> bool:
     sooner."""
     from gitkb.gates.sharded import workers
 
-    cores = workers()
+    cores = workers()  # 1 where there is no fork
+    if cores < 2:
+        return False
     try:
         load = os.getloadavg()[0]
     except OSError:  # no load figure here: assume the cores are there
-        load = 0.0
-    return cores > 1 and load < cores
+        return True
+    return load < cores
 
 
 def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: list[Gate]) -> None:
