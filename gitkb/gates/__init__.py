@@ -144,6 +144,9 @@ class Gate:
     injections: tuple[Injection, ...]
     record_level: bool = True  # runs on single records at admission and in the pre-commit hook
     full_only: bool = False
+    # Reads nothing of its context but the records: a bulk admission may run it in a
+    # worker process, ahead of the writer (``gitkb.store.screening``).
+    alone: bool = False
 
     def run(self, ctx: GateContext) -> GateResult:
         if self.full_only and not ctx.full:

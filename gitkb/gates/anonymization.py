@@ -253,4 +253,5 @@ GATE = Gate(
         Injection("anonymization/path-in-snippet-comment", _path_in_snippet_comment),
         Injection("anonymization/home-path-in-locator", _home_path_in_locator),
     ),
+    alone=True,
 )

@@ -170,4 +170,5 @@ GATE = Gate(
         Injection("established-fact/no-condition", _no_condition),
         Injection("established-fact/short-mechanism", _short_mechanism),
     ),
+    alone=True,
 )

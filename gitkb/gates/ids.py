@@ -73,4 +73,5 @@ GATE = Gate(
         Injection("ids/too-few-segments", _short),
         Injection("ids/uppercase-id", _uppercase),
     ),
+    alone=True,
 )

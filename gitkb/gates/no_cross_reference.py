@@ -171,4 +171,5 @@ GATE = Gate(
         Injection("no-cross-reference/stored-source-text", _stored_source_text),
         Injection("no-cross-reference/records-path-in-gain-note", _records_path_in_gain_note),
     ),
+    alone=True,
 )

@@ -217,4 +217,5 @@ GATE = Gate(
         Injection("raw-isolation/raw-key-in-shape-contract", _raw_key_in_shape_contract),
         Injection("raw-isolation/missing-gain", _missing_gain),
     ),
+    alone=True,
 )

@@ -53,4 +53,5 @@ GATE = Gate(
         Injection("schema/extra-scope-key", _open_closed_block),
         Injection("schema/truncated-json", _break_json),
     ),
+    alone=True,
 )

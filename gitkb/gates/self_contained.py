@@ -234,4 +234,5 @@ GATE = Gate(
         ),
         Injection("self-contained/missing-operator", mutation(_strategy, _missing_operator)),
     ),
+    alone=True,
 )

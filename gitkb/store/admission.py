@@ -19,7 +19,9 @@ keyed by trace label and trace commit), so re-mining counts nothing twice.
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gitkb import layout
@@ -28,6 +30,8 @@ from gitkb.errors import AdmissionRefused, GitkbError, RecordError
 from gitkb.gates import Finding, GateContext, GateResult, run_gates
 from gitkb.record import strict
 from gitkb.record.signature import content_signature
+from gitkb.store import screening
+from gitkb.store.screening import Screened
 from gitkb.store.view import StoreView
 from gitkb.store.writer import Builder, Change
 
@@ -69,10 +73,16 @@ class Decision:
 
 
 def check_record(
-    view: StoreView | None, record: dict, path: str, action: str = "insert", raw: bytes = b""
+    view: StoreView | None,
+    record: dict,
+    path: str,
+    action: str = "insert",
+    raw: bytes = b"",
+    verdicts: Mapping[str, GateResult] | None = None,
 ) -> tuple[str, list[Finding]]:
     """The record-level gates on one record about to be admitted as ``action`` (``raw``:
-    its bytes, when the caller has them): the KB-Gates figure and the findings."""
+    its bytes, when the caller has them; ``verdicts``: results of gates already run on
+    it, by gate name): the KB-Gates figure and the findings."""
     from gitkb.gates.registry import record_level
 
     ctx = GateContext(
@@ -80,7 +90,11 @@ def check_record(
         store=view,
         admission=action,
     )
-    results = run_gates(ctx, record_level())
+    gates = record_level()
+    if verdicts:
+        results = [verdicts.get(gate.name) or gate.run(ctx) for gate in gates]
+    else:
+        results = run_gates(ctx, gates)
     return gates_figure(results), [f for r in results for f in r.findings]
 
 
@@ -208,20 +222,31 @@ def decide(view: StoreView, record: dict, request: AdmitRequest, path: str) -> D
 # ----------------------------------------------------------------- building the change
 
 
-def builder(request: AdmitRequest, max_bytes: int = strict.MAX_RECORD_BYTES) -> Builder:
+def builder(
+    request: AdmitRequest,
+    max_bytes: int = strict.MAX_RECORD_BYTES,
+    screened: Callable[[], Screened] | None = None,
+) -> Builder:
     """Parse ``request`` now (a bad file, or one over ``max_bytes``, is refused before
     anything is written); decide, gate and build its change later, under the lock,
-    against the store as it stands."""
+    against the store as it stands. With ``screened`` (a bulk admission's worker, see
+    ``gitkb.store.screening``) the record comes parsed, and partly gated, from there
+    when the build asks; a bad file then stops the run at the same record all the same."""
     if request.action not in (*ACTIONS, AUTO):
         raise GitkbError(f"unknown action {request.action!r}; use one of {', '.join(ACTIONS)}", 2)
     if request.action in ("confirm", "conflict") and not request.target:
         raise GitkbError(f"--target ID is required for {request.action}", 2)
-    record = rec.parse(request.raw, request.source, max_bytes)
-    path = rec.path_for(record)
+    if screened is None:
+        record, path = screening.parse(request, max_bytes)
+        screened = functools.partial(Screened, record, path, {})
 
     def build(view: StoreView) -> Change:
+        screen = screened()
+        record, path = screen.record, screen.path
         # The gates judge the record as asked for; "auto" leaves the id check to decide().
-        gates, findings = check_record(view, record, path, request.action, request.raw)
+        gates, findings = check_record(
+            view, record, path, request.action, request.raw, screen.verdicts
+        )
         if findings:
             raise refuse_findings(request.source, findings, record["id"])
         decision = decide(view, record, request, path)
@@ -245,6 +270,7 @@ def builder(request: AdmitRequest, max_bytes: int = strict.MAX_RECORD_BYTES) -> 
                 request.body,
                 provenance,
                 parsed={path: record},
+                prepared={path: screen.prepared} if screen.prepared else {},
             )
         elif decision.action == "confirm":
             change = _confirm(view, record, decision, request, provenance)

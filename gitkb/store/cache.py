@@ -41,6 +41,7 @@ from gitkb.store.rows import (
     RECORD_WIDTH,
     KernelRow,
     Row,
+    RowValues,
     kernel_row,
     row_values,
 )
@@ -486,18 +487,24 @@ class IndexCache:
         files: Iterable[tuple[str, str, bytes | None]],
         parsed: Mapping[str, dict] | None = None,
         deflated: Callable[[str], bytes | None] | None = None,
+        ahead: Mapping[str, RowValues] | None = None,
     ) -> None:
         """Store files (path, blob sha, bytes; None: the object is missing from a damaged
         repository, kept as a record that does not read); ``parsed``: records the caller
         already parsed from those bytes; ``deflated``: a blob's bytes in the zlib form the
-        cache keeps, where the caller has them already (None: deflate here)."""
+        cache keeps, where the caller has them already (None: deflate here); ``ahead``:
+        rows already worked out (``row_values``), taken where their blob is the file's."""
         rows, entries, kernels, arches, stored = [], [], [], [], []
         for path, blob, raw in files:
             packed = None if raw is None else (deflated and deflated(blob)) or _pack(raw)
             stored.append((path, blob, packed))
             if rec.is_record_path(path):
-                data = parsed.get(path) if parsed else None
-                values, names, archs = row_values(path, blob, raw, data)
+                known = ahead.get(path) if ahead else None
+                if known is not None and known[0][1] == blob:
+                    values, names, archs = known
+                else:
+                    data = parsed.get(path) if parsed else None
+                    values, names, archs = row_values(path, blob, raw, data)
                 rows.append(values[:ENTRY_AT] + values[ENTRY_AT + 1 :])
                 if values[ENTRY_AT] is not None:
                     entries.append((path, values[ENTRY_AT]))
@@ -527,12 +534,14 @@ class IndexCache:
         commit: str,
         parsed: Mapping[str, dict] | None = None,
         deflated: Callable[[str], bytes | None] | None = None,
+        rows: Mapping[str, RowValues] | None = None,
     ) -> None:
         """A commit written from memory: its edits to the tracked folders (path -> bytes, or
         None for a deletion) applied as they are, then the cache holds ``commit``. Used
         inside a snapshot the writer keeps only once the commit lands. ``parsed``: the
         records among the edits as the writer parsed them from the same bytes;
-        ``deflated``: a blob's bytes as the writer deflated them, by blob id (``_put``)."""
+        ``deflated``: a blob's bytes as the writer deflated them, by blob id; ``rows``:
+        their cache rows worked out ahead, by path (``_put``)."""
         if not self._dirty:
             # A write's first edit: a chunk of admissions dirties thousands of pages of
             # the tables and their indexes, which SQLite's default 2 MB page cache would
@@ -543,7 +552,7 @@ class IndexCache:
         if deleted:
             self._delete(deleted)
         written = ((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
-        self._put(written, parsed, deflated)
+        self._put(written, parsed, deflated, rows)
         self._set_commit(commit, CONFIG_PATH in edits)
         self._dirty = True
 

@@ -135,9 +135,11 @@ def _ranking(entry: dict) -> tuple:
     )
 
 
-def row_values(
-    path: str, blob: str, raw: bytes | None, data: dict | None = None
-) -> tuple[tuple, list[str], list[str]]:
+# A record file's ``records`` row, kernel names and architectures (``row_values``).
+RowValues = tuple[tuple, list[str], list[str]]
+
+
+def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None) -> RowValues:
     """The ``records`` row of one record file, its kernel names and its architectures
     (``data``: the record as already parsed from ``raw``)."""
     if raw is None:

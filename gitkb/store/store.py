@@ -367,16 +367,19 @@ class Store:
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
         from gitkb.store import admission
         from gitkb.store.control import max_record_bytes
+        from gitkb.store.screening import Screening
 
         limit = max_record_bytes(self.config())
         builds = []
-        try:
-            for request in requests:
-                builds.append(admission.builder(request, limit))
-        except GitkbError as exc:
-            exc.admitted = self.commit(builds, on_refusal)
-            raise
-        return self.commit(builds, on_refusal)
+        with Screening(requests, limit) as screening:
+            try:
+                for n, request in enumerate(requests):
+                    screened = screening.screener(n) if screening.working else None
+                    builds.append(admission.builder(request, limit, screened))
+            except GitkbError as exc:
+                exc.admitted = self.commit(builds, on_refusal)
+                raise
+            return self.commit(builds, on_refusal)
 
     def copy_trace(self, source: str | os.PathLike, head: str, ref: str) -> str:
         """Copy a trace's commits under ``ref`` (create or fast-forward) under the writer

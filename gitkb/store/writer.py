@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gitkb import layout, notes
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
+from gitkb.store.rows import RowValues
 from gitkb.store.view import StoreView
 from gitkb.vcs import worktree
 from gitkb.vcs.trailers import format_message, parse_trailers
@@ -45,6 +46,19 @@ class Change:
     # The records of ``edits`` as the builder parsed them from those very bytes (path ->
     # data), so the cache does not parse them again.
     parsed: dict[str, dict] = field(default_factory=dict)
+    # Files of ``edits`` worked out ahead (path -> Prepared), by a bulk admission's worker.
+    prepared: dict[str, Prepared] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A file's bytes as written, worked out ahead: its blob id, the blob's zlib stream as a
+    pack holds it (``gitkb.vcs.pack.deflate``) and its cache row (``rows.row_values``).
+    Each is taken only where the blob id the writer computes is this one."""
+
+    blob: str
+    deflated: bytes
+    row: RowValues
 
 
 @dataclass
@@ -196,9 +210,16 @@ def _write_chunk(
                             refusal = exc
                             break
                         if change.edits:
-                            tip = repo.write_commit(tip, change.edits, message(change))
+                            ahead = change.prepared
+                            tip = repo.write_commit(
+                                tip,
+                                change.edits,
+                                message(change),
+                                deflated={p.blob.encode(): p.deflated for p in ahead.values()},
+                            )
                             touched.update(change.edits)
-                            cache.apply_edits(change.edits, tip, change.parsed, repo.deflated)
+                            rows = {path: p.row for path, p in ahead.items()}
+                            cache.apply_edits(change.edits, tip, change.parsed, repo.deflated, rows)
                         done.append(
                             Admission(
                                 change.action,

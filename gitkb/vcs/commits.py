@@ -41,6 +41,7 @@ class CommitWriting:
         _delta_bases: dict[bytes, bytes]
         _deflated: dict[bytes, bytes]
         _packs: list[pack.PackedObjects] | None
+        _committer: str | None
 
         def add_object(self, obj: ShaFile) -> None: ...
         def get_object(self, sha: bytes) -> ShaFile: ...
@@ -53,6 +54,8 @@ class CommitWriting:
         ends without error: many commits cost two files instead of ten each.
         Refs must only be moved after the block."""
         self._pending, self._delta_bases, self._deflated = {}, {}, {}
+        # Read once for the batch's commits (the environment lookups cost more than a commit).
+        self._committer = identity()
         try:
             yield
             if self._pending:
@@ -61,15 +64,18 @@ class CommitWriting:
                 )
                 self._packs = None  # the reader's pack list, to hold the new one
         finally:
-            self._pending, self._deflated = None, {}
+            self._pending, self._deflated, self._committer = None, {}, None
 
-    def write_blob(self, data: bytes) -> str:
+    def write_blob(self, data: bytes, ahead: Mapping[bytes, bytes] | None = None) -> str:
+        """Write one blob; ``ahead``: zlib streams (``pack.deflate``) already made of some
+        bytes, by blob id, taken for this blob when its id is theirs."""
         blob = Blob.from_string(data)
         self.add_object(blob)
         if self._pending is not None:
-            # Deflated now, once, for the pack and for whoever else keeps it (the index
-            # cache keeps file bytes in the same zlib form: ``deflated``).
-            self._deflated[blob.id] = pack.deflate(data)
+            # Deflated once, for the pack and for whoever else keeps it (the index cache
+            # keeps file bytes in the same zlib form: ``deflated``).
+            known = ahead.get(blob.id) if ahead else None
+            self._deflated[blob.id] = known or pack.deflate(data)
         return blob.id.decode()
 
     def deflated(self, sha: str) -> bytes | None:
@@ -124,7 +130,7 @@ class CommitWriting:
         return _rows_of(self.get_object(tree_id).as_raw_string())  # dulwich names a problem
 
     def _blob_edits(
-        self, edits: Mapping[str, bytes | None]
+        self, edits: Mapping[str, bytes | None], ahead: Mapping[bytes, bytes] | None = None
     ) -> dict[tuple[bytes, ...], bytes | None]:
         """Slash paths -> new bytes (None: delete) as path parts -> written blob ids."""
         blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
@@ -132,7 +138,7 @@ class CommitWriting:
             parts = tuple(_b(p) for p in path.split("/") if p)
             if not parts or any(p in (b".", b"..") for p in parts):
                 raise GitkbError(f"refusing to write outside the tree: {path!r}")
-            blob_edits[parts] = None if data is None else _b(self.write_blob(data))
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data, ahead))
         return blob_edits
 
     def _empty_tree(self) -> bytes:
@@ -147,15 +153,17 @@ class CommitWriting:
         message: str,
         author: str | None = None,
         when: int | None = None,
+        deflated: Mapping[bytes, bytes] | None = None,
     ) -> str:
         """Write the objects of one commit (no ref moves): ``parent``'s tree with ``edits``.
 
-        ``edits`` maps a slash path to new file bytes, or to None to delete it.
+        ``edits`` maps a slash path to new file bytes, or to None to delete it;
+        ``deflated``: zlib streams of some of those bytes made ahead, by blob id.
         """
-        blob_edits = self._blob_edits(edits)
+        blob_edits = self._blob_edits(edits, deflated)
         base_tree = self.tree_of(parent) if parent else None
         tree_id = self._edit_tree(base_tree, blob_edits) or self._empty_tree()
-        committer = identity()
+        committer = self._committer or identity()
         now = int(time.time()) if when is None else when
         offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
         commit = Commit()

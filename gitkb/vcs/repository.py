@@ -146,6 +146,7 @@ class Repository(CommitWriting):
         self._pending: dict[bytes, ShaFile] | None = None
         self._delta_bases: dict[bytes, bytes] = {}  # a batch's tree -> the tree it replaced
         self._deflated: dict[bytes, bytes] = {}  # a batch's blobs, deflated for its pack
+        self._committer: str | None = None  # a batch's committer identity
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
