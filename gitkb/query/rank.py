@@ -88,7 +88,8 @@ def ranked(pool: Pool, limit: int, with_type: str | None = None) -> list[Hit]:
     other match of that type after them, each in its rank."""
     scope = pool.scope
     keys = ranking(scope)
-    labels = (EXACT, NEUTRAL, OTHER)
+    labels = {queries.REACH_EXACT: EXACT, queries.REACH_NEUTRAL: NEUTRAL,
+              queries.REACH_OTHER: OTHER}  # fmt: skip
 
     def decided(rows: list[RankedRow]) -> list[Hit]:
         hits = []
