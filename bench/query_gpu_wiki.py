@@ -16,9 +16,9 @@ so a few hundred questions take seconds.
 
 With --time, both tools then answer the issue's two agent questions (a scoped one,
 and a whole vendor) as whole processes, as their users run them, interleaved round
-by round so a busy machine slows both alike: gitkb as installed (`python -m gitkb
-query`, its bytecode compiled once), the reference as its script (`python
-query_wiki.py`). The figure is gitkb's median over the reference's, per question;
+by round so a busy machine slows both alike: gitkb as installed (`git kb query`, the
+`git-kb` script an install writes, its bytecode compiled once), the reference as its
+script (`python query_wiki.py`). The figure is gitkb's median over the reference's, per question;
 each timed answer is checked to select what the reference selects.
 
     python bench/query_gpu_wiki.py [--repo PATH] [--records DIR] [--keep DIR] [--show N]
@@ -215,14 +215,13 @@ def timing(tools: Path, wiki: Path, store: Path, work: Path, runs: int) -> dict[
     import statistics
 
     from resolve import interleaved, timed_ms
-    from stores import bytecode_note, installed_env
+    from stores import GIT_KB, bytecode_note, installed_env
 
     env = installed_env(work, ROOT)
     print(bytecode_note(env))
     commands, outputs = {}, {}
     for name, flags in TIMED.items():
-        commands[f"gitkb {name}"] = [sys.executable, "-m", "gitkb", "query", "--store",
-                                     str(store), "--json", *flags]  # fmt: skip
+        commands[f"gitkb {name}"] = [*GIT_KB, "query", "--store", str(store), "--json", *flags]
         commands[f"reference {name}"] = [
             sys.executable,
             str(tools / "query_wiki.py"),

@@ -7,7 +7,7 @@ runs, interleaved with the others so a busy machine slows all alike) is printed 
 to `git kb --version` (the target: within 50 ms of it), `git rev-parse HEAD` on the
 same repository (the floor any git-backed read pays) and `python -c pass`. gitkb
 runs with its bytecode compiled once, into a private cache folder, as an installed
-gitkb would.
+gitkb would, and as a user runs it (`git kb`: the `git-kb` script an install writes).
 
     python bench/resolve.py [--records 10000] [--runs 15] [--keep DIR]
 """
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import figure  # noqa: E402
-from stores import bench_store, store_arguments  # noqa: E402
+from stores import GIT_KB, bench_store, store_arguments  # noqa: E402
 
 TARGET_OVER_VERSION_MS = 50
 
@@ -52,13 +52,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     with bench_store(args, ROOT) as (work, store_dir, built_s, env):
-        resolve_argv = [sys.executable, "-m", "gitkb", "resolve", "--kernel", "op007"]
+        resolve_argv = [*GIT_KB, "resolve", "--kernel", "op007"]
         resolve_argv += ["--arch", "hopper", "--store", str(store_dir)]
         answer = json.loads(timed_ms(resolve_argv, env)[1])
         times = interleaved(
             {
                 "resolve": resolve_argv,
-                "version": [sys.executable, "-m", "gitkb", "--version"],
+                "version": [*GIT_KB, "--version"],
                 "rev-parse": ["git", "-C", str(store_dir), "rev-parse", "HEAD"],
                 "python": [sys.executable, "-c", "pass"],
             },

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -60,10 +61,26 @@ def bytecode_note(env: dict) -> str:
             "gitkb's")  # fmt: skip
 
 
+# What a user types: git finds ``git-kb`` on PATH (installed_env puts this checkout's there).
+GIT_KB = ["git", "kb"]
+
+
 def installed_env(work: Path, root: Path) -> dict:
     """The environment of a gitkb command timed as an installed gitkb runs: its bytecode
-    compiled once, into a private cache folder under ``work``."""
-    env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=str(work / "pycache"))
+    compiled once, into a private cache folder under ``work``, and ``git kb`` running the
+    ``git-kb`` script that an install writes (its ``#!python`` line made this
+    interpreter's, as pip does)."""
+    bin_dir = work / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = (root / "gitkb" / "git-kb").read_text().split("\n", 1)[1]
+    (bin_dir / "git-kb").write_text(f"#!{sys.executable}\n{script}")
+    (bin_dir / "git-kb").chmod(0o755)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(root),
+        PYTHONPYCACHEPREFIX=str(work / "pycache"),
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 

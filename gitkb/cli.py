@@ -8,7 +8,6 @@ even click: the group is built on first use, ``cli``).
 from __future__ import annotations
 
 import sys
-from functools import cache
 
 from gitkb import __version__
 
@@ -50,9 +49,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 VERSION_LINE = f"git-kb, version {__version__}"  # what click's version option prints
 
 
-@cache
+# The click group once built: a module global, as functools.cache would import collections
+# and typing would import re, both before `--version` could answer.
+_built = None
+
+
 def _group():
     """The click group of every verb, its verb modules imported only when one runs."""
+    global _built
+    if _built is not None:
+        return _built
     import importlib
 
     import click
@@ -87,6 +93,7 @@ def _group():
 
         set_verbosity(verbose, quiet)
 
+    _built = cli
     return cli
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 
 class GitkbError(Exception):
@@ -55,10 +53,16 @@ def os_reason(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-@contextlib.contextmanager
-def writing(where: object) -> Iterator[None]:
-    """Turn a failure to write into ``where`` (a folder the user named) into one clear line."""
-    try:
-        yield
-    except OSError as exc:
-        raise GitkbError(f"{where}: cannot write there ({os_reason(exc)})") from None
+class writing:
+    """Turn a failure to write into ``where`` (a folder the user named) into one clear line.
+    (A class, not contextlib's decorator: the read verbs import this module, not contextlib.)"""
+
+    def __init__(self, where: object) -> None:
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, trace: object) -> None:
+        if isinstance(exc, OSError):
+            raise GitkbError(f"{self.where}: cannot write there ({os_reason(exc)})") from None

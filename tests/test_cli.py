@@ -64,6 +64,19 @@ def test_version_loads_no_click():
     loaded = _modules_loaded(["--version"])
     assert "click" not in loaded and "sqlite3" not in loaded
     assert {m for m in loaded if m.startswith("gitkb")} == {"gitkb", "gitkb.cli"}
+    # functools (collections), typing (re): a third of the interpreter's own start-up
+    assert not loaded & {"functools", "collections", "typing", "re"}, sorted(loaded)
+
+
+def test_the_installed_command_is_gitkb_own_script():
+    """`git-kb` is gitkb/git-kb as it is (pyproject: shared-scripts), not the wrapper pip
+    writes for an entry point, which imports re in pip 23 and earlier."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "gitkb" / "git-kb"
+    text = script.read_text()
+    assert text.startswith("#!python\n") and script.stat().st_mode & 0o111
+    assert "import re" not in text and "from gitkb.cli import main" in text
 
 
 def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
@@ -98,6 +111,8 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
                 "typing",
                 "tomllib",
                 "hashlib",
+                "contextlib",
+                "datetime",  # the sqlite3 package's adapters (gitkb.store.cache: _sqlite3)
             }
             assert not loaded & idle, (argv, sorted(loaded & idle))
         if argv[0] == "query":  # json loads re and enum: gitkb.jsontext reads and writes

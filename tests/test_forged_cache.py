@@ -172,3 +172,21 @@ def test_an_honest_cache_is_not_rebuilt(seed, tmp_path):
         forge_ghost(db)
     done = kb("-v", *VERBS["query"], "--store", str(location))
     assert b"rebuilding" in done.stderr, done.stderr.decode()
+
+
+def test_a_kept_store_checks_each_blob_once_and_every_new_one(seed, tmp_path):
+    """A store kept open (``git kb mcp``) checks a blob's bytes against its id once and
+    serves them from memory after: bytes forged later under that id are never served. A
+    blob it has not checked yet is checked as ever, and a forged one is caught."""
+    from gitkb.store.cache import Lie
+
+    location = _store(seed, tmp_path)
+    store = Store.open(location)
+    target, unread = rec.path_for(TARGET), rec.path_for(HELD[1])
+    assert store.view().read_checked([target]) == {target: rec.dumps(TARGET)}
+    with sqlite3.connect(location / "gitkb-cache" / "index.sqlite3") as db:
+        for path in (target, unread):
+            db.execute("UPDATE files SET raw = ? WHERE path = ?", (zlib.compress(b"{}"), path))
+    assert store.view().read_checked([target]) == {target: rec.dumps(TARGET)}
+    with pytest.raises(Lie):
+        store.view().read_checked([unread])

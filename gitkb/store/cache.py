@@ -22,12 +22,12 @@ cache at that commit, so a reader never sees another process move it midway.
 
 from __future__ import annotations
 
-import contextlib
+# _sqlite3: the C module under the sqlite3 package, which adds only datetime adapters
+# (unused here) and loads datetime for them, milliseconds of a read verb's start-up.
+import _sqlite3 as sqlite3
 import os
-import sqlite3
 import weakref
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from gitkb import jsontext, notes
 from gitkb import record as rec
@@ -49,6 +49,7 @@ from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
     from typing import TypeVar
 
     T = TypeVar("T")
@@ -61,6 +62,7 @@ _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
 _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
+_VERIFIED = 1024  # blobs whose bytes ``files`` keeps once checked (forgotten all at once)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
 _MMAP_BYTES = 1 << 30
 
@@ -129,8 +131,10 @@ _CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout'
 
 
 def _close(db: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
+    try:
         db.close()
+    except sqlite3.Error:
+        pass
 
 
 def _note(text: str, *args: object) -> None:
@@ -181,6 +185,9 @@ class IndexCache:
         # Facts of the rows at one commit (``remembered``): a server asks each question anew
         self._facts: dict[tuple, object] = {}
         self._facts_commit: str | None = None
+        # Blob id -> its bytes, inflated and checked against that id once: a blob's bytes
+        # never change, so a server serving the same hits again skips zlib and SHA-1.
+        self._verified: dict[str, bytes] = {}
 
     @classmethod
     def of(cls, repo: Repository) -> IndexCache:
@@ -208,10 +215,12 @@ class IndexCache:
                 if os.path.exists(self.path) and not _read_only(exc):
                     _note("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
                     self._remove_files()
-                    with contextlib.suppress(sqlite3.DatabaseError, OSError):
+                    try:
                         self._db = self._open_file(self.path)
                         weakref.finalize(self, _close, self._db)
                         return self._db
+                    except (sqlite3.DatabaseError, OSError):
+                        pass
                 _note("the index cache cannot be kept in %s; keeping it in memory", self.path)
                 self.path = None
         self._db = sqlite3.connect(":memory:", isolation_level=None)
@@ -221,8 +230,10 @@ class IndexCache:
     @staticmethod
     def _open_file(path: str) -> sqlite3.Connection:
         if not os.path.exists(path):
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.mkdir(os.path.dirname(path))
+            except FileExistsError:
+                pass
         db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -245,13 +256,14 @@ class IndexCache:
 
     def _remove_files(self) -> None:
         if self._db is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._db.close()
+            _close(self._db)
             self._db = None
         if self.path is not None:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     os.unlink(f"{self.path}{suffix}")
+                except FileNotFoundError:
+                    pass
 
     def close(self) -> None:
         if self._db is not None:
@@ -282,30 +294,12 @@ class IndexCache:
 
     # ----------------------------------------------------------------- snapshots
 
-    @contextlib.contextmanager
-    def snapshot(self, commit: str | None, keep: bool = True) -> Iterator[IndexCache]:
+    def snapshot(self, commit: str | None, keep: bool = True) -> _Snapshot:
         """Hold the cache at ``commit`` (None: an empty store) for the block. The outermost
         block owns one transaction: committed at the end when ``keep``, rolled back
         otherwise (a pre-receive check leaves the cache where it was). Nested blocks move
         the cache inside that transaction."""
-        commit = commit or _NO_COMMIT
-        if self._depth:
-            self._depth += 1
-            try:
-                self._move(commit)
-                yield self
-            finally:
-                self._depth -= 1
-            return
-        self._begin(commit)
-        self._depth = 1
-        ok = False
-        try:
-            yield self
-            ok = True
-        finally:
-            self._depth = 0
-            self._end(ok and keep)
+        return _Snapshot(self, commit or _NO_COMMIT, keep)
 
     def _begin(self, commit: str) -> None:
         for attempt in (1, 2):
@@ -338,8 +332,10 @@ class IndexCache:
 
     def _remove_connection(self) -> None:
         if self._db is not None:
-            with contextlib.suppress(sqlite3.Error):
+            try:
                 self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
             self._db.close()
             self._db = None
 
@@ -350,8 +346,10 @@ class IndexCache:
         try:
             db.execute("COMMIT" if commit else "ROLLBACK")
         except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):
+            try:
                 db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
         self._commit = None
         self._dirty = False
 
@@ -657,13 +655,19 @@ class IndexCache:
             sql = f"SELECT path, blob, raw FROM files WHERE path IN ({marks}) AND raw IS NOT NULL"
             held.update((path, (blob, packed)) for path, blob, packed in self._query(sql, batch))
         out = {}
+        verified = self._verified
         for path in wanted:
             if path not in held:
                 continue  # no such file, or its object is missing from the repository
             blob, packed = held[path]
-            raw = _unpack(packed)
-            if raw is None or blob_id(raw) != blob:
-                raise Lie(f"the index cache held a wrong copy of {path}")
+            raw = verified.get(blob)
+            if raw is None:
+                raw = _unpack(packed)
+                if raw is None or blob_id(raw) != blob:
+                    raise Lie(f"the index cache held a wrong copy of {path}")
+                if len(verified) >= _VERIFIED:
+                    verified.clear()
+                verified[blob] = raw
             out[path] = (blob, raw)
         return out
 
@@ -679,6 +683,39 @@ def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
 def _pack(raw: bytes) -> bytes:
     """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
     return zlib.compress(raw, 1)
+
+
+class _Snapshot:
+    """``IndexCache.snapshot``'s block (a class, not contextlib's decorator: a read verb
+    loads no contextlib, which costs its start-up milliseconds)."""
+
+    __slots__ = ("cache", "commit", "keep", "outer")
+
+    def __init__(self, cache: IndexCache, commit: str, keep: bool) -> None:
+        self.cache, self.commit, self.keep, self.outer = cache, commit, keep, False
+
+    def __enter__(self) -> IndexCache:
+        cache = self.cache
+        self.outer = not cache._depth
+        if self.outer:
+            cache._begin(self.commit)
+            cache._depth = 1
+            return cache
+        cache._depth += 1
+        try:
+            cache._move(self.commit)
+        except BaseException:
+            cache._depth -= 1
+            raise
+        return cache
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, trace: object) -> None:
+        cache = self.cache
+        if self.outer:
+            cache._depth = 0
+            cache._end(exc is None and self.keep)
+        else:
+            cache._depth -= 1
 
 
 def _unpack(packed: bytes | None) -> bytes | None:
