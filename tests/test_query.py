@@ -338,3 +338,21 @@ def test_the_cache_decides_and_ranks_a_scope_as_deciding_every_record_here_would
             assert ranked[0] == ranked[1], request
             compared += bool(ranked[0])
     assert compared >= 60  # most questions had hits to compare
+
+
+def test_a_term_is_a_literal_substring_whatever_characters_it_holds(tmp_path):
+    """The cache tests "the text holds the term" with GLOB: the pattern characters a term
+    may hold (* ? [ ]) stand for themselves, as Python's ``in`` has them."""
+    store = Store.init(tmp_path / "kb", bare=True)
+    literal, plain = synthetic.strategy(0), synthetic.strategy(3)
+    literal["retrieval"]["triggers"] = ["out[i] *= scale? under [tile]"]
+    plain["retrieval"]["triggers"] = ["out i scale! under tile"]
+    for record in (literal, plain):
+        store.admit(rec.dumps(record), "insert")
+    for term, wanted in (("[i]", [literal["id"]]), ("scale?", [literal["id"]]),
+                         ("*=", [literal["id"]]), ("e?", [literal["id"]]),
+                         ("[tile]", [literal["id"]]), ("[ab]", []), ("s*e", []),
+                         ("out", sorted([literal["id"], plain["id"]]))):  # fmt: skip
+        doc = answer.query(store, Request(terms=(term,), any_term=True, limit=10))
+        matched = sorted(ids(doc)) if doc["result"]["kind"] == "matches" else []
+        assert matched == wanted, (term, doc["result"])

@@ -161,15 +161,26 @@ def _by_id_and_path(values: tuple) -> tuple:
     return values[0], values[1]
 
 
+_HOLDS = "(search_text GLOB ?)"  # with ``_pattern(text)``: whether the text holds ``text``
+
+
+def _pattern(text: str) -> str:
+    """The GLOB pattern of "the retrieval text holds ``text``", a case-sensitive substring
+    test as Python's ``in`` (and instr()) is; GLOB finds it two to three times faster than
+    instr() over a store's texts. ``*``, ``?`` and ``[`` stand for themselves in brackets."""
+    return "*" + "".join(f"[{c}]" if c in "*?[" else c for c in text) + "*"
+
+
 def _rows(
     cache: IndexCache, where: str, params: tuple, texts: tuple[str, ...], row_type: type
 ) -> list:
     """The records with an id ``where`` holds, by id, each as ``row_type`` (``RankRow`` or a
     subclass), its ``contains`` a bit per text (a case-sensitive substring test, as
     Python's ``in``)."""
-    bits = " | ".join(f"((instr(search_text, ?) > 0) << {n})" for n in range(len(texts)))
+    bits = " | ".join(f"({_HOLDS} << {n})" for n in range(len(texts)))
     found = cache.select(
-        f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}", (*texts, *params)
+        f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}",
+        (*map(_pattern, texts), *params),
     )
     # Sorted here, not by SQL: ORDER BY walks the id index into the table row by row, a
     # scan reads it in order (UTF-8 byte order is code point order: the same sort).
@@ -303,8 +314,8 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
         signal = f"(bottleneck = ? OR {listed})"
         params += [exact.symptom.signal, *listed_params]
         if exact.symptom.text is not None:
-            signal = f"({signal} OR instr(search_text, ?) > 0)"
-            params.append(exact.symptom.text)
+            signal = f"({signal} OR {_HOLDS})"
+            params.append(_pattern(exact.symptom.text))
         parts.append(signal)
     for floored, floor in (
         (_IMPORTANCE, exact.min_importance),
@@ -325,12 +336,12 @@ def _hits(ranking: Ranking) -> tuple[str, tuple, str, tuple]:
     """SQL for a matching row's hits and for whether a row matches, each with its
     parameters. A row that matches every term has as many hits as there are terms: only
     ``any_term`` counts them, so a record's text is searched once a term."""
-    terms = ranking.terms
+    terms = tuple(map(_pattern, ranking.terms))
     if not terms:
         return "1", (), "1", ()
     if not ranking.any_term:
-        return str(len(terms)), (), " AND ".join(["instr(search_text, ?) > 0"] * len(terms)), terms
-    hits = "(" + " + ".join(["(instr(search_text, ?) > 0)"] * len(terms)) + ")"
+        return str(len(terms)), (), " AND ".join([_HOLDS] * len(terms)), terms
+    hits = "(" + " + ".join([_HOLDS] * len(terms)) + ")"
     return hits, terms, f"{hits} > 0", terms
 
 
