@@ -142,6 +142,11 @@ def _note(text: str, *args: object) -> None:
     notes.logger(__name__).info(text, *args)
 
 
+# What a cache that cannot be read raises past its own recovery (the SQLite error class):
+# a caller outside gitkb.store names it so, not by SQLite's module.
+CacheError = sqlite3.Error
+
+
 class Lie(GitkbError):
     """The cache held bytes that are not the blob it named: rebuild it and ask again."""
 

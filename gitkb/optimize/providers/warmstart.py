@@ -14,12 +14,12 @@ with the outcome, which lands in the record's ledger as an ``attest`` commit.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.errors import GitkbError
 from gitkb.optimize import providers
+from gitkb.store.cache import CacheError
 
 MODES = ("on", "reference", "off")
 
@@ -74,7 +74,7 @@ class Provider(providers.Provider):
             if exc.exit_code == 2:  # a usage error (an unknown hardware token): setup
                 raise GitkbError(f"warm start: {exc.message} (--kb {self.options.kb})") from None
             self.answer = cold_start(exc.message, kernel_name)
-        except (OSError, sqlite3.Error, KeyError, ValueError) as exc:
+        except (OSError, CacheError, KeyError, ValueError) as exc:
             # A store that exists but cannot be read whole (a damaged repository, a broken
             # cache that could not be rebuilt): the run goes on cold, saying why.
             self.answer = cold_start(f"{type(exc).__name__}: {exc}", kernel_name)
