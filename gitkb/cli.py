@@ -49,8 +49,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 VERSION_LINE = f"git-kb, version {__version__}"  # what click's version option prints
 
 
-# The click group once built: a module global, as functools.cache would import collections
-# and typing would import re, both before `--version` could answer.
+# The click group once built (a module global: functools.cache would load collections
+# before `--version` could answer).
 _built = None
 
 
