@@ -340,6 +340,47 @@ def test_the_cache_decides_and_ranks_a_scope_as_deciding_every_record_here_would
     assert compared >= 60  # most questions had hits to compare
 
 
+@pytest.mark.parametrize("walk", [1, 3, 64])
+def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied, monkeypatch, walk):
+    """A large pool is read from the top of the importance index and the reading stops
+    once no unread record can outrank the best found: over many questions, and walks so
+    short that most must fall back, it ranks exactly as keying every record does."""
+    from gitkb.errors import GitkbError
+    from gitkb.query import rank, scope
+    from gitkb.store import queries
+
+    monkeypatch.setattr(queries, "_WALK", walk)
+    store = Store.open(varied)
+    settled = fell_back = 0
+    real_walk = queries._walked
+
+    def counted(*args):
+        nonlocal settled, fell_back
+        found = real_walk(*args)
+        settled += found is not None
+        fell_back += found is None
+        return found
+
+    monkeypatch.setattr(queries, "_walked", counted)
+    with store.cache.snapshot(store.tip) as cache:
+        vocabulary = {name: sorted(scope.Vocabulary(cache).values(name))
+                      for name in ("dsl", "family", "type", "symptom")}  # fmt: skip
+        for request in _requests(vocabulary, 300):
+            try:
+                s = scope.resolve(cache, request)
+            except GitkbError:
+                continue
+            pooled = answer.Reader(store, cache, request, None).pooled(s)
+            keys = rank.ranking(s)
+            walked, keyed = (
+                [(r.row.path, r.key, r.text_hits, r.reach) for r in queries.ranked_rows(
+                    cache, pooled.exact, keys, request.limit, from_the_top=top)]
+                for top in (True, False)
+            )  # fmt: skip
+            assert walked == keyed, request
+    assert settled > 20 and (walk == 64 or fell_back > 20)  # both ways were taken
+
+
 def test_a_term_is_a_literal_substring_whatever_characters_it_holds(tmp_path):
     """The cache tests "the text holds the term" with GLOB: the pattern characters a term
     may hold (* ? [ ]) stand for themselves, as Python's ``in`` has them."""

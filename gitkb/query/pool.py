@@ -94,10 +94,13 @@ class Pool:
         self.exact = exact
         self.deferred = deferred
         self.symptom_mode = symptom_mode  # signal or text: how a symptom scope matched
+        self._size: int | None = None
 
     def size(self) -> int:
-        """How many records are in scope."""
-        return scope_count(self.cache, self.exact) + len(self.deferred)
+        """How many records are in scope (counted once: ranking asks, then the answer)."""
+        if self._size is None:
+            self._size = scope_count(self.cache, self.exact) + len(self.deferred)
+        return self._size
 
     def members(self) -> list[tuple[PoolRecord, str]]:
         """(record, reach) of every record in scope, by id (a fallback samples them)."""

@@ -20,6 +20,9 @@ from gitkb.valueclass import value_class
 NEUTRAL_ARCH_DISCOUNT = 0.85
 NEUTRAL_DSL_DISCOUNT = 0.85
 OTHER_ARCH_DISCOUNT = 0.6
+# A pool of at least 1/_LARGE_SHARE of the store: few records in importance order fall
+# outside it, so a walk in that order finds its best soon (gitkb.store.queries.ranked_rows).
+_LARGE_SHARE = 4
 
 
 @value_class(frozen=True)
@@ -98,7 +101,11 @@ def ranked(pool: Pool, limit: int, with_type: str | None = None) -> list[Hit]:
             hits.append(Hit(r.row, labels[r.reach] if scope.arch else EXACT, r.key, r.text_hits))
         return hits
 
-    found = decided(queries.ranked_rows(pool.cache, pool.exact, keys, limit, PoolRecord))
+    # A pool that is a large share of the store is read from its most important end.
+    from_the_top = pool.size() * _LARGE_SHARE >= queries.record_count(pool.cache)
+    found = decided(
+        queries.ranked_rows(pool.cache, pool.exact, keys, limit, PoolRecord, None, from_the_top)
+    )
     if with_type is not None and queries.holds(pool.cache, "type", with_type):
         typed = queries.ranked_rows(pool.cache, pool.exact, keys, None, PoolRecord, with_type)
         seen = {h.candidate.path for h in found}

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "8"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "9"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -65,6 +65,9 @@ _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 _VERIFIED = 1024  # blobs whose bytes ``files`` keeps once checked (forgotten all at once)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
 _MMAP_BYTES = 1 << 30
+# worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
+# is ordered by it: gitkb.store.queries reads a large pool from its most important end).
+IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,12 +125,18 @@ CREATE INDEX IF NOT EXISTS records_family ON records(family);
 CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
 -- a scope's count over the whole store reads this, not the table (ids and statuses only)
 CREATE INDEX IF NOT EXISTS records_status ON records(status, id);
+-- ranking's order, and the scope columns a walk in that order tests without the table
+CREATE INDEX IF NOT EXISTS records_rank ON records({importance} DESC, id, path, vendor, arch,
+    dsl, family, type, status);
 CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
 CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 """
 # One script, one transaction: two processes creating the cache at once both succeed.
-_CREATE = f"BEGIN IMMEDIATE;{_TABLES}INSERT OR IGNORE INTO meta VALUES ('layout', '{{}}');COMMIT;"
+_CREATE = (
+    f"BEGIN IMMEDIATE;{_TABLES.format(importance=IMPORTANCE)}"
+    "INSERT OR IGNORE INTO meta VALUES ('layout', '{}');COMMIT;"
+)
 
 
 def _close(db: sqlite3.Connection) -> None:

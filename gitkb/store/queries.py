@@ -12,7 +12,7 @@ from __future__ import annotations
 from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR
-from gitkb.store.cache import IndexCache
+from gitkb.store.cache import IMPORTANCE, IndexCache
 from gitkb.valueclass import fields_of, value_class
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
@@ -190,8 +190,10 @@ def _rows(
 
 # How a scope reaches a record (``ReachRule``), as the cache computes it.
 REACH_EXACT, REACH_NEUTRAL, REACH_OTHER = 0, 1, 2
-# worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing.
-_IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
+_IMPORTANCE = IMPORTANCE
+# A large pool's walk from its most important end reads this many of its records before
+# it falls back to keying them all (``ranked_rows``).
+_WALK = 64
 
 
 def _lists(column: str, value: str) -> tuple[str, tuple]:
@@ -408,9 +410,17 @@ def ranked_rows(
     limit: int | None,
     row_type: type = RankRow,
     of_type: str | None = None,
+    from_the_top: bool = False,
 ) -> list[RankedRow]:
     """The best ``limit`` (None: all) of ``exact``'s text matches, best first, each row as
-    ``row_type``; with ``of_type``, only records of that type."""
+    ``row_type``; with ``of_type``, only records of that type. ``from_the_top`` (a pool
+    that is a large share of the store): its records are read in importance order first,
+    and reading stops once no unread record can outrank the ``limit`` best found; only
+    when that does not settle it are they all keyed, as without."""
+    if from_the_top and limit is not None and of_type is None:
+        walked = _walked(cache, exact, ranking, limit, row_type)
+        if walked is not None:
+            return walked
     where, params = _exact_where(exact)
     if of_type is not None:
         where += " AND type = ?"
@@ -431,11 +441,64 @@ def ranked_rows(
         (*key_params, *hits_params, *reach_params, *params, *matching_params,
          *((limit,) if limit is not None else ())),
     )  # fmt: skip
-    width = len(fields_of(RankRow)) - 1  # every column but ``contains``
-    return [
-        RankedRow(row_type(*values[:width]), values[-1], values[width], values[width + 1])
-        for values in found
-    ]
+    return [_ranked_row(values, row_type) for values in found]
+
+
+_WIDTH = len(fields_of(RankRow)) - 1  # the ranking columns: every field but ``contains``
+
+
+def _ranked_row(values: tuple, row_type: type) -> RankedRow:
+    """A row of the ranking columns, then hits, reach, (...,) key, as a ``RankedRow``."""
+    return RankedRow(row_type(*values[:_WIDTH]), values[-1], values[_WIDTH], values[_WIDTH + 1])
+
+
+def _best_unread(ranking: Ranking, importance: float) -> float | None:
+    """The highest key a record of at most ``importance`` can have (None: no such bound, a
+    negative weight keying the less important higher)."""
+    most_hits = max(1, len(ranking.terms))
+    if ranking.mode == "text":
+        return most_hits * 1.0
+    if ranking.mode == "importance":
+        return importance
+    if not ranking.weight >= 0:
+        return None
+    return most_hits * (1.0 + ranking.weight * importance)  # the key's own arithmetic (_key)
+
+
+def _order(values: tuple) -> tuple:
+    """``ranked_rows``' order over its rows: key, then importance, down; then id and path."""
+    return -values[-1], -values[_WIDTH + 3], values[0], values[1]
+
+
+def _walked(
+    cache: IndexCache, exact: Exact, ranking: Ranking, limit: int, row_type: type
+) -> list[RankedRow] | None:
+    """``ranked_rows`` read from the top of ``records_rank``: the first ``_WALK`` records
+    in scope in importance order (the scope's columns tested in the index, the table read
+    only for those in it), keyed; None when a record not read could still outrank the
+    ``limit``-th best of them. Every factor of a key (reach, dsl) is at most 1, so no
+    unread record's key exceeds ``_best_unread``; one that equals it loses the tie, coming
+    later in the same order."""
+    where, params = _exact_where(exact)
+    hits, hits_params, matching, matching_params = _hits(ranking)
+    reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
+    key, key_params = _key(ranking, exact.reach is not None)
+    inner = (
+        f"SELECT {_RANKED}, {hits} AS hits, reach, ({matching}) AS matched, "
+        f"{_IMPORTANCE} AS importance FROM (SELECT {_RANKED}, search_text, {reach} AS reach "
+        f"FROM records INDEXED BY records_rank WHERE {where} "
+        f"ORDER BY {_IMPORTANCE} DESC, id, path LIMIT ?)"
+    )
+    found = cache.select(
+        f"SELECT *, {key} AS key FROM ({inner})",
+        (*key_params, *hits_params, *matching_params, *reach_params, *params, _WALK),
+    )
+    best = sorted((values for values in found if values[_WIDTH + 2]), key=_order)[:limit]
+    if len(found) == _WALK:  # the walk ended before the pool did
+        bound = _best_unread(ranking, found[-1][_WIDTH + 3])
+        if bound is None or len(best) < limit or best[-1][-1] < bound:
+            return None
+    return [_ranked_row(values, row_type) for values in best]
 
 
 def record_count(cache: IndexCache) -> int:
