@@ -190,7 +190,6 @@ def _rows(
 
 # How a scope reaches a record (``ReachRule``), as the cache computes it.
 REACH_EXACT, REACH_NEUTRAL, REACH_OTHER = 0, 1, 2
-_IMPORTANCE = IMPORTANCE
 # A large pool's walk from its most important end reads this many of its records before
 # it falls back to keying them all (``ranked_rows``).
 _WALK = 64
@@ -320,7 +319,7 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
             params.append(_pattern(exact.symptom.text))
         parts.append(signal)
     for floored, floor in (
-        (_IMPORTANCE, exact.min_importance),
+        (IMPORTANCE, exact.min_importance),
         ("gain", exact.min_gain),
         ("speedup", exact.min_speedup),
     ):
@@ -354,9 +353,9 @@ def _key(ranking: Ranking, by_reach: bool) -> tuple[str, tuple]:
     if ranking.mode == "text":
         key = "(hits * 1.0)"
     elif ranking.mode == "importance":
-        key = _IMPORTANCE
+        key = IMPORTANCE
     else:
-        key = f"(hits * (1.0 + ? * {_IMPORTANCE}))"
+        key = f"(hits * (1.0 + ? * {IMPORTANCE}))"
         params.append(ranking.weight)
     if by_reach:
         factor = f"CASE reach WHEN {REACH_NEUTRAL} THEN ? WHEN {REACH_OTHER} THEN ? ELSE 1.0 END"
@@ -429,7 +428,7 @@ def ranked_rows(
     reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
     key, key_params = _key(ranking, exact.reach is not None)
     inner = (
-        f"SELECT {_RANKED}, {hits} AS hits, {reach} AS reach, {_IMPORTANCE} AS importance "
+        f"SELECT {_RANKED}, {hits} AS hits, {reach} AS reach, {IMPORTANCE} AS importance "
         f"FROM records WHERE {where} AND ({matching})"
     )
     ordered = "ORDER BY key DESC, importance DESC, id, path"
@@ -485,9 +484,9 @@ def _walked(
     key, key_params = _key(ranking, exact.reach is not None)
     inner = (
         f"SELECT {_RANKED}, {hits} AS hits, reach, ({matching}) AS matched, "
-        f"{_IMPORTANCE} AS importance FROM (SELECT {_RANKED}, search_text, {reach} AS reach "
+        f"{IMPORTANCE} AS importance FROM (SELECT {_RANKED}, search_text, {reach} AS reach "
         f"FROM records INDEXED BY records_rank WHERE {where} "
-        f"ORDER BY {_IMPORTANCE} DESC, id, path LIMIT ?)"
+        f"ORDER BY {IMPORTANCE} DESC, id, path LIMIT ?)"
     )
     found = cache.select(
         f"SELECT *, {key} AS key FROM ({inner})",
