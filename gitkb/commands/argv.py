@@ -139,8 +139,6 @@ def run(args: list[str], environ: Mapping[str, str]) -> bool:
     parsed = parse(args, environ)
     if parsed is None:
         return False
-    import importlib
-
     from gitkb.notes import set_verbosity
     from gitkb.store import Store
 
@@ -149,7 +147,10 @@ def run(args: list[str], environ: Mapping[str, str]) -> bool:
     for option in specs()[verb]["options"]:
         if option["kind"] == "store":  # opened as StoreType opens it
             params[option["name"]] = Store.open(params[option["name"]], option["missing_ok"])
-    importlib.import_module(f"gitkb.commands.{VERBS[verb]}").run(**params)
+    # __import__, not importlib.import_module: the importlib package loads warnings.
+    module = f"gitkb.commands.{VERBS[verb]}"
+    __import__(module)
+    sys.modules[module].run(**params)
     return True
 
 

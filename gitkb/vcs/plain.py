@@ -71,10 +71,11 @@ def _text(path: str, encoding: str = "utf-8") -> str | None:
     """A small file's text (undecodable bytes replaced, unless ASCII is asked for); None when
     it cannot be read as a file."""
     try:
-        with open(
-            path, encoding=encoding, errors="strict" if encoding == "ascii" else "replace"
-        ) as fh:
-            return fh.read()
+        # Read as bytes, then decoded: a text file opened as ASCII loads that codec's module,
+        # which bytes.decode does not.
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        return raw.decode(encoding, "strict" if encoding == "ascii" else "replace")
     except (OSError, UnicodeDecodeError):
         return None
 
