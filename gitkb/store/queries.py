@@ -402,6 +402,35 @@ def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_t
     return _rows(cache, f"{where} AND ({' OR '.join(deferred)})", params, texts, row_type)
 
 
+@value_class(frozen=True)
+class _Keying:
+    """The SQL ``ranked_rows`` decides and keys a scope's rows with, each piece beside its
+    parameters: the scope, a row's hits, whether it matches, its reach code, its key."""
+
+    where: str
+    where_params: tuple
+    hits: str
+    hits_params: tuple
+    matching: str
+    matching_params: tuple
+    reach: str
+    reach_params: tuple
+    key: str
+    key_params: tuple
+
+
+def _keying(exact: Exact, ranking: Ranking, of_type: str | None = None) -> _Keying:
+    where, params = _exact_where(exact)
+    if of_type is not None:
+        where += " AND type = ?"
+        params = (*params, of_type)
+    hits, hits_params, matching, matching_params = _hits(ranking)
+    reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
+    key, key_params = _key(ranking, exact.reach is not None)
+    return _Keying(where, params, hits, hits_params, matching, matching_params, reach,
+                   reach_params, key, key_params)  # fmt: skip
+
+
 def ranked_rows(
     cache: IndexCache,
     exact: Exact,
@@ -420,24 +449,18 @@ def ranked_rows(
         walked = _walked(cache, exact, ranking, limit, row_type)
         if walked is not None:
             return walked
-    where, params = _exact_where(exact)
-    if of_type is not None:
-        where += " AND type = ?"
-        params = (*params, of_type)
-    hits, hits_params, matching, matching_params = _hits(ranking)
-    reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
-    key, key_params = _key(ranking, exact.reach is not None)
+    k = _keying(exact, ranking, of_type)
     inner = (
-        f"SELECT {_RANKED}, {hits} AS hits, {reach} AS reach, {IMPORTANCE} AS importance "
-        f"FROM records WHERE {where} AND ({matching})"
+        f"SELECT {_RANKED}, {k.hits} AS hits, {k.reach} AS reach, {IMPORTANCE} AS importance "
+        f"FROM records WHERE {k.where} AND ({k.matching})"
     )
     ordered = "ORDER BY key DESC, importance DESC, id, path"
-    sql = f"SELECT *, {key} AS key FROM ({inner}) {ordered}"
+    sql = f"SELECT *, {k.key} AS key FROM ({inner}) {ordered}"
     if limit is not None:
         sql += " LIMIT ?"
     found = cache.select(
         sql,
-        (*key_params, *hits_params, *reach_params, *params, *matching_params,
+        (*k.key_params, *k.hits_params, *k.reach_params, *k.where_params, *k.matching_params,
          *((limit,) if limit is not None else ())),
     )  # fmt: skip
     return [_ranked_row(values, row_type) for values in found]
@@ -478,20 +501,18 @@ def _walked(
     ``limit``-th best of them. Every factor of a key (reach, dsl) is at most 1, so no
     unread record's key exceeds ``_best_unread``; one that equals it loses the tie, coming
     later in the same order."""
-    where, params = _exact_where(exact)
-    hits, hits_params, matching, matching_params = _hits(ranking)
-    reach, reach_params = _reach(exact.reach) if exact.reach is not None else ("NULL", ())
-    key, key_params = _key(ranking, exact.reach is not None)
+    k = _keying(exact, ranking)
     inner = (
-        f"SELECT {_RANKED}, {hits} AS hits, reach, ({matching}) AS matched, "
-        f"{IMPORTANCE} AS importance FROM (SELECT {_RANKED}, search_text, {reach} AS reach "
-        f"FROM records INDEXED BY records_rank WHERE {where} "
+        f"SELECT {_RANKED}, {k.hits} AS hits, reach, ({k.matching}) AS matched, "
+        f"{IMPORTANCE} AS importance FROM (SELECT {_RANKED}, search_text, {k.reach} AS reach "
+        f"FROM records INDEXED BY records_rank WHERE {k.where} "
         f"ORDER BY {IMPORTANCE} DESC, id, path LIMIT ?)"
     )
     found = cache.select(
-        f"SELECT *, {key} AS key FROM ({inner})",
-        (*key_params, *hits_params, *matching_params, *reach_params, *params, _WALK),
-    )
+        f"SELECT *, {k.key} AS key FROM ({inner})",
+        (*k.key_params, *k.hits_params, *k.matching_params, *k.reach_params, *k.where_params,
+         _WALK),
+    )  # fmt: skip
     best = sorted((values for values in found if values[_WIDTH + 2]), key=_order)[:limit]
     if len(found) == _WALK:  # the walk ended before the pool did
         bound = _best_unread(ranking, found[-1][_WIDTH + 3])
