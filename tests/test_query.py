@@ -381,6 +381,35 @@ def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied,
     assert settled > 20 and (walk == 64 or fell_back > 20)  # both ways were taken
 
 
+def test_a_fallback_sample_drawn_by_position_is_the_sample_of_every_member(varied):
+    """The fallback draws positions and reads only the members drawn: the same records,
+    in the same order, as random.sample over every member of the pool, seed for seed."""
+    import random
+
+    from gitkb.errors import GitkbError
+    from gitkb.query import scope
+
+    store = Store.open(varied)
+    compared = 0
+    with store.cache.snapshot(store.tip) as cache:
+        vocabulary = {name: sorted(scope.Vocabulary(cache).values(name))
+                      for name in ("dsl", "family", "type", "symptom")}  # fmt: skip
+        for n, request in enumerate(_requests(vocabulary, 300)):
+            try:
+                s = scope.resolve(cache, request)
+            except GitkbError:
+                continue
+            pooled = answer.Reader(store, cache, request, None).pooled(s)
+            members = pooled.members()
+            assert pooled.size() == len(members)
+            count = min(len(members), request.limit)
+            drawn = pooled.at(random.Random(n).sample(range(len(members)), count))
+            every = random.Random(n).sample(members, count)
+            assert [(c.path, how) for c, how in drawn] == [(c.path, how) for c, how in every]
+            compared += count > 1
+    assert compared > 40
+
+
 def test_a_term_is_a_literal_substring_whatever_characters_it_holds(tmp_path):
     """The cache tests "the text holds the term" with GLOB: the pattern characters a term
     may hold (* ? [ ]) stand for themselves, as Python's ``in`` has them."""

@@ -157,13 +157,18 @@ def _empty_because(reader: Reader, s: scope.Scope) -> list[dict]:
     return sorted(out, key=lambda item: -item["would_match"])
 
 
-def _sample(scoped_pool: list, request: scope.Request) -> list:
-    if not scoped_pool:
+def _sample(in_scope: pool.Pool, request: scope.Request) -> list:
+    """The fallback: a random sample of the pool (``request.seed`` draws it), as
+    ``random.sample`` draws from its members; drawn by position, so only the members
+    drawn are read whole."""
+    size = in_scope.size()
+    if not size:
         return []
     import random
 
-    n = max(1, min(len(scoped_pool), int(len(scoped_pool) * request.fallback_ratio) or 1))
-    return random.Random(request.seed).sample(scoped_pool, min(n, request.limit))
+    n = max(1, min(size, int(size * request.fallback_ratio) or 1))
+    # sample() picks positions from the population's length alone: these are its picks
+    return in_scope.at(random.Random(request.seed).sample(range(size), min(n, request.limit)))
 
 
 def query(store: Store, request: scope.Request, now: float | None = None) -> dict:
@@ -214,7 +219,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
                         "labelled match.arch=other-architecture",
                     }
             if request.fallback:
-                hits = _sample(in_scope.members(), request)
+                hits = _sample(in_scope, request)
                 if hits:
                     result["kind"] = "fallback"
                     result["note"] = serve.FALLBACK_NOTE

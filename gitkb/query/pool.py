@@ -36,6 +36,7 @@ from gitkb.store.queries import (
     SymptomRule,
     deferred_rows,
     scope_count,
+    scope_keys,
     scope_rows,
     strings,
 )
@@ -103,10 +104,23 @@ class Pool:
         return self._size
 
     def members(self) -> list[tuple[PoolRecord, str]]:
-        """(record, reach) of every record in scope, by id (a fallback samples them)."""
+        """(record, reach) of every record in scope, by id."""
         decided = scope_rows(self.cache, self.exact, texts(self.scope), PoolRecord)
         every = [(c, reach(c, self.scope) or EXACT) for c in decided] + self.deferred
         return sorted(every, key=lambda member: (member[0].id, member[0].path))
+
+    def at(self, positions: list[int]) -> list[tuple[PoolRecord, str]]:
+        """``members()[i]`` for each of ``positions``, in their order (a fallback's sample):
+        the members' ids and paths are read to place them, and only those asked for whole."""
+        deferred = {c.path: (c, how) for c, how in self.deferred}
+        keys = sorted(
+            [*scope_keys(self.cache, self.exact), *((c.id, c.path) for c, _ in self.deferred)]
+        )
+        paths = [keys[i][1] for i in positions]
+        wanted = tuple(p for p in paths if p not in deferred)
+        rows = scope_rows(self.cache, self.exact, texts(self.scope), PoolRecord, wanted)
+        decided = {c.path: (c, reach(c, self.scope) or EXACT) for c in rows}
+        return [deferred[p] if p in deferred else decided[p] for p in paths]
 
 
 def pooled(

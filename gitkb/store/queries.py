@@ -381,10 +381,29 @@ def match_count(cache: IndexCache, exact: Exact, ranking: Ranking) -> int:
     return cache.select(sql, (*params, *matching_params))[0][0]
 
 
-def scope_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
-    """The records in ``exact``, by id (``_rows``)."""
+def scope_rows(
+    cache: IndexCache,
+    exact: Exact,
+    texts: tuple[str, ...],
+    row_type: type,
+    paths: tuple[str, ...] | None = None,
+) -> list:
+    """The records in ``exact`` (with ``paths``, only those at these paths), by id
+    (``_rows``)."""
     where, params = _exact_where(exact)
+    if paths is not None:
+        where += " AND path IN (SELECT value FROM json_each(?))"
+        params = (*params, jsontext.dumps(paths))
     return _rows(cache, where, params, texts, row_type)
+
+
+def scope_keys(cache: IndexCache, exact: Exact) -> list[tuple[str, str]]:
+    """(id, path) of every record in ``exact``, in that order: where ``scope_rows`` puts
+    each, read without the rest of its row."""
+    where, params = _exact_where(exact)
+    found = cache.select(f"SELECT id, path FROM records WHERE {where}", params)
+    found.sort()  # in Python, as _rows sorts: ORDER BY would walk the id index into the table
+    return found
 
 
 def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
