@@ -383,7 +383,8 @@ def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied,
 
 def test_a_fallback_sample_drawn_by_position_is_the_sample_of_every_member(varied):
     """The fallback draws positions and reads only the members drawn: the same records,
-    in the same order, as random.sample over every member of the pool, seed for seed."""
+    in the same order, as random.sample over every member of the pool, seed for seed.
+    And the pool is what its scope matches without terms (the diagnosis counts it so)."""
     import random
 
     from gitkb.errors import GitkbError
@@ -399,9 +400,12 @@ def test_a_fallback_sample_drawn_by_position_is_the_sample_of_every_member(varie
                 s = scope.resolve(cache, request)
             except GitkbError:
                 continue
-            pooled = answer.Reader(store, cache, request, None).pooled(s)
+            reader = answer.Reader(store, cache, request, None)
+            pooled = reader.pooled(s)
             members = pooled.members()
             assert pooled.size() == len(members)
+            # what the zero-match diagnosis takes as dropping the terms would match
+            assert reader.matches(s.without("terms")) == len(members)
             count = min(len(members), request.limit)
             drawn = pooled.at(random.Random(n).sample(range(len(members)), count))
             every = random.Random(n).sample(members, count)

@@ -140,7 +140,7 @@ def _resolved(s: scope.Scope) -> dict:
     }
 
 
-def _empty_because(reader: Reader, s: scope.Scope) -> list[dict]:
+def _empty_because(reader: Reader, s: scope.Scope, in_scope: pool.Pool) -> list[dict]:
     """Which single filter emptied the answer, and what dropping it would match: "this
     store has no such knowledge" and "these filters cannot co-occur" look alike."""
     out = []
@@ -151,7 +151,7 @@ def _empty_because(reader: Reader, s: scope.Scope) -> list[dict]:
         if n:
             out.append({"drop": "--" + name, "would_match": n})
     if s.terms:
-        n = reader.matches(s.without("terms"))
+        n = in_scope.size()  # without terms every record in scope matches (the pool is theirs)
         if n:
             out.append({"drop": "the free-text terms", "would_match": n})
     return sorted(out, key=lambda item: -item["would_match"])
@@ -204,7 +204,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
         }
         if not hits:
             result["kind"] = "empty"
-            removals = _empty_because(reader, s)
+            removals = _empty_because(reader, s, in_scope)
             if removals:
                 result["empty_because"] = {
                     "diagnosis": "over-constrained scope, not an empty store",
