@@ -277,6 +277,27 @@ def test_import_refuses_a_tree_with_a_bad_record(tmp_path):
     assert store.tip == tip
 
 
+def test_a_gpu_wiki_import_says_what_it_did(tmp_path):
+    """One line: the records imported, no other steps, the commit (and its JSON report
+    lists one import step a record, as the dry run planned)."""
+    tree = tmp_path / "wiki"
+    records = [synthetic.strategy(n) for n in range(3)]
+    for record in records:
+        path = tree / "records/strategy/any" / f"{record['id']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(dumps(record))
+    store = Store.init(tmp_path / "kb")
+    planned = kb("import", "gpu-wiki", str(tree), "--store", str(store.location), "--dry-run",
+                 "--json")  # fmt: skip
+    done = kb("import", "gpu-wiki", str(tree), "--store", str(store.location))
+    assert done.returncode == 0, done.stderr
+    tip = Store.open(store.location).tip
+    line = done.stdout.decode().strip()
+    assert line == f"imported 3 records from gpu-wiki, 0 other steps (1 commits) [{tip[:12]}]"
+    steps = json.loads(planned.stdout)["steps"]
+    assert [s["action"] for s in steps] == ["import"] * 3
+
+
 @pytest.mark.slow
 def test_cli_round_trip(tmp_path):
     kb_dir = tmp_path / "kb"

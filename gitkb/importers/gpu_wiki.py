@@ -72,14 +72,14 @@ def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
             ],
         )
 
+    # one import step a record, planned or done (the report says what a sync did alike)
+    steps = [{"action": "import", "record": f.id, "entries": [f.path], "detail": ""}
+             for f in files]  # fmt: skip
     if dry_run:
-        steps = [{"action": "import", "record": f.id, "entries": [f.path], "detail": ""}
-                 for f in files]  # fmt: skip
         return ImportReport("gpu-wiki", None, imported=len(files), steps=steps, dry_run=True)
     [admission] = store.commit([build])
-    return ImportReport(
-        "gpu-wiki", admission.commit, imported=len(files), commits=[admission.commit]
-    )
+    return ImportReport("gpu-wiki", admission.commit, imported=len(files), steps=steps,
+                        commits=[admission.commit])  # fmt: skip
 
 
 def export_tree(store, folder: str | os.PathLike) -> int:
