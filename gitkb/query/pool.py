@@ -113,6 +113,7 @@ class Pool:
         """``members()[i]`` for each of ``positions``, in their order (a fallback's sample):
         the members' ids and paths are read to place them, and only those asked for whole."""
         deferred = {c.path: (c, how) for c, how in self.deferred}
+        # by id and path, as members() sorts (one sort: the cache's keys come unsorted)
         keys = sorted(
             [*scope_keys(self.cache, self.exact), *((c.id, c.path) for c, _ in self.deferred)]
         )

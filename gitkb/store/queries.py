@@ -398,12 +398,10 @@ def scope_rows(
 
 
 def scope_keys(cache: IndexCache, exact: Exact) -> list[tuple[str, str]]:
-    """(id, path) of every record in ``exact``, in that order: where ``scope_rows`` puts
-    each, read without the rest of its row."""
+    """(id, path) of every record in ``exact``, in no order (sorted, they are where
+    ``scope_rows`` puts each), read without the rest of its row."""
     where, params = _exact_where(exact)
-    found = cache.select(f"SELECT id, path FROM records WHERE {where}", params)
-    found.sort()  # in Python, as _rows sorts: ORDER BY would walk the id index into the table
-    return found
+    return cache.select(f"SELECT id, path FROM records WHERE {where}", params)
 
 
 def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
@@ -507,7 +505,8 @@ def _best_unread(ranking: Ranking, importance: float) -> float | None:
 
 
 def _order(values: tuple) -> tuple:
-    """``ranked_rows``' order over its rows: key, then importance, down; then id and path."""
+    """``ranked_rows``' order over a row ``_walked`` reads (its importance after ``matched``):
+    key, then importance, down; then id and path."""
     return -values[-1], -values[_WIDTH + 3], values[0], values[1]
 
 
