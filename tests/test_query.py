@@ -306,23 +306,31 @@ def _requests(vocabulary: dict, n: int) -> list[Request]:
     return out
 
 
+def _questions(cache, n: int):
+    """(request, its scope resolved) for ``n`` random questions over the store's vocabulary;
+    those naming a value the store does not hold are left out."""
+    from gitkb.errors import GitkbError
+    from gitkb.query import scope
+
+    vocabulary = {name: sorted(scope.Vocabulary(cache).values(name))
+                  for name in ("dsl", "family", "type", "symptom")}  # fmt: skip
+    for request in _requests(vocabulary, n):
+        try:
+            yield request, scope.resolve(cache, request)
+        except GitkbError:
+            continue  # a value this store does not hold
+
+
 def test_the_cache_decides_and_ranks_a_scope_as_deciding_every_record_here_would(varied):
     """What SQL decides, counts and ranks (every record but those with feedback) equals
     what the same scope gives with every record decided in Python, over many questions."""
-    from gitkb.errors import GitkbError
-    from gitkb.query import cards, pool, rank, scope
+    from gitkb.query import cards, pool, rank
 
     store = Store.open(varied)
     compared = 0
     with store.cache.snapshot(store.tip) as cache:
-        vocabulary = {name: sorted(scope.Vocabulary(cache).values(name))
-                      for name in ("dsl", "family", "type", "symptom")}  # fmt: skip
         every_id = tuple(sorted(cache.ids()))
-        for request in _requests(vocabulary, 500):
-            try:
-                s = scope.resolve(cache, request)
-            except GitkbError:
-                continue  # a value this store does not hold
+        for request, s in _questions(cache, 500):
             reader = answer.Reader(store, cache, request, None)
             fast, slow = reader.pooled(s), pool.pooled(cache, s, every_id, reader.refold)
             assert fast.size() == slow.size() and fast.symptom_mode == slow.symptom_mode
@@ -345,8 +353,7 @@ def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied,
     """A large pool is read from the top of the importance index and the reading stops
     once no unread record can outrank the best found: over many questions, and walks so
     short that most must fall back, it ranks exactly as keying every record does."""
-    from gitkb.errors import GitkbError
-    from gitkb.query import rank, scope
+    from gitkb.query import rank
     from gitkb.store import queries
 
     monkeypatch.setattr(queries, "_WALK", walk)
@@ -363,13 +370,7 @@ def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied,
 
     monkeypatch.setattr(queries, "_walked", counted)
     with store.cache.snapshot(store.tip) as cache:
-        vocabulary = {name: sorted(scope.Vocabulary(cache).values(name))
-                      for name in ("dsl", "family", "type", "symptom")}  # fmt: skip
-        for request in _requests(vocabulary, 300):
-            try:
-                s = scope.resolve(cache, request)
-            except GitkbError:
-                continue
+        for request, s in _questions(cache, 300):
             pooled = answer.Reader(store, cache, request, None).pooled(s)
             keys = rank.ranking(s)
             walked, keyed = (
@@ -387,19 +388,10 @@ def test_a_fallback_sample_drawn_by_position_is_the_sample_of_every_member(varie
     And the pool is what its scope matches without terms (the diagnosis counts it so)."""
     import random
 
-    from gitkb.errors import GitkbError
-    from gitkb.query import scope
-
     store = Store.open(varied)
     compared = 0
     with store.cache.snapshot(store.tip) as cache:
-        vocabulary = {name: sorted(scope.Vocabulary(cache).values(name))
-                      for name in ("dsl", "family", "type", "symptom")}  # fmt: skip
-        for n, request in enumerate(_requests(vocabulary, 300)):
-            try:
-                s = scope.resolve(cache, request)
-            except GitkbError:
-                continue
+        for n, (request, s) in enumerate(_questions(cache, 300)):
             reader = answer.Reader(store, cache, request, None)
             pooled = reader.pooled(s)
             members = pooled.members()
