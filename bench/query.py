@@ -13,8 +13,11 @@ is the median of the per-round differences.
 The headline is the question an agent asks while it optimizes one kernel (its arch
 as the runtime reports it, its DSL and operator family, a few words, --brief, a
 budget). The broader questions show what a wide scope costs: the index cache counts
-and ranks the pool in SQL and returns only the hits served. `python -c pass` is timed
-alongside, the floor under `git kb --version`.
+and ranks the pool in SQL and returns only the hits served. A question that matches
+nothing over a third of the store pays its diagnosis and fallback sample; a symptom
+filter every record holds, and a speedup floor that no entry states (each record's
+measured speedup decides), are the filters that read more than an indexed column.
+`python -c pass` is timed alongside, the floor under `git kb --version`.
 
     python bench/query.py [--records 10000] [--runs 15] [--keep DIR]
 """
@@ -44,6 +47,9 @@ QUERIES = {
     "arch only": ["--arch", "9.0", "pass-fusion"],
     "whole store": ["softmax"],
     "zero matches": ["--arch", "sm_90", "--dsl", "triton", "--family", "op007", "xyzzy"],
+    "zero, arch only": ["--arch", "sm_90", "xyzzy"],
+    "symptom": ["--symptom", "memory-bound", "online", "softmax"],
+    "speedup floor": ["--min-speedup", "1.3", "softmax"],
 }  # fmt: skip
 
 

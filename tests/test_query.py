@@ -191,6 +191,39 @@ def test_zero_matches_say_why_and_fall_back_only_labelled(kbdir):
     ]
 
 
+def test_the_symptom_and_operator_vocabularies_are_what_the_records_list(tmp_path):
+    """``--list-symptoms`` and ``--list-operators`` list what the records hold (symptoms and
+    bottleneck; the scope's operators), and a symptom filter matches as a signal exactly
+    when one of them holds it."""
+    store = Store.init(tmp_path / "kb", bare=True)
+    records = [synthetic.strategy(n, families=3) for n in range(6)]
+    records[1]["retrieval"]["signals"]["bottleneck"] = "occupancy-register-capped"
+    records[2]["retrieval"]["signals"]["symptoms"] = ["bank-conflicts", "memory-bound"]
+    records[3]["retrieval"]["scope"]["operators"] = ["op000", "fused-rmsnorm"]
+    for record in records:
+        store.admit(rec.dumps(record), "insert")
+    listed = {}
+    for flag, name in (("--list-symptoms", "symptom"), ("--list-operators", "operator")):
+        done = kb("query", "--store", str(store.location), flag)
+        assert done.returncode == 0, done.stderr
+        listed[name] = set(done.stdout.decode().splitlines())
+    signals = [[*r["retrieval"]["signals"]["symptoms"], r["retrieval"]["signals"]["bottleneck"]]
+               for r in records]  # fmt: skip
+    assert listed["symptom"] == {s for found in signals for s in found if s}
+    assert "occupancy-register-capped" in listed["symptom"]
+    assert listed["operator"] == {o for r in records for o in r["retrieval"]["scope"]["operators"]}
+    for symptom, wanted in (("bank-conflicts", [records[2]]), ("occupancy-register-capped",
+                                                               [records[1]])):  # fmt: skip
+        done = kb("query", "--store", str(store.location), "--json", "--symptom", symptom)
+        assert done.returncode == 0 and b"not an indexed symptom" not in done.stderr
+        assert [r["id"] for r in json.loads(done.stdout)["records"]] == [r["id"] for r in wanted]
+    done = kb("query", "--store", str(store.location), "--json", "--symptom", "bank")
+    assert b"'bank' is not an indexed symptom" in done.stderr
+    assert json.loads(done.stdout)["query"]["symptom_match_mode"] == "text"
+    done = kb("query", "--store", str(store.location), "--json", "--operator", "fused-rmsnorm")
+    assert [r["id"] for r in json.loads(done.stdout)["records"]] == [records[3]["id"]]
+
+
 def test_coverage_shows_how_the_pool_was_reached(kbdir):
     done = kb("query", "--store", str(kbdir), "--arch", "H20", "--coverage")
     cover = json.loads(done.stdout)
@@ -380,6 +413,61 @@ def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied,
             )  # fmt: skip
             assert walked == keyed, request
     assert settled > 20 and (walk == 64 or fell_back > 20)  # both ways were taken
+
+
+@pytest.mark.parametrize("few", [0, 2, 256])
+def test_a_diagnosis_counts_as_reading_every_text_however_few_match_the_store(
+    varied, monkeypatch, few
+):
+    """An empty answer's counts (each filter dropped, the sibling architectures) count the
+    records the terms match store-wide by path when they are at most ``_FEW_MATCHED``, by
+    their texts when more: either way, what deciding each member in Python counts."""
+    from gitkb.query import rank
+    from gitkb.store import queries
+
+    monkeypatch.setattr(queries, "_FEW_MATCHED", few)
+    store = Store.open(varied)
+    counted = 0
+    with store.cache.snapshot(store.tip) as cache:
+        for request, s in _questions(cache, 200):
+            reader = answer.Reader(store, cache, request, None)
+            for asked in (s, s.widened(), *(s.without(n) for n in ("arch", "dsl", "family"))):
+                members = reader.pooled(asked).members()
+                wanted = sum(1 for c, _ in members
+                             if rank.text_hits(c, asked.terms, request.any_term))  # fmt: skip
+                assert reader.matches(asked) == wanted, (request, asked)
+                counted += wanted > 0
+    assert counted > 100
+
+
+def test_a_speedup_floor_reads_the_records_measured_speedup_from_the_cache(tmp_path, monkeypatch):
+    """``--min-speedup`` floors the entry's speedup where it states one, else the record's
+    measured speedup (``curation.speedup``, here from its gain). The cache keeps that, so
+    the floor reads no record but the hits it serves."""
+    from gitkb.record.curation import speedup
+    from gitkb.store.view import StoreView
+
+    store = Store.init(tmp_path / "kb", bare=True)
+    records = [synthetic.strategy(n) for n in range(12)]
+    metrics = records[0]["retrieval"]["signals"]["metrics"]
+    metrics.update(page_best_speedup_x=3.0, speedup_x=1.01)  # the entry's is page_best
+    for record in records:
+        store.admit(rec.dumps(record), "insert")
+    floor = 1.3
+    stated = {records[0]["id"]: 3.0}
+    wanted = sorted(r["id"] for r in records if stated.get(r["id"], speedup(r) or 0) >= floor)
+    assert records[0]["id"] in wanted and 2 < len(wanted) < len(records) - 2
+    read: list[str] = []
+    real = StoreView.read_checked
+
+    def reading(view, paths):
+        read.extend(paths)
+        return real(view, paths)
+
+    monkeypatch.setattr(StoreView, "read_checked", reading)
+    found = answer.query(Store.open(store.location), Request(min_speedup=floor, limit=50))
+    assert sorted(r["id"] for r in found["records"]) == wanted
+    assert len(read) == len(wanted)  # the hits, read to serve them; no other record
 
 
 def test_a_fallback_sample_drawn_by_position_is_the_sample_of_every_member(varied):

@@ -202,7 +202,9 @@ def test_a_killed_bulk_admission_leaves_whole_commits_and_no_worker(tmp_path, ma
     pending = list(zip(_files(tmp_path / "in", records), [r["id"] for r in records], strict=True))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     orphaned = 0
-    for delay in (0.4, 0.6, 0.8, 1.0):
+    # Each kill comes this long after the worker starts: while it screens, then while
+    # the writer commits what it screened (a worker is done within a second).
+    for delay in (0.0, 0.05, 0.3, 0.8):
         files = [f for f, _ in pending]
         proc = subprocess.Popen(
             [
@@ -218,6 +220,9 @@ def test_a_killed_bulk_admission_leaves_whole_commits_and_no_worker(tmp_path, ma
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        started = time.monotonic() + 10
+        while len(live_with(marker)) < 2 and proc.poll() is None and time.monotonic() < started:
+            time.sleep(0.005)
         time.sleep(delay)
         orphaned += len(live_with(marker)) == 2  # the writer and its worker, at the kill
         proc.kill()

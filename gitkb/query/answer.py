@@ -3,7 +3,7 @@
 Reads ``main`` through the index cache (a bare clone works, no checkout): the
 scope is resolved and the pool chosen from the cache's columns (named rows of
 ``gitkb.store.queries``; no entry is decoded); record bytes are read only for the
-hits served (and for records whose feedback or speedup must be folded in), so the
+hits served (and for records whose feedback must be folded in), so the
 query costs what it returns. The store comes opened (``Store.open``): a caller
 that keeps it (the MCP server) asks every question of the commit ``main`` names
 then.
@@ -24,7 +24,6 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path, id_of
 from gitkb.query import budget, cards, pool, rank, scope, serve
-from gitkb.record.values import json_number
 from gitkb.store import queries
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -42,14 +41,14 @@ _COVERAGE_READING = (
 
 class Reader:
     """One query's reads of the store at one commit: candidates from the cache, enriched
-    once each with what ranking must fold in (feedback; a speedup from the record)."""
+    once each with what ranking must fold in (their feedback)."""
 
     def __init__(self, store: Store, cache, request: scope.Request, now: float | None) -> None:
         self.view = store.view(cache.commit)
         self.cache = cache
         self.request = request
         self.now = now
-        # id -> (worth, tier, speedup) as refolded: each scope's rows are read afresh (their
+        # id -> (worth, tier) as refolded: each scope's rows are read afresh (their
         # text tests differ), the records behind them are read once
         self._enriched: dict[str, tuple] = {}
         self._with_feedback = queries.feedback_paths(cache)
@@ -62,34 +61,25 @@ class Reader:
     def refold(self, found: list[pool.PoolRecord]) -> None:
         for c in found:
             if c.id in self._enriched:
-                c.worth, c.tier, c.speedup = self._enriched[c.id]
+                c.worth, c.tier = self._enriched[c.id]
         self._enrich([c for c in found if c.id not in self._enriched])
 
     def _enrich(self, fresh: list[pool.PoolRecord]) -> None:
-        folding = {c.id for c in fresh if feedback_path(c.id) in self._with_feedback}
-        speedless = set()
-        if self.request.min_speedup is not None:
-            speedless = {c.id for c in fresh if json_number(c.speedup) is None}
-        if not folding and not speedless:
+        touched = [c for c in fresh if feedback_path(c.id) in self._with_feedback]
+        if not touched:
             return
-        # only for records with feedback, or with no speedup under --min-speedup
         from gitkb.query.feedback import fold, folded_rank
-        from gitkb.record.curation import speedup
 
-        touched = [c for c in fresh if c.id in folding or c.id in speedless]
-        paths = {c.path for c in touched} | {feedback_path(i) for i in folding}
+        paths = {c.path for c in touched} | {feedback_path(c.id) for c in touched}
         files = self.view.read_checked(sorted(paths))
         for c in touched:
             raw = files.get(c.path)
             record = parsed(c.path, raw) if raw is not None else None
             if record is None:
                 continue
-            if c.id in folding:
-                events = fold(files.get(feedback_path(c.id)))
-                c.worth, c.tier = folded_rank(record, events, self.now)
-            if c.id in speedless:
-                c.speedup = speedup(record)
-            self._enriched[c.id] = (c.worth, c.tier, c.speedup)
+            events = fold(files.get(feedback_path(c.id)))
+            c.worth, c.tier = folded_rank(record, events, self.now)
+            self._enriched[c.id] = (c.worth, c.tier)
 
     def matches(self, scoped_by: scope.Scope) -> int:
         """How many text matches ``scoped_by`` has (the diagnosis' counts)."""

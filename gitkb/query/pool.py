@@ -4,10 +4,10 @@ The index cache decides a scope from the ranking fields it keeps as columns, no 
 decoded: its indexed columns narrow the records (``gitkb.store.queries.Narrowing``, a
 superset), and the rest of the rules below (``Exact``) are stated here as data for it
 to count and rank in SQL, so a broad scope brings back only the hits it serves. The
-records with feedback (and, under ``--min-speedup``, those with no speedup column) are
-the exception: their worth, tier or speedup is refolded from files, so the same rules
-decide them here, in Python (``reach``, ``_tests``, ``symptom_match``), and they rank
-beside the cache's (``tests/test_query.py`` holds both ways equal). The rules:
+records with feedback are the exception: their worth and tier are refolded from their
+feedback files, so the same rules decide them here, in Python (``reach``, ``_tests``,
+``symptom_match``), and they rank beside the cache's (``tests/test_query.py`` holds both
+ways equal). The rules:
 
 * ``--arch``: a record written for that architecture (its ``arch`` or one of its
   ``architectures``) is ``exact``; an architecture-neutral record (arch
@@ -36,6 +36,7 @@ from gitkb.store.queries import (
     SymptomRule,
     deferred_rows,
     scope_count,
+    scope_holds_any,
     scope_keys,
     scope_rows,
     strings,
@@ -49,8 +50,8 @@ EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
 
 class PoolRecord(RankRow):
-    """One record as ranking sees it: the cache's ranking columns (``worth``, ``tier`` and
-    ``speedup`` may be refolded from feedback and the record before ranking). RankRow's
+    """One record as ranking sees it: the cache's ranking columns (``worth`` and ``tier``
+    may be refolded from feedback before ranking). RankRow's
     fields and slots: nothing of its own to generate."""
 
     __slots__ = ()
@@ -130,8 +131,8 @@ def pooled(
     deferred_ids: tuple[str, ...],
     refold: Callable[[list[PoolRecord]], None],
 ) -> Pool:
-    """``scope``'s pool, the records of ``deferred_ids`` (and, under ``--min-speedup``, those
-    with no speedup column) refolded by ``refold`` and decided here."""
+    """``scope``'s pool, the records of ``deferred_ids`` refolded by ``refold`` and decided
+    here."""
     exact = _exact(scope, deferred_ids)
     deferred = deferred_rows(cache, exact, texts(scope), PoolRecord)
     refold(deferred)
@@ -141,7 +142,7 @@ def pooled(
         # A recorded signal beats a passing mention: serving both buries the records that
         # are about this bottleneck under those that only use its words.
         signal = any(strength == "signal" for _, _, strength in kept)
-        signal = signal or scope_count(cache, _exact(scope, deferred_ids, False)) > 0
+        signal = signal or scope_holds_any(cache, _exact(scope, deferred_ids, False))
         mode = "signal" if signal else "text"
         exact = _exact(scope, deferred_ids, not signal)
         kept = [k for k in kept if k[2] == "signal" or not signal]

@@ -169,9 +169,8 @@ class Vocabulary:
             return queries.holds_arch(self.cache, self.vendors(), value)
         if name in queries.SCOPE_COLUMNS:
             return queries.holds(self.cache, name, value)
-        if name == "operator":
-            # The kernels table files a record under its operators: a superset to check.
-            return value in queries.entry_values(self.cache, name, kernel=value)
+        if name in queries.LIST_FILTERS:
+            return queries.holds_listed(self.cache, name, value)
         needle = jsontext.dumps(value, ensure_ascii=False)  # as the entry text holds it
         return value in queries.entry_values(self.cache, name, containing=needle)
 
@@ -179,6 +178,8 @@ class Vocabulary:
         if name not in self._values:
             if name in queries.SCOPE_COLUMNS:
                 self._values[name] = queries.column_values(self.cache, name)
+            elif name in queries.LIST_FILTERS:
+                self._values[name] = queries.listed_values(self.cache, name)
             else:
                 self._values[name] = queries.entry_values(self.cache, name)
         return self._values[name]

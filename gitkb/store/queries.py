@@ -17,12 +17,11 @@ from gitkb.valueclass import fields_of, value_class
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
-# The entry paths whose values only the entry holds (operators, symptoms, tags).
-ENTRY_LISTS = {
-    "operator": ("$.retrieval.scope.operators",),
-    "symptom": ("$.retrieval.signals.symptoms", "$.retrieval.signals.bottleneck"),
-    "tag": ("$.retrieval.technique_tags",),
-}
+# The filters whose values a record lists, kept as JSON text columns (``rows._strings``)
+# that a scope tests: its scope's operators, its recorded signals.
+LIST_FILTERS = ("operator", "symptom")
+# The entry paths whose values only the entry holds (tags).
+ENTRY_LISTS = {"tag": ("$.retrieval.technique_tags",)}
 _RANKED = (
     "id, path, type, status, vendor, arch, dsl, family, level, tier, worth, gain, speedup, "
     "architectures, operators, symptoms, bottleneck"
@@ -161,6 +160,9 @@ def _by_id_and_path(values: tuple) -> tuple:
     return values[0], values[1]
 
 
+# At most this many store-wide text matches are counted by path, not by reading texts
+# again (match_count).
+_FEW_MATCHED = 256
 _HOLDS = "(search_text GLOB ?)"  # with ``_pattern(text)``: whether the text holds ``text``
 
 
@@ -203,6 +205,13 @@ def _lists(column: str, value: str) -> tuple[str, tuple]:
     return sql, (quoted, value)
 
 
+def _signal(symptom: str) -> tuple[str, tuple]:
+    """SQL for "the record holds ``symptom`` as a recorded signal": its bottleneck, or one
+    of its symptoms."""
+    listed, params = _lists("symptoms", symptom)
+    return f"(bottleneck = ? OR {listed})", (symptom, *params)
+
+
 @value_class(frozen=True)
 class ReachRule:
     """How an arch-scoped question reaches a record: ``REACH_EXACT`` when the record's arch,
@@ -231,7 +240,7 @@ class SymptomRule:
 class Exact:
     """A scope as the cache decides it exactly: ``narrowing`` and every test besides. The
     records in ``deferred_ids`` are left out (the caller decides them, their ranking fields
-    refolded), and so, under ``min_speedup``, are those with no speedup column."""
+    refolded)."""
 
     narrowing: Narrowing
     reach: ReachRule | None = None
@@ -311,9 +320,8 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
         parts.append(listed)
         params += listed_params
     if exact.symptom is not None:
-        listed, listed_params = _lists("symptoms", exact.symptom.signal)
-        signal = f"(bottleneck = ? OR {listed})"
-        params += [exact.symptom.signal, *listed_params]
+        signal, signal_params = _signal(exact.symptom.signal)
+        params += signal_params
         if exact.symptom.text is not None:
             signal = f"({signal} OR {_HOLDS})"
             params.append(_pattern(exact.symptom.text))
@@ -373,12 +381,39 @@ def scope_count(cache: IndexCache, exact: Exact) -> int:
     return cache.select(f"SELECT count(*) FROM records WHERE {where}", params)[0][0]
 
 
+def scope_holds_any(cache: IndexCache, exact: Exact) -> bool:
+    """Whether any record is in ``exact`` (read up to the first)."""
+    where, params = _exact_where(exact)
+    return bool(cache.select(f"SELECT 1 FROM records WHERE {where} LIMIT 1", params))
+
+
 def match_count(cache: IndexCache, exact: Exact, ranking: Ranking) -> int:
-    """How many of them ``ranking``'s terms match."""
+    """How many of them ``ranking``'s terms match. A diagnosis asks this of several scopes
+    with the same terms: where the terms match few records in the whole store, those are
+    found once (one read of every text) and each scope counts only them."""
     where, params = _exact_where(exact)
     _, _, matching, matching_params = _hits(ranking)
-    sql = f"SELECT count(*) FROM records WHERE {where} AND ({matching})"
-    return cache.select(sql, (*params, *matching_params))[0][0]
+    few = _matched_anywhere(cache, ranking) if ranking.terms else None
+    if few is None:
+        sql = f"SELECT count(*) FROM records WHERE {where} AND ({matching})"
+        return cache.select(sql, (*params, *matching_params))[0][0]
+    if not few:
+        return 0
+    sql = f"SELECT count(*) FROM records WHERE {where} AND path IN (SELECT value FROM json_each(?))"
+    return cache.select(sql, (*params, jsontext.dumps(few)))[0][0]
+
+
+def _matched_anywhere(cache: IndexCache, ranking: Ranking) -> tuple[str, ...] | None:
+    """The paths of the records anywhere in the store that ``ranking``'s terms match (None:
+    more than ``_FEW_MATCHED``, reading stopping there)."""
+    _, _, matching, matching_params = _hits(ranking)
+    sql = f"SELECT path FROM records WHERE +id IS NOT NULL AND ({matching}) LIMIT ?"
+
+    def matched() -> tuple[str, ...] | None:
+        found = cache.select(sql, (*matching_params, _FEW_MATCHED + 1))
+        return None if len(found) > _FEW_MATCHED else tuple(path for (path,) in found)
+
+    return cache.remembered(("matched_anywhere", ranking.terms, ranking.any_term), matched)
 
 
 def scope_rows(
@@ -407,16 +442,11 @@ def scope_keys(cache: IndexCache, exact: Exact) -> list[tuple[str, str]]:
 def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_type: type) -> list:
     """The records ``exact`` leaves to the caller that its narrowing may reach, by id
     (``_rows``)."""
-    where, params = _where(exact.narrowing)
-    deferred = []
-    if exact.deferred_ids:
-        deferred.append("id IN (SELECT value FROM json_each(?))")
-        params = (*params, jsontext.dumps(exact.deferred_ids))
-    if exact.min_speedup is not None:
-        deferred.append("speedup IS NULL")
-    if not deferred:
+    if not exact.deferred_ids:
         return []
-    return _rows(cache, f"{where} AND ({' OR '.join(deferred)})", params, texts, row_type)
+    where, params = _where(exact.narrowing)
+    where += " AND id IN (SELECT value FROM json_each(?))"
+    return _rows(cache, where, (*params, jsontext.dumps(exact.deferred_ids)), texts, row_type)
 
 
 @value_class(frozen=True)
@@ -601,18 +631,44 @@ def column_values(cache: IndexCache, name: str) -> set[str]:
     return {row[0] for row in found}
 
 
-def entry_values(
-    cache: IndexCache, name: str, kernel: str | None = None, containing: str | None = None
-) -> set[str]:
+def holds_listed(cache: IndexCache, name: str, value: str) -> bool:
+    """Whether some record with an id lists ``value`` for the filter ``name`` (one of
+    ``LIST_FILTERS``), as that filter's scope test reads it."""
+    if name == "operator":
+        listed, params = _lists("operators", value)
+        # the kernels table files a record under each operator it lists: an indexed superset
+        where = f"path IN (SELECT path FROM kernels WHERE name = ?) AND {listed}"
+        params = (value, *params)
+    elif name == "symptom":
+        where, params = _signal(value)
+    else:
+        raise GitkbError(f"internal: {name!r} is not a listed filter")
+    sql = f"SELECT 1 FROM records WHERE id IS NOT NULL AND {where} LIMIT 1"
+    return cache.remembered(("listed", name, value), lambda: bool(cache.select(sql, params)))
+
+
+def listed_values(cache: IndexCache, name: str) -> set[str]:
+    """The non-empty values records with an id list for the filter ``name`` (one of
+    ``LIST_FILTERS``)."""
+    column = {"operator": "operators", "symptom": "symptoms"}.get(name)
+    if column is None:
+        raise GitkbError(f"internal: {name!r} is not a listed filter")
+    found = cache.select(
+        f"SELECT DISTINCT value FROM records, json_each(records.{column}) "
+        f"WHERE records.id IS NOT NULL AND {column} IS NOT NULL"  # json_each has an id too
+    )
+    if name == "symptom":
+        found += cache.select("SELECT DISTINCT bottleneck FROM records WHERE id IS NOT NULL")
+    return {value for (value,) in found if isinstance(value, str) and value}
+
+
+def entry_values(cache: IndexCache, name: str, containing: str | None = None) -> set[str]:
     """The strings the entries hold at ``ENTRY_LISTS[name]`` (lists flattened), over every
-    record with an id, or only those filed under ``kernel``, or only those whose entry
-    text holds ``containing``."""
+    record with an id, or only those whose entry text holds ``containing``."""
     paths = ", ".join(f"'{p}'" for p in ENTRY_LISTS[name])
     params: tuple[str, ...] = ()
     where = "1"
-    if kernel is not None:
-        where, params = "path IN (SELECT path FROM kernels WHERE name = ?)", (kernel,)
-    elif containing is not None:
+    if containing is not None:
         where, params = "instr(entry, ?) > 0", (containing,)
     found = cache.select(
         f"SELECT json_extract(entry, {paths}) FROM records JOIN entries USING (path) "

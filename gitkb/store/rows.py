@@ -4,9 +4,11 @@ the architectures it lists."""
 
 from __future__ import annotations
 
+import math
+
 from gitkb import jsontext
 from gitkb import record as rec
-from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts
+from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts, speedup
 from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
 from gitkb.valueclass import fields_of, value_class
@@ -116,8 +118,10 @@ def _strings(value: object) -> str | None:
     return jsontext.dumps(found, ensure_ascii=False, check_circular=False) if found else None
 
 
-def _ranking(entry: dict) -> tuple:
-    """The entry fields ranking reads, each as the one type ranking compares it as."""
+def _ranking(entry: dict, record: dict) -> tuple:
+    """The entry fields ranking reads, each as the one type ranking compares it as; the
+    speedup ``--min-speedup`` floors is the entry's, else the record's measured one
+    (``curation.speedup``: kept here so a floor reads no record)."""
     retrieval = entry.get("retrieval") if isinstance(entry.get("retrieval"), dict) else {}
     scope = retrieval.get("scope") if isinstance(retrieval.get("scope"), dict) else {}
     signals = retrieval.get("signals") if isinstance(retrieval.get("signals"), dict) else {}
@@ -126,13 +130,20 @@ def _ranking(entry: dict) -> tuple:
         string_or_none(entry.get("tier")),
         json_number(entry.get("worth_score")),
         json_number(entry.get("gain_pct")),
-        json_number(entry.get("speedup_x")),
+        _floored_speedup(entry, record),
         string_or_none(entry.get("search_text")) or "",
         _strings(scope.get("architectures")),
         _strings(scope.get("operators")),
         _strings(signals.get("symptoms")),
         string_or_none(signals.get("bottleneck")),
     )
+
+
+def _floored_speedup(entry: dict, record: dict) -> float | None:
+    stated = json_number(entry.get("speedup_x"))
+    if stated is None or math.isnan(stated):  # a NaN column reads back as NULL: none stated
+        return speedup(record)
+    return stated
 
 
 # A record file's ``records`` row, kernel names and architectures (``row_values``).
@@ -176,7 +187,7 @@ def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None
         string_or_none(rec.dig(data, "evidence", "raw", "source_repo")),
         jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
-        *_ranking(entry),
+        *_ranking(entry, data),
         *_curation(data),
     )
     return values, kernel_names(data), record_arches(data)
