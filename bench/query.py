@@ -1,5 +1,5 @@
-"""Retrieval latency: `git kb query` on a generated 10,000-record bare store, side by side
-with `git kb --version`.
+"""Retrieval latency: `git kb query` (and `git kb show` of a hit) on a generated
+10,000-record bare store, side by side with `git kb --version`.
 
 The store is built as bench/stores.py builds it (synthetic strategies over three
 arches, three DSLs and 40 operator families, one import commit) and its index cache
@@ -65,6 +65,9 @@ def main() -> None:
             argv = [*GIT_KB, "query", "--store", str(store_dir), "--json", *flags]
             commands[name] = argv
             answers[name] = json.loads(timed_ms(argv, env)[1])  # also compiles the bytecode
+        shown = answers[HEADLINE]["records"][0]["id"]  # the record an agent reads whole next
+        commands["show"] = [*GIT_KB, "show", "--store", str(store_dir), shown]
+        timed_ms(commands["show"], env)
         times = interleaved(commands, args.runs, env)
     floor = statistics.median(times["--version"])
     print(f"store                      {args.records} records, bare (built in {built_s:.1f} s)")
@@ -80,9 +83,16 @@ def main() -> None:
         print(f"query, {name:20}{statistics.median(times[name]):8.1f} ms  "
               f"(+{over[name]:.1f} ms over --version; {result['kind']}, {result['served']} "
               f"served of a {result['scoped_pool']}-record pool)")  # fmt: skip
+    over["show"] = statistics.median(
+        [s - v for s, v in zip(times["show"], times["--version"], strict=True)]
+    )
+    print(f"{'show, the first hit':27}{statistics.median(times['show']):8.1f} ms  "
+          f"(+{over['show']:.1f} ms over --version)")  # fmt: skip
     for name in QUERIES:  # every scope within start-up + TARGET_MS, the headline first
         figure(f"query over --version, {name}, {args.records} records", over[name], "ms",
                TARGET_MS, "lower")  # fmt: skip
+    figure(f"show over --version, {args.records} records", over["show"], "ms", TARGET_MS,
+           "lower")  # fmt: skip
     figure("git kb --version", floor, "ms", VERSION_TARGET_MS, "lower")
 
 

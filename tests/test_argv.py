@@ -53,7 +53,19 @@ RESOLVE_LINES = [
     ["--arch", "hopper"],  # --kernel is required: click says so
     ["--kernel", "x", "stray"],
 ]
-LINES = [("query", line) for line in QUERY_LINES] + [("resolve", ln) for ln in RESOLVE_LINES]
+SHOW_LINES = [
+    ["nvidia.h100.triton.softmax.online"],
+    ["-"],
+    [],  # RECORD_ID is required: click says so
+    ["a", "b"],  # one record: click says so
+    ["--bogus", "x"],
+    ["x", "-h"],
+]
+LINES = [
+    *(("query", line) for line in QUERY_LINES),
+    *(("resolve", line) for line in RESOLVE_LINES),
+    *(("show", line) for line in SHOW_LINES),
+]
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +117,8 @@ def test_the_plain_lines_are_taken(store_path):
         assert argv.parse(["query", *line], {}) is None, line
     taken = [ln for ln in RESOLVE_LINES if argv.parse(["resolve", *ln], {}) is not None]
     assert taken == [RESOLVE_LINES[0], RESOLVE_LINES[1], RESOLVE_LINES[3]], taken
+    taken = [ln for ln in SHOW_LINES if argv.parse(["show", *ln], {}) is not None]
+    assert taken == SHOW_LINES[:2], taken
 
 
 def test_the_group_flags_and_the_store_variable(store_path):

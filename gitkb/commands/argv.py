@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 SPECS_FILE = os.path.join(os.path.dirname(__file__), "argv.json")
 # The verbs given the quick start -> their module under gitkb.commands, which defines
 # ``run`` and builds its click command only when asked (``lazy_command``).
-VERBS = {"query": "query", "resolve": "resolve"}
+VERBS = {"query": "query", "resolve": "resolve", "show": "show"}
 _GROUP_FLAGS = {"-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
 
 
@@ -88,9 +88,16 @@ def _params(spec: dict, args: list[str], environ: Mapping[str, str]) -> dict:
         else:
             values[option["name"]] = value
     argument = spec["argument"]
-    if positional and argument is None:
-        raise _Unparsed
-    out: dict[str, object] = {argument: tuple(positional)} if argument is not None else {}
+    out: dict[str, object] = {}
+    if argument is None:
+        if positional:
+            raise _Unparsed
+    elif argument["nargs"] == 1:
+        if len(positional) != 1:
+            raise _Unparsed  # click says what is missing or extra
+        out[argument["name"]] = positional[0]
+    else:
+        out[argument["name"]] = tuple(positional)
     for option in spec["options"]:
         name = option["name"]
         if name in values:
@@ -167,15 +174,20 @@ def spec_of(command: click.Command) -> dict | None:
     from gitkb.commands import StoreType
 
     names = [p.name for p in command.params]
-    argument: str | None = None
+    argument: dict | None = None
     options: list[dict] = []
     unparsed: list[str] = []
     ctx = click.Context(command)
     for param in command.params:
         if isinstance(param, click.Argument):
-            if param.nargs != -1 or argument is not None or param.required:
+            # any number of words, or exactly one; as strings, from the command line only
+            taken = (param.nargs == -1 and not param.required) or (
+                param.nargs == 1 and param.required
+            )
+            plain = type(param.type) is click.types.StringParamType and param.envvar is None
+            if argument is not None or not taken or not plain or param.callback is not None:
                 return None
-            argument = param.name
+            argument = {"name": param.name, "nargs": param.nargs}
             continue
         if (
             not isinstance(param, click.Option)
