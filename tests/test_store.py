@@ -352,7 +352,7 @@ def test_a_kept_store_remembers_facts_of_one_commit_only(tmp_path):
     """What the cache remembers of a commit's rows (the vocabulary's answers, the record
     count) is asked again once main moves, by this process or another, or the cache is
     rebuilt."""
-    from gitkb.store import queries
+    from gitkb.store import queries, vocabulary
 
     kept = Store.init(tmp_path / "kb")
     kept.admit(dumps(synthetic.strategy(1, families=1)), "insert")
@@ -360,7 +360,7 @@ def test_a_kept_store_remembers_facts_of_one_commit_only(tmp_path):
 
     def facts() -> tuple:
         with kept.cache.snapshot(kept.tip) as cache:
-            return queries.record_count(cache), queries.holds(cache, "family", family)
+            return queries.record_count(cache), vocabulary.holds(cache, "family", family)
 
     assert facts() == facts() == (1, False)
     Store.open(kept.location).admit(dumps(synthetic.strategy(2, families=3)), "insert")

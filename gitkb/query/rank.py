@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gitkb.query.pool import EXACT, NEUTRAL, OTHER, Pool, PoolRecord
 from gitkb.query.scope import Scope
-from gitkb.store import queries
+from gitkb.store import queries, vocabulary
 from gitkb.store.queries import RankedRow, Ranking
 from gitkb.valueclass import value_class
 
@@ -106,7 +106,7 @@ def ranked(pool: Pool, limit: int, with_type: str | None = None) -> list[Hit]:
     found = decided(
         queries.ranked_rows(pool.cache, pool.exact, keys, limit, PoolRecord, None, from_the_top)
     )
-    if with_type is not None and queries.holds(pool.cache, "type", with_type):
+    if with_type is not None and vocabulary.holds(pool.cache, "type", with_type):
         typed = queries.ranked_rows(pool.cache, pool.exact, keys, None, PoolRecord, with_type)
         seen = {h.candidate.path for h in found}
         found += [h for h in decided(typed) if h.candidate.path not in seen]

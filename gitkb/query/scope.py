@@ -16,7 +16,7 @@ import math
 
 from gitkb import jsontext
 from gitkb.errors import GitkbError
-from gitkb.store import queries
+from gitkb.store import vocabulary
 from gitkb.valueclass import factory, replace, value_class
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -161,27 +161,27 @@ class Vocabulary:
     def vendors(self) -> tuple[str, ...]:
         """Every vendor value the store holds."""
         if "vendor" not in self._values:
-            self._values["vendor"] = queries.vendors(self.cache)
+            self._values["vendor"] = vocabulary.vendors(self.cache)
         return tuple(sorted(self._values["vendor"]))
 
     def holds(self, name: str, value: str) -> bool:
         if name == "arch":
-            return queries.holds_arch(self.cache, self.vendors(), value)
-        if name in queries.SCOPE_COLUMNS:
-            return queries.holds(self.cache, name, value)
-        if name in queries.LIST_FILTERS:
-            return queries.holds_listed(self.cache, name, value)
+            return vocabulary.holds_arch(self.cache, self.vendors(), value)
+        if name in vocabulary.SCOPE_COLUMNS:
+            return vocabulary.holds(self.cache, name, value)
+        if name in vocabulary.LIST_FILTERS:
+            return vocabulary.holds_listed(self.cache, name, value)
         needle = jsontext.dumps(value, ensure_ascii=False)  # as the entry text holds it
-        return value in queries.entry_values(self.cache, name, containing=needle)
+        return value in vocabulary.entry_values(self.cache, name, containing=needle)
 
     def values(self, name: str) -> Set[str]:
         if name not in self._values:
-            if name in queries.SCOPE_COLUMNS:
-                self._values[name] = queries.column_values(self.cache, name)
-            elif name in queries.LIST_FILTERS:
-                self._values[name] = queries.listed_values(self.cache, name)
+            if name in vocabulary.SCOPE_COLUMNS:
+                self._values[name] = vocabulary.column_values(self.cache, name)
+            elif name in vocabulary.LIST_FILTERS:
+                self._values[name] = vocabulary.listed_values(self.cache, name)
             else:
-                self._values[name] = queries.entry_values(self.cache, name)
+                self._values[name] = vocabulary.entry_values(self.cache, name)
         return self._values[name]
 
     def resolve(self, name: str, value: str | None) -> str | None:

@@ -652,8 +652,9 @@ class IndexCache:
 
     def select(self, sql: str, params: tuple = ()) -> list[tuple]:
         """One read-only statement over the snapshot's tables (``records``, ``kernels``,
-        ``arches``, ``files``): for the store's own query modules (``gitkb.store.queries``),
-        which turn its tuples into named rows; nothing outside ``gitkb.store`` writes SQL."""
+        ``arches``, ``files``): for the store's own query modules (``gitkb.store.queries``,
+        ``vocabulary``), which turn its tuples into named rows; nothing outside
+        ``gitkb.store`` writes SQL."""
         if sql.lstrip()[:6].upper() != "SELECT":
             raise GitkbError("internal: IndexCache.select runs one SELECT statement")
         return self._query(sql, params)

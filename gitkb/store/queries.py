@@ -1,27 +1,21 @@
 """The index cache's read queries for retrieval (``git kb query``), as named rows.
 
 Only ``gitkb.store`` speaks SQL to the cache; a reader states what it wants as data
-(``Narrowing``, ``Exact``, ``Ranking``, a column name, a value) and gets rows back by
-name. The ranking fields are columns of their own (``gitkb.store.rows``), so a scope
-is decided, counted and ranked here in SQL and only the best rows come back: a broad
-scope decodes no entry and builds no row it does not serve.
+(``Narrowing``, ``Exact``, ``Ranking``) and gets rows back by name (the values a filter
+may take: ``gitkb.store.vocabulary``). The ranking fields are columns of their own
+(``gitkb.store.rows``), so a scope is decided, counted and ranked here in SQL and only
+the best rows come back: a broad scope decodes no entry and builds no row it does not
+serve.
 """
 
 from __future__ import annotations
 
 from gitkb import jsontext
-from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache import IMPORTANCE, IndexCache
+from gitkb.store.sql import holds_signal, list_holds, marks, own_arch
 from gitkb.valueclass import fields_of, value_class
 
-# The columns a scope filter names directly (vendor, arch, dsl, family, type).
-SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
-# The filters whose values a record lists, kept as JSON text columns (``rows._strings``)
-# that a scope tests: its scope's operators, its recorded signals.
-LIST_FILTERS = ("operator", "symptom")
-# The entry paths whose values only the entry holds (tags).
-ENTRY_LISTS = {"tag": ("$.retrieval.technique_tags",)}
 _RANKED = (
     "id, path, type, status, vendor, arch, dsl, family, level, tier, worth, gain, speedup, "
     "architectures, operators, symptoms, bottleneck"
@@ -105,18 +99,6 @@ class Narrowing:
     status_not_in: tuple[str, ...] = ()
 
 
-def _marks(values: tuple) -> str:
-    return ", ".join("?" * len(values))
-
-
-def _own_arch(vendors: tuple[str, ...], arch: str) -> tuple[str, tuple]:
-    """ "The record's arch is ``arch``", spelled so the (vendor, arch) index answers."""
-    any_vendor = (
-        f"(vendor IN ({_marks(vendors)}) OR vendor IS NULL)" if vendors else ("vendor IS NULL")
-    )
-    return f"({any_vendor} AND arch = ?)", (*vendors, arch)
-
-
 def _where(narrowing: Narrowing) -> tuple[str, tuple]:
     # An id: the record parsed. Spelled ``+id`` so the planner scans the table in order
     # rather than walking the id index into it row by row (the other indexes still serve).
@@ -124,11 +106,11 @@ def _where(narrowing: Narrowing) -> tuple[str, tuple]:
     params: list = []
     wanted = narrowing.arch
     if wanted is not None:
-        own, own_params = _own_arch(wanted.vendors, wanted.arch)
+        own, own_params = own_arch(wanted.vendors, wanted.arch)
         condition = f"({own} OR path IN (SELECT path FROM arches WHERE arch = ?))"
         params += [*own_params, wanted.arch]
         if wanted.kin_vendors:
-            kin = f"(vendor IN ({_marks(wanted.kin_vendors)}) OR vendor IS NULL)"
+            kin = f"(vendor IN ({marks(wanted.kin_vendors)}) OR vendor IS NULL)"
             params += wanted.kin_vendors
             if wanted.kin_arch is not None:
                 kin = f"({kin} AND arch = ?)"
@@ -137,7 +119,7 @@ def _where(narrowing: Narrowing) -> tuple[str, tuple]:
         where.append(condition)
     for column, values in (("vendor", narrowing.vendor_in), ("dsl", narrowing.dsl_in)):
         if values:
-            where.append(f"{column} IN ({_marks(values)})")
+            where.append(f"{column} IN ({marks(values)})")
             params += values
     for column, value in (
         ("family", narrowing.family),
@@ -151,7 +133,7 @@ def _where(narrowing: Narrowing) -> tuple[str, tuple]:
         where.append("path IN (SELECT path FROM kernels WHERE name = ?)")
         params.append(narrowing.kernel)
     if narrowing.status_not_in:
-        where.append(f"(status IS NULL OR status NOT IN ({_marks(narrowing.status_not_in)}))")
+        where.append(f"(status IS NULL OR status NOT IN ({marks(narrowing.status_not_in)}))")
         params += narrowing.status_not_in
     return " AND ".join(where), tuple(params)
 
@@ -195,21 +177,6 @@ REACH_EXACT, REACH_NEUTRAL, REACH_OTHER = 0, 1, 2
 # A large pool's walk from its most important end reads this many of its records before
 # it falls back to keying them all (``ranked_rows``).
 _WALK = 64
-
-
-def _lists(column: str, value: str) -> tuple[str, tuple]:
-    """SQL for "the list column holds ``value``": its JSON text holding the quoted string
-    first (cheap, and necessary: ``rows._strings`` wrote it so), then its elements."""
-    quoted = jsontext.dumps(value, ensure_ascii=False)
-    sql = f"(instr({column}, ?) > 0 AND EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?))"
-    return sql, (quoted, value)
-
-
-def _signal(symptom: str) -> tuple[str, tuple]:
-    """SQL for "the record holds ``symptom`` as a recorded signal": its bottleneck, or one
-    of its symptoms."""
-    listed, params = _lists("symptoms", symptom)
-    return f"(bottleneck = ? OR {listed})", (symptom, *params)
 
 
 @value_class(frozen=True)
@@ -287,8 +254,8 @@ def _reach(rule: ReachRule) -> tuple[str, tuple]:
     """The reach code of a row (NULL: not reached), as SQL."""
     own = "vendor IS NULL"
     if rule.own_vendors:
-        own = f"({own} OR vendor IN ({_marks(rule.own_vendors)}))"
-    listed, listed_params = _lists("architectures", rule.arch)
+        own = f"({own} OR vendor IN ({marks(rule.own_vendors)}))"
+    listed, listed_params = list_holds("architectures", rule.arch)
     sql = f"CASE WHEN arch = ? OR {listed} THEN {REACH_EXACT}"
     params: list = [rule.arch, *listed_params]
     if not rule.strict:
@@ -316,11 +283,11 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
             parts.append(f"{column} = ?")
             params.append(value)
     if exact.operator:
-        listed, listed_params = _lists("operators", exact.operator)
+        listed, listed_params = list_holds("operators", exact.operator)
         parts.append(listed)
         params += listed_params
     if exact.symptom is not None:
-        signal, signal_params = _signal(exact.symptom.signal)
+        signal, signal_params = holds_signal(exact.symptom.signal)
         params += signal_params
         if exact.symptom.text is not None:
             signal = f"({signal} OR {_HOLDS})"
@@ -586,98 +553,3 @@ def feedback_paths(cache: IndexCache) -> frozenset[str]:
         return frozenset(row[0] for row in found)
 
     return cache.remembered(("feedback_paths",), paths)
-
-
-def _column(name: str) -> str:
-    if name not in SCOPE_COLUMNS:
-        raise GitkbError(f"internal: {name!r} is not a scope column")
-    return name
-
-
-def vendors(cache: IndexCache) -> frozenset[str]:
-    """Every vendor value the store holds: one probe of the (vendor, arch, family) index per
-    vendor (a skip scan), not a walk of every record's entry in it."""
-
-    def found() -> frozenset[str]:
-        held: set[str] = set()
-        vendor = cache.select("SELECT min(vendor) FROM records")[0][0]
-        while vendor is not None:
-            held.add(vendor)
-            vendor = cache.select("SELECT min(vendor) FROM records WHERE vendor > ?", (vendor,))
-            vendor = vendor[0][0]
-        return frozenset(held)
-
-    return cache.remembered(("vendors",), found)
-
-
-def holds_arch(cache: IndexCache, store_vendors: tuple[str, ...], arch: str) -> bool:
-    """Whether some record's own arch is ``arch``."""
-    where, params = _own_arch(store_vendors, arch)
-    sql = f"SELECT 1 FROM records WHERE {where} LIMIT 1"
-    return cache.remembered(("holds_arch", params), lambda: bool(cache.select(sql, params)))
-
-
-def holds(cache: IndexCache, name: str, value: str) -> bool:
-    """Whether some record with an id has ``value`` in the scope column ``name``."""
-    sql = f"SELECT 1 FROM records WHERE {_column(name)} = ? AND id IS NOT NULL LIMIT 1"
-    return cache.remembered(("holds", name, value), lambda: bool(cache.select(sql, (value,))))
-
-
-def column_values(cache: IndexCache, name: str) -> set[str]:
-    """The non-empty values of the scope column ``name`` over records with an id."""
-    column = _column(name)
-    found = cache.select(f"SELECT DISTINCT {column} FROM records WHERE id IS NOT NULL "
-                         f"AND {column} IS NOT NULL AND {column} != ''")  # fmt: skip
-    return {row[0] for row in found}
-
-
-def holds_listed(cache: IndexCache, name: str, value: str) -> bool:
-    """Whether some record with an id lists ``value`` for the filter ``name`` (one of
-    ``LIST_FILTERS``), as that filter's scope test reads it."""
-    if name == "operator":
-        listed, params = _lists("operators", value)
-        # the kernels table files a record under each operator it lists: an indexed superset
-        where = f"path IN (SELECT path FROM kernels WHERE name = ?) AND {listed}"
-        params = (value, *params)
-    elif name == "symptom":
-        where, params = _signal(value)
-    else:
-        raise GitkbError(f"internal: {name!r} is not a listed filter")
-    sql = f"SELECT 1 FROM records WHERE id IS NOT NULL AND {where} LIMIT 1"
-    return cache.remembered(("listed", name, value), lambda: bool(cache.select(sql, params)))
-
-
-def listed_values(cache: IndexCache, name: str) -> set[str]:
-    """The non-empty values records with an id list for the filter ``name`` (one of
-    ``LIST_FILTERS``)."""
-    column = {"operator": "operators", "symptom": "symptoms"}.get(name)
-    if column is None:
-        raise GitkbError(f"internal: {name!r} is not a listed filter")
-    found = cache.select(
-        f"SELECT DISTINCT value FROM records, json_each(records.{column}) "
-        f"WHERE records.id IS NOT NULL AND {column} IS NOT NULL"  # json_each has an id too
-    )
-    if name == "symptom":
-        found += cache.select("SELECT DISTINCT bottleneck FROM records WHERE id IS NOT NULL")
-    return {value for (value,) in found if isinstance(value, str) and value}
-
-
-def entry_values(cache: IndexCache, name: str, containing: str | None = None) -> set[str]:
-    """The strings the entries hold at ``ENTRY_LISTS[name]`` (lists flattened), over every
-    record with an id, or only those whose entry text holds ``containing``."""
-    paths = ", ".join(f"'{p}'" for p in ENTRY_LISTS[name])
-    params: tuple[str, ...] = ()
-    where = "1"
-    if containing is not None:
-        where, params = "instr(entry, ?) > 0", (containing,)
-    found = cache.select(
-        f"SELECT json_extract(entry, {paths}) FROM records JOIN entries USING (path) "
-        f"WHERE id IS NOT NULL AND json_valid(entry) AND {where}",
-        params,
-    )
-    out: set[str] = set()
-    for (text,) in found:
-        for value in jsontext.loads(text) if text else ():
-            items = value if isinstance(value, list) else [value]
-            out.update(v for v in items if isinstance(v, str) and v)
-    return out
