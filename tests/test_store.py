@@ -348,6 +348,21 @@ def test_cli_errors_are_one_clear_line(tmp_path, args, message, code):
     assert len([line for line in stderr.splitlines() if line.strip()]) <= 3
 
 
+def test_a_kept_store_remembers_a_bounded_number_of_facts(tmp_path, monkeypatch):
+    """A server asked about ever new values (terms, filter values) of one commit keeps at
+    most ``_FACTS`` answers, then forgets them all and asks again."""
+    from gitkb.store import cache as index_cache
+
+    monkeypatch.setattr(index_cache, "_FACTS", 2)
+    kept = Store.init(tmp_path / "kb")
+    kept.admit(dumps(synthetic.strategy(1, families=1)), "insert")
+    asked: list[str] = []
+    with kept.cache.snapshot(kept.tip) as cache:
+        for key in ("a", "b", "a", "b", "c", "c"):
+            cache.remembered((key,), lambda key=key: asked.append(key))
+    assert asked == ["a", "b", "a", "b", "c"]  # full at two: forgotten, asked again
+
+
 def test_a_kept_store_remembers_facts_of_one_commit_only(tmp_path):
     """What the cache remembers of a commit's rows (the vocabulary's answers, the record
     count) is asked again once main moves, by this process or another, or the cache is

@@ -63,6 +63,7 @@ _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
 _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 _VERIFIED = 1024  # blobs whose bytes ``files`` keeps once checked (forgotten all at once)
+_FACTS = 4096  # facts ``remembered`` keeps of one commit (forgotten all at once)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
 _MMAP_BYTES = 1 << 30
 # worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
@@ -644,7 +645,7 @@ class IndexCache:
         asks the vocabulary's questions of every query anew. Not kept under edits."""
         if self._dirty:
             return compute()
-        if self._facts_commit != self._commit:
+        if self._facts_commit != self._commit or len(self._facts) >= _FACTS:
             self._facts, self._facts_commit = {}, self._commit
         if key not in self._facts:
             self._facts[key] = compute()
