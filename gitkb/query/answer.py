@@ -50,7 +50,7 @@ class Reader:
         self.now = now
         # id -> (worth, tier) as refolded: each scope's rows are read afresh (their
         # text tests differ), the records behind them are read once
-        self._enriched: dict[str, tuple] = {}
+        self._enriched: dict[str, tuple[float | None, str | None]] = {}
         self._with_feedback = queries.feedback_paths(cache)
         # ranked here, not by the cache: their worth and tier are refolded from feedback
         self._deferred = tuple(sorted({id_of(path) for path in self._with_feedback}))

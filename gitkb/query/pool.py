@@ -51,8 +51,8 @@ EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 
 class PoolRecord(RankRow):
     """One record as ranking sees it: the cache's ranking columns (``worth`` and ``tier``
-    may be refolded from feedback before ranking). RankRow's
-    fields and slots: nothing of its own to generate."""
+    may be refolded from feedback before ranking). RankRow's fields and slots: nothing of
+    its own to generate."""
 
     __slots__ = ()
 
