@@ -47,3 +47,40 @@ def test_query_selects_what_the_gpu_wiki_tool_selects(corpus, tmp_path):
     assert not differing, differing[:5]
     assert sum(r.get("hits", 0) for r in rows) > 1000  # the selections were not all empty
     assert any(r["reference"] == 2 for r in rows)  # and some questions were refused by both
+
+
+LISTINGS = [["--list-arch"], ["--list-dsl"], ["--list-family"], ["--list-operators"],
+            ["--list-type"], ["--list-symptoms"], ["--list-tags"],
+            ["--list-symptoms", "--like", "MEM"], ["--list-tags", "--like", "tma"]]  # fmt: skip
+
+
+def test_the_listings_are_the_gpu_wiki_tools_line_for_line(tmp_path):
+    """``--list-*`` prints the vocabulary GPU-wiki's tool prints, in its order (tokens,
+    then prose), on the public store."""
+    import contextlib
+    import importlib
+    import io
+
+    from click.testing import CliRunner
+
+    from gitkb.cli import cli
+
+    tools, wiki = like.reference_tree(reference_repo(), tmp_path, None)
+    store = like.build_store(wiki, tmp_path / "kb")
+    sys.path.insert(0, str(tools))
+    try:
+        module = importlib.import_module("query_wiki")
+    finally:
+        sys.path.remove(str(tools))
+    try:
+        for flags in LISTINGS:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+                assert module.main(["--json-store", str(wiki), *flags]) in (0, None)
+            ours = CliRunner().invoke(cli, ["query", "--store", str(store), *flags])
+            assert ours.exit_code == 0, ours.output
+            wanted = printed.getvalue().splitlines()
+            assert ours.stdout.splitlines() == wanted and wanted, flags
+    finally:
+        sys.modules.pop("query_wiki", None)
+        sys.modules.pop("hardware_identity", None)
