@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.store import vocabulary
 from gitkb.valueclass import factory, replace, value_class
@@ -169,19 +168,14 @@ class Vocabulary:
             return vocabulary.holds_arch(self.cache, self.vendors(), value)
         if name in vocabulary.SCOPE_COLUMNS:
             return vocabulary.holds(self.cache, name, value)
-        if name in vocabulary.LIST_FILTERS:
-            return vocabulary.holds_listed(self.cache, name, value)
-        needle = jsontext.dumps(value, ensure_ascii=False)  # as the entry text holds it
-        return value in vocabulary.entry_values(self.cache, name, containing=needle)
+        return vocabulary.holds_listed(self.cache, name, value)
 
     def values(self, name: str) -> Set[str]:
         if name not in self._values:
             if name in vocabulary.SCOPE_COLUMNS:
                 self._values[name] = vocabulary.column_values(self.cache, name)
-            elif name in vocabulary.LIST_FILTERS:
-                self._values[name] = vocabulary.listed_values(self.cache, name)
             else:
-                self._values[name] = vocabulary.entry_values(self.cache, name)
+                self._values[name] = vocabulary.listed_values(self.cache, name)
         return self._values[name]
 
     def resolve(self, name: str, value: str | None) -> str | None:

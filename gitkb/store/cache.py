@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "10"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "11"  # bump when the tables or what an entry holds change
 _BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -98,6 +98,7 @@ CREATE TABLE IF NOT EXISTS records (
     operators TEXT,
     symptoms TEXT,
     bottleneck TEXT,
+    tags TEXT,
     search_text TEXT,
     code TEXT,
     code_speedup REAL,

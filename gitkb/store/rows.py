@@ -22,7 +22,7 @@ COLUMNS = (
     "language, signature, source, entry, error, "
     # what ranking reads, kept beside the entry so a broad query decodes no entry
     "level, tier, worth, gain, speedup, search_text, architectures, operators, symptoms, "
-    "bottleneck, " + ", ".join(CURATION_COLUMNS)
+    "bottleneck, tags, " + ", ".join(CURATION_COLUMNS)
 )
 # The entry is kept in a table of its own (``entries``, by path): a scan of the ranking
 # columns then reads rows of about a kilobyte, not three.
@@ -136,6 +136,7 @@ def _ranking(entry: dict, record: dict) -> tuple:
         _strings(scope.get("operators")),
         _strings(signals.get("symptoms")),
         string_or_none(signals.get("bottleneck")),
+        _strings(retrieval.get("technique_tags")),  # listed only (``--list-tags``)
     )
 
 
@@ -165,7 +166,7 @@ def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None
         # (and counts) the broken record.
         parts = path.split("/")
         kernels = parts[5:6] if len(parts) == 7 else []
-        values = (path, blob, *([None] * 14), loaded.error, *([None] * 10), *_NO_CURATION)
+        values = (path, blob, *([None] * 14), loaded.error, *([None] * 11), *_NO_CURATION)
         return values, kernels, []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)

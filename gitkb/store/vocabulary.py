@@ -4,18 +4,15 @@ near misses and ``--list-*``)."""
 
 from __future__ import annotations
 
-from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.store.cache import IndexCache
 from gitkb.store.sql import holds_signal, list_holds, own_arch
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
-# The filters whose values a record lists, kept as JSON text columns (``rows._strings``)
-# that a scope tests: its scope's operators, its recorded signals.
-LIST_FILTERS = ("operator", "symptom")
-# The entry paths whose values only the entry holds (tags).
-ENTRY_LISTS = {"tag": ("$.retrieval.technique_tags",)}
+# The filters whose values a record lists, kept as JSON text columns (``rows._strings``):
+# its scope's operators and its recorded signals (which a scope tests), its technique tags.
+LIST_FILTERS = ("operator", "symptom", "tag")
 
 
 def _column(name: str) -> str:
@@ -71,6 +68,8 @@ def holds_listed(cache: IndexCache, name: str, value: str) -> bool:
         params = (value, *params)
     elif name == "symptom":
         where, params = holds_signal(value)
+    elif name == "tag":
+        where, params = list_holds("tags", value)
     else:
         raise GitkbError(f"internal: {name!r} is not a listed filter")
     sql = f"SELECT 1 FROM records WHERE id IS NOT NULL AND {where} LIMIT 1"
@@ -80,7 +79,7 @@ def holds_listed(cache: IndexCache, name: str, value: str) -> bool:
 def listed_values(cache: IndexCache, name: str) -> set[str]:
     """The non-empty values records with an id list for the filter ``name`` (one of
     ``LIST_FILTERS``)."""
-    column = {"operator": "operators", "symptom": "symptoms"}.get(name)
+    column = {"operator": "operators", "symptom": "symptoms", "tag": "tags"}.get(name)
     if column is None:
         raise GitkbError(f"internal: {name!r} is not a listed filter")
     found = cache.select(
@@ -90,24 +89,3 @@ def listed_values(cache: IndexCache, name: str) -> set[str]:
     if name == "symptom":
         found += cache.select("SELECT DISTINCT bottleneck FROM records WHERE id IS NOT NULL")
     return {value for (value,) in found if isinstance(value, str) and value}
-
-
-def entry_values(cache: IndexCache, name: str, containing: str | None = None) -> set[str]:
-    """The strings the entries hold at ``ENTRY_LISTS[name]`` (lists flattened), over every
-    record with an id, or only those whose entry text holds ``containing``."""
-    paths = ", ".join(f"'{p}'" for p in ENTRY_LISTS[name])
-    params: tuple[str, ...] = ()
-    where = "1"
-    if containing is not None:
-        where, params = "instr(entry, ?) > 0", (containing,)
-    found = cache.select(
-        f"SELECT json_extract(entry, {paths}) FROM records JOIN entries USING (path) "
-        f"WHERE id IS NOT NULL AND json_valid(entry) AND {where}",
-        params,
-    )
-    out: set[str] = set()
-    for (text,) in found:
-        for value in jsontext.loads(text) if text else ():
-            items = value if isinstance(value, list) else [value]
-            out.update(v for v in items if isinstance(v, str) and v)
-    return out
