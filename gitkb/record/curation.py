@@ -5,7 +5,7 @@ bench key, direction, reproductions, GEAK's exp id) and ``warmstart/geak`` keys 
 by GEAK's names; the index cache keeps ``curation_facts`` of every code record as
 columns (``store/rows.py``), so ``git kb resolve`` chooses without reading a record
 and reads only the ones it serves. A change to any rule here changes what the cache
-holds: bump ``store/cache.LAYOUT_VERSION`` with it.
+holds: bump ``store/cache_file.LAYOUT_VERSION`` with it.
 """
 
 from __future__ import annotations

@@ -33,6 +33,13 @@ from gitkb import jsontext, notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
+from gitkb.store.cache_file import (
+    FILE_NAME,
+    close_quietly,
+    open_file,
+    open_memory,
+    read_only,
+)
 from gitkb.store.rows import (
     COLUMNS,
     ENTRY_AT,
@@ -56,96 +63,12 @@ if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
 
-FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "11"  # bump when the tables or what an entry holds change
-_BUSY_TIMEOUT_MS = 120_000
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
 _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 _VERIFIED = 1024  # blobs whose bytes ``files`` keeps once checked (forgotten all at once)
 _FACTS = 4096  # facts ``remembered`` keeps of one commit (forgotten all at once)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
-_MMAP_BYTES = 1 << 30
-# worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
-# is ordered by it: gitkb.store.queries reads a large pool from its most important end).
-IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
-
-_TABLES = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, raw BLOB);
-CREATE TABLE IF NOT EXISTS records (
-    path TEXT PRIMARY KEY,
-    blob TEXT NOT NULL,
-    id TEXT,
-    type TEXT,
-    status TEXT,
-    episode_key TEXT,
-    vendor TEXT,
-    arch TEXT,
-    dsl TEXT,
-    family TEXT,
-    product TEXT,
-    measured TEXT,
-    language TEXT,
-    signature TEXT,
-    source TEXT,
-    level TEXT,
-    tier TEXT,
-    worth REAL,
-    gain REAL,
-    speedup REAL,
-    architectures TEXT,
-    operators TEXT,
-    symptoms TEXT,
-    bottleneck TEXT,
-    tags TEXT,
-    search_text TEXT,
-    code TEXT,
-    code_speedup REAL,
-    bench_key TEXT,
-    direction TEXT,
-    reproductions REAL,
-    exp_id TEXT,
-    geak_gfx TEXT,
-    geak_kernel TEXT,
-    rocm TEXT,
-    error TEXT
-);
--- a record's GPU-wiki index entry, apart: a scan of the columns above reads no entry
-CREATE TABLE IF NOT EXISTS entries (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS records_id ON records(id);
-CREATE INDEX IF NOT EXISTS records_signature ON records(signature);
-CREATE INDEX IF NOT EXISTS records_scope ON records(vendor, arch, family);
-CREATE INDEX IF NOT EXISTS records_episode ON records(episode_key);
-CREATE INDEX IF NOT EXISTS records_source ON records(source);
-CREATE TABLE IF NOT EXISTS kernels (name TEXT NOT NULL, path TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS kernels_name ON kernels(name);
-CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
-CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
-CREATE INDEX IF NOT EXISTS records_type ON records(type);
-CREATE INDEX IF NOT EXISTS records_family ON records(family);
-CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
--- a scope's count over the whole store reads this, not the table (ids and statuses only)
-CREATE INDEX IF NOT EXISTS records_status ON records(status, id);
--- ranking's order, and the scope columns a walk in that order tests without the table
-CREATE INDEX IF NOT EXISTS records_rank ON records({importance} DESC, id, path, vendor, arch,
-    dsl, family, type, status);
-CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
-CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
-"""
-# One script, one transaction: two processes creating the cache at once both succeed.
-_CREATE = (
-    f"BEGIN IMMEDIATE;{_TABLES.format(importance=IMPORTANCE)}"
-    "INSERT OR IGNORE INTO meta VALUES ('layout', '{}');COMMIT;"
-)
-
-
-def _close(db: sqlite3.Connection) -> None:
-    try:
-        db.close()
-    except sqlite3.Error:
-        pass
 
 
 def _note(text: str, *args: object) -> None:
@@ -220,59 +143,31 @@ class IndexCache:
             return self._db
         if self.path is not None:
             try:
-                self._db = self._open_file(self.path)
+                self._db = open_file(self.path)
                 # Closed when the cache goes, or when the interpreter ends (weakref's
                 # finalizers run at exit): a process that skips shutdown's collection
                 # (``cli.main`` freezes its objects) still checkpoints and removes the
                 # write-ahead log, as a closed connection does.
-                weakref.finalize(self, _close, self._db)
+                weakref.finalize(self, close_quietly, self._db)
                 return self._db
             except (sqlite3.DatabaseError, OSError) as exc:
-                if os.path.exists(self.path) and not _read_only(exc):
+                if os.path.exists(self.path) and not read_only(exc):
                     _note("the index cache %s was unusable (%s); rebuilding it", self.path, exc)
                     self._remove_files()
                     try:
-                        self._db = self._open_file(self.path)
-                        weakref.finalize(self, _close, self._db)
+                        self._db = open_file(self.path)
+                        weakref.finalize(self, close_quietly, self._db)
                         return self._db
                     except (sqlite3.DatabaseError, OSError):
                         pass
                 _note("the index cache cannot be kept in %s; keeping it in memory", self.path)
                 self.path = None
-        self._db = sqlite3.connect(":memory:", isolation_level=None)
-        self._db.executescript(_CREATE.format(LAYOUT_VERSION))
+        self._db = open_memory()
         return self._db
-
-    @staticmethod
-    def _open_file(path: str) -> sqlite3.Connection:
-        if not os.path.exists(path):
-            try:
-                os.mkdir(os.path.dirname(path))
-            except FileExistsError:
-                pass
-        db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
-        try:
-            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            # Pages read through a memory map: a query's scan of the records table costs
-            # no system call per page (a fresh process has an empty page cache).
-            db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
-            if not db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
-                db.executescript(_CREATE.format(LAYOUT_VERSION))
-            layout = db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
-            if layout is None or layout[0] != LAYOUT_VERSION:
-                found = layout and layout[0]
-                raise sqlite3.DatabaseError(f"layout {found!r}, not {LAYOUT_VERSION}")
-        except BaseException:
-            db.close()
-            raise
-        return db
 
     def _remove_files(self) -> None:
         if self._db is not None:
-            _close(self._db)
+            close_quietly(self._db)
             self._db = None
         if self.path is not None:
             for suffix in ("", "-wal", "-shm", "-journal"):
@@ -333,7 +228,7 @@ class IndexCache:
                     self._sampled = self._commit
                 return
             except sqlite3.OperationalError as exc:
-                if _read_only(exc) and self.path is not None:
+                if read_only(exc) and self.path is not None:
                     _note("the index cache %s is read-only (%s); keeping one in memory",
                           self.path, exc)  # fmt: skip
                     self._remove_connection()
@@ -740,13 +635,3 @@ def _unpack(packed: bytes | None) -> bytes | None:
         return zlib.decompress(packed) if packed is not None else None
     except (zlib.error, TypeError):
         return None
-
-
-def _read_only(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return (
-        "readonly" in text
-        or "read-only" in text
-        or "unable to open" in text
-        or isinstance(exc, PermissionError)
-    )

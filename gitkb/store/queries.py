@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from gitkb import jsontext
 from gitkb.layout import FEEDBACK_DIR
-from gitkb.store.cache import IMPORTANCE, IndexCache
+from gitkb.store.cache import IndexCache
+from gitkb.store.cache_file import IMPORTANCE
 from gitkb.store.sql import holds_signal, list_holds, marks, own_arch
 from gitkb.valueclass import fields_of, value_class
 

@@ -1,0 +1,145 @@
+"""The index cache's SQLite file: its tables, its layout version, and opening it.
+
+A file of another layout version, or one SQLite cannot read, fails to open here
+(``sqlite3.DatabaseError``); ``gitkb.store.cache`` then removes it and makes it anew,
+or keeps the cache in memory where the folder cannot be written.
+"""
+
+from __future__ import annotations
+
+# _sqlite3: the C module under the sqlite3 package, which adds only datetime adapters
+# (unused here) and loads datetime for them, milliseconds of a read verb's start-up.
+import _sqlite3 as sqlite3
+import os
+
+FILE_NAME = "index.sqlite3"
+LAYOUT_VERSION = "11"  # bump when the tables or what an entry holds change
+_BUSY_TIMEOUT_MS = 120_000
+_MMAP_BYTES = 1 << 30
+# worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
+# is ordered by it: gitkb.store.queries reads a large pool from its most important end).
+IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, raw BLOB);
+CREATE TABLE IF NOT EXISTS records (
+    path TEXT PRIMARY KEY,
+    blob TEXT NOT NULL,
+    id TEXT,
+    type TEXT,
+    status TEXT,
+    episode_key TEXT,
+    vendor TEXT,
+    arch TEXT,
+    dsl TEXT,
+    family TEXT,
+    product TEXT,
+    measured TEXT,
+    language TEXT,
+    signature TEXT,
+    source TEXT,
+    level TEXT,
+    tier TEXT,
+    worth REAL,
+    gain REAL,
+    speedup REAL,
+    architectures TEXT,
+    operators TEXT,
+    symptoms TEXT,
+    bottleneck TEXT,
+    tags TEXT,
+    search_text TEXT,
+    code TEXT,
+    code_speedup REAL,
+    bench_key TEXT,
+    direction TEXT,
+    reproductions REAL,
+    exp_id TEXT,
+    geak_gfx TEXT,
+    geak_kernel TEXT,
+    rocm TEXT,
+    error TEXT
+);
+-- a record's GPU-wiki index entry, apart: a scan of the columns above reads no entry
+CREATE TABLE IF NOT EXISTS entries (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS records_id ON records(id);
+CREATE INDEX IF NOT EXISTS records_signature ON records(signature);
+CREATE INDEX IF NOT EXISTS records_scope ON records(vendor, arch, family);
+CREATE INDEX IF NOT EXISTS records_episode ON records(episode_key);
+CREATE INDEX IF NOT EXISTS records_source ON records(source);
+CREATE TABLE IF NOT EXISTS kernels (name TEXT NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS kernels_name ON kernels(name);
+CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
+CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
+CREATE INDEX IF NOT EXISTS records_type ON records(type);
+CREATE INDEX IF NOT EXISTS records_family ON records(family);
+CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
+-- a scope's count over the whole store reads this, not the table (ids and statuses only)
+CREATE INDEX IF NOT EXISTS records_status ON records(status, id);
+-- ranking's order, and the scope columns a walk in that order tests without the table
+CREATE INDEX IF NOT EXISTS records_rank ON records({importance} DESC, id, path, vendor, arch,
+    dsl, family, type, status);
+CREATE TABLE IF NOT EXISTS arches (arch TEXT NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS arches_arch ON arches(arch);
+CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
+"""
+# One script, one transaction: two processes creating the cache at once both succeed.
+_CREATE = (
+    f"BEGIN IMMEDIATE;{_TABLES.format(importance=IMPORTANCE)}"
+    "INSERT OR IGNORE INTO meta VALUES ('layout', '{}');COMMIT;"
+)
+
+
+def open_file(path: str) -> sqlite3.Connection:
+    """The cache file at ``path``, made with its tables when new; raises
+    ``sqlite3.DatabaseError`` (or ``OSError``) for one that cannot serve."""
+    if not os.path.exists(path):
+        try:
+            os.mkdir(os.path.dirname(path))
+        except FileExistsError:
+            pass
+    db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        # Pages read through a memory map: a query's scan of the records table costs
+        # no system call per page (a fresh process has an empty page cache).
+        db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+        if not db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+            db.executescript(_CREATE.format(LAYOUT_VERSION))
+        layout = db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
+        if layout is None or layout[0] != LAYOUT_VERSION:
+            found = layout and layout[0]
+            raise sqlite3.DatabaseError(f"layout {found!r}, not {LAYOUT_VERSION}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def open_memory() -> sqlite3.Connection:
+    """A cache kept in memory, with its tables (a git directory that cannot be written)."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.executescript(_CREATE.format(LAYOUT_VERSION))
+    return db
+
+
+def close_quietly(db: sqlite3.Connection) -> None:
+    try:
+        db.close()
+    except sqlite3.Error:
+        pass
+
+
+def read_only(exc: BaseException) -> bool:
+    """Whether ``exc`` says the cache file or its folder cannot be written."""
+    text = str(exc).lower()
+    return (
+        "readonly" in text
+        or "read-only" in text
+        or "unable to open" in text
+        or isinstance(exc, PermissionError)
+    )
