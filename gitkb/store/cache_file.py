@@ -13,7 +13,7 @@ import _sqlite3 as sqlite3
 import os
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "11"  # bump when the tables or what an entry holds change
+LAYOUT_VERSION = "11"  # bump when the tables, or what a row or an entry holds, change
 _BUSY_TIMEOUT_MS = 120_000
 _MMAP_BYTES = 1 << 30
 # worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank

@@ -8,6 +8,7 @@ from gitkb import jsontext
 
 
 def marks(values: tuple) -> str:
+    """One ``?`` placeholder for each of ``values``, comma-separated."""
     return ", ".join("?" * len(values))
 
 
