@@ -10,9 +10,10 @@ from gitkb.store.sql import holds_signal, list_holds, own_arch
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
-# The filters whose values a record lists, kept as JSON text columns (``rows._strings``):
-# its scope's operators and its recorded signals (which a scope tests), its technique tags.
-LIST_FILTERS = ("operator", "symptom", "tag")
+# The filters whose values a record lists -> the JSON text column it lists them in
+# (``rows._strings``): its scope's operators and its recorded symptoms (which a scope
+# tests; a symptom may also be its bottleneck), its technique tags.
+LIST_COLUMNS = {"operator": "operators", "symptom": "symptoms", "tag": "tags"}
 
 
 def _column(name: str) -> str:
@@ -58,30 +59,32 @@ def column_values(cache: IndexCache, name: str) -> set[str]:
     return {row[0] for row in found}
 
 
+def _list_column(name: str) -> str:
+    if name not in LIST_COLUMNS:
+        raise GitkbError(f"internal: {name!r} is not a listed filter")
+    return LIST_COLUMNS[name]
+
+
 def holds_listed(cache: IndexCache, name: str, value: str) -> bool:
     """Whether some record with an id lists ``value`` for the filter ``name`` (one of
-    ``LIST_FILTERS``), as that filter's scope test reads it."""
-    if name == "operator":
-        listed, params = list_holds("operators", value)
-        # the kernels table files a record under each operator it lists: an indexed superset
-        where = f"path IN (SELECT path FROM kernels WHERE name = ?) AND {listed}"
-        params = (value, *params)
-    elif name == "symptom":
+    ``LIST_COLUMNS``), as that filter's scope test reads it."""
+    column = _list_column(name)
+    if name == "symptom":
         where, params = holds_signal(value)
-    elif name == "tag":
-        where, params = list_holds("tags", value)
     else:
-        raise GitkbError(f"internal: {name!r} is not a listed filter")
+        where, params = list_holds(column, value)
+    if name == "operator":
+        # the kernels table files a record under each operator it lists: an indexed superset
+        where = f"path IN (SELECT path FROM kernels WHERE name = ?) AND {where}"
+        params = (value, *params)
     sql = f"SELECT 1 FROM records WHERE id IS NOT NULL AND {where} LIMIT 1"
     return cache.remembered(("listed", name, value), lambda: bool(cache.select(sql, params)))
 
 
 def listed_values(cache: IndexCache, name: str) -> set[str]:
     """The non-empty values records with an id list for the filter ``name`` (one of
-    ``LIST_FILTERS``)."""
-    column = {"operator": "operators", "symptom": "symptoms", "tag": "tags"}.get(name)
-    if column is None:
-        raise GitkbError(f"internal: {name!r} is not a listed filter")
+    ``LIST_COLUMNS``)."""
+    column = _list_column(name)
     found = cache.select(
         f"SELECT DISTINCT value FROM records, json_each(records.{column}) "
         f"WHERE records.id IS NOT NULL AND {column} IS NOT NULL"  # json_each has an id too
