@@ -40,63 +40,54 @@ def _modules() -> list[tuple[str, str, ast.Module]]:
 MODULES = _modules()
 
 
-def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
-    """(module imported, names taken from it) for each import in ``tree``."""
+def _imports(modules) -> list[tuple[str, str, str, list[str]]]:
+    """(path, package, module imported, names taken from it) for each import in
+    ``modules``."""
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.append((node.module, [alias.name for alias in node.names]))
+    for path, package, tree in modules:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found += [(path, package, alias.name, []) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.append((path, package, node.module, [a.name for a in node.names]))
     return found
 
 
 def sql_outside_the_store(modules) -> list[str]:
     """SQL text, or a SQLite module imported, outside ``gitkb/store/``."""
-    found = []
-    for path, package, tree in modules:
-        if package == "store":
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if SQL.search(node.value):
-                    found.append(f"{path}:{node.lineno}: {node.value[:50]!r}")
-        found += [f"{path}: imports {name}" for name, _ in _imports(tree)
-                  if name.split(".")[0] in ("sqlite3", "_sqlite3")]  # fmt: skip
-    return found
+    others = [(path, package, tree) for path, package, tree in modules if package != "store"]
+    found = [
+        f"{path}:{node.lineno}: {node.value[:50]!r}"
+        for path, _, tree in others
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and SQL.search(node.value)
+    ]  # fmt: skip
+    return found + [f"{path}: imports {name}" for path, _, name, _ in _imports(others)
+                    if name.split(".")[0] in ("sqlite3", "_sqlite3")]  # fmt: skip
 
 
 def dulwich_outside_vcs(modules) -> list[str]:
-    return [
-        f"{path}: {name}"
-        for path, package, tree in modules
-        for name, _ in _imports(tree)
-        if name.split(".")[0] == "dulwich" and package != "vcs"
-    ]
+    return [f"{path}: {name}" for path, package, name, _ in _imports(modules)
+            if name.split(".")[0] == "dulwich" and package != "vcs"]  # fmt: skip
 
 
 def higher_layers_imported(modules) -> list[str]:
     found = []
-    for path, package, tree in modules:
-        for name, taken in _imports(tree):
-            parts = name.split(".")
-            if parts[0] != "gitkb" or package not in LOWER_THAN:
-                continue
-            # ``from gitkb import store`` names the package in what it takes
-            targets = [parts[1]] if len(parts) > 1 else taken
-            found += [f"{path}: {name} {t}" for t in targets if t in LOWER_THAN[package]]
+    for path, package, name, taken in _imports(modules):
+        parts = name.split(".")
+        if parts[0] != "gitkb" or package not in LOWER_THAN:
+            continue
+        # ``from gitkb import store`` names the package in what it takes
+        targets = [parts[1]] if len(parts) > 1 else taken
+        found += [f"{path}: {name} {t}" for t in targets if t in LOWER_THAN[package]]
     return found
 
 
 def private_names_taken(modules) -> list[str]:
-    return [
-        f"{path}: from {name} import {taken}"
-        for path, _, tree in modules
-        for name, names in _imports(tree)
-        if name.split(".")[0] == "gitkb"
-        for taken in names
-        if taken.startswith("_") and not taken.startswith("__")
-    ]
+    return [f"{path}: from {name} import {t}" for path, _, name, taken in _imports(modules)
+            if name.split(".")[0] == "gitkb"
+            for t in taken if t.startswith("_") and not t.startswith("__")]  # fmt: skip
 
 
 RULES = [sql_outside_the_store, dulwich_outside_vcs, higher_layers_imported,
