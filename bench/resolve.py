@@ -1,6 +1,6 @@
 """Warm-start read latency: `git kb resolve` on a generated 10,000-record bare store.
 
-The store holds `gitkb.samples.synthetic.strategy(n)` records (40 kernels over three arches and
+The store holds `gitkb.testing.synthetic.strategy(n)` records (40 kernels over three arches and
 three DSLs) in one import commit, with its index cache built (bench/stores.py), as a
 store in use has it. The whole-process time of `git kb resolve` (median of repeated
 runs, interleaved with the others so a busy machine slows all alike) is printed next

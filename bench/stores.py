@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gitkb import record as rec
-from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.store.writer import Change
+from gitkb.testing import synthetic
 
 
 def build_store(path: Path, size: int) -> Store:

@@ -89,7 +89,7 @@ def _group():
 
         Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
         """
-        from gitkb.notes import set_verbosity
+        from gitkb.util.log import set_verbosity
 
         set_verbosity(verbose, quiet)
 

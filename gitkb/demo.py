@@ -146,8 +146,8 @@ class _Demo:
 
     def setup(self) -> None:
         from gitkb.hooks.install import install_server
-        from gitkb.resources import data_dir
         from gitkb.store import Store
+        from gitkb.util.resources import data_dir
         from gitkb.vcs.repository import Repository
 
         self.step(1, "A store, and a bare server whose pre-receive hook runs the gates")

@@ -15,7 +15,7 @@ from functools import cache
 
 from gitkb import jsontext
 from gitkb.errors import GitkbError
-from gitkb.resources import data_path
+from gitkb.util.resources import data_path
 from gitkb.valueclass import value_class
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.

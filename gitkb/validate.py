@@ -12,7 +12,7 @@ from gitkb.errors import GitkbError, NotAStore
 from gitkb.gates import Gate, GateContext, GateResult, InjectionOutcome, run_gates, run_injections
 from gitkb.record import read_folder
 from gitkb.record.index import INDEX_PATH, Index, index_entry
-from gitkb.resources import data_dir
+from gitkb.util.resources import data_dir
 
 EXAMPLES = "examples"
 
@@ -136,9 +136,9 @@ def example_context() -> GateContext:
 
 def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     """The trace gates' valid sample, built under ``workdir``: a mined record about to be
-    inserted into a store that holds its trace (``gitkb.samples.trace``), so every trace gate
+    inserted into a store that holds its trace (``gitkb.testing.trace``), so every trace gate
     rebuilds real evidence from the store."""
-    from gitkb.samples import trace as sample_trace
+    from gitkb.testing import trace as sample_trace
 
     store, candidate = sample_trace.sample_store(Path(workdir))
     return GateContext(records=[candidate], store=store.view(), admission="insert")

@@ -112,7 +112,7 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
                 "tomllib",
                 "hashlib",
                 "contextlib",
-                "datetime",  # the sqlite3 package's adapters (gitkb.store.cache: _sqlite3)
+                "datetime",  # the sqlite3 package's adapters (the index cache: _sqlite3)
                 "importlib",  # and with it warnings (gitkb.commands.argv: __import__)
                 "warnings",
                 "encodings.ascii",  # a ref read as ASCII text (gitkb.vcs.plain: bytes)

@@ -14,8 +14,8 @@ from helpers import ROOT, git
 from gitkb.gates import run_gates
 from gitkb.gates.registry import by_name
 from gitkb.record import dumps
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

@@ -23,8 +23,8 @@ from gitkb.optimize.providers.knobs import rewrite
 from gitkb.optimize.providers.warmstart import offer_order
 from gitkb.optimize.scoring import source_key
 from gitkb.record.curation import workload_key
-from gitkb.site import LadderPoint, build_site, ladder_svg
-from gitkb.site.ladder import latency_ticks
+from gitkb.report import LadderPoint, build_site, ladder_svg
+from gitkb.report.ladder import latency_ticks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import flywheel as bench  # noqa: E402

@@ -6,8 +6,8 @@ import pytest
 from helpers import example_files, git
 
 from gitkb.record import dumps
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

@@ -16,9 +16,9 @@ from helpers import ROOT, git, kb
 from gitkb import record as rec
 from gitkb.hooks.install import server_shim
 from gitkb.hooks.local import commit_msg
-from gitkb.resources import data_dir
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
+from gitkb.util.resources import data_dir
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

@@ -15,14 +15,14 @@ SQL = re.compile(r"\b(SELECT|INSERT INTO|DELETE FROM|UPDATE \w+ SET|CREATE (TABL
 # package -> the gitkb packages it must not import (a lower layer never imports a higher).
 LOWER_THAN = {
     "record": {"store", "gates", "trace", "mine", "warmstart", "query", "importers", "optimize",
-               "commands", "hooks", "site", "vcs", "schema"},
+               "commands", "hooks", "report", "vcs", "schema"},
     "vcs": {"record", "store", "gates", "trace", "mine", "warmstart", "query", "importers",
-            "optimize", "commands", "hooks", "site"},
+            "optimize", "commands", "hooks", "report"},
     "schema": {"store", "gates", "trace", "mine", "warmstart", "query", "optimize", "commands"},
     "trace": {"store", "gates", "mine", "warmstart", "query", "importers", "optimize",
               "commands"},
     "store": {"mine", "warmstart", "query", "importers", "optimize", "commands", "hooks",
-              "site"},
+              "report"},
     "gates": {"mine", "warmstart", "query", "importers", "optimize", "commands", "hooks"},
 }  # fmt: skip
 
@@ -111,7 +111,7 @@ BREACHES = {
     sql_outside_the_store: ("query", "ROWS = 'SELECT id FROM records WHERE arch = ?'\n"),
     dulwich_outside_vcs: ("store", "from dulwich.repo import Repo\n"),
     higher_layers_imported: ("store", "from gitkb import warmstart\n"),
-    private_names_taken: ("query", "from gitkb.store.queries import _pattern\n"),
+    private_names_taken: ("query", "from gitkb.store.cache.queries import _pattern\n"),
 }
 
 

@@ -16,8 +16,8 @@ from test_pre_receive import clone, forge, has_object, push, record_edits, serve
 
 from gitkb import record as rec
 from gitkb.layout import BRANCH
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 
 # --------------------------------------------------------------------------- plumbing
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import example_files, kb
 from trace_factory import legacy_trace
 
-from gitkb.notes import LIVE_LOGGER
+from gitkb.util.log import LIVE_LOGGER
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
@@ -47,12 +47,12 @@ def test_verbose_adds_the_debug_notes(tmp_path, store):
 
 
 def test_the_optimizer_live_lines_are_a_logger_of_their_own(capsys):
-    from gitkb import notes
     from gitkb.optimize.setup import RunConfig
+    from gitkb.util import log as notes
 
     notes.logger(__name__)
     RunConfig.progress("[gitkb] r001-c001 status=promoted")
-    notes.logger("gitkb.store.cache").info("a note")
+    notes.logger("gitkb.store.cache.index_cache").info("a note")
     assert capsys.readouterr().err.splitlines() == [
         "[gitkb] r001-c001 status=promoted",
         "gitkb: a note",

@@ -533,7 +533,7 @@ def test_cpu_example_finds_a_real_speedup_and_commits_it(tmp_path):
     pytest.importorskip("numpy")
     import shutil
 
-    from gitkb.resources import data_dir
+    from gitkb.util.resources import data_dir
 
     example = tmp_path / "blocked_matmul"
     shutil.copytree(data_dir("targets") / "cpu" / "examples" / "blocked_matmul", example)
@@ -563,7 +563,7 @@ def test_a_rejection_lesson_is_mined_into_an_anti_strategy(tmp_path, store):
     import shutil
 
     from gitkb.mine.pipeline import mine
-    from gitkb.resources import data_dir
+    from gitkb.util.resources import data_dir
 
     example = tmp_path / "softmax_unsafe"
     shutil.copytree(data_dir("targets") / "cpu" / "examples" / "softmax_unsafe", example)

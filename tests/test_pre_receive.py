@@ -22,8 +22,8 @@ from gitkb.gates.registry import record_level
 from gitkb.hooks import local as hooks
 from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 from gitkb.validate import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message

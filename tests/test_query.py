@@ -12,8 +12,8 @@ from gitkb import record as rec
 from gitkb.query import answer
 from gitkb.query.feedback import feedback
 from gitkb.query.scope import Request
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
@@ -387,7 +387,7 @@ def test_a_walk_from_the_most_important_end_ranks_as_keying_every_record(varied,
     once no unread record can outrank the best found: over many questions, and walks so
     short that most must fall back, it ranks exactly as keying every record does."""
     from gitkb.query import rank
-    from gitkb.store import queries
+    from gitkb.store.cache import queries
 
     monkeypatch.setattr(queries, "_WALK", walk)
     store = Store.open(varied)
@@ -423,7 +423,7 @@ def test_a_diagnosis_counts_as_reading_every_text_however_few_match_the_store(
     records the terms match store-wide by path when they are at most ``_FEW_MATCHED``, by
     their texts when more: either way, what deciding each member in Python counts."""
     from gitkb.query import rank
-    from gitkb.store import queries
+    from gitkb.store.cache import queries
 
     monkeypatch.setattr(queries, "_FEW_MATCHED", few)
     store = Store.open(varied)

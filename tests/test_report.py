@@ -10,8 +10,8 @@ import zlib
 import pytest
 
 from gitkb.record import dumps
-from gitkb.samples import synthetic
-from gitkb.site import LadderPoint, build_site, ladder_svg
+from gitkb.report import LadderPoint, build_site, ladder_svg
+from gitkb.testing import synthetic
 
 LADDER = [
     LadderPoint("v0", 0, 80.0, "baseline"),

@@ -11,8 +11,8 @@ from gitkb import targets
 from gitkb.errors import GitkbError
 from gitkb.record import dumps
 from gitkb.record.curation import exp_id_of
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 from gitkb.warmstart.attest import attest
 from gitkb.warmstart.resolve import resolve
 from gitkb.warmstart.retract import retract

@@ -23,9 +23,9 @@ from gitkb import record as rec
 from gitkb import targets
 from gitkb.layout import ledger_path
 from gitkb.record.curation import code_of, curation_facts
-from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.store.writer import Change
+from gitkb.testing import synthetic
 from gitkb.warmstart import curate, geak, resolve
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 

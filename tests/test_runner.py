@@ -1,4 +1,4 @@
-"""The one subprocess runner (gitkb.runner): timeouts, TERM then KILL, and every descendant
+"""The one subprocess runner (gitkb.util.runner): timeouts, TERM then KILL, and every descendant
 gone, including those that setsid or double-fork. Each test reads the process table."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import pytest
 from helpers import live_with
 
-from gitkb import runner
+from gitkb.util import runner
 
 pytestmark = [
     pytest.mark.slow,  # every test here takes seconds (pyproject: markers)

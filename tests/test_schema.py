@@ -762,8 +762,8 @@ def test_fast_check_agrees_with_jsonschema(name):
 
 def test_every_shipped_schema_compiles_to_a_fast_check():
     """A keyword the fast check lacks would silently cost the fast path; keep them covered."""
-    from gitkb.resources import data_dir
     from gitkb.schema.check import compile_schema
+    from gitkb.util.resources import data_dir
 
     paths = sorted(data_dir("schema").rglob("*.schema.json"))
     assert len(paths) >= 5

@@ -18,9 +18,9 @@ from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, run_gates
 from gitkb.gates.registry import by_name, record_level
 from gitkb.record import dumps, path_for
-from gitkb.samples import synthetic
 from gitkb.store import Store, screening
 from gitkb.store.admission import AdmitRequest
+from gitkb.testing import synthetic
 from gitkb.validate import example_context
 
 BATCH = screening.MIN_BATCH + 16

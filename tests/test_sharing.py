@@ -19,9 +19,9 @@ from test_pre_receive import git_daemon
 from gitkb import record as rec
 from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH, Index, index_entry
-from gitkb.samples import synthetic
 from gitkb.store import Store
 from gitkb.store.admission import AUTO, AdmitRequest
+from gitkb.testing import synthetic
 from gitkb.vcs.trailers import format_message
 from gitkb.warmstart.attest import read_ledger
 

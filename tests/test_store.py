@@ -10,8 +10,8 @@ from helpers import example_files, git, kb, needs_conformance
 from gitkb.errors import AdmissionRefused, GitkbError, NotAStore, RecordError, RefMoved
 from gitkb.importers.gpu_wiki import export_tree, import_tree
 from gitkb.record import dumps
-from gitkb.samples import synthetic
 from gitkb.store import Store
+from gitkb.testing import synthetic
 from gitkb.vcs.repository import Repository
 
 
@@ -351,7 +351,7 @@ def test_cli_errors_are_one_clear_line(tmp_path, args, message, code):
 def test_a_kept_store_remembers_a_bounded_number_of_facts(tmp_path, monkeypatch):
     """A server asked about ever new values (terms, filter values) of one commit keeps at
     most ``_FACTS`` answers, then forgets them all and asks again."""
-    from gitkb.store import cache as index_cache
+    from gitkb.store.cache import index_cache
 
     monkeypatch.setattr(index_cache, "_FACTS", 2)
     kept = Store.init(tmp_path / "kb")
@@ -367,7 +367,7 @@ def test_a_kept_store_remembers_facts_of_one_commit_only(tmp_path):
     """What the cache remembers of a commit's rows (the vocabulary's answers, the record
     count) is asked again once main moves, by this process or another, or the cache is
     rebuilt."""
-    from gitkb.store import queries, vocabulary
+    from gitkb.store.cache import queries, vocabulary
 
     kept = Store.init(tmp_path / "kb")
     kept.admit(dumps(synthetic.strategy(1, families=1)), "insert")

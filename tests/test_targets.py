@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from gitkb import resources, targets
+from gitkb import targets
+from gitkb.util import resources
 
 
 def test_the_compiled_tables_are_the_toml_tables_now():

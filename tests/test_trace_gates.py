@@ -1,7 +1,7 @@
 """Tests for the eight trace gates (RECORD_FORMAT §7 and gitkb's journal-provenance).
 
 Evidence always comes from a real store: traces written with the VCS layer
-(``gitkb.samples.trace``) or with C git (``trace_factory``) and copied under
+(``gitkb.testing.trace``) or with C git (``trace_factory``) and copied under
 ``refs/kb/traces/<label>``; packets are rebuilt from those objects by the
 mining pipeline, never handed to a gate from scratch files.
 """
@@ -20,8 +20,8 @@ from gitkb.gates import GateContext, run_gates
 from gitkb.gates import journal_provenance as jp
 from gitkb.gates import no_fabrication as nf
 from gitkb.gates.registry import GATE_MODULES, all_gates, by_name
-from gitkb.samples import trace as sample_trace
 from gitkb.store import Store
+from gitkb.testing import trace as sample_trace
 from gitkb.validate import context_for, example_context, injection_outcomes
 from gitkb.vcs.repository import Repository
 

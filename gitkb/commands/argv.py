@@ -146,8 +146,8 @@ def run(args: list[str], environ: Mapping[str, str]) -> bool:
     parsed = parse(args, environ)
     if parsed is None:
         return False
-    from gitkb.notes import set_verbosity
     from gitkb.store import Store
+    from gitkb.util.log import set_verbosity
 
     verb, group, params = parsed
     set_verbosity(group["verbose"], group["quiet"])

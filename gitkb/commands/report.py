@@ -28,7 +28,7 @@ def command(out_dir: str, flywheel_file: str | None, store) -> None:
     from pathlib import Path
 
     from gitkb.layout import TRACE_REFS
-    from gitkb.site import build_site, trace_ladder
+    from gitkb.report import build_site, trace_ladder
 
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]
     ladders = {label: trace_ladder(store, label) for label in labels}

@@ -113,8 +113,8 @@ def command(
 
 def _history(path: str, as_json: bool) -> None:
     """Each commit of main that breaks a history rule, oldest first, with its findings."""
+    from gitkb.server.receive import history_findings
     from gitkb.store import Store
-    from gitkb.store.receive import history_findings
 
     store = Store.open(path)
     found = history_findings(store.repo, store.tip)

@@ -18,7 +18,7 @@ from gitkb.record import RecordFile
 if TYPE_CHECKING:
     # Types only: gates sit below the store and the trace readers that implement these.
     from gitkb.gates.trace_evidence import EvidenceCache
-    from gitkb.store.rows import Row
+    from gitkb.store.cache.rows import Row
     from gitkb.trace.packets import Packet
     from gitkb.vcs.repository import Repository
 

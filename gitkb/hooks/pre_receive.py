@@ -1,6 +1,6 @@
 """The server's hooks as git runs them: parse the ``old new ref`` lines git feeds
 ``pre-receive`` and ``reference-transaction``, and hand them to the store's rules
-(``gitkb.store.receive``, ``gitkb.store.history``)."""
+(``gitkb.server.receive``, ``gitkb.server.history``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from gitkb.errors import GitkbError
-from gitkb.store.receive import RefUpdate, announce, check_push, transaction_problems
+from gitkb.server.receive import RefUpdate, announce, check_push, transaction_problems
 from gitkb.vcs.repository import ZERO_SHA, Repository
 
 _SHA = re.compile(r"[0-9a-f]{40}")

@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError, writing
-from gitkb.fs import atomic_write
 from gitkb.gates import run_gates
 from gitkb.importers import ImportReport
 from gitkb.record.index import INDEX_PATH
+from gitkb.server.history import bad_name
 from gitkb.store.admission import gates_figure, refuse_findings
-from gitkb.store.history import bad_name
 from gitkb.store.writer import Change
+from gitkb.util import log as notes
+from gitkb.util.files import atomic_write
 
 log = notes.logger("gitkb")
 

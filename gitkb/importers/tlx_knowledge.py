@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitkb.errors import GitkbError, writing
-from gitkb.fs import atomic_write
+from gitkb.util.files import atomic_write
 
 CONTEXT_CAP_BYTES = 16_384
 DOCUMENT = "knowledge.md"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from gitkb import layout
 from gitkb import record as rec
-from gitkb.fs import atomic_write
 from gitkb.mine.admit import options_document
 from gitkb.mine.result import MineResult, Outcome
 from gitkb.record.index import INDEX_PATH, Index, index_entry
+from gitkb.util.files import atomic_write
 
 PACKETS_DIR = "packets/{label}"
 REFUSED_DIR = "refused/{label}"

@@ -288,7 +288,7 @@ def commit_run_winner(
     reverify: Callable[[bytes], tuple[bool, str]],
 ) -> dict:
     """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
-    from gitkb.optimize.trace import dumps
+    from gitkb.optimize.trace_writer import dumps
 
     exp = winner.experiment
     subject = (

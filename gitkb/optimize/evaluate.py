@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from gitkb.optimize import profilers, scoring, worker
 from gitkb.optimize.setup import RunSetup
-from gitkb.optimize.trace import dumps
+from gitkb.optimize.trace_writer import dumps
 
 # TLX's portable tool names; ``native_profiler`` is sent as the backend's own tool (ncu on
 # nvidia) where the backend has one, as the TLX agent resolves it.

@@ -12,7 +12,7 @@ from gitkb.optimize import outputs, profilers
 from gitkb.optimize.evaluate import Measurement
 from gitkb.optimize.providers import Candidate
 from gitkb.optimize.setup import RunSetup
-from gitkb.optimize.trace import dumps, lesson
+from gitkb.optimize.trace_writer import dumps, lesson
 
 REVIEW_FIELDS = (
     ("hypothesis", "hypothesis"),

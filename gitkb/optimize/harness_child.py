@@ -1,6 +1,6 @@
 """The process one harness evaluation runs in: build, then verify, benchmark and profile each case.
 
-Started by ``gitkb.optimize.worker`` through ``gitkb.runner`` (a fresh interpreter,
+Started by ``gitkb.optimize.worker`` through ``gitkb.util.runner`` (a fresh interpreter,
 the target's environment); it imports nothing from gitkb, so a harness sees a
 clean interpreter. The request comes on stdin as JSON; the response is written
 to the file the request names. Order per case: verify, then benchmark only when

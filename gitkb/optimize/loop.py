@@ -38,7 +38,7 @@ from gitkb.optimize.providers import Candidate, ProposalContext
 from gitkb.optimize.revalidate import revalidate
 from gitkb.optimize.setup import CommitRefused, RunConfig, RunSetup, hardware_tokens, prepare
 from gitkb.optimize.state import BestSoFar, Judgement, RunState
-from gitkb.optimize.trace import memory_record
+from gitkb.optimize.trace_writer import memory_record
 from gitkb.optimize.validation import validate
 
 __all__ = ["RunConfig", "RunResult", "run", "result_json"]

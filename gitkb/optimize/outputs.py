@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitkb.optimize.setup import RunSetup
-from gitkb.optimize.trace import dumps
+from gitkb.optimize.trace_writer import dumps
 from gitkb.record.values import finite_number
 
 if TYPE_CHECKING:

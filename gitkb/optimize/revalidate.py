@@ -12,7 +12,7 @@ from gitkb.optimize.evaluate import Measurement, measure
 from gitkb.optimize.experiments import fmt, profiler_evidence
 from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.state import BestSoFar
-from gitkb.optimize.trace import memory_record
+from gitkb.optimize.trace_writer import memory_record
 
 FINAL_ID = "final"
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitkb import notes
 from gitkb.errors import GitkbError, writing
 from gitkb.optimize import bundle as bundle_mod
 from gitkb.optimize import freeze as freeze_mod
 from gitkb.optimize import profilers, providers
 from gitkb.optimize.providers import warmstart
-from gitkb.optimize.trace import TraceWriter
+from gitkb.optimize.trace_writer import TraceWriter
+from gitkb.util import log as notes
 
 if TYPE_CHECKING:
     from gitkb.optimize.commit import CommitPlan
@@ -184,7 +184,7 @@ def _bundle_folder(config: RunConfig) -> Path | None:
         return config.bundle
     if config.harness and config.cases and config.target:
         return None
-    from gitkb.resources import data_dir
+    from gitkb.util.resources import data_dir
 
     roots = [Path(r) for r in config.bundle_roots] + [data_dir("targets")]
     found = bundle_mod.find_by_convention(Path(config.kernel), config.arch, roots)

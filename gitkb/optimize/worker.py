@@ -1,7 +1,7 @@
 """The harness worker: one fresh subprocess per evaluation, contained whatever it does.
 
 The harness runs in ``harness_child.py`` under the current interpreter through
-``gitkb.runner`` (timeouts, SIGTERM then SIGKILL, every descendant killed), with
+``gitkb.util.runner`` (timeouts, SIGTERM then SIGKILL, every descendant killed), with
 the target's environment applied. The request goes in on stdin; the response
 comes back through a file, so a harness that prints, or leaves a child holding
 a pipe open, cannot block the optimizer. The response is checked again here:
@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitkb import runner
+from gitkb.util import runner
 
 CHILD = Path(__file__).with_name("harness_child.py")
 KILL_GRACE_S = runner.KILL_GRACE_S

@@ -2,7 +2,7 @@
 
 Reads ``main`` through the index cache (a bare clone works, no checkout): the
 scope is resolved and the pool chosen from the cache's columns (named rows of
-``gitkb.store.queries``; no entry is decoded); record bytes are read only for the
+``gitkb.store.cache.queries``; no entry is decoded); record bytes are read only for the
 hits served (and for records whose feedback must be folded in), so the
 query costs what it returns. The store comes opened (``Store.open``): a caller
 that keeps it (the MCP server) asks every question of the commit ``main`` names
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from gitkb import notes
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path, id_of
 from gitkb.query import budget, cards, pool, rank, scope, serve
-from gitkb.store import queries
+from gitkb.store.cache import queries
+from gitkb.util import log as notes
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The scoped pool: which records a scope reaches, and how each was reached.
 
 The index cache decides a scope from the ranking fields it keeps as columns, no entry
-decoded: its indexed columns narrow the records (``gitkb.store.queries.Narrowing``, a
+decoded: its indexed columns narrow the records (``gitkb.store.cache.queries.Narrowing``, a
 superset), and the rest of the rules below (``Exact``) are stated here as data for it
 to count and rank in SQL, so a broad scope brings back only the hits it serves. The
 records with feedback are the exception: their worth and tier are refolded from their
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
 from gitkb.record.values import json_number
-from gitkb.store.queries import (
+from gitkb.store.cache.queries import (
     ArchWanted,
     Exact,
     Narrowing,
@@ -44,7 +44,7 @@ from gitkb.store.queries import (
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
 if TYPE_CHECKING:
-    from gitkb.store.cache import IndexCache
+    from gitkb.store.cache.index_cache import IndexCache
 
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 

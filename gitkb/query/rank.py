@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from gitkb.query.pool import EXACT, NEUTRAL, OTHER, Pool, PoolRecord
 from gitkb.query.scope import Scope
-from gitkb.store import queries, vocabulary
-from gitkb.store.queries import RankedRow, Ranking
+from gitkb.store.cache import queries, vocabulary
+from gitkb.store.cache.queries import RankedRow, Ranking
 from gitkb.valueclass import value_class
 
 # Both may be true, but only one was written about this chip (or this language).
@@ -21,7 +21,7 @@ NEUTRAL_ARCH_DISCOUNT = 0.85
 NEUTRAL_DSL_DISCOUNT = 0.85
 OTHER_ARCH_DISCOUNT = 0.6
 # A pool of at least 1/_LARGE_SHARE of the store: few records in importance order fall
-# outside it, so a walk in that order finds its best soon (gitkb.store.queries.ranked_rows).
+# outside it, so a walk in that order finds its best soon (gitkb.store.cache.queries.ranked_rows).
 _LARGE_SHARE = 4
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from gitkb.errors import GitkbError
-from gitkb.store import vocabulary
+from gitkb.store.cache import vocabulary
 from gitkb.valueclass import factory, replace, value_class
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)

@@ -1,7 +1,7 @@
 """Index entries and the GPU-wiki index file ``records/index.json``.
 
 A gitkb store does not commit the index (store format 2): its entries live in a
-cache under the git directory (``gitkb.store.cache``). The file form is what a
+cache under the git directory (``gitkb.store.cache.index_cache``). The file form is what a
 GPU-wiki tree carries, what ``git kb export`` writes and what a store format 1
 committed; ``Index.parse`` is the one parser of it.
 """

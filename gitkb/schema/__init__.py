@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitkb.errors import GitkbError
-from gitkb.resources import data_dir
+from gitkb.util.resources import data_dir
 
 BASE = "clean-1.3"
 PROFILE = "opt-trace-1.0"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitkb.fs import atomic_write
 from gitkb.schema import BASE, PROFILE, SchemaError, forget, load, schema_path
+from gitkb.util.files import atomic_write
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, GateResult
-from gitkb.store.rows import RowValues, row_values
+from gitkb.store.cache.rows import RowValues, row_values
 from gitkb.store.writer import Prepared
 from gitkb.vcs import pack
 from gitkb.vcs.plain import blob_id

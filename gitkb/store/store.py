@@ -16,7 +16,7 @@ from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH
-from gitkb.store.cache import IndexCache, Lie, RepoOpener
+from gitkb.store.cache.index_cache import IndexCache, Lie, RepoOpener
 from gitkb.store.view import StoreView
 from gitkb.vcs import plain
 from gitkb.vcs.tree_ids import TreeIds
@@ -154,7 +154,7 @@ class Store:
     def _create(cls, location: Path, bare: bool, store_name: str) -> Store:
         import tomli_w
 
-        from gitkb.resources import data_dir
+        from gitkb.util.resources import data_dir
         from gitkb.vcs import worktree
         from gitkb.vcs.repository import Repository
         from gitkb.vcs.trailers import format_message
@@ -365,8 +365,8 @@ class Store:
         """Admit records in order, one commit each. A file that cannot be read stops the run
         before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
+        from gitkb.server.control import max_record_bytes
         from gitkb.store import admission
-        from gitkb.store.control import max_record_bytes
         from gitkb.store.screening import Screening
 
         limit = max_record_bytes(self.config())
@@ -449,7 +449,7 @@ class Store:
     def write_work_tree_index(self, force: bool = False) -> str | None:
         """Refresh the work tree's generated ``records/index.json`` (when ``force``, or when
         the user keeps one); the path written, or None."""
-        from gitkb.fs import atomic_write
+        from gitkb.util.files import atomic_write
 
         work_tree = self.repo.work_tree
         if work_tree is None or self.format == layout.FORMAT_1:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.cache import IndexCache, Lie, RepoOpener
-from gitkb.store.rows import Row
+from gitkb.store.cache.index_cache import IndexCache, Lie, RepoOpener
+from gitkb.store.cache.rows import Row
 from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gitkb import layout, notes
+from gitkb import layout
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
-from gitkb.store.rows import RowValues
+from gitkb.store.cache.rows import RowValues
 from gitkb.store.view import StoreView
+from gitkb.util import log as notes
 from gitkb.vcs import worktree
 from gitkb.vcs.trailers import format_message, parse_trailers
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitkb.errors import GitkbError, RefMoved
-from gitkb.fs import atomic_write
+from gitkb.util.files import atomic_write
 from gitkb.vcs.commits import FILE_MODE
 from gitkb.vcs.plain import identity
 from gitkb.vcs.repository import WORK_TREE_TMP

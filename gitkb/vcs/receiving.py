@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitkb.fs import atomic_write
+from gitkb.util.files import atomic_write
 
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository

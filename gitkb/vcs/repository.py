@@ -27,8 +27,8 @@ from dulwich.objects import Commit
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
-from gitkb import notes
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
+from gitkb.util import log as notes
 from gitkb.vcs import pack, rawtree
 from gitkb.vcs.commits import TREE_MODE, CommitWriting
 from gitkb.vcs.trailers import parse_trailers

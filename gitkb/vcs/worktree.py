@@ -12,9 +12,9 @@ import os
 import time
 from collections.abc import Iterator
 
-from gitkb import notes
 from gitkb.errors import LockTimeout
-from gitkb.fs import atomic_write
+from gitkb.util import log as notes
+from gitkb.util.files import atomic_write
 from gitkb.vcs.commits import FILE_MODE
 from gitkb.vcs.repository import WORK_TREE_TMP, Repository
 

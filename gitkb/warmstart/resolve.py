@@ -23,8 +23,8 @@ from gitkb import targets
 from gitkb.errors import GitkbError, writing
 from gitkb.layout import ledger_path
 from gitkb.record.curation import CODE_TYPES, code_of, curation_facts
-from gitkb.store.cache import Lie
-from gitkb.store.rows import KernelRow
+from gitkb.store.cache.index_cache import Lie
+from gitkb.store.cache.rows import KernelRow
 from gitkb.warmstart import curate, geak
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 

@@ -33,7 +33,7 @@ def lose_object(repo: Path, sha: str) -> None:
 def forge_cache_row(db: sqlite3.Connection, path: str, raw: bytes) -> None:
     """Write into an index cache (its open database ``db``) the rows the cache itself would
     keep for ``raw`` at ``path``, consistent with each other, whatever main holds."""
-    from gitkb.store.rows import ENTRY_AT, RECORD_COLUMNS, RECORD_WIDTH, row_values
+    from gitkb.store.cache.rows import ENTRY_AT, RECORD_COLUMNS, RECORD_WIDTH, row_values
     from gitkb.vcs.plain import blob_id
 
     values, kernels, arches = row_values(path, blob_id(raw), raw)

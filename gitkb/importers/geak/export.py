@@ -17,8 +17,8 @@ from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError, writing
-from gitkb.fs import atomic_write
 from gitkb.layout import ledger_path
+from gitkb.util.files import atomic_write
 from gitkb.warmstart import curate, geak
 from gitkb.warmstart.attest import parse_ledger
 

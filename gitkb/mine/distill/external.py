@@ -17,12 +17,12 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gitkb import runner
 from gitkb.errors import GitkbError
 from gitkb.mine.distill import Distilled
 from gitkb.mine.score import rank
-from gitkb.resources import data_dir
 from gitkb.trace.packets import Packet
+from gitkb.util import runner
+from gitkb.util.resources import data_dir
 
 EXTERNAL_TIMEOUT_S = 600
 

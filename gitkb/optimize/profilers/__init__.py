@@ -95,7 +95,7 @@ def output_text(raw) -> str | None:
 
 def profiler_mapping(backend: str) -> dict:
     """``targets/<backend>/profiler.toml``: which native profiler the backend uses."""
-    from gitkb.resources import data_dir
+    from gitkb.util.resources import data_dir
 
     path = data_dir("targets") / backend / "profiler.toml"
     if not path.is_file():

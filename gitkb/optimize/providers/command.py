@@ -6,7 +6,7 @@ current best) and ``prompt.md``; it edits ``candidate.py`` in place and writes
 ``{prompt_file}``, ``{workspace}``, ``{candidate}``, ``{metadata}`` and
 ``{prompt}`` (the prompt text) and ``{model}`` (``--model``); the same values are in
 the environment as ``GITKB_PROMPT_FILE``, ``GITKB_WORKSPACE``, ``GITKB_CANDIDATE``,
-``GITKB_METADATA``, ``GITKB_MODEL``. The agent runs through ``gitkb.runner`` (its
+``GITKB_METADATA``, ``GITKB_MODEL``. The agent runs through ``gitkb.util.runner`` (its
 timeout, and every process it starts dies with it); its own output goes to
 ``agent.log`` in the workspace, never to the optimizer's log. An executable that
 is not there is refused when the provider is loaded, before the baseline runs.
@@ -21,9 +21,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from gitkb import runner
 from gitkb.errors import GitkbError
 from gitkb.optimize import knowledge, providers
+from gitkb.util import runner
 
 CANDIDATE = "candidate.py"
 METADATA = "candidate_metadata.json"

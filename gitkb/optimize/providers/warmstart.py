@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gitkb.errors import GitkbError
 from gitkb.optimize import providers
-from gitkb.store.cache import CacheError
+from gitkb.store.cache.index_cache import CacheError
 
 MODES = ("on", "reference", "off")
 

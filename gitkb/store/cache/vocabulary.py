@@ -5,8 +5,8 @@ near misses and ``--list-*``)."""
 from __future__ import annotations
 
 from gitkb.errors import GitkbError
-from gitkb.store.cache import IndexCache
-from gitkb.store.sql import holds_signal, list_holds, own_arch
+from gitkb.store.cache.index_cache import IndexCache
+from gitkb.store.cache.sql import holds_signal, list_holds, own_arch
 
 # The columns a scope filter names directly (vendor, arch, dsl, family, type).
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")

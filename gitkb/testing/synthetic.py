@@ -6,7 +6,7 @@ import copy
 import json
 from functools import cache
 
-from gitkb.resources import data_dir
+from gitkb.util.resources import data_dir
 
 _ARCHES = (
     ("nvidia", "hopper", "h100"),

@@ -14,7 +14,7 @@ is refused (DESIGN.md, "What a push may change"):
   fields the action owns, every other field equal as parsed JSON; ledgers and
   feedback logs only appended to, each new line a known kind of event;
 * control files (``gitkb.toml``, ``.gitattributes``, ...) only as gitkb writes
-  them (``gitkb.store.control``);
+  them (``gitkb.server.control``);
 * an added record's id held by no other file, verified against the tree, never on
   a cache row alone.
 
@@ -40,7 +40,7 @@ from gitkb import record as rec
 from gitkb.gates import Finding
 from gitkb.record import strict
 from gitkb.record.index import INDEX_PATH
-from gitkb.store import control
+from gitkb.server import control
 from gitkb.store.writer import message_problems
 from gitkb.vcs import rawtree
 from gitkb.vcs.repository import CommitInfo, PathChange, Repository

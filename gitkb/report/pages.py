@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from string import Template
 
-from gitkb.resources import data_dir
+from gitkb.util.resources import data_dir
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding
 from gitkb.record import strict
-from gitkb.resources import data_dir
+from gitkb.util.resources import data_dir
 
 if TYPE_CHECKING:
     from gitkb.vcs.repository import CommitInfo, Repository

@@ -29,18 +29,18 @@ import os
 import weakref
 import zlib
 
-from gitkb import jsontext, notes
+from gitkb import jsontext
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
-from gitkb.store.cache_file import (
+from gitkb.store.cache.file import (
     FILE_NAME,
     close_quietly,
     open_file,
     open_memory,
     read_only,
 )
-from gitkb.store.rows import (
+from gitkb.store.cache.rows import (
     COLUMNS,
     ENTRY_AT,
     KERNEL_COLUMNS,
@@ -52,6 +52,7 @@ from gitkb.store.rows import (
     kernel_row,
     row_values,
 )
+from gitkb.util import log as notes
 from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -72,7 +73,7 @@ _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edit
 
 
 def _note(text: str, *args: object) -> None:
-    """A note on stderr (``gitkb.notes``: logging loads only when there is one)."""
+    """A note on stderr (``gitkb.util.log``: logging loads only when there is one)."""
     notes.logger(__name__).info(text, *args)
 
 
@@ -549,7 +550,7 @@ class IndexCache:
 
     def select(self, sql: str, params: tuple = ()) -> list[tuple]:
         """One read-only statement over the snapshot's tables (``records``, ``kernels``,
-        ``arches``, ``files``): for the store's own query modules (``gitkb.store.queries``,
+        ``arches``, ``files``): for the store's own query modules (``gitkb.store.cache.queries``,
         ``vocabulary``), which turn its tuples into named rows; nothing outside
         ``gitkb.store`` writes SQL."""
         if sql.lstrip()[:6].upper() != "SELECT":

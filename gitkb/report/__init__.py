@@ -3,7 +3,7 @@ scripts; the page skeleton and style live in templates/site/."""
 
 from __future__ import annotations
 
-from gitkb.site.build import build_site
-from gitkb.site.ladder import LadderPoint, ladder_svg, trace_ladder
+from gitkb.report.build import build_site
+from gitkb.report.ladder import LadderPoint, ladder_svg, trace_ladder
 
 __all__ = ["LadderPoint", "build_site", "ladder_svg", "trace_ladder"]

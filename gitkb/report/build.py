@@ -17,11 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 from gitkb.errors import writing
-from gitkb.fs import atomic_write
 from gitkb.layout import TRACE_REFS
 from gitkb.record import scope_of
-from gitkb.site.ladder import LadderPoint, ladder_svg, legend
-from gitkb.site.pages import Link, page, record_page_name, table, trace_page_name
+from gitkb.report.ladder import LadderPoint, ladder_svg, legend
+from gitkb.report.pages import Link, page, record_page_name, table, trace_page_name
+from gitkb.util.files import atomic_write
 
 RECORD_ACTIONS = ("insert", "confirm", "conflict", "import", "retract", "unretract")
 
@@ -146,7 +146,7 @@ def build_site(
 ) -> list[Path]:
     """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder,
     ``flywheel`` is a ``bench/flywheel.py --json`` document to plot (None: not given)."""
-    from gitkb.site import cards as card_pages
+    from gitkb.report import cards as card_pages
 
     tip = store.tip
     view = store.view()

@@ -1,7 +1,7 @@
 """The index cache's SQLite file: its tables, its layout version, and opening it.
 
 A file of another layout version, or one SQLite cannot read, fails to open here
-(``sqlite3.DatabaseError``); ``gitkb.store.cache`` then removes it and makes it anew,
+(``sqlite3.DatabaseError``); ``gitkb.store.cache.index_cache`` then removes it and makes it anew,
 or keeps the cache in memory where the folder cannot be written.
 """
 
@@ -17,7 +17,7 @@ LAYOUT_VERSION = "11"  # bump when the tables, or what a row or an entry holds, 
 _BUSY_TIMEOUT_MS = 120_000
 _MMAP_BYTES = 1 << 30
 # worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
-# is ordered by it: gitkb.store.queries reads a large pool from its most important end).
+# is ordered by it: gitkb.store.cache.queries reads a large pool from its most important end).
 IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
 
 _TABLES = """

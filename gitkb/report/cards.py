@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 
-from gitkb.site.pages import Link, page, record_page_name, table
+from gitkb.report.pages import Link, page, record_page_name, table
 
 CARD_TYPE = "technique-card"
 COLD, WARM = "#8c959f", "#1a7f37"

@@ -284,7 +284,7 @@ def run(
     # Here, not at the top: the supervisor runs this file as a script and stays light.
     import shlex
 
-    from gitkb import notes
+    from gitkb.util import log as notes
 
     command = shlex.join(str(arg) for arg in argv)
     notes.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)

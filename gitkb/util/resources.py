@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike
 if TYPE_CHECKING:
     from pathlib import Path
 
-_PACKAGE = os.path.dirname(os.path.realpath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def data_path(kind: str) -> str:

@@ -2,8 +2,8 @@
 
 Only ``gitkb.store`` speaks SQL to the cache; a reader states what it wants as data
 (``Narrowing``, ``Exact``, ``Ranking``) and gets rows back by name (the values a filter
-may take: ``gitkb.store.vocabulary``). The ranking fields are columns of their own
-(``gitkb.store.rows``), so a scope is decided, counted and ranked here in SQL and only
+may take: ``gitkb.store.cache.vocabulary``). The ranking fields are columns of their own
+(``gitkb.store.cache.rows``), so a scope is decided, counted and ranked here in SQL and only
 the best rows come back: a broad scope decodes no entry and builds no row it does not
 serve.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from gitkb import jsontext
 from gitkb.layout import FEEDBACK_DIR
-from gitkb.store.cache import IndexCache
-from gitkb.store.cache_file import IMPORTANCE
-from gitkb.store.sql import holds_signal, list_holds, marks, own_arch
+from gitkb.store.cache.file import IMPORTANCE
+from gitkb.store.cache.index_cache import IndexCache
+from gitkb.store.cache.sql import holds_signal, list_holds, marks, own_arch
 from gitkb.valueclass import fields_of, value_class
 
 _RANKED = (

@@ -1,5 +1,5 @@
 """A push, judged: which refs it may move, and every commit it brings through the
-store's history rules (``gitkb.store.history``) and the record gates. Incremental, so
+store's history rules (``gitkb.server.history``) and the record gates. Incremental, so
 the cost follows the push: each commit is read as its tree diff against its first
 parent; the record gates run on the records it adds or changes, against the store as
 it stood before it (the server's index cache, moved by tree diffs and rolled back).
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding, GateContext, run_gates
-from gitkb.store import control, history
-from gitkb.store.cache import IndexCache
+from gitkb.server import control, history
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.view import StoreView
 from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository

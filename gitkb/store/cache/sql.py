@@ -1,5 +1,5 @@
-"""SQL fragments the cache's read queries share (``gitkb.store.queries``,
-``gitkb.store.vocabulary``): each a condition over a ``records`` row, with its
+"""SQL fragments the cache's read queries share (``gitkb.store.cache.queries``,
+``gitkb.store.cache.vocabulary``): each a condition over a ``records`` row, with its
 parameters."""
 
 from __future__ import annotations

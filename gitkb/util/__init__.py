@@ -1,0 +1,2 @@
+"""The plumbing no domain owns: the one subprocess runner, logging, atomic file writes,
+the shipped data folders."""
