@@ -30,3 +30,17 @@ def kb(
         capture_output=True,
         input=input,
     )
+
+
+def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
+    """A `git-kb` executable on PATH that runs this checkout's gitkb, as hooks call it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "git-kb"
+    wrapper.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" -m gitkb "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
