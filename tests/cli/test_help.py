@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import ROOT, kb
+from helpers import ROOT, example_files, kb, unmeasured_env
 
 from gitkb.cli import COMMANDS
 
@@ -41,7 +41,9 @@ def test_help_does_not_import_heavy_modules():
         "heavy = [m for m in ('dulwich', 'jsonschema', 'gitkb.store') if m in sys.modules]\n"
         "print('heavy=' + ','.join(heavy))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=unmeasured_env()
+    )
     assert out.stdout.strip().splitlines()[-1] == "heavy=", out.stdout
 
 
@@ -55,7 +57,9 @@ def _modules_loaded(argv: list[str]) -> set[str]:
         f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
         "print('\\nloaded=' + ','.join(sorted(sys.modules)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=unmeasured_env()
+    )
     assert out.returncode == 0, out.stderr
     return set(out.stdout.rsplit("loaded=", 1)[1].strip().split(","))
 
@@ -82,7 +86,6 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
     """query, resolve and show on a store whose index cache holds main: no VCS layer's
     dulwich side, no schema, no gates, and (a plain command line: gitkb.commands.argv) no
     click."""
-    from helpers import example_files
 
     from gitkb.store import Store
 

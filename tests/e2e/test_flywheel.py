@@ -9,7 +9,7 @@ import json
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, kb
 from helpers.campaigns import CAMPAIGNS, curate, rmsnorm_trace
 from helpers.optimize_runs import (
     CASES_SMALL,
@@ -271,8 +271,6 @@ def test_the_site_shows_each_card_with_its_records_and_the_flywheel_plot(tmp_pat
 
 @pytest.mark.slow
 def test_re_mining_an_optimize_trace_admits_nothing_and_refuses_nothing(tmp_path, store):
-    from helpers import kb
-
     stored_win(tmp_path, "a", store, 100.0, 50.0)
     folder = tmp_path / "warm"
     folder.mkdir()

@@ -12,7 +12,7 @@ import json
 import sys
 
 import pytest
-from helpers import example_files
+from helpers import example_files, kb
 from helpers.optimize_runs import make_bundle, run
 
 from gitkb import record as rec
@@ -129,8 +129,6 @@ def tlx_reader(root, backend: str, architecture: str) -> list[str]:
 
 
 def test_the_store_exports_tlx_knowledge_and_the_run_reads_it_the_same_way(tmp_path):
-    from helpers import kb
-
     store = knowledge_base(tmp_path)
     out = tmp_path / "tlx-knowledge"
     target = tmp_path / "target.json"

@@ -19,6 +19,7 @@ from helpers.optimize_runs import (
     run,
     variant,
 )
+from helpers.records import strategy
 
 from gitkb.store import Store
 
@@ -341,7 +342,6 @@ def test_a_run_that_adds_nothing_to_the_adopted_code_files_no_record(tmp_path, s
 def test_the_warm_start_asks_for_the_kernels_language_and_product(tmp_path, bare_store):
     """The optimizer resolves on the bundle's product page in the kernel's own language: a
     HIP patch or another product's number is never offered to a Triton kernel on an H100."""
-    from helpers.records import strategy
 
     from gitkb.optimize.providers import ProviderOptions
     from gitkb.optimize.providers.warmstart import Provider

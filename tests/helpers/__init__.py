@@ -12,7 +12,7 @@ from helpers.paths import (
 )
 from helpers.processes import live_with
 from helpers.repos import forge_cache_row, lose_object
-from helpers.run import git, kb, put_git_kb_on_path
+from helpers.run import git, kb, put_git_kb_on_path, unmeasured_env
 
 __all__ = [
     "CONFORMANCE",
@@ -28,4 +28,5 @@ __all__ = [
     "lose_object",
     "needs_conformance",
     "put_git_kb_on_path",
+    "unmeasured_env",
 ]

@@ -17,6 +17,12 @@ def git(*args: str, cwd: Path | str | None = None, check: bool = True, input: st
     )
 
 
+def unmeasured_env() -> dict[str, str]:
+    """This environment without coverage's subprocess setting, for a test of what a fresh
+    interpreter imports: coverage, started in it, would load modules of its own."""
+    return {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
+
+
 def kb(
     *args: str, cwd: Path | str | None = None, env: dict | None = None, input: bytes | None = None
 ):

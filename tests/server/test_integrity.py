@@ -11,13 +11,15 @@ import subprocess
 import threading
 
 import pytest
-from helpers import forge_cache_row, git
+from helpers import CONFORMANCE, example_files, forge_cache_row, git, kb, put_git_kb_on_path
 from helpers.pushes import forge, has_object, push, record_edits
+from helpers.servers import git_daemon, smart_http
 
 from gitkb import record as rec
 from gitkb.layout import BRANCH
 from gitkb.store import Store
 from gitkb.testing import synthetic
+from gitkb.testing.traces import legacy_trace
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -382,10 +384,8 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
     ref (a plain push: git moves main first, the trace ref next); push B
     creates the same trace ref with another history at the same time. Round after round,
     whatever lands, main never cites a trace commit that its trace ref does not reach."""
-    from helpers import kb, put_git_kb_on_path
 
     from gitkb.mine.pipeline import mine
-    from gitkb.testing.traces import legacy_trace
 
     put_git_kb_on_path(tmp_path, monkeypatch)
     trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
@@ -441,7 +441,6 @@ def test_a_trace_ref_lock_left_by_a_killed_mine_is_recovered(tmp_path):
     """A SIGKILL while mine copies a trace leaves git's lock on the trace ref and the
     writer lock's pid behind; the next mine recovers both, as after any killed writer."""
     from gitkb.mine.pipeline import mine
-    from gitkb.testing.traces import legacy_trace
 
     store = Store.init(tmp_path / "kb")
     trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
@@ -461,12 +460,10 @@ def test_every_writer_makes_history_the_rules_accept(tmp_path):
     """init, admit (insert, confirm, conflict), attest, retract, unretract, feedback, mine
     and a GPU-wiki import: `git kb validate --history` finds nothing; a forged commit is
     listed by its id."""
-    from helpers import CONFORMANCE, example_files, kb
 
     from gitkb.importers.gpu_wiki import import_tree
     from gitkb.mine.pipeline import mine
     from gitkb.query.feedback import feedback
-    from gitkb.testing.traces import legacy_trace
     from gitkb.warmstart.attest import attest
     from gitkb.warmstart.retract import retract, unretract
 
@@ -508,8 +505,6 @@ def test_every_writer_makes_history_the_rules_accept(tmp_path):
 @pytest.mark.parametrize("transport", ["git-daemon", "smart-http"])
 def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held, tmp_path,
                                                             transport):  # fmt: skip
-    from helpers.servers import git_daemon, smart_http
-
     git("config", "http.receivepack", "true", cwd=server)
     serve = git_daemon(tmp_path) if transport == "git-daemon" else smart_http(tmp_path, tmp_path)
     tip = clone.tip
@@ -571,7 +566,6 @@ def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
     """A store that took a lone-surrogate record, a feedback line no double holds and an
     entry named ``../../evil.json`` before these rules: every reader skips them, the
     server takes the next good push, and export writes nothing outside its folder."""
-    from helpers import kb, put_git_kb_on_path
 
     put_git_kb_on_path(tmp_path, monkeypatch)
     server_dir = tmp_path / "server.git"
@@ -617,7 +611,6 @@ def test_readers_survive_bad_objects_already_in_history(tmp_path, monkeypatch):
 def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
     """A row naming a record main does not hold (its bytes matching its blob id, so the
     cache's own checks pass) is not shown: the tree is asked first."""
-    from helpers import kb
 
     store = Store.init(tmp_path / "kb")
     store.admit(rec.dumps(synthetic.strategy(1)), "insert")

@@ -23,6 +23,7 @@ from gitkb.store import Store
 from gitkb.testing import trace as sample_trace
 from gitkb.testing.trace_builder import Trace
 from gitkb.testing.trace_files import Symlink, kernel_source
+from gitkb.testing.traces import legacy_trace, long_horizon_trace
 from gitkb.validate import context_for, example_context, injection_outcomes
 from gitkb.vcs.repository import Repository
 
@@ -107,8 +108,6 @@ def test_a_store_of_mined_records_passes_all_eighteen_gates(tmp_path):
 
 @pytest.mark.slow
 def test_git_kb_mine_output_passes_all_eighteen_gates(tmp_path):
-    from gitkb.testing.traces import legacy_trace, long_horizon_trace
-
     assert kb("init", "kb", cwd=tmp_path).returncode == 0
     for build, label in ((legacy_trace, "kernel_opt_001_softmax"), (long_horizon_trace, "lh")):
         build(tmp_path / label)

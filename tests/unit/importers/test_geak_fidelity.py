@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, kb
+from helpers import CONFORMANCE, ROOT, git, kb, put_git_kb_on_path
 from helpers.geak_trees import QUERIES, comparable_view, curate_fidelity_tree, fidelity_tree
 
 from gitkb.importers import import_tree
@@ -192,8 +192,6 @@ def test_symlinks_are_never_followed(store, tmp_path):
 
 
 def test_gpu_wiki_import_refuses_a_symlink(store, tmp_path):
-    from helpers import CONFORMANCE
-
     if not CONFORMANCE.is_dir():
         pytest.skip("the shared conformance sample is absent")
     tree = tmp_path / "wiki"
@@ -209,7 +207,6 @@ def test_gpu_wiki_import_refuses_a_symlink(store, tmp_path):
 def test_a_synced_store_passes_the_server_hook(tmp_path, monkeypatch):
     """Every commit a sync writes (import, confirm, attest, retract) is one the server's
     pre-receive hook accepts: pushed through C git to a hooked bare store."""
-    from helpers import git, put_git_kb_on_path
 
     put_git_kb_on_path(tmp_path, monkeypatch)
     server = Store.init(tmp_path / "server.git", bare=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import example_files
 
 from gitkb.mine.distill.builtin import distill
 from gitkb.testing.trace_builder import Trace
@@ -585,8 +586,6 @@ def test_long_horizon_granular_evidence(tmp_path):
 
 
 def test_scoring_reproduces_the_example_records_ranks():
-    from helpers import example_files
-
     from gitkb.mine.score import rank
 
     for path in example_files():

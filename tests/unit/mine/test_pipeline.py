@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import git, kb
+from helpers import git, kb, put_git_kb_on_path
 
 from gitkb.errors import GitkbError
 from gitkb.mine.pipeline import mine
@@ -239,8 +239,6 @@ def test_external_distiller(tmp_path, store):
 
 
 def test_mined_store_push_is_gated_by_the_server_hook(tmp_path, monkeypatch):
-    from helpers import put_git_kb_on_path
-
     put_git_kb_on_path(tmp_path, monkeypatch)
     server = tmp_path / "server.git"
     Store.init(server, bare=True)

@@ -10,6 +10,7 @@ import pytest
 from helpers import ROOT, example_files
 
 from gitkb.store import Store
+from gitkb.testing import synthetic
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
@@ -93,7 +94,6 @@ def test_one_server_follows_main_as_it_moves(tmp_path):
     """The server keeps its store open across calls, and a record another process admits
     meanwhile is in the next answer."""
     from gitkb import record as rec
-    from gitkb.testing import synthetic
 
     store = Store.init(tmp_path / "kb.git", bare=True)
     for path in example_files():

@@ -8,10 +8,12 @@ import subprocess
 import zlib
 
 import pytest
+from helpers import kb
 
 from gitkb.record import dumps
 from gitkb.report import LadderPoint, build_site, ladder_svg
 from gitkb.testing import synthetic
+from gitkb.testing.traces import legacy_trace
 
 LADDER = [
     LadderPoint("v0", 0, 80.0, "baseline"),
@@ -103,10 +105,6 @@ def test_site_renders_in_headless_chromium(store, tmp_path):
 
 @pytest.mark.slow
 def test_report_cli_plots_a_mined_trace(tmp_path, store):
-    from helpers import kb
-
-    from gitkb.testing.traces import legacy_trace
-
     trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
     assert kb("mine", str(trace), "--store", str(store.location)).returncode == 0
     out = tmp_path / "site"

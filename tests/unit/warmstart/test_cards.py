@@ -10,7 +10,7 @@ import json
 import statistics
 
 import pytest
-from helpers import git, kb
+from helpers import git, kb, put_git_kb_on_path
 from helpers.campaigns import CAMPAIGNS, VECTOR_FAILED, curate, rmsnorm_trace
 
 from gitkb import record as rec
@@ -158,8 +158,6 @@ def test_the_card_gate_refuses_a_defective_card_at_admission(mined, how):
 
 @pytest.mark.slow
 def test_the_server_refuses_a_pushed_card_whose_numbers_are_not_its_evidence(tmp_path, monkeypatch):
-    from helpers import put_git_kb_on_path
-
     put_git_kb_on_path(tmp_path, monkeypatch)
     server = tmp_path / "server.git"
     Store.init(server, bare=True)
