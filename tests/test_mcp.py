@@ -26,7 +26,8 @@ async def _session_calls(store_dir, calls, flags=()):
 
     env = {"PYTHONPATH": str(ROOT), **{k: v for k, v in os.environ.items() if k.startswith("GIT")}}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gitkb", "mcp", "--store", str(store_dir), *flags],
+        command=sys.executable,
+        args=["-m", "gitkb", "mcp", "--store", str(store_dir), *flags],
         env=env,
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

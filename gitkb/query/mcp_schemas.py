@@ -93,8 +93,11 @@ _RANK = {
         "reference": _TEXT_OR_NULL,
         "alternates": {
             "type": "array",
-            "items": {"type": "object", "required": ["id"],
-                      "properties": {"id": _STRING, "code": _CODE}},
+            "items": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {"id": _STRING, "code": _CODE},
+            },
         },  # fmt: skip
     },
 }

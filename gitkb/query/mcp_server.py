@@ -213,7 +213,9 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
     return tools
 
 
-def _write_tools(store: "Store", tool_cls: Any, guarded: Callable, Id: Any, OptionalText: Any) -> list:
+def _write_tools(
+    store: "Store", tool_cls: Any, guarded: Callable, Id: Any, OptionalText: Any
+) -> list:
     """``feedback`` and ``attest``: the write path ``git kb feedback`` and ``git kb attest``
     take (``gitkb.query.feedback.feedback``, ``gitkb.warmstart.attest.attested``)."""
     from mcp.types import ToolAnnotations
@@ -237,8 +239,10 @@ def _write_tools(store: "Store", tool_cls: Any, guarded: Callable, Id: Any, Opti
         record_id: Id,
         outcome: Literal[ATTEST_OUTCOMES],  # type: ignore[valid-type]
         by: Label = None,
-        evidence: Annotated[dict[Annotated[str, Field(max_length=64)], OptionalText] | None,
-                            Field(max_length=EVIDENCE_MAX)] = None,
+        evidence: Annotated[
+            dict[Annotated[str, Field(max_length=64)], OptionalText] | None,
+            Field(max_length=EVIDENCE_MAX),
+        ] = None,
     ) -> dict[str, Any]:
         from gitkb.warmstart.attest import attested, parse_evidence
 
@@ -274,8 +278,12 @@ def build(store: "Store", allow_write: bool = False) -> Any:
     server = mcp_server(name="gitkb", instructions=instructions,
                         tools=_tools(store, allow_write, tool_cls, tool_error))  # fmt: skip
 
-    @server.resource(RECORD_URI, name="record", mime_type="application/json",
-                     description="One record's served projection, as the show tool answers.")
+    @server.resource(
+        RECORD_URI,
+        name="record",
+        mime_type="application/json",
+        description="One record's served projection, as the show tool answers.",
+    )
     async def record(record_id: str) -> str:  # fmt: skip
         from gitkb.query.answer import shown
 

@@ -38,8 +38,9 @@ def code_block(record: dict) -> dict | None:
     kind, text = found
     implementation = (record.get("payload") or {}).get("implementation") or {}
     dispatch = implementation.get("dispatch_snippet")
-    return {"kind": kind, "text": text,
-            "dispatch": dispatch if isinstance(dispatch, str) and dispatch.strip() else None}  # fmt: skip
+    if not isinstance(dispatch, str) or not dispatch.strip():
+        dispatch = None
+    return {"kind": kind, "text": text, "dispatch": dispatch}
 
 
 def attach(answer: dict, ranks: list[curate.CodeRecord],
