@@ -25,7 +25,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.query import mcp_schemas
 from gitkb.query.feedback import OUTCOMES as FEEDBACK_OUTCOMES
-from gitkb.query.scope import LISTABLE
+from gitkb.query.scope import LISTABLE, TIERS
 from gitkb.warmstart.attest import OUTCOMES as ATTEST_OUTCOMES
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
         family: OptionalText = None,
         operator: OptionalText = None,
         type: OptionalText = None,
-        tier: Literal["proven", "promising", "provisional", "cautionary"] | None = None,
+        tier: Literal[TIERS] | None = None,  # type: ignore[valid-type]
         symptom: OptionalText = None,
         strict_arch: Flag = False,
         cross_arch: Flag = False,

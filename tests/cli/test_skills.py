@@ -82,7 +82,7 @@ def test_every_skill_passes_the_reference_validator(tmp_path):
     # the validator is not a rubber stamp: a name that is not its folder's is refused
     broken = tmp_path / "gitkb-other"
     broken.mkdir()
-    (broken / "SKILL.md").write_bytes(done[0] and (tmp_path / NAMES[0] / "SKILL.md").read_bytes())
+    (broken / "SKILL.md").write_bytes((tmp_path / NAMES[0] / "SKILL.md").read_bytes())
     assert validator.validate(broken)
 
 
