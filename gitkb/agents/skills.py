@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, writing
 from gitkb.util.files import atomic_write
 from gitkb.util.resources import data_dir
 
@@ -96,9 +96,10 @@ def export(root: Path, agent: str = "generic", force: bool = False) -> list[Expo
             1,
         )
     done = []
-    for skill, path in planned:
-        same = path.is_file() and path.read_bytes() == skill.text
-        if not same:
-            atomic_write(path, skill.text)
-        done.append(Exported(skill.name, str(path), not same))
+    with writing(target):
+        for skill, path in planned:
+            same = path.is_file() and path.read_bytes() == skill.text
+            if not same:
+                atomic_write(path, skill.text)
+            done.append(Exported(skill.name, str(path), not same))
     return done

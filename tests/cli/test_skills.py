@@ -138,6 +138,11 @@ def test_export_refuses_to_overwrite_an_edited_skill(tmp_path):
     assert [e.name for e in done if e.written] == ["gitkb-mine", "gitkb-optimize"]
     with pytest.raises(GitkbError, match="unknown agent"):
         skills.export(tmp_path, "cursor")
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / ".claude").write_text("a file where the folder goes\n")
+    with pytest.raises(GitkbError, match="cannot write there"):
+        skills.export(blocked, "claude")
 
 
 @pytest.mark.slow
