@@ -18,8 +18,8 @@ def _answer() -> dict:
          "alternates": [{"id": "a.alt", "code": code(40)}]},
         {"rank": 2, "id": "b.two", "code": code(50), "reference": "é" * 300, "alternates": []},
     ]  # fmt: skip
-    return {"read_reason": "read", "ranks": ranks,
-            "reference_only": [{"id": "c.ref", "reason": "no fit", "reference": "p" * 200}]}  # fmt: skip
+    reference_only = [{"id": "c.ref", "reason": "no fit", "reference": "p" * 200}]
+    return {"read_reason": "read", "ranks": ranks, "reference_only": reference_only}
 
 
 ORDER = [("a.alt", "code"), ("c.ref", "reference"), ("b.two", "reference"),
