@@ -63,8 +63,9 @@ def _shown(path: Path) -> list[Shown]:
 
 
 def _group() -> click.Group:
-    from gitkb.cli import cli
+    from gitkb.cli import cli  # built on first use: the module's __getattr__
 
+    assert isinstance(cli, click.Group)
     return cli
 
 
@@ -144,14 +145,14 @@ def problems(shown: Shown) -> tuple[list[str], tuple[str, ...]]:
 ALL_SHOWN = [(doc, shown) for doc in DOCUMENTS for shown in _shown(doc)]
 
 
-def test_the_documents_show_commands():
+def test_the_documents_show_commands() -> None:
     names = {doc.name for doc, _ in ALL_SHOWN}
     assert {"README.md", "mining.md", "sharing.md", "retrieval.md", "optimize.md"} <= names
     assert len(ALL_SHOWN) >= 60
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=[str(d.relative_to(ROOT)) for d in DOCUMENTS])
-def test_every_command_shown_is_a_real_verb_with_real_flags(document):
+def test_every_command_shown_is_a_real_verb_with_real_flags(document: Path) -> None:
     found = [
         f"{shown.where}: {problem}"
         for doc, shown in ALL_SHOWN
@@ -161,7 +162,7 @@ def test_every_command_shown_is_a_real_verb_with_real_flags(document):
     assert found == []
 
 
-def test_every_verb_shown_answers_help_in_process():
+def test_every_verb_shown_answers_help_in_process() -> None:
     runner = CliRunner()
     paths = sorted({problems(shown)[1] for _, shown in ALL_SHOWN} - {()})
     assert len(paths) >= 15
@@ -185,7 +186,7 @@ def test_every_verb_shown_answers_help_in_process():
         (("VERB", "-h"), []),
     ],
 )
-def test_the_check_catches_drift(shown, expected):
+def test_the_check_catches_drift(shown: tuple[str, ...], expected: list[str]) -> None:
     found, _ = problems(Shown("here", shown))
     assert len(found) == len(expected)
     for problem, start in zip(found, expected, strict=True):
@@ -193,7 +194,7 @@ def test_the_check_catches_drift(shown, expected):
 
 
 @pytest.mark.slow
-def test_every_verb_shown_answers_help_from_the_command_line():
+def test_every_verb_shown_answers_help_from_the_command_line() -> None:
     for path in sorted({problems(shown)[1] for _, shown in ALL_SHOWN} - {()}):
         done = kb(*path, "-h")
         assert done.returncode == 0, (path, done.stderr)
