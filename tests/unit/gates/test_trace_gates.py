@@ -1,4 +1,4 @@
-"""Tests for the eight trace gates (RECORD_FORMAT §7 and gitkb's journal-provenance).
+"""Tests for the eight trace gates (docs/record-format.md §7, journal-provenance included).
 
 Evidence always comes from a real store: traces written with the trace builder (the
 example, ``gitkb.testing.trace``, or one built here with ``gitkb.testing.trace_builder``)
