@@ -83,7 +83,7 @@ def _full(ctx: GateContext) -> GateContext:
 
 
 def test_registry_lists_the_nine_store_gates_in_spec_order():
-    assert len(GATE_MODULES) == 18
+    assert len(GATE_MODULES) == 19
     assert tuple(g.name for g in store_gates()) == STORE_GATES
     assert tuple(g.name for g in all_gates()[:9]) == GATE_ORDER
 

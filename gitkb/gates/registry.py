@@ -1,5 +1,5 @@
 """The ordered list of gates: one line per gate, store gates first (the spec's nine, then
-gitkb's technique-card gate), then trace gates."""
+gitkb's technique-card and technique-claim gates), then trace gates."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ GATE_MODULES = (
     "no_cross_reference",
     "established_fact",
     "technique_card",
+    "technique_claim",
     "profile",
     "layout",
     "verbatim",
