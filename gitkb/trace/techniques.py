@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gitkb.errors import GitkbError
+from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace.naming import slugify
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
@@ -92,6 +93,7 @@ class WordPattern:
 
     signature: Signature
     direction: str = ""
+    weak: bool = False  # names its technique only when no other technique is named
 
 
 @dataclass(slots=True, frozen=True)
@@ -146,18 +148,21 @@ class Technique:
             return self._value(new[-1]) if new else REMOVED
         return _moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
 
-    def named_by(self, sentence: str, lowered: str) -> str | None:
-        """The direction the sentence gives this technique, or None when it names it not."""
+    def named_by(self, sentence: str, lowered: str) -> tuple[str, bool] | None:
+        """The direction the sentence gives this technique and whether only a weak synonym
+        names it, or None when the sentence names it not."""
         if not _may_match([w.signature for w in self.words], lowered):
             return None
+        weak: tuple[str, bool] | None = None
         for word in self.words:
             match = next(word.signature.matches(sentence, lowered), None)
             if match is None:
                 continue
-            if word.direction:
-                return word.direction
-            return self._direction_of(sentence, match)
-        return None
+            direction = word.direction or self._direction_of(sentence, match)
+            if not word.weak:
+                return direction, False
+            weak = weak or (direction, True)
+        return weak
 
     def _direction_of(self, sentence: str, match: re.Match[str]) -> str:
         before = sentence[max(0, match.start() - _WINDOW) : match.start()]
@@ -306,10 +311,13 @@ class Vocabulary:
             source = "words"
             text = _normalized(sentence)
             lowered = text.lower()
+            weak: dict[str, str] = {}
             for t in index.words.candidates(lowered):
-                direction = t.named_by(text, lowered)
-                if direction is not None:
-                    found[t.name] = direction
+                named = t.named_by(text, lowered)
+                if named is not None:
+                    (weak if named[1] else found)[t.name] = named[0]
+            if not found:
+                found = weak
         return self._detection(found, source, slugify(sentence, "") if sentence else "")
 
     def _detection(self, found: dict[str, str], source: str, phrase: str) -> Detection:
@@ -540,7 +548,10 @@ def _word(entry: object, where: str) -> WordPattern:
         direction = entry.get("direction", "")
         if not isinstance(direction, str) or slugify(direction, "") != direction:
             raise GitkbError(f"{FILE_NAME}: {where}: direction {direction!r} is not a slug")
-        return WordPattern(_compiled(entry.get("pattern"), where, re.I), direction)
+        weak = entry.get("weak", False)
+        if not isinstance(weak, bool):
+            raise GitkbError(f"{FILE_NAME}: {where}: weak is true or false")
+        return WordPattern(_compiled(entry.get("pattern"), where, re.I), direction, weak)
     return WordPattern(_compiled(entry, where, re.I))
 
 
@@ -656,29 +667,55 @@ def own_tags(record: dict) -> list[str]:
     ]
 
 
+def _id_words(record: dict) -> list[str]:
+    """The words of a record's id past its vendor, product and dsl, its family and
+    operators left out (a GPU-wiki page's name and section, a mined lever's slug)."""
+    record_id = stripped_text(record.get("id"))
+    scope = dig(record, "retrieval", "scope")
+    scope = scope if isinstance(scope, dict) else {}
+    named = {stripped_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
+    named.add(stripped_text(scope.get("operator_family")))
+    return [w for w in record_id.split(".")[3:] if w and w not in named]
+
+
+def _source(record: dict) -> str:
+    """A record's verbatim source snippet (not a diff), or ""."""
+    implementation = _payload(record).get("implementation")
+    if not isinstance(implementation, dict) or record_diff(record):
+        return ""
+    fmt, snippet = implementation.get("format"), implementation.get("snippet")
+    ok = isinstance(fmt, str) and fmt.startswith("source") and isinstance(snippet, str)
+    return snippet if ok else ""
+
+
 def record_technique(record: dict, vocab: Vocabulary | None = None) -> Detection:
-    """The canonical technique of a record, derived from the record alone: a computed
-    card's stated key; else its own diff and sentence (``detect``); else its technique
-    tags (an importer's, a hand-written store's), a canonical key as it stands or their
-    words. Uncategorized: the first own tag (or the sentence) as the phrase."""
+    """The canonical technique of a record, derived from the record alone, the first of:
+    a computed card's stated key; its own diff, else its sentence (``detect``); its first
+    technique tag when that is a key; the words of its tags and its id (an importer's, a
+    GPU-wiki page's names); a verbatim source snippet's code. Uncategorized: the first own
+    tag (or the sentence) is its phrase."""
     vocab = vocab or vocabulary()
+    dsl = _dsl(record)
     if record.get("type") == CARD_TYPE:
         stated = vocab.from_key(stripped_text(_payload(record).get("technique")), "card")
         if stated is not None:
             return stated
-    detection = vocab.detect(record_diff(record), record_sentence(record), _dsl(record))
+    detection = vocab.detect(record_diff(record), record_sentence(record), dsl)
     if detection.categorized:
         return detection
     tags = own_tags(record)
-    if tags:
-        stated = vocab.from_key(tags[0], "tags")
-        if stated is not None:
-            return stated
-        worded = vocab.detect("", " ; ".join(t.replace("-", " ") for t in tags), _dsl(record))
-        if worded.categorized:
-            return Detection(worded.key, worded.found, "tags", tags[0], vocab.version)
-        return Detection("", (), "none", tags[0], vocab.version)
-    return detection
+    phrase = tags[0] if tags else detection.phrase
+    stated = vocab.from_key(tags[0], "tags") if tags else None
+    if stated is not None:
+        return stated
+    words = " ; ".join(w.replace("-", " ") for w in [*tags, *_id_words(record)])
+    for source, found in (
+        ("tags", vocab.detect("", words, dsl) if words else None),
+        ("code", vocab.detect(as_diff(_source(record)), "", dsl) if _source(record) else None),
+    ):
+        if found is not None and found.categorized:
+            return Detection(found.key, found.found, source, phrase, vocab.version)
+    return Detection("", (), "none", phrase, vocab.version)
 
 
 def lever_technique(diff: str, sentence: str, dsl: str | None) -> Detection:
