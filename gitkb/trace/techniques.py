@@ -51,6 +51,8 @@ _NUMBER_WORDS = {
 }  # fmt: skip
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
 _WINDOW = 40  # characters around a word match read for its direction
+# Where a trace's sentence turns from the lever to its cause.
+_CAUSE = re.compile(r"\b(?:because|since|due to|which (?:is|was|were|made|makes))\b", re.I)
 # A comment is no code: ``//`` and ``#`` comments (not preprocessor lines) are cut.
 _LINE_COMMENT = re.compile(
     r"//.*$|(?<![\w\"'])#(?!\s*(?:pragma|define|include|if|endif|else))\s.*$"
@@ -367,8 +369,11 @@ class Vocabulary:
 
 
 def _normalized(sentence: str) -> str:
-    """A sentence with its small number words as digits ("two rows" -> "2 rows")."""
-    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], sentence or "")
+    """The lever a sentence names, its cause cut off ("fewer warps were slower because
+    each warp holds the row in registers": the lever is the fewer warps), its small number
+    words as digits ("two rows" -> "2 rows")."""
+    lever = _CAUSE.split(sentence or "", maxsplit=1)[0]
+    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], lever)
 
 
 def changed_lines(diff: str) -> tuple[str, str]:
@@ -582,7 +587,12 @@ def _technique(entry: dict, n: int) -> Technique:
         kind=kind,
         default=default,
         code=compiled,
-        words=tuple(_word(w, f"{where} words") for w in words),
+        # its own name, in any spelling (num-warps, num_warps, "num warps"), is a synonym:
+        # an uncategorized phrase never spells a technique's name
+        words=(
+            *(_word(w, f"{where} words") for w in words),
+            _word(r"\b" + r"[-_ ]?".join(map(re.escape, name.split("-"))) + r"\b", where),
+        ),
         subsumes=tuple(str(s) for s in entry.get("subsumes", [])),
         values=tuple((str(k).lower(), str(v)) for k, v in values.items()),
     )
