@@ -176,7 +176,8 @@ def test_a_record_keeps_its_phrase_beside_the_canonical_tag():
             "named twice",
         ),
         (
-            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["t"]\nwords = ["a"]\nsubsumes = ["b"]\n',
+            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["t"]\nwords = ["a"]\n'
+            'subsumes = ["b"]\n',
             "subsumes unknown",
         ),
         ("version = \n", "techniques.toml"),
