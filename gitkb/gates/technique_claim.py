@@ -2,7 +2,7 @@
 
 A strategy or anti-strategy whose first technique tag (its operators aside) is a key of
 the technique vocabulary (``gitkb.trace.techniques``) claims each technique of that key,
-in its direction. Where the record states its own diff (an implementation snippet in the
+in its direction (a bare name, in any direction). Where the record states its own diff (an implementation snippet in the
 unified-diff format), a claimed technique must be one the diff shows, in that direction:
 a code signature the diff does not show is refused. Only where the diff shows no
 technique of the vocabulary at all may the record's own sentence (its change, or what it
@@ -56,7 +56,8 @@ def claim_findings(record_id: str, record: dict) -> Iterator[Finding]:
     shown, source = _shown(vocabulary, record)
     has_diff = bool(techniques.record_diff(record).strip())
     for part in claimed:
-        if shown.get(part.name, None) == part.direction and part.name in shown:
+        # a bare name claims the technique, whichever way the evidence shows it went
+        if part.name in shown and part.direction in (shown[part.name], ""):
             continue
         technique = vocabulary.named(part.name)
         signed = bool(technique and technique.code)
