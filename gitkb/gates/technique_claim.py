@@ -5,10 +5,11 @@ the technique vocabulary (``gitkb.trace.techniques``) claims each technique of t
 in its direction (a bare name, in any direction). Where the record states its own diff
 (an implementation snippet in the unified-diff format), a claimed technique must be one
 the diff shows, in that direction: a code signature the diff does not show is refused.
-Only where the diff shows no technique of the vocabulary at all may the record's own sentence (its change, or what it
-attempted) carry the claim, as the detector's word fallback does. A tag that is no key
-(the trace's own phrase) claims nothing and is not judged; nor is a record of another type.
-It neighbours no-fabrication: a technique, like a number, is only what the evidence states.
+Only where the diff shows no technique of the vocabulary at all may the record's own
+sentence (its change, or what it attempted) carry the claim, as the detector's word
+fallback does. A tag that is no key (the trace's own phrase) claims nothing and is not
+judged; nor is a record of another type. It neighbours no-fabrication: a technique, like
+a number, is only what the evidence states.
 """
 
 from __future__ import annotations
