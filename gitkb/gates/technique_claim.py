@@ -8,8 +8,9 @@ the diff shows, in that direction: a code signature the diff does not show is re
 Only where the diff shows no technique of the vocabulary at all may the record's own
 sentence (its change, or what it attempted) carry the claim, as the detector's word
 fallback does. A tag that is no key (the trace's own phrase) claims nothing and is not
-judged; nor is a record of another type. It neighbours no-fabrication: a technique, like
-a number, is only what the evidence states.
+judged; nor is a record of another type, nor one an importer wrote (its raw evidence
+names the foreign file or page: its tags are that tool's words). It neighbours
+no-fabrication: a technique, like a number, is only what the evidence states.
 """
 
 from __future__ import annotations
@@ -41,13 +42,22 @@ def _shown(vocabulary: techniques.Vocabulary, record: dict) -> tuple[dict[str, s
     return shown, detection.source
 
 
+def _imported(record: dict) -> bool:
+    """Whether an importer wrote the record (its raw evidence names the foreign file or
+    page): its tags are the other tool's words, which may spell a technique's name by
+    chance and claim nothing; the index cache maps them onto the vocabulary."""
+    return any(
+        stripped_text(dig(record, "evidence", "raw", key)) for key in ("detail_file", "page_path")
+    )
+
+
 def _dsl(record: dict) -> str:
     return stripped_text(dig(record, "retrieval", "scope", "dsl"))
 
 
 def claim_findings(record_id: str, record: dict) -> Iterator[Finding]:
     """The findings of one record's canonical tag."""
-    if record.get("type") not in techniques.EVIDENCE_TYPES:
+    if record.get("type") not in techniques.EVIDENCE_TYPES or _imported(record):
         return
     tags = techniques.own_tags(record)
     vocabulary = techniques.vocabulary()

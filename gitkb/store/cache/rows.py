@@ -32,6 +32,8 @@ COLUMNS = (
 # The entry is kept in a table of its own (``entries``, by path): a scan of the ranking
 # columns then reads rows of about a kilobyte, not three.
 ENTRY_AT = COLUMNS.split(", ").index("entry")
+# Where the derived technique columns sit in a row of ``COLUMNS``.
+TECHNIQUE_AT = COLUMNS.split(", ").index("technique")
 RECORD_COLUMNS = ", ".join(c for c in COLUMNS.split(", ") if c != "entry")
 RECORD_WIDTH = RECORD_COLUMNS.count(",") + 1
 
@@ -159,6 +161,13 @@ def _technique(record: dict) -> tuple[str | None, str | None]:
     return detection.key, _strings(detection.components())
 
 
+def without_techniques(values: tuple) -> tuple:
+    """A row of ``COLUMNS`` with its technique columns NULL: what a read verb's open-time
+    sample compares (deriving them would parse the vocabulary on every open; ``validate
+    --full`` compares every column with a fresh rebuild)."""
+    return (*values[:TECHNIQUE_AT], None, None, *values[TECHNIQUE_AT + 2 :])
+
+
 def _floored_speedup(entry: dict, record: dict) -> float | None:
     stated = json_number(entry.get("speedup_x"))
     if stated is None or math.isnan(stated):  # a NaN column reads back as NULL: none stated
@@ -170,9 +179,12 @@ def _floored_speedup(entry: dict, record: dict) -> float | None:
 RowValues = tuple[tuple, list[str], list[str]]
 
 
-def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None) -> RowValues:
+def row_values(
+    path: str, blob: str, raw: bytes | None, data: dict | None = None, techniques: bool = True
+) -> RowValues:
     """The ``records`` row of one record file, its kernel names and its architectures
-    (``data``: the record as already parsed from ``raw``)."""
+    (``data``: the record as already parsed from ``raw``; without ``techniques``, the
+    technique columns are left NULL: ``without_techniques``)."""
     if raw is None:
         loaded = rec.RecordFile(path, b"", None, "missing object")
     elif data is not None:
@@ -208,7 +220,7 @@ def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None
         jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry, data),
-        *_technique(data),
+        *(_technique(data) if techniques else (None, None)),
         *_curation(data),
     )
     return values, kernel_names(data), record_arches(data)
