@@ -16,6 +16,8 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from dulwich.diff_tree import tree_changes as dulwich_tree_changes
+
 from gitkb.util import log as notes
 from gitkb.vcs.objects import Unreadable, tree
 from gitkb.vcs.repository import DULWICH_UNREADABLE, Repository
@@ -70,8 +72,6 @@ def tree_changes(
     """Entries that differ from tree ``old`` to tree ``new`` (None: no tree), named
     ``prefix``/path; ``old_mode``/``new_mode`` say whether each side is a regular file,
     a symlink or a submodule (0 where the side has none)."""
-    from dulwich.diff_tree import tree_changes as dulwich_tree_changes
-
     prefix = prefix.strip("/")
     out = []
     trees = [None if t is None else t.encode() for t in (old, new)]
