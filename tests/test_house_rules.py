@@ -1,4 +1,4 @@
-"""The package's house rules (DESIGN.md), read off its source: who may speak SQL, who may
+"""The package's house rules (docs/design.md), read off its source: who may speak SQL, who may
 import dulwich, which layer may import which, and no reaching into private names."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``worth.rank`` by the store's scoring rule (RECORD_FORMAT §9), as the trace scorer uses it:
-null prior and counter values dropped, ``n_independent_runs`` <= 1 dropped, no clock."""
+"""``worth.rank`` by the store's scoring rule (docs/record-format.md §9), as the trace scorer
+uses it: null prior and counter values dropped, ``n_independent_runs`` <= 1 dropped, no clock."""
 
 from __future__ import annotations
 

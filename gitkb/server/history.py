@@ -3,7 +3,7 @@
 The gates judge a record's content; these rules judge a commit as a change to the
 store. A commit's ``KB-Action`` names what it is, and each action may make exactly
 the changes its row of ``ACTIONS`` allows, against its first parent; anything else
-is refused (DESIGN.md, "What a push may change"):
+is refused (docs/sharing.md, "What a push may change"):
 
 * entries first: every entry is a folder or a regular file (100644) at a path one
   of the layout's classes names (``PATH_CLASSES``), each name plain (no ``.``,

@@ -1,4 +1,5 @@
-"""Ingest: a trace's commits and committed files -> one row per version (TRACE_FORMAT rules 1-10).
+"""Ingest: a trace's commits and committed files -> one row per version (docs/trace-format.md,
+rules 1-10).
 
 Everything is read from the commits reachable from ``tip`` through the VCS
 layer, so a bare clone, a checkout and the store's ``refs/kb/traces/<label>``
