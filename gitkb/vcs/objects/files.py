@@ -47,7 +47,8 @@ class ObjectFiles:
 
     def read(self, sha: str) -> tuple[int, bytes]:
         """(type number, body) of object ``sha`` (40 hex digits)."""
-        return self._read(_key(sha), sha)
+        key = _key(sha)
+        return self._read(key, key.hex())  # the loose file is named in lower case
 
     def _read(self, key: bytes, sha: str) -> tuple[int, bytes]:
         pack, offset = self._find(key)
