@@ -3,9 +3,8 @@
 object layer leaves to it.
 
 Open a repository (also from a server hook's quarantine environment), read blobs and
-trees at a commit, diff two commits under a path prefix, write commits without a work
-tree (blobs, trees edited path by path, commits; in batches stored as one pack), move
-refs by compare-and-swap under git's own ``.lock`` protocol, and copy another
+trees at a commit, write commits without a work tree (in batches stored as one pack),
+move refs by compare-and-swap under git's own ``.lock`` protocol, and copy another
 repository's objects under a ref. An object that cannot be read raises ``Unreadable``.
 """
 
