@@ -20,17 +20,6 @@ def command(record_id, outcome, by, evidence, store) -> None:
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.
     """
-    from gitkb.warmstart.attest import attest, parse_evidence, read_ledger, retire_hint
+    from gitkb.warmstart.attest import attested, parse_evidence
 
-    admission = attest(store, record_id, outcome, by, parse_evidence(evidence))
-    counts = read_ledger(store, record_id, admission.commit).counts()
-    echo_json(
-        {
-            "record": record_id,
-            "outcome": outcome,
-            "commit": admission.commit,
-            "ledger": admission.path,
-            "counts": counts,
-            "retire_hint": retire_hint(counts),
-        }
-    )
+    echo_json(attested(store, record_id, outcome, by, parse_evidence(evidence)))

@@ -54,6 +54,7 @@ from gitkb.store.cache.rows import (
     without_techniques,
 )
 from gitkb.util import log as notes
+from gitkb.vcs.objects import Unreadable
 from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -328,6 +329,8 @@ class IndexCache:
             return False
         if self._dirty:
             raise GitkbError("internal: the index cache cannot move away from unwritten edits")
+        from gitkb.vcs import treediff  # beside the open Repository: dulwich is loaded
+
         repo = self.repo
         old = self._commit
         if not old or not repo.has_object(old):
@@ -338,7 +341,7 @@ class IndexCache:
             before = repo.subtree(old, folder)
             after = repo.subtree(commit, folder) if commit else None
             if before != after:
-                changes += repo.tree_changes(before, after, folder)
+                changes += treediff.tree_changes(repo, before, after, folder)
         self._apply_changes(changes)
         self._set_commit(commit)
         return True
@@ -590,7 +593,7 @@ class IndexCache:
 def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
-    except (KeyError, ValueError, OSError):
+    except (Unreadable, OSError):
         notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
 
