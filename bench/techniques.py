@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from figures import figure  # noqa: E402
+
 from gitkb.testing import technique_levers as levers  # noqa: E402
 from gitkb.trace import techniques  # noqa: E402
 from gitkb.trace.naming import operator_slug  # noqa: E402
@@ -87,6 +89,9 @@ def main() -> int:
     n = len(sentences)
     print(f"detector: {detector / n * 1e6:.1f} us a lever; the slug it replaces "
           f"{baseline / n * 1e6:.1f} us (ratio {detector / baseline:.1f}x)")  # fmt: skip
+    figure("technique detector precision", score.precision, "", 0.95, "higher")
+    figure("technique detector recall", score.recall, "", 0.9, "higher")
+    figure("technique levers merged", len(merges), "pairs", 0, "lower")
     ok = score.precision >= 0.95 and score.recall >= 0.9 and not merges
     return 0 if ok else 1
 
