@@ -51,6 +51,7 @@ from gitkb.store.cache.rows import (
     RowValues,
     kernel_row,
     row_values,
+    without_techniques,
 )
 from gitkb.util import log as notes
 from gitkb.vcs.objects import Unreadable
@@ -295,7 +296,8 @@ class IndexCache:
             raw = _unpack(stored[1])
             if stored[1] is not None and (raw is None or blob_id(raw) != blob):
                 return False
-            if raw is not None and row_values(path, blob, raw)[0] != tuple(held):
+            derived = row_values(path, blob, raw, techniques=False)[0] if raw is not None else None
+            if derived is not None and derived != without_techniques(tuple(held)):
                 return False
             if check_tree and self.repo.blob_sha(self._commit, path) != blob:
                 return False
