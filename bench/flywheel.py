@@ -13,7 +13,11 @@ Per run it prints the evaluations until the cold run's final speedup was reached
 (warm-start candidates counted; for the cold run, the evaluation that measured the
 code it ended with; for the warm run, the first that measured that same code or a
 speedup within ``--tolerance`` of the cold final, every speedup against the run's
-original baseline), the final speedup and the wall time. A warm run whose store was
+original baseline), the final speedup and the wall time, and for each warm run which
+techniques its store held (each strategy's and anti-strategy's canonical technique, as
+the index cache derives it; an uncategorized lever by its own phrase) and which of them
+the run used (the records it tried as warm-start candidates, adopted, or cited in a
+proposal). A warm run whose store was
 still empty (the first shape of a family) is a cold run: shown, not counted. Overall
 it prints the warm/cold evaluations ratio, the figure (target <= 0.5x, with finals no
 worse than cold), and says plainly when the target is missed.
@@ -99,6 +103,8 @@ class RunFigures:
     remeasured: float | None = None  # the final code's speedup, measured beside the other's
     noise: float = 0.0  # the cold final against itself in a sitting (relative; the widest)
     sittings: list[float | None] = field(default_factory=list)  # remeasured, per sitting
+    held: list[str] = field(default_factory=list)  # the techniques the warm run's store held
+    used: list[str] = field(default_factory=list)  # of them, those the run used
 
     def own_reach(self) -> int:
         """Evaluations until this run first measured the code it ended with (0: the
@@ -294,13 +300,47 @@ def serve(work: Path) -> Path:
     return server
 
 
-def warm_run(work: Path, server: Path, bundle: Path, out: Path) -> tuple[dict, float]:
+def store_techniques(store_path: Path) -> dict[str, str]:
+    """Each live strategy's and anti-strategy's technique in a store, by record id: its
+    canonical key, or ``uncategorized: <its phrase>``."""
+    from gitkb.store import Store
+    from gitkb.trace.techniques import EVIDENCE_TYPES, record_technique
+
+    view = Store.open(store_path).view()
+    found = {}
+    for entry in view.entries():
+        if entry["type"] not in EVIDENCE_TYPES or entry["status"] != "active":
+            continue
+        record = view.read_record(entry["id"]).data
+        if record is None:
+            continue
+        detection = record_technique(record)
+        found[entry["id"]] = detection.key or f"uncategorized: {detection.phrase}"
+    return found
+
+
+def used_records(doc: dict) -> set[str]:
+    """The store's records a run used: its warm-start candidates (tried or adopted) and the
+    ids its proposals cited."""
+    warm = doc.get("warm_start") or {}
+    used = {c.get("record") for c in warm.get("candidates") or [] if isinstance(c, dict)}
+    used.add((warm.get("adopted") or {}).get("record"))
+    for experiment in doc.get("experiments") or []:
+        used.update(experiment.get("kb_cited") or [])
+    return {u for u in used if isinstance(u, str)}
+
+
+def warm_run(
+    work: Path, server: Path, bundle: Path, out: Path
+) -> tuple[dict, float, list[str], list[str]]:
     clone = work / "clones" / out.name
     done = git("clone", "-q", str(server), str(clone))
     if done.returncode != 0:
         raise SystemExit(f"flywheel: clone: {done.stderr}")
     git("fetch", "-q", "origin", "refs/kb/traces/*:refs/kb/traces/*", cwd=clone)
+    held = store_techniques(clone)
     doc, wall = optimize(bundle, out, clone)
+    used = sorted({held[i] for i in used_records(doc) if i in held})
     start = time.perf_counter()
     cards = kb("curate", "--cards", "--apply", "--store", str(clone))
     if cards.returncode != 0:
@@ -308,7 +348,7 @@ def warm_run(work: Path, server: Path, bundle: Path, out: Path) -> tuple[dict, f
     pushed = git("push", "-q", "origin", "main", "refs/kb/traces/*:refs/kb/traces/*", cwd=clone)
     if pushed.returncode != 0:
         raise SystemExit(f"flywheel: push refused: {pushed.stderr[-2000:]}")
-    return doc, wall + time.perf_counter() - start
+    return doc, wall + time.perf_counter() - start, sorted(set(held.values())), used
 
 
 def one_pass(work: Path, repeat: int, families, rounds: int) -> list[Pair]:
@@ -322,11 +362,14 @@ def one_pass(work: Path, repeat: int, families, rounds: int) -> list[Pair]:
             runs, folders = [], []
             for mode in ("cold", "warm"):
                 folder = here / f"{mode}-{shape}"
+                held: list[str] = []
+                used: list[str] = []
                 if mode == "cold":
                     doc, wall = optimize(bundle, folder, None)
                 else:
-                    doc, wall = warm_run(here, server, bundle, folder)
+                    doc, wall, held, used = warm_run(here, server, bundle, folder)
                 found = figures_of(family, shape, mode, folder, doc, wall)
+                found.held, found.used = held, used
                 found.store_empty = mode == "warm" and position == 0
                 runs.append(found)
                 folders.append(folder)
@@ -400,6 +443,9 @@ def report(runs: list[RunFigures], tolerance: float, json_out: Path | None) -> N
             print(f"{r.family:15} {r.shape:12} {r.mode:5} {len(r.evaluations):5} "
                   f"{r.warm_candidates:3} {shown:>8} {r.final:7.3f} {side:>7} {r.wall_s:7.1f}"
                   + note)  # fmt: skip
+            if r.mode == "warm":
+                print(f"{'':15} techniques held: {', '.join(r.held) or 'none'}")
+                print(f"{'':15} techniques used: {', '.join(r.used) or 'none'}")
             rows.append(dict(vars(r), to_reach=reach, goal=goal))
     # The figure is over the warm runs that had a store to start from.
     pairs = [(c, w) for c, w in every if not w.store_empty]

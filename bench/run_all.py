@@ -31,6 +31,7 @@ SCRIPTS = {
     "mcp_query.py": ["--records", "2000", "--calls", "50"],
     "geak.py": ["--entries", "400", "--changes", "20"],
     "flywheel.py": ["--repeats", "1"],
+    "techniques.py": ["--runs", "2"],
 }
 
 

@@ -18,6 +18,7 @@ _LISTS = {
     "type": "type",
     "symptoms": "symptom",
     "tags": "tag",
+    "techniques": "technique",
 }
 
 
@@ -93,6 +94,11 @@ def _command():
     @click.option("--status", help="active, superseded or deprecated (default: not retracted).")
     @click.option("--tier", type=click.Choice(TIERS), help="Only records of this worth tier.")
     @click.option("--symptom", help="A bottleneck or symptom (indexed signals beat text mentions).")
+    @click.option(
+        "--technique",
+        help="A canonical technique (num-warps, num-warps-up, eviction-policy-evict-first); "
+        "see --list-techniques.",
+    )
     @click.option(
         "--strict-arch", is_flag=True, help="Exact architecture only, no neutral records."
     )

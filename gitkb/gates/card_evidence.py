@@ -2,12 +2,14 @@
 
 A card aggregates one technique over many traces: its numbers are a pure function of
 the strategies and anti-strategies it cites, so the card gate recomputes them and
-``git kb curate --cards`` writes them with the same function. A technique is named
-from a record's first technique tag that is not its operator (else its change), by the
-operator naming rules (``trace.naming.operator_slug``: abbreviations, grammar words and
-bare numbers dropped, five words), so "vectorized 128-bit loads along the row" from two
-traces meets as one technique. A card's scope is the evidence's: one vendor, arch, dsl
-and operator family; a product only when every cited record was measured on it (else
+``git kb curate --cards`` writes them with the same function. A technique is the
+record's canonical key under the technique vocabulary (``gitkb.trace.techniques``: its
+diff, else its sentence, else its tags), so "evict first on the streamed x" and
+``eviction_policy="evict_first"`` are one technique, and more warps and fewer warps two
+(``num-warps-up``, ``num-warps-down``). An uncategorized lever keeps its own phrase, named
+by the operator rules (``trace.naming.operator_slug``). A card's scope is the
+evidence's: one vendor, arch, dsl and operator family (across its traces, page families
+and the products of the arch); a product only when every cited record was measured on it (else
 the products measured, listed under ``scope.architectures``). Attempts and kept count a
 record once per trace that measured it: the record, and each trace that confirmed it.
 """
@@ -21,6 +23,7 @@ from typing import cast
 from gitkb.record import dig, scope_of
 from gitkb.record.values import finite_number, stripped_text
 from gitkb.trace.naming import operator_slug
+from gitkb.trace.techniques import own_tags, record_technique
 
 CARD_TYPE = "technique-card"
 EVIDENCE_TYPES = ("strategy", "anti-strategy")
@@ -55,7 +58,9 @@ class CardKey:
     technique: str
 
     def slug(self) -> str:
-        return f"{self.vendor}.{self.arch}.{self.dsl}.{self.family}.card.{self.technique}"
+        # a key joins the techniques of one change with "+", which no id spells
+        technique = self.technique.replace("+", "_")
+        return f"{self.vendor}.{self.arch}.{self.dsl}.{self.family}.card.{technique}"
 
 
 @dataclass
@@ -84,20 +89,31 @@ def _gain(record: dict) -> float | None:
 
 
 def technique_of(record: dict) -> str | None:
-    """The technique a strategy or anti-strategy is about, named by the operator rules;
-    None for other types or a record that names none."""
+    """The technique a strategy or anti-strategy is about: its canonical key under the
+    shipped vocabulary (``trace.techniques.record_technique``: its own diff, else its
+    sentence, else its tags), else, uncategorized, its own phrase named by the operator
+    rules; None for other types or a record that names none."""
     if record.get("type") not in EVIDENCE_TYPES:
         return None
-    scope = scope_of(record)
-    operators = {stripped_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
-    operators.add(stripped_text(scope.get("operator_family")))
-    tags = dig(record, "retrieval", "technique_tags")
-    for tag in tags if isinstance(tags, list) else []:
-        if stripped_text(tag) and stripped_text(tag) not in operators:
-            return operator_slug(stripped_text(tag))
+    detection = record_technique(record)
+    if detection.categorized:
+        return detection.key
+    tags = own_tags(record)
+    if tags:
+        return operator_slug(tags[0])
     payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
     change = stripped_text(payload.get("change")) or stripped_text(payload.get("attempted"))
     return operator_slug(change.replace(" ", "-")) if change else None
+
+
+# Where a computed card names the technique vocabulary it was computed under.
+VOCABULARY_FIELD = ("evidence", "summary", "measured_on", "technique_vocabulary")
+
+
+def stated_vocabulary(card: dict) -> str | None:
+    """The vocabulary version a card says it was computed under (None: it says none)."""
+    value = dig(card, *VOCABULARY_FIELD)
+    return value if isinstance(value, str) else None
 
 
 def key_of(record: dict, live: bool = True) -> CardKey | None:

@@ -1,5 +1,5 @@
 """The ordered list of gates: one line per gate, store gates first (GPU-wiki's nine, then
-gitkb's technique-card gate), then trace gates."""
+gitkb's technique-card and technique-claim gates), then trace gates."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ GATE_MODULES = (
     "no_cross_reference",
     "established_fact",
     "technique_card",
+    "technique_claim",
     "profile",
     "layout",
     "verbatim",
@@ -39,7 +40,7 @@ class GateModule(Protocol):
 
 
 # A gate's name is its module's with hyphens (a test holds every module to it), so names
-# are checked without importing eighteen modules.
+# are checked without importing nineteen modules.
 GATE_NAMES = tuple(module.replace("_", "-") for module in GATE_MODULES)
 
 

@@ -6,10 +6,11 @@ gain) cites the strategies and anti-strategies it was computed from in
 recomputation from those records as the store holds them at this commit (the context's
 records, else its store view: a pushed card is judged against the store it lands on).
 A cited record that is missing, cited twice, retracted (at admission) or of another
-technique, support below two attempts from two traces (or two hardware pages), and a
-scope wider than the evidence (another product, level or arch) are refused. A retracted
-card is a tombstone and is not judged, nor is a hand-written card (GPU-wiki's), which
-states no aggregate. Given only files without the store (the pre-commit
+technique (its canonical key under the technique vocabulary the card names, which must
+be this gitkb's at admission), support below two attempts from two traces (or two
+hardware pages), and a scope wider than the evidence (another product, level or arch)
+are refused. A retracted card is a tombstone and is not judged, nor is a hand-written
+card (GPU-wiki's), which states no aggregate. Given only files without the store (the pre-commit
 hook's staged records) a card whose evidence is not among them is skipped, said so.
 """
 
@@ -21,6 +22,7 @@ from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.gates import card_evidence as ce
 from gitkb.record import scope_of
+from gitkb.trace import techniques
 
 NAME = "technique-card"
 
@@ -65,7 +67,18 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict) -> It
             records[record_id] = record
     if len(records) != len(cited):
         return
+    stated, current = ce.stated_vocabulary(card), techniques.vocabulary().version
+    if stated != current and admitting:
+        yield Finding(card_id, NAME, f"was computed under technique vocabulary {stated!r}, "
+                      f"not this gitkb's {current!r}: run git kb curate --cards",
+                      ".".join(ce.VOCABULARY_FIELD))  # fmt: skip
+        return
     keys = {ce.key_of(r, live=False) for r in records.values()}
+    own = _own_key(card)
+    if stated != current and own is not None:
+        # A standing card of another vocabulary is stale, not false: its numbers are
+        # judged under the technique it names; the next curate --cards regenerates it.
+        keys = {own}
     if len(keys) != 1 or None in keys:
         yield Finding(card_id, NAME, "its cited records are about more than one technique "
                       "or page family", "retrieval.links.cited_records")  # fmt: skip
@@ -85,6 +98,18 @@ def card_findings(ctx: GateContext, card_id: str, card: dict, by_id: dict) -> It
         yield Finding(card_id, NAME, f"headline gain {gain.get('pct')!r} is not the typical "
                       f"gain {facts.payload['typical_gain_pct']!r}", "worth.gain.pct")  # fmt: skip
     yield from _scope_findings(card_id, card, facts)
+
+
+def _own_key(card: dict) -> ce.CardKey | None:
+    """The card key a card states (its scope and technique), or None."""
+    scope = scope_of(card)
+    parts = [scope.get(k) for k in ce.SCOPE_FIELDS]
+    payload = card.get("payload") if isinstance(card.get("payload"), dict) else {}
+    technique = payload.get("technique")
+    if not all(isinstance(p, str) and p for p in [*parts, technique]):
+        return None
+    vendor, arch, dsl, family = parts
+    return ce.CardKey(vendor, arch, dsl, family, technique)
 
 
 def _scope_findings(card_id: str, card: dict, facts: ce.CardFacts) -> Iterator[Finding]:
@@ -157,6 +182,8 @@ def _computed_card(ctx: GateContext) -> tuple[dict, list[dict]] | None:
     card["retrieval"]["generality"].update(arch=key.arch, language=key.dsl)
     card["retrieval"]["links"] = {"cited_records": facts.cited}
     card.setdefault("worth", {}).setdefault("gain", {})["pct"] = facts.payload["typical_gain_pct"]
+    summary = card.setdefault("evidence", {}).setdefault("summary", {})
+    summary.setdefault("measured_on", {})["technique_vocabulary"] = techniques.vocabulary().version
     return card, evidence
 
 
@@ -203,6 +230,16 @@ def _cited_twice(card: dict, evidence: list[dict]) -> None:
     card["retrieval"]["links"]["cited_records"].append(evidence[0]["id"])
 
 
+def _other_vocabulary(ctx: GateContext) -> bool:
+    """A card admitted with the number of a vocabulary this gitkb does not ship."""
+    made = _computed_card(ctx)
+    if made is None:
+        return False
+    made[0]["evidence"]["summary"]["measured_on"]["technique_vocabulary"] = "0-retired"
+    ctx.admission = "insert"
+    return True
+
+
 def _one_trace(card: dict, evidence: list[dict]) -> None:
     evidence[1]["evidence"]["raw"]["source_repo"] = evidence[0]["evidence"]["raw"]["source_repo"]
 
@@ -223,5 +260,6 @@ GATE = Gate(
         ),  # fmt: skip
         Injection("technique-card/one-trace", _breaking(_one_trace)),
         Injection("technique-card/cited-twice", _breaking(_cited_twice)),
+        Injection("technique-card/other-vocabulary", _other_vocabulary),
     ),
 )

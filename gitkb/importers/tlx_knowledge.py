@@ -11,7 +11,9 @@ capped at 16,384 bytes. Its older flat layout reads one
 One topic per vendor, architecture and operator family: a vendor's
 architecture-neutral records (``generic``, priority 0, any architecture) come
 first, then each architecture (10), then each of its families (20), so the widest
-knowledge leads and the cap trims the narrowest. A document states mechanisms in
+knowledge leads and the cap trims the narrowest. Each entry names its canonical
+technique (and a symptom card's levers theirs) where the technique vocabulary knows it;
+words it does not know stay as written. A document states mechanisms in
 prose, numbers only as the record states them, and cites each claim's record id
 and evidence; what a trace measured on this architecture is kept apart from what
 is documented, and other hardware's records stay in their own topics.
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitkb.errors import GitkbError, writing
+from gitkb.trace import techniques
 from gitkb.util.files import atomic_write
 
 CONTEXT_CAP_BYTES = 16_384
@@ -192,12 +195,28 @@ def _claims(record: dict) -> list[str]:
     elif kind == "technique-card":
         fields = (("What", payload.get("what")), ("When", payload.get("when")))
     else:
-        techniques = [t.get("technique") for t in payload.get("candidate_techniques") or [] if t]
+        levers = [t.get("technique") for t in payload.get("candidate_techniques") or [] if t]
         fields = (
             ("Symptom", (payload.get("problem") or {}).get("bottleneck")),
-            ("Levers", ", ".join(str(t) for t in techniques if t)),
+            ("Levers", ", ".join(_lever(str(t), record) for t in levers if t)),
         )
-    return [f"{label}: {_one_line(value)}" for label, value in fields if _one_line(value)]
+    claims = [f"{label}: {_one_line(value)}" for label, value in fields if _one_line(value)]
+    if kind in ("strategy", "anti-strategy", "technique-card"):
+        detection = techniques.record_technique(record)
+        if detection.categorized:
+            claims.append(
+                f"Technique: {detection.key} (gitkb technique vocabulary {detection.version})"
+            )
+    return claims
+
+
+def _lever(words: str, record: dict) -> str:
+    """A symptom card's lever in its own words, with the vocabulary's name for it where the
+    words name one (unknown words stay as they are)."""
+    scope = (record.get("retrieval") or {}).get("scope") or {}
+    dsl = scope.get("dsl") if isinstance(scope.get("dsl"), str) else None
+    detection = techniques.vocabulary().detect("", words, dsl)
+    return f"{words} [{detection.key}]" if detection.categorized else words
 
 
 def _title(record: dict) -> str:

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from gitkb.store.store import Store
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
-_DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")
+_DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom",
+              "technique")  # fmt: skip
 _COVERAGE_READING = (
     "by_reach.exact is the only count written about this exact architecture. A pool that "
     "is entirely architecture-neutral means your own cell is empty even though the pool "
@@ -117,6 +118,7 @@ def _resolved(s: scope.Scope) -> dict:
         "status": s.status,
         "tier": s.tier,
         "symptom": s.symptom,
+        "technique": s.technique,
         "architecture_neutral_included": bool(s.arch) and not request.strict_arch,
         "other_architectures_included": bool(s.arch) and request.cross_arch,
         "vendor_gate": s.arch_vendor if s.arch and not s.vendor else None,

@@ -138,6 +138,7 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
         type: OptionalText = None,
         tier: Literal[TIERS] | None = None,  # type: ignore[valid-type]
         symptom: OptionalText = None,
+        technique: OptionalText = None,
         strict_arch: Flag = False,
         cross_arch: Flag = False,
         any_term: Flag = False,
@@ -155,7 +156,7 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
 
         request = Request(
             terms=(terms,), arch=arch, vendor=vendor, dsl=dsl, family=family,
-            operator=operator, type=type, tier=tier, symptom=symptom,
+            operator=operator, type=type, tier=tier, symptom=symptom, technique=technique,
             strict_arch=strict_arch, cross_arch=cross_arch, any_term=any_term,
             exclude=frozenset(exclude or ()), min_gain=min_gain, min_speedup=min_speedup,
             rank=rank, limit=limit, brief=brief, max_bytes=max_bytes,

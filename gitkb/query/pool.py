@@ -195,6 +195,7 @@ def _narrowing(scope: Scope) -> Narrowing:
         type=scope.type,
         status=scope.status,
         status_not_in=retired,
+        technique=scope.technique,
     )
 
 

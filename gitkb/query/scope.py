@@ -36,7 +36,7 @@ DEFAULT_FALLBACK_RATIO = 0.10
 
 _FOLDED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # what ``fold`` keeps
 
-LISTABLE = ("vendor", "arch", "dsl", "family", "operator", "type", "symptom", "tag")
+LISTABLE = ("vendor", "arch", "dsl", "family", "operator", "type", "symptom", "tag", "technique")
 
 
 @value_class(frozen=True)
@@ -54,6 +54,7 @@ class Request:
     status: str | None = None
     tier: str | None = None
     symptom: str | None = None
+    technique: str | None = None  # a canonical technique (``num-warps``, ``num-warps-up``)
     strict_arch: bool = False
     cross_arch: bool = False
     any_term: bool = False
@@ -109,6 +110,7 @@ class Scope:
     status: str | None
     tier: str | None
     symptom: str | None
+    technique: str | None = None
     store_vendors: tuple[str, ...] = ()  # every vendor the store holds (index lookups by arch)
     symptom_indexed: bool = True  # the store holds the symptom as a recorded signal
     symptom_alternatives: tuple[str, ...] = ()
@@ -209,6 +211,7 @@ _LIST_FLAGS = {
     "type": "type",
     "symptom": "symptoms",
     "tag": "tags",
+    "technique": "techniques",
 }
 
 
@@ -264,6 +267,7 @@ def resolve(cache, request: Request) -> Scope:
         status=request.status,
         tier=request.tier,
         symptom=request.symptom,
+        technique=vocabulary.resolve("technique", request.technique),
         store_vendors=vocabulary.vendors(),
     )
     if request.symptom and not vocabulary.holds("symptom", request.symptom):

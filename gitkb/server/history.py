@@ -42,9 +42,10 @@ from gitkb.record import strict
 from gitkb.record.index import INDEX_PATH
 from gitkb.server import control
 from gitkb.store.writer import message_problems
-from gitkb.vcs import rawtree
-from gitkb.vcs.repository import CommitInfo, PathChange, Repository
-from gitkb.vcs.treediff import EntryChange
+from gitkb.vcs import treediff
+from gitkb.vcs.objects import tree as raw_tree
+from gitkb.vcs.repository import CommitInfo, Repository
+from gitkb.vcs.treediff import EntryChange, PathChange
 
 # --------------------------------------------------------------------------- path classes
 
@@ -137,10 +138,10 @@ class Before:
     diffs: dict[str, list] = field(default_factory=dict)
 
     def changes(self, commit: CommitInfo) -> list:
-        """Every entry ``commit`` changes against its first parent (``Repository.entry_diff``)."""
+        """Every entry ``commit`` changes against its first parent (``treediff.entry_diff``)."""
         if commit.sha not in self.diffs:
             parent = commit.parents[0] if commit.parents else None
-            self.diffs[commit.sha] = self.repo.entry_diff(parent, commit.sha)
+            self.diffs[commit.sha] = treediff.entry_diff(self.repo, parent, commit.sha)
         return self.diffs[commit.sha]
 
     def document(self, sha: str) -> bytes:
@@ -207,7 +208,8 @@ def _merge_drop_findings(repo: Repository, commit: CommitInfo, judged: set[str])
     not be dropped (a ``-s ours`` merge would quietly undo a clone's admissions)."""
     findings = []
     for other in commit.parents[1:]:
-        for change in (c for d in layout.ADMITTED_DIRS for c in repo.changes(other, commit.sha, d)):
+        dropped = (treediff.changes(repo, other, commit.sha, d) for d in layout.ADMITTED_DIRS)
+        for change in (c for changes in dropped for c in changes):
             cls = path_class(change.path)
             if cls in _LOGS and change.path not in judged and change.kind != "delete":
                 findings += _log_findings(repo, commit, _as_entry(change), cls, None, True)
@@ -546,7 +548,7 @@ class IdLookup:
             if parent is None:
                 return None
         if parent not in self._folders:
-            folders = self._repo.record_folders(parent, rec.RECORDS_DIR, 5)
+            folders = treediff.record_folders(self._repo, parent, rec.RECORDS_DIR, 5)
             # Every file name of every folder, found in one C-speed pass over their bytes.
             names = set(_FILE_NAME.findall(b"".join(raw for _, raw in folders)))
             self._folders[parent] = (folders, names)
@@ -555,7 +557,7 @@ class IdLookup:
             return None
         needle = b" " + name.encode() + b"\0"
         for folder, raw in folders:
-            if needle in raw and name in rawtree.parse(raw):
+            if needle in raw and name in raw_tree.parse(raw):
                 return f"{folder}/{name}"
         return None
 

@@ -30,7 +30,7 @@ from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, GateResult
 from gitkb.store.cache.rows import RowValues, row_values
 from gitkb.store.writer import Prepared
-from gitkb.vcs import pack
+from gitkb.vcs.objects.pack_writer import deflate
 from gitkb.vcs.plain import blob_id
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: 
         )
         results = [(g, g.run(ctx)) for g in gates]
         blob = blob_id(request.raw)
-        prepared = (blob, pack.deflate(request.raw), row_values(path, blob, request.raw, record))
+        prepared = (blob, deflate(request.raw), row_values(path, blob, request.raw, record))
         sent.append((record, path, [(g.name, *_verdict(r)) for g, r in results], prepared))
         if len(sent) == _CHUNK:
             _send(out, sent)

@@ -19,9 +19,16 @@ from gitkb.gates import card_evidence as ce
 from gitkb.mine.score import rank
 from gitkb.store.admission import check_record, refuse_findings
 from gitkb.store.writer import Change
+from gitkb.trace import techniques
 from gitkb.vcs.plain import identity
 
-BUILDER_VERSION = "gitkb-cards-1"
+BUILDER_VERSION = "gitkb-cards-2"
+# How a card states a part's direction (a named value stands as it is).
+_DIRECTIONS = {
+    techniques.UP: "raised",
+    techniques.DOWN: "lowered",
+    techniques.REMOVED: "removed",
+}
 _NUMBER = re.compile(r"-c(\d+)$")
 
 
@@ -86,8 +93,14 @@ def _card_key(card: dict) -> ce.CardKey | None:
 
 
 def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dict:
-    """The technique-card record ``facts`` states, as the ``number``-th card of its key."""
+    """The technique-card record ``facts`` states, as the ``number``-th card of its key:
+    its technique as the vocabulary names it (each part's direction stated), and the
+    vocabulary's version it was computed under."""
     key, payload = facts.key, facts.payload
+    vocabulary = techniques.vocabulary()
+    parts = vocabulary.parse_key(key.technique) or ()
+    said = "; ".join(f"{p.name} {_DIRECTIONS.get(p.direction, p.direction)}".strip() for p in parts)
+    named = f"{key.technique} ({said})" if said and said != key.technique else key.technique
     kept, attempts = payload["kept"], payload["attempts"]
     where = f"{key.vendor} {key.arch}"
     pages = f" ({', '.join(facts.pages)})" if facts.pages else ""
@@ -131,8 +144,9 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
             f"({key.dsl}, {where}) and by how much.",
             "problem": {
                 "target": f"{where}{pages}",
-                "statement": f"{key.technique} on {key.family}: kept in {kept} of {attempts} "
-                f"attempts across {len(facts.traces)} traces",
+                "statement": f"{named} on {key.family}: kept in {kept} of {attempts} "
+                f"attempts across {len(facts.traces)} traces (technique vocabulary "
+                f"{vocabulary.version})",
             },
             **payload,
         },
@@ -142,6 +156,7 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
                 "measured_on": {
                     "gpu": ", ".join(facts.gpus) or where,
                     "harness": "each cited record's own trace harness",
+                    "technique_vocabulary": vocabulary.version,
                 },
             },
             "raw": {},
@@ -166,11 +181,15 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
 def _same(card: dict, fresh: dict) -> bool:
     """Whether a stored card already says what ``fresh`` says (ids and links aside)."""
     keep = ("payload", "level")
-    return all(card.get(k) == fresh.get(k) for k in keep) and (
-        rec.scope_of(card) == rec.scope_of(fresh)
-        and ce.cited_of(card) == ce.cited_of(fresh)
-        and rec.dig(card, "retrieval", "signals", "symptoms")
-        == rec.dig(fresh, "retrieval", "signals", "symptoms")
+    return (
+        all(card.get(k) == fresh.get(k) for k in keep)
+        and (ce.stated_vocabulary(card) == ce.stated_vocabulary(fresh))
+        and (
+            rec.scope_of(card) == rec.scope_of(fresh)
+            and ce.cited_of(card) == ce.cited_of(fresh)
+            and rec.dig(card, "retrieval", "signals", "symptoms")
+            == rec.dig(fresh, "retrieval", "signals", "symptoms")
+        )
     )
 
 

@@ -107,7 +107,7 @@ def test_server_store_passes_every_gate(demo):
     _, summary, _ = demo
     done = kb("validate", summary["paths"]["server"])
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
-    assert "0 of 18 gates failed" in done.stdout.decode()
+    assert "0 of 19 gates failed" in done.stdout.decode()
 
 
 def test_demo_refuses_a_folder_in_use(tmp_path):

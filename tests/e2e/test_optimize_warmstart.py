@@ -95,7 +95,7 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
     assert attest_outcomes(store, stored) == ["validated"]
 
     # Write-back: the second run's records are in the store under the label its winner
-    # commit names, and the store passes all 18 gates.
+    # commit names, and the store passes all 19 gates.
     label = document["trace"]["label"]
     assert label != first["trace"]["label"]
     assert document["write_back"]["label"] == label and document["write_back"]["success"]
@@ -124,7 +124,7 @@ def test_adopting_run_reports_total_and_incremental_speedup(tmp_path, store):
     assert bench_key(refk) is not None
     checked = kb("validate", str(store.location))
     assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
-    assert "0 of 18 gates failed" in checked.stdout.decode()
+    assert "0 of 19 gates failed" in checked.stdout.decode()
 
 
 def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_path, store):

@@ -30,6 +30,8 @@ def strategy(
     record["payload"]["problem"]["operator"] = kernel
     snippet = code or f"-    y = tl.exp(x - m)\n+    y = tl.exp2((x - m) * {n + 2})\n"
     record["payload"]["implementation"]["snippet"] = snippet
+    # its own technique, not the example's (whose canonical tag its diff would not show)
+    record["retrieval"]["technique_tags"] = [technique, kernel]
     record["worth"]["gain"]["pct"] = pct
     record["worth"]["gain"]["metrics"][0]["delta_pct"] = pct
     if cases is not None:

@@ -12,6 +12,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from gitkb.trace.techniques import tag_record
+
 if TYPE_CHECKING:
     from gitkb.gates import Finding
     from gitkb.trace.packets import Packet
@@ -80,6 +82,7 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
         from gitkb.mine.distill.external import run_all
 
         results = run_all(distiller, packets, jobs, done=tick)
+    _tag(results)
     attempts = [Attempt(p, r) for p, r in zip(packets, results, strict=True)]
     _judge(attempts, check)
     refused = [a for a in attempts if a.findings] if not in_process(distiller) else []
@@ -88,10 +91,19 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
             {"record": a.result.record, "findings": [f.line() for f in a.findings]} for a in refused
         ]
         again = run_all(distiller, [a.packet for a in refused], jobs, feedback)
+        _tag(again)
         for attempt, result in zip(refused, again, strict=True):
             attempt.result, attempt.retried, attempt.findings = result, True, []
         _judge(refused, check)
     return attempts
+
+
+def _tag(results: list[Distilled]) -> None:
+    """Each record's canonical technique first in its technique tags (the vocabulary's
+    name for what its own diff or sentence shows), whichever distiller wrote it."""
+    for result in results:
+        if result.record is not None:
+            tag_record(result.record)
 
 
 def _judge(attempts: list[Attempt], check) -> None:

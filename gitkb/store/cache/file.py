@@ -12,8 +12,10 @@ from __future__ import annotations
 import _sqlite3 as sqlite3
 import os
 
+from gitkb.trace.vocabulary_version import version as vocabulary_version
+
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "11"  # bump when the tables, or what a row or an entry holds, change
+LAYOUT_VERSION = "12"  # bump when the tables, or what a row or an entry holds, change
 _BUSY_TIMEOUT_MS = 120_000
 _MMAP_BYTES = 1 << 30
 # worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
@@ -49,6 +51,8 @@ CREATE TABLE IF NOT EXISTS records (
     symptoms TEXT,
     bottleneck TEXT,
     tags TEXT,
+    technique TEXT,
+    techniques TEXT,
     search_text TEXT,
     code TEXT,
     code_speedup REAL,
@@ -75,6 +79,7 @@ CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
 CREATE INDEX IF NOT EXISTS records_type ON records(type);
 CREATE INDEX IF NOT EXISTS records_family ON records(family);
 CREATE INDEX IF NOT EXISTS records_arch ON records(arch);
+CREATE INDEX IF NOT EXISTS records_technique ON records(technique);
 -- a scope's count over the whole store reads this, not the table (ids and statuses only)
 CREATE INDEX IF NOT EXISTS records_status ON records(status, id);
 -- ranking's order, and the scope columns a walk in that order tests without the table
@@ -89,6 +94,13 @@ _CREATE = (
     f"BEGIN IMMEDIATE;{_TABLES.format(importance=IMPORTANCE)}"
     "INSERT OR IGNORE INTO meta VALUES ('layout', '{}');COMMIT;"
 )
+
+
+def layout() -> str:
+    """The layout a cache file must have: the tables' version and the technique
+    vocabulary's (every row's ``technique`` is derived under it, so a new vocabulary
+    rebuilds the cache as a new layout does)."""
+    return f"{LAYOUT_VERSION}+techniques-{vocabulary_version()}"
 
 
 def open_file(path: str) -> sqlite3.Connection:
@@ -108,12 +120,13 @@ def open_file(path: str) -> sqlite3.Connection:
         # Pages read through a memory map: a query's scan of the records table costs
         # no system call per page (a fresh process has an empty page cache).
         db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+        wanted = layout()
         if not db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
-            db.executescript(_CREATE.format(LAYOUT_VERSION))
-        layout = db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
-        if layout is None or layout[0] != LAYOUT_VERSION:
-            found = layout and layout[0]
-            raise sqlite3.DatabaseError(f"layout {found!r}, not {LAYOUT_VERSION}")
+            db.executescript(_CREATE.format(wanted))
+        held = db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
+        if held is None or held[0] != wanted:
+            found = held and held[0]
+            raise sqlite3.DatabaseError(f"layout {found!r}, not {wanted}")
     except BaseException:
         db.close()
         raise
@@ -123,7 +136,7 @@ def open_file(path: str) -> sqlite3.Connection:
 def open_memory() -> sqlite3.Connection:
     """A cache kept in memory, with its tables (a git directory that cannot be written)."""
     db = sqlite3.connect(":memory:", isolation_level=None)
-    db.executescript(_CREATE.format(LAYOUT_VERSION))
+    db.executescript(_CREATE.format(layout()))
     return db
 
 

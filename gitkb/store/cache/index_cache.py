@@ -51,8 +51,10 @@ from gitkb.store.cache.rows import (
     RowValues,
     kernel_row,
     row_values,
+    without_techniques,
 )
 from gitkb.util import log as notes
+from gitkb.vcs.objects import Unreadable
 from gitkb.vcs.plain import blob_id
 
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
@@ -294,7 +296,8 @@ class IndexCache:
             raw = _unpack(stored[1])
             if stored[1] is not None and (raw is None or blob_id(raw) != blob):
                 return False
-            if raw is not None and row_values(path, blob, raw)[0] != tuple(held):
+            derived = row_values(path, blob, raw, techniques=False)[0] if raw is not None else None
+            if derived is not None and derived != without_techniques(tuple(held)):
                 return False
             if check_tree and self.repo.blob_sha(self._commit, path) != blob:
                 return False
@@ -326,6 +329,8 @@ class IndexCache:
             return False
         if self._dirty:
             raise GitkbError("internal: the index cache cannot move away from unwritten edits")
+        from gitkb.vcs import treediff  # beside the open Repository: dulwich is loaded
+
         repo = self.repo
         old = self._commit
         if not old or not repo.has_object(old):
@@ -336,7 +341,7 @@ class IndexCache:
             before = repo.subtree(old, folder)
             after = repo.subtree(commit, folder) if commit else None
             if before != after:
-                changes += repo.tree_changes(before, after, folder)
+                changes += treediff.tree_changes(repo, before, after, folder)
         self._apply_changes(changes)
         self._set_commit(commit)
         return True
@@ -588,7 +593,7 @@ class IndexCache:
 def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
-    except (KeyError, ValueError, OSError):
+    except (Unreadable, OSError):
         notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
 

@@ -98,6 +98,7 @@ class Narrowing:
     type: str | None = None
     status: str | None = None
     status_not_in: tuple[str, ...] = ()
+    technique: str | None = None  # a name its canonical technique is found by (exact)
 
 
 def _where(narrowing: Narrowing) -> tuple[str, tuple]:
@@ -133,6 +134,10 @@ def _where(narrowing: Narrowing) -> tuple[str, tuple]:
     if narrowing.kernel:
         where.append("path IN (SELECT path FROM kernels WHERE name = ?)")
         params.append(narrowing.kernel)
+    if narrowing.technique:
+        listed, listed_params = list_holds("techniques", narrowing.technique)
+        where.append(listed)
+        params += listed_params
     if narrowing.status_not_in:
         where.append(f"(status IS NULL OR status NOT IN ({marks(narrowing.status_not_in)}))")
         params += narrowing.status_not_in
@@ -146,7 +151,19 @@ def _by_id_and_path(values: tuple) -> tuple:
 # At most this many store-wide text matches are counted by path, not by reading texts
 # again (match_count).
 _FEW_MATCHED = 256
-_HOLDS = "(search_text GLOB ?)"  # with ``_pattern(text)``: whether the text holds ``text``
+_GLOB_HOLDS = "(search_text GLOB ?)"  # with ``_pattern(text)``: the text holds ``text``
+_INSTR_HOLDS = "(instr(search_text, ?) > 0)"  # with ``text`` itself: the same test
+# SQLite refuses a GLOB pattern over 50,000 bytes (SQLITE_MAX_LIKE_PATTERN_LENGTH): a
+# longer text is looked for with instr(), the same case-sensitive substring test.
+_LONGEST_PATTERN = 40_000
+
+
+def _holds(text: str) -> tuple[str, str]:
+    """SQL for "the retrieval text holds ``text``" and its one parameter."""
+    pattern = _pattern(text)
+    if len(pattern.encode("utf-8", "surrogatepass")) > _LONGEST_PATTERN:
+        return _INSTR_HOLDS, text
+    return _GLOB_HOLDS, pattern
 
 
 def _pattern(text: str) -> str:
@@ -162,10 +179,11 @@ def _rows(
     """The records with an id ``where`` holds, by id, each as ``row_type`` (``RankRow`` or a
     subclass), its ``contains`` a bit per text (a case-sensitive substring test, as
     Python's ``in``)."""
-    bits = " | ".join(f"({_HOLDS} << {n})" for n in range(len(texts)))
+    tests = [_holds(text) for text in texts]
+    bits = " | ".join(f"({sql} << {n})" for n, (sql, _) in enumerate(tests))
     found = cache.select(
         f"SELECT {_RANKED}, {bits or '0'} FROM records WHERE {where}",
-        (*map(_pattern, texts), *params),
+        (*(param for _, param in tests), *params),
     )
     # Sorted here, not by SQL: ORDER BY walks the id index into the table row by row, a
     # scan reads it in order (UTF-8 byte order is code point order: the same sort).
@@ -291,8 +309,9 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
         signal, signal_params = holds_signal(exact.symptom.signal)
         params += signal_params
         if exact.symptom.text is not None:
-            signal = f"({signal} OR {_HOLDS})"
-            params.append(_pattern(exact.symptom.text))
+            holds, param = _holds(exact.symptom.text)
+            signal = f"({signal} OR {holds})"
+            params.append(param)
         parts.append(signal)
     for floored, floor in (
         (IMPORTANCE, exact.min_importance),
@@ -313,12 +332,13 @@ def _hits(ranking: Ranking) -> tuple[str, tuple, str, tuple]:
     """SQL for a matching row's hits and for whether a row matches, each with its
     parameters. A row that matches every term has as many hits as there are terms: only
     ``any_term`` counts them, so a record's text is searched once a term."""
-    terms = tuple(map(_pattern, ranking.terms))
+    tests = [_holds(term) for term in ranking.terms]
+    terms = tuple(param for _, param in tests)
     if not terms:
         return "1", (), "1", ()
     if not ranking.any_term:
-        return str(len(terms)), (), " AND ".join([_HOLDS] * len(terms)), terms
-    hits = "(" + " + ".join([_HOLDS] * len(terms)) + ")"
+        return str(len(terms)), (), " AND ".join(sql for sql, _ in tests), terms
+    hits = "(" + " + ".join(sql for sql, _ in tests) + ")"
     return hits, terms, f"{hits} > 0", terms
 
 

@@ -13,6 +13,9 @@ from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
 from gitkb.valueclass import fields_of, value_class
 
+# The types whose canonical technique the cache derives: the levers, and the cards.
+TECHNIQUE_TYPES = ("strategy", "anti-strategy", "technique-card")
+
 # What curation ranks a code record by (``CurationFacts``, in its field order; the
 # ranking's ``speedup`` is another rule's), so resolve reads no record to choose.
 CURATION_COLUMNS = ("code", "code_speedup", "bench_key", "direction", "reproductions", "exp_id",
@@ -22,11 +25,15 @@ COLUMNS = (
     "language, signature, source, entry, error, "
     # what ranking reads, kept beside the entry so a broad query decodes no entry
     "level, tier, worth, gain, speedup, search_text, architectures, operators, symptoms, "
-    "bottleneck, tags, " + ", ".join(CURATION_COLUMNS)
+    "bottleneck, tags, "
+    # the canonical technique, derived here under the vocabulary's version (file.py)
+    "technique, techniques, " + ", ".join(CURATION_COLUMNS)
 )
 # The entry is kept in a table of its own (``entries``, by path): a scan of the ranking
 # columns then reads rows of about a kilobyte, not three.
 ENTRY_AT = COLUMNS.split(", ").index("entry")
+# Where the derived technique columns sit in a row of ``COLUMNS``.
+TECHNIQUE_AT = COLUMNS.split(", ").index("technique")
 RECORD_COLUMNS = ", ".join(c for c in COLUMNS.split(", ") if c != "entry")
 RECORD_WIDTH = RECORD_COLUMNS.count(",") + 1
 
@@ -140,6 +147,27 @@ def _ranking(entry: dict, record: dict) -> tuple:
     )
 
 
+def _technique(record: dict) -> tuple[str | None, str | None]:
+    """A record's canonical technique key (NULL when uncategorized, or for a type that
+    names none) and the names a ``--technique`` filter finds it by, as JSON text."""
+    if record.get("type") not in TECHNIQUE_TYPES:
+        return None, None
+    # here: a read verb's start-up parses no vocabulary; only indexing a record does
+    from gitkb.trace.techniques import record_technique
+
+    detection = record_technique(record)
+    if not detection.categorized:
+        return None, None
+    return detection.key, _strings(detection.components())
+
+
+def without_techniques(values: tuple) -> tuple:
+    """A row of ``COLUMNS`` with its technique columns NULL: what a read verb's open-time
+    sample compares (deriving them would parse the vocabulary on every open; ``validate
+    --full`` compares every column with a fresh rebuild)."""
+    return (*values[:TECHNIQUE_AT], None, None, *values[TECHNIQUE_AT + 2 :])
+
+
 def _floored_speedup(entry: dict, record: dict) -> float | None:
     stated = json_number(entry.get("speedup_x"))
     if stated is None or math.isnan(stated):  # a NaN column reads back as NULL: none stated
@@ -151,9 +179,12 @@ def _floored_speedup(entry: dict, record: dict) -> float | None:
 RowValues = tuple[tuple, list[str], list[str]]
 
 
-def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None) -> RowValues:
+def row_values(
+    path: str, blob: str, raw: bytes | None, data: dict | None = None, techniques: bool = True
+) -> RowValues:
     """The ``records`` row of one record file, its kernel names and its architectures
-    (``data``: the record as already parsed from ``raw``)."""
+    (``data``: the record as already parsed from ``raw``; without ``techniques``, the
+    technique columns are left NULL: ``without_techniques``)."""
     if raw is None:
         loaded = rec.RecordFile(path, b"", None, "missing object")
     elif data is not None:
@@ -166,7 +197,7 @@ def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None
         # (and counts) the broken record.
         parts = path.split("/")
         kernels = parts[5:6] if len(parts) == 7 else []
-        values = (path, blob, *([None] * 14), loaded.error, *([None] * 11), *_NO_CURATION)
+        values = (path, blob, *([None] * 14), loaded.error, *([None] * 13), *_NO_CURATION)
         return values, kernels, []
     scope = rec.scope_of(data)
     entry = index_entry(data, path)
@@ -189,6 +220,7 @@ def row_values(path: str, blob: str, raw: bytes | None, data: dict | None = None
         jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry, data),
+        *(_technique(data) if techniques else (None, None)),
         *_curation(data),
     )
     return values, kernel_names(data), record_arches(data)

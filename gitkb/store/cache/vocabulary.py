@@ -12,8 +12,10 @@ from gitkb.store.cache.sql import holds_signal, list_holds, own_arch
 SCOPE_COLUMNS = ("vendor", "arch", "dsl", "family", "type")
 # The filters whose values a record lists -> the JSON text column it lists them in
 # (``rows._strings``): its scope's operators and its recorded symptoms (which a scope
-# tests; a symptom may also be its bottleneck), its technique tags.
-LIST_COLUMNS = {"operator": "operators", "symptom": "symptoms", "tag": "tags"}
+# tests; a symptom may also be its bottleneck), its technique tags, and the names its
+# canonical technique is found by (``rows._technique``: derived under the vocabulary).
+LIST_COLUMNS = {"operator": "operators", "symptom": "symptoms", "tag": "tags",
+                "technique": "techniques"}  # fmt: skip
 
 
 def _column(name: str) -> str:

@@ -42,8 +42,8 @@ GATE_ORDER = (
     "no-cross-reference",
     "established-fact",
 )
-# GPU-wiki's nine, then gitkb's own store gate.
-STORE_GATES = (*GATE_ORDER, "technique-card")
+# GPU-wiki's nine, then gitkb's own store gates.
+STORE_GATES = (*GATE_ORDER, "technique-card", "technique-claim")
 LONG_ENOUGH = "the compiler then spills the row to local memory, "  # pads a mechanism past 40
 
 
@@ -84,7 +84,7 @@ def _full(ctx: GateContext) -> GateContext:
 
 
 def test_registry_lists_the_nine_store_gates_in_spec_order():
-    assert len(GATE_MODULES) == 18
+    assert len(GATE_MODULES) == 19
     assert tuple(g.name for g in store_gates()) == STORE_GATES
     assert tuple(g.name for g in all_gates()[:9]) == GATE_ORDER
 

@@ -64,10 +64,10 @@ def candidate(sample) -> dict:
 
 def test_registry_appends_the_eight_trace_gates_in_spec_order():
     gates = all_gates()
-    assert len(GATE_MODULES) == 18
-    assert tuple(g.name for g in gates[10:]) == TRACE_GATES
-    assert all(g.family == "trace" and g.record_level for g in gates[10:])
-    for gate in gates[10:]:
+    assert len(GATE_MODULES) == 19
+    assert tuple(g.name for g in gates[11:]) == TRACE_GATES
+    assert all(g.family == "trace" and g.record_level for g in gates[11:])
+    for gate in gates[11:]:
         assert len(gate.injections) >= 3, gate.name
         assert all(case.name.startswith(gate.name + "/") for case in gate.injections)
 
@@ -82,7 +82,7 @@ def test_every_trace_injection_fires_on_real_evidence_and_the_sample_is_clean():
 
 
 @pytest.mark.slow
-def test_cli_injection_tests_cover_all_eighteen_gates():
+def test_cli_injection_tests_cover_all_nineteen_gates():
     done = kb("validate", "--injection-tests")
     out = done.stdout.decode()
     assert done.returncode == 0, out + done.stderr.decode()
@@ -95,7 +95,7 @@ def test_cli_injection_tests_cover_all_eighteen_gates():
 
 
 @pytest.mark.slow
-def test_a_store_of_mined_records_passes_all_eighteen_gates(tmp_path):
+def test_a_store_of_mined_records_passes_all_nineteen_gates(tmp_path):
     store, second = sample_trace.sample_store(tmp_path)
     store.admit(second.raw, "insert", source="example")
     results = run_gates(store.gate_context(full=True), all_gates())
@@ -103,11 +103,11 @@ def test_a_store_of_mined_records_passes_all_eighteen_gates(tmp_path):
     # The same, from the command line, on a bare store.
     done = kb("validate", str(store.location), "--full")
     assert done.returncode == 0, done.stdout.decode()
-    assert "0 of 18 gates failed" in done.stdout.decode()
+    assert "0 of 19 gates failed" in done.stdout.decode()
 
 
 @pytest.mark.slow
-def test_git_kb_mine_output_passes_all_eighteen_gates(tmp_path):
+def test_git_kb_mine_output_passes_all_nineteen_gates(tmp_path):
     assert kb("init", "kb", cwd=tmp_path).returncode == 0
     for build, label in ((legacy_trace, "kernel_opt_001_softmax"), (long_horizon_trace, "lh")):
         build(tmp_path / label)

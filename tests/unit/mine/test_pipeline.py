@@ -1,5 +1,5 @@
 """`git kb mine` / `git kb recon` end to end: real traces, a real store, the real CLI,
-the eighteen gates, re-mining, staging, external distillers, bad input, and a push
+the nineteen gates, re-mining, staging, external distillers, bad input, and a push
 through the server hook."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def outcomes(result):
     return {o.seg_id: o.action for o in result.outcomes}
 
 
-def test_mined_records_pass_all_eighteen_gates(tmp_path, store):
+def test_mined_records_pass_all_nineteen_gates(tmp_path, store):
     legacy = legacy_trace(tmp_path / "kernel_opt_001_softmax")
     longh = long_horizon_trace(tmp_path / "kernel_opt_002_softmax", bare=True)
     done = kb("mine", str(legacy), "--store", str(store.location), "--json")
@@ -44,7 +44,7 @@ def test_mined_records_pass_all_eighteen_gates(tmp_path, store):
     check = kb("validate", str(store.location))
     out = check.stdout.decode()
     assert check.returncode == 0, out + check.stderr.decode()
-    assert "0 of 18 gates failed" in out
+    assert "0 of 19 gates failed" in out
     assert store.repo.resolve("refs/kb/traces/kernel_opt_002_softmax") == result.head
     log = store.log()
     insert = next(e for e in log if e["action"] == "insert")
@@ -114,7 +114,7 @@ def test_dry_run_and_stage_only(tmp_path, store):
     assert "trace gates could not run on mined records: verbatim, no-fabrication, provenance" in out
     check = kb("validate", str(stage), "--trace", str(trace))
     assert check.returncode == 0, check.stdout.decode()
-    assert "0 of 18 gates failed" in check.stdout.decode()
+    assert "0 of 19 gates failed" in check.stdout.decode()
     mine(trace, store=store)
     check = kb("validate", str(stage), "--store", str(store.location), "--json")
     document = json.loads(check.stdout)

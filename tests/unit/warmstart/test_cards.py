@@ -85,7 +85,7 @@ def test_cards_numbers_recompute_from_their_cited_records(mined):
         payload = card["payload"]
         assert {k: payload[k] for k in recomputed(mined, card)} == recomputed(mined, card)
         assert payload["success_rate_pct"] == round(payload["kept"] / payload["attempts"] * 100, 1)
-    vector = card_for(cards, "vectorized-bit-loads-along-row")
+    vector = card_for(cards, "vector-loads")
     # two traces kept it on H100 (+20%, +30% against their own baselines), one gave it up on H200
     assert (vector["payload"]["attempts"], vector["payload"]["kept"]) == (3, 2)
     assert [c.lower() for c in vector["payload"]["caveats"]] == [VECTOR_FAILED]
@@ -95,13 +95,13 @@ def test_cards_numbers_recompute_from_their_cited_records(mined):
     assert scope["product"] is None and scope["architectures"] == ["h100", "h200"]
     assert scope["operator_family"] == "rmsnorm-and-fused-add-rmsnorm"
     # one anti-strategy record, confirmed by the second trace: two attempts, two traces
-    persistent = card_for(cards, "persistent-grid-one-program-per")
+    persistent = card_for(cards, "persistent-kernel")
     assert (persistent["payload"]["attempts"], persistent["payload"]["kept"]) == (2, 0)
     assert persistent["retrieval"]["scope"]["product"] == "h100"
 
     check = kb("validate", str(mined.location), "--full")
     assert check.returncode == 0, check.stdout.decode()
-    assert "0 of 18 gates failed" in check.stdout.decode()
+    assert "0 of 19 gates failed" in check.stdout.decode()
     tip = mined.tip
     again = curate(mined, "--apply")
     assert again["written"] == again["retracted"] == 0 and mined.tip == tip
@@ -111,7 +111,7 @@ def test_cards_numbers_recompute_from_their_cited_records(mined):
 @pytest.mark.slow
 def test_a_card_is_regenerated_when_its_evidence_changes(mined):
     curate(mined, "--apply")
-    old = card_for(live_cards(mined), "vectorized-bit-loads-along-row")
+    old = card_for(live_cards(mined), "vector-loads")
     retracted = next(i for i in old["retrieval"]["links"]["cited_records"] if ".h100." in i)
     done = kb("retract", retracted, "--reason", "mismeasured", "--store", str(mined.location))
     assert done.returncode == 0, done.stderr.decode()
@@ -119,7 +119,7 @@ def test_a_card_is_regenerated_when_its_evidence_changes(mined):
     assert kb("validate", str(mined.location), "--full").returncode == 0
     plan = curate(mined, "--apply")
     steps = {c["technique"]: c for c in plan["cards"]}
-    step = steps["vectorized-bit-loads-along-row"]
+    step = steps["vector-loads"]
     assert step["action"] == "regenerate" and step["replaces"] == old["id"]
     assert plan["written"] == plan["retracted"] == 1
     new = mined.read_record(step["id"]).data
@@ -148,7 +148,7 @@ def _tampered(card: dict, how: str) -> dict:
 @pytest.mark.parametrize("how", ["gain", "scope", "retracted"])
 def test_the_card_gate_refuses_a_defective_card_at_admission(mined, how):
     curate(mined, "--apply")
-    card = _tampered(card_for(live_cards(mined), "vectorized-bit-loads-along-row"), how)
+    card = _tampered(card_for(live_cards(mined), "vector-loads"), how)
     if how == "retracted":
         kb("retract", card["retrieval"]["links"]["cited_records"][0], "--reason", "bad",
            "--store", str(mined.location))  # fmt: skip
@@ -170,7 +170,7 @@ def test_the_server_refuses_a_pushed_card_whose_numbers_are_not_its_evidence(tmp
     refspecs = ["main", "refs/kb/traces/*:refs/kb/traces/*"]
     pushed = git("push", "--porcelain", "origin", *refspecs, cwd=work.location, check=False)
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
-    card = card_for(live_cards(work), "two-rows-per-program-num")
+    card = card_for(live_cards(work), "num-warps-up+rows-per-program-up")
     path = work.location / rec.path_for(card)
     card["payload"]["best_gain_pct"] = 55.0
     path.write_text(json.dumps(card, indent=1) + "\n")
@@ -221,7 +221,7 @@ def test_a_staged_card_alone_is_left_to_the_store_gates(mined, tmp_path, monkeyp
     from gitkb.hooks.local import pre_commit
 
     curate(mined, "--apply")
-    card = card_for(live_cards(mined), "vectorized-bit-loads-along-row")
+    card = card_for(live_cards(mined), "vector-loads")
     folder = tmp_path / "staged"
     path = folder / rec.path_for(card)
     path.parent.mkdir(parents=True)

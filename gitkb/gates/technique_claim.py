@@ -1,0 +1,138 @@
+"""Store gate `technique-claim`: a canonical technique tag claims only what the record shows.
+
+A strategy or anti-strategy whose first technique tag (its operators aside) is a key of
+the technique vocabulary (``gitkb.trace.techniques``) claims each technique of that key,
+in its direction (a bare name, in any direction). Where the record states its own diff
+(an implementation snippet in the unified-diff format), a claimed technique must be one
+the diff shows, in that direction: a code signature the diff does not show is refused.
+Only where the diff shows no technique of the vocabulary at all may the record's own
+sentence (its change, or what it attempted) carry the claim, as the detector's word
+fallback does. A tag that is no key (the trace's own phrase) claims nothing and is not
+judged; nor is a record of another type, nor one an importer wrote (its raw evidence
+names the foreign file or page: its tags are that tool's words). It neighbours
+no-fabrication: a technique, like a number, is only what the evidence states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.record import dig
+from gitkb.record.values import stripped_text
+from gitkb.trace import techniques
+
+NAME = "technique-claim"
+FIELD = "retrieval.technique_tags[0]"
+
+
+def _shown(vocabulary: techniques.Vocabulary, record: dict) -> tuple[dict[str, str], str]:
+    """What the record's own evidence shows (technique name -> direction), and where it was
+    read: ``diff`` when its diff shows any technique, else ``words``."""
+    detection = vocabulary.detect(
+        techniques.record_diff(record), techniques.record_sentence(record), _dsl(record)
+    )
+    # ``detect`` drops a technique another one subsumes: a claim of the implied one is
+    # judged against everything the evidence named, before that choice.
+    shown = {f.name: f.direction for f in detection.found}
+    for found in detection.found:
+        technique = vocabulary.named(found.name)
+        for implied in technique.subsumes if technique else ():
+            shown.setdefault(implied, "")
+    return shown, detection.source
+
+
+def _imported(record: dict) -> bool:
+    """Whether an importer wrote the record (its raw evidence names the foreign file or
+    page): its tags are the other tool's words, which may spell a technique's name by
+    chance and claim nothing; the index cache maps them onto the vocabulary."""
+    return any(
+        stripped_text(dig(record, "evidence", "raw", key)) for key in ("detail_file", "page_path")
+    )
+
+
+def _dsl(record: dict) -> str:
+    return stripped_text(dig(record, "retrieval", "scope", "dsl"))
+
+
+def claim_findings(record_id: str, record: dict) -> Iterator[Finding]:
+    """The findings of one record's canonical tag."""
+    if record.get("type") not in techniques.EVIDENCE_TYPES or _imported(record):
+        return
+    tags = techniques.own_tags(record)
+    vocabulary = techniques.vocabulary()
+    claimed = vocabulary.parse_key(tags[0]) if tags else None
+    if claimed is None:
+        return
+    shown, source = _shown(vocabulary, record)
+    has_diff = bool(techniques.record_diff(record).strip())
+    for part in claimed:
+        # a bare name claims the technique, whichever way the evidence shows it went
+        if part.name in shown and part.direction in (shown[part.name], ""):
+            continue
+        technique = vocabulary.named(part.name)
+        signed = bool(technique and technique.code)
+        if part.name in shown:
+            seen = f"{part.name}-{shown[part.name]}" if shown[part.name] else part.name
+            why = f"its {'diff' if source == 'diff' else 'sentence'} shows {seen}"
+        elif source == "diff" or has_diff and signed:
+            why = "a code signature its own diff does not show"
+            if source == "diff":
+                why += f" (it shows {_listed(shown)})"
+        else:
+            why = "which neither its diff nor its own sentence shows"
+        yield Finding(record_id, NAME, f"claims technique {part.key}, {why}", FIELD)
+
+
+def _listed(shown: dict[str, str]) -> str:
+    return ", ".join(f"{n}-{d}" if d else n for n, d in sorted(shown.items())) or "none"
+
+
+def check(ctx: GateContext) -> Iterator[Finding]:
+    for record_file, data in ctx.parsed():
+        yield from claim_findings(record_file.id, data)
+
+
+# --- injection cases: the example strategy's diff shows an online softmax ------------------
+
+
+def _strategy(ctx: GateContext) -> dict | None:
+    return next(
+        (d for _, d in ctx.parsed() if d.get("type") == "strategy" and techniques.record_diff(d)),
+        None,
+    )
+
+
+def _anti(ctx: GateContext) -> dict | None:
+    return next((d for _, d in ctx.parsed() if d.get("type") == "anti-strategy"), None)
+
+
+def _claim(tag: str) -> Callable[[dict], None]:
+    def edit(record: dict) -> None:
+        record["retrieval"]["technique_tags"].insert(0, tag)
+
+    return edit
+
+
+GATE = Gate(
+    name=NAME,
+    family="store",
+    description="a canonical technique tag claims only what the record's own diff shows",
+    check=check,
+    injections=(
+        # a technique the diff does not touch
+        Injection("technique-claim/unseen-signature", mutation(_strategy, _claim("num-warps-up"))),
+        # a technique the diff shows, in the opposite direction
+        Injection(
+            "technique-claim/wrong-direction", mutation(_strategy, _claim("online-softmax-removed"))
+        ),
+        # a second technique riding along with the one the diff shows
+        Injection(
+            "technique-claim/extra-technique",
+            mutation(_strategy, _claim("eviction-policy-evict-first+online-softmax")),
+        ),
+        # no diff: the sentence names no TMA
+        Injection("technique-claim/unnamed-words", mutation(_anti, _claim("tma-descriptors"))),
+    ),
+    alone=True,
+)

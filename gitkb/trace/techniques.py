@@ -1,0 +1,579 @@
+"""Technique identity: the canonical name of the change one lever of a trace made.
+
+The vocabulary (``targets/techniques.toml``, versioned) lists, per DSL, each technique's
+canonical name, its meaning, its code signatures (what a diff adds, removes or changes;
+for a parameter, which way it moved) and its word patterns (synonyms in a trace's own
+sentences). ``detect`` reads the diff first: a technique the diff shows is a checked fact.
+The words are the fallback, read only when the diff shows none. A lever that matches
+nothing keeps its own phrase and is uncategorized. Two techniques in one change stay
+together (``num-warps-up+rows-per-program-up``): two different changes never merge.
+
+A key is a technique's name, then ``-<direction>`` where the change has one: ``up`` or
+``down`` for a parameter, the new value for a named setting (``eviction-policy-evict-
+first``), ``removed`` for a construct a change took out. This module reads records as
+plain dicts and imports nothing of the store.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+
+from gitkb.errors import GitkbError
+from gitkb.record import dig
+from gitkb.record.values import stripped_text
+from gitkb.trace.naming import slugify
+from gitkb.trace.technique_patterns import Signature, compiled
+from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
+
+KINDS = ("construct", "parameter", "value")
+UP, DOWN, REMOVED = "up", "down", "removed"
+JOIN = "+"
+EVIDENCE_TYPES = ("strategy", "anti-strategy")
+CARD_TYPE = "technique-card"
+# The implementation formats whose snippet is a diff of the lever (the built-in
+# distiller's and an importer's); any other snippet is source, not a change.
+DIFF_FORMAT_PREFIX = "unified-diff"
+_UP_WORDS = re.compile(
+    r"\b(?:more|increas\w*|rais\w*|higher|larger|bigger|doubl\w*|bump\w*|wider|grow\w*)\b", re.I
+)
+_DOWN_WORDS = re.compile(
+    r"\b(?:fewer|less|reduc\w*|lower\w*|decreas\w*|smaller|halv\w*|narrower|shrink\w*)\b", re.I
+)
+_REMOVE_WORDS = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b", re.I)
+_TRANSITION = re.compile(r"\b(\d+)\s*(?:->|→|=>|to)\s*(\d+)\b")
+_NUMBER_WORDS = {
+    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "sixteen": "16", "thirty-two": "32",
+}  # fmt: skip
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_WINDOW = 40  # characters around a word match read for its direction
+# Where a trace's sentence turns from the lever to its cause.
+_CAUSE = re.compile(r"\b(?:because|since|due to|which (?:is|was|were|made|makes))\b", re.I)
+# A comment is no code: ``//`` and ``#`` comments (not preprocessor lines) are cut.
+_LINE_COMMENT = re.compile(
+    r"//.*$|(?<![\w\"'])#(?!\s*(?:pragma|define|include|if|endif|else))\s.*$"
+)
+
+
+# A diff's side: its text, and the text in lower case (what anchors are looked for in).
+Side = tuple[str, str]
+
+
+@dataclass(slots=True, frozen=True)
+class WordPattern:
+    """One synonym of a technique in a trace's sentence; ``direction`` fixed when given."""
+
+    signature: Signature
+    direction: str = ""
+    weak: bool = False  # names its technique only when no other technique is named
+
+
+@dataclass(slots=True, frozen=True)
+class Found:
+    """One technique a change shows, and which way it went ("" when it has no direction)."""
+
+    name: str
+    direction: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.direction}" if self.direction else self.name
+
+
+@dataclass(slots=True, frozen=True)
+class Technique:
+    """One entry of the vocabulary."""
+
+    name: str
+    dsls: tuple[str, ...]
+    meaning: str
+    kind: str
+    default: int | None
+    code: tuple[Signature, ...]
+    words: tuple[WordPattern, ...]
+    subsumes: tuple[str, ...]
+    values: tuple[tuple[str, str], ...]
+
+    def _value(self, raw: str) -> str:
+        folded = raw.strip().lower()
+        return dict(self.values).get(folded, slugify(folded, ""))
+
+    def shown_by(self, added: Side, removed: Side) -> str | None:
+        """The direction of this technique in a diff's added and removed text, or None
+        when the diff does not show it."""
+        if not _may_match(self.code, added[1]) and not _may_match(self.code, removed[1]):
+            return None
+        if self.kind == "construct":
+            plus = Counter(m.group(0) for p in self.code for m in p.matches(*added))
+            minus = Counter(m.group(0) for p in self.code for m in p.matches(*removed))
+            if plus == minus:
+                return None
+            if plus.total() < minus.total():
+                return REMOVED
+            return ""
+        plus_values = [m.group(1) for p in self.code for m in p.matches(*added) if m.group(1)]
+        minus_values = [m.group(1) for p in self.code for m in p.matches(*removed) if m.group(1)]
+        if Counter(plus_values) == Counter(minus_values):
+            return None
+        if self.kind == "value":
+            new = [v for v in plus_values if v not in minus_values]
+            return self._value(new[-1]) if new else REMOVED
+        return _moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
+
+    def named_by(self, sentence: str, lowered: str) -> tuple[str, bool] | None:
+        """The direction the sentence gives this technique and whether only a weak synonym
+        names it, or None when the sentence names it not."""
+        if not _may_match([w.signature for w in self.words], lowered):
+            return None
+        weak: tuple[str, bool] | None = None
+        for word in self.words:
+            match = next(word.signature.matches(sentence, lowered), None)
+            if match is None:
+                continue
+            direction = word.direction or self._direction_of(sentence, match)
+            if not word.weak:
+                return direction, False
+            weak = weak or (direction, True)
+        return weak
+
+    def _direction_of(self, sentence: str, match: re.Match[str]) -> str:
+        before = sentence[max(0, match.start() - _WINDOW) : match.start()]
+        window = before + sentence[match.start() : match.end() + _WINDOW]
+        if self.kind == "construct":
+            return REMOVED if _REMOVE_WORDS.search(before[-25:]) else ""
+        if self.kind == "value":
+            return ""
+        transition = _TRANSITION.search(window)
+        if transition:
+            return _moved([int(transition.group(2))], [int(transition.group(1))], None)
+        if _UP_WORDS.search(window):
+            return UP
+        if _DOWN_WORDS.search(window):
+            return DOWN
+        number = match.group(1) if match.re.groups and match.group(1) else ""
+        if number.isdigit() and self.default is not None:
+            return _moved([int(number)], [], self.default)
+        return ""
+
+
+def _may_match(signatures: tuple[Signature, ...] | list[Signature], lowered: str) -> bool:
+    """Whether any of ``signatures`` may match a text (its anchor is in it, or it has none)."""
+    return any(s.may_match(lowered) for s in signatures)
+
+
+def _moved(added: list[int], removed: list[int], default: int | None) -> str:
+    """Which way a parameter moved: its new values against the ones they replaced, else
+    against its default."""
+    if not added:
+        if default is None or not removed:
+            return REMOVED
+        added, removed = [default], removed
+    if not removed:
+        if default is None:
+            return ""
+        removed = [default]
+    new, old = (max(added), min(added)), (max(removed), min(removed))
+    return UP if new > old else DOWN if new < old else ""
+
+
+@dataclass(slots=True, frozen=True)
+class Detection:
+    """What one lever is: its canonical key ("" when uncategorized), the techniques found,
+    where they were read (``diff``, ``words``, ``tags``, ``card``, or ``none``), and the
+    trace's own phrase (kept for an uncategorized lever)."""
+
+    key: str
+    found: tuple[Found, ...]
+    source: str
+    phrase: str
+    version: str
+
+    @property
+    def categorized(self) -> bool:
+        return bool(self.key)
+
+    def components(self) -> list[str]:
+        """Every name a ``--technique`` filter matches: each key part, and each part's
+        technique name (``num-warps`` finds ``num-warps-up``)."""
+        names = {f.key for f in self.found} | {f.name for f in self.found}
+        return sorted(names | ({self.key} if self.key else set()))
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class AnchorIndex:
+    """Which techniques a text may show, found from the literals their patterns start
+    with (one pass over every anchor, not one per pattern); ``always``: those with a
+    pattern that has none."""
+
+    anchors: tuple[str, ...]
+    by_anchor: dict[str, tuple[int, ...]]
+    always: tuple[int, ...]
+    techniques: tuple[Technique, ...]
+
+    @classmethod
+    def of(cls, techniques: tuple[Technique, ...], code: bool) -> AnchorIndex:
+        by_anchor: dict[str, set[int]] = {}
+        always: list[int] = []
+        for n, t in enumerate(techniques):
+            signatures = t.code if code else tuple(w.signature for w in t.words)
+            for signature in signatures:
+                if signature.anchors is None:
+                    always.append(n)
+                for a in signature.anchors or ():
+                    by_anchor.setdefault(a, set()).add(n)
+        return cls(
+            tuple(by_anchor),
+            {a: tuple(sorted(ns)) for a, ns in by_anchor.items()},
+            tuple(sorted(set(always))),
+            techniques,
+        )
+
+    def candidates(self, *lowered: str) -> list[Technique]:
+        """The techniques, in vocabulary order, that may match one of the texts."""
+        hit = set(self.always)
+        for text in lowered:
+            if text:
+                hit.update(n for a in self.anchors if a in text for n in self.by_anchor[a])
+        return [self.techniques[n] for n in sorted(hit)]
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class FamilyIndex:
+    """A DSL family's techniques, indexed by their code and by their words."""
+
+    code: AnchorIndex
+    words: AnchorIndex
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class Vocabulary:
+    """The parsed vocabulary: its version, techniques, DSL aliases and each DSL family's
+    techniques."""
+
+    version: str
+    techniques: tuple[Technique, ...]
+    aliases: dict[str, str]
+    families: dict[str, tuple[Technique, ...]]
+    indexes: dict[str, FamilyIndex]
+
+    def named(self, name: str) -> Technique | None:
+        return next((t for t in self.techniques if t.name == name), None)
+
+    def family(self, dsl: str | None) -> str:
+        folded = (dsl or "").strip().lower()
+        return self.aliases.get(folded, folded)
+
+    def for_dsl(self, dsl: str | None) -> tuple[Technique, ...]:
+        """The techniques of a record's dsl (every one for ``any``, none or an unknown dsl)."""
+        return self.families.get(self.family(dsl), self.techniques)
+
+    def detect(self, diff: str, sentence: str, dsl: str | None) -> Detection:
+        """The lever's technique: the diff's first, else the sentence's words."""
+        index = self.indexes.get(self.family(dsl), self.indexes[""])
+        added, removed = changed_lines(diff)
+        found: dict[str, str] = {}
+        if added or removed:
+            plus, minus = (added, added.lower()), (removed, removed.lower())
+            for t in index.code.candidates(plus[1], minus[1]):
+                direction = t.shown_by(plus, minus)
+                if direction is not None:
+                    found[t.name] = direction
+        source = "diff"
+        if not found:
+            source = "words"
+            text = _normalized(sentence)
+            lowered = text.lower()
+            weak: dict[str, str] = {}
+            for t in index.words.candidates(lowered):
+                named = t.named_by(text, lowered)
+                if named is not None:
+                    (weak if named[1] else found)[t.name] = named[0]
+            if not found:
+                found = weak
+        return self._detection(found, source, slugify(sentence, "") if sentence else "")
+
+    def _detection(self, found: dict[str, str], source: str, phrase: str) -> Detection:
+        for name in list(found):
+            technique = self.named(name)
+            for implied in technique.subsumes if technique else ():
+                if implied != name:
+                    found.pop(implied, None)
+        parts = tuple(sorted((Found(n, d) for n, d in found.items()), key=lambda f: f.key))
+        key = JOIN.join(f.key for f in parts)
+        return Detection(key, parts, source if key else "none", phrase, self.version)
+
+    def parse_key(self, key: str) -> tuple[Found, ...] | None:
+        """The techniques a canonical key names, or None when it is no key of this
+        vocabulary."""
+        parts = []
+        for part in stripped_text(key).split(JOIN) if stripped_text(key) else ():
+            found = self._parse_part(part)
+            if found is None:
+                return None
+            parts.append(found)
+        if not parts or JOIN.join(sorted(f.key for f in parts)) != key:
+            return None
+        return tuple(parts)
+
+    def _parse_part(self, part: str) -> Found | None:
+        if self.named(part) is not None:
+            return Found(part)
+        for t in self.techniques:
+            if not part.startswith(t.name + "-"):
+                continue
+            direction = part[len(t.name) + 1 :]
+            allowed = {
+                "construct": direction == REMOVED,
+                "parameter": direction in (UP, DOWN, REMOVED),
+                "value": bool(direction) and slugify(direction, "") == direction,
+            }[t.kind]
+            if allowed:
+                return Found(t.name, direction)
+        return None
+
+    def from_key(self, key: str, source: str) -> Detection | None:
+        found = self.parse_key(key)
+        if found is None:
+            return None
+        return Detection(key, found, source, key, self.version)
+
+
+def _normalized(sentence: str) -> str:
+    """The lever a sentence names, its cause cut off ("fewer warps were slower because
+    each warp holds the row in registers": the lever is the fewer warps), its small number
+    words as digits ("two rows" -> "2 rows")."""
+    lever = _CAUSE.split(sentence or "", maxsplit=1)[0]
+    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], lever)
+
+
+def changed_lines(diff: str) -> tuple[str, str]:
+    """A unified diff's added and removed lines (comments cut), each side as one text."""
+    added: list[str] = []
+    removed: list[str] = []
+    for line in (diff or "").splitlines():
+        if line.startswith(("+++", "---")) or line[:1] not in "+-" or not line:
+            continue
+        code = line[1:]
+        if "#" in code or "//" in code:
+            code = _LINE_COMMENT.sub("", code)
+        (added if line[0] == "+" else removed).append(code)
+    return "\n".join(added), "\n".join(removed)
+
+
+def as_diff(source: str) -> str:
+    """Source code as a diff that adds every line (a snippet that is not a change)."""
+    return "".join(f"+{line}\n" for line in (source or "").splitlines())
+
+
+# --- the vocabulary file -------------------------------------------------------------------
+
+
+@cache
+def vocabulary() -> Vocabulary:
+    """The shipped vocabulary, parsed once."""
+    try:
+        with open(vocabulary_path(), "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise GitkbError(f"the technique vocabulary cannot be read: {exc}") from exc
+    return parse(raw)
+
+
+def _word(entry: object, where: str) -> WordPattern:
+    if isinstance(entry, dict):
+        direction = entry.get("direction", "")
+        if not isinstance(direction, str) or slugify(direction, "") != direction:
+            raise GitkbError(f"{FILE_NAME}: {where}: direction {direction!r} is not a slug")
+        weak = entry.get("weak", False)
+        if not isinstance(weak, bool):
+            raise GitkbError(f"{FILE_NAME}: {where}: weak is true or false")
+        return WordPattern(compiled(entry.get("pattern"), where, re.I), direction, weak)
+    return WordPattern(compiled(entry, where, re.I))
+
+
+def _technique(entry: dict, n: int) -> Technique:
+    name = entry.get("name")
+    where = f"technique {n} ({name!r})"
+    if not isinstance(name, str) or slugify(name, "") != name or JOIN in name:
+        raise GitkbError(f"{FILE_NAME}: {where}: a name is lowercase-hyphenated")
+    kind = entry.get("kind", "construct")
+    if kind not in KINDS:
+        raise GitkbError(f"{FILE_NAME}: {where}: kind must be one of {', '.join(KINDS)}")
+    dsls, code, words = entry.get("dsls"), entry.get("code", []), entry.get("words", [])
+    if not isinstance(dsls, list) or not dsls or not all(isinstance(d, str) for d in dsls):
+        raise GitkbError(f"{FILE_NAME}: {where}: dsls must list the families it belongs to")
+    if not isinstance(code, list) or not isinstance(words, list) or not (code or words):
+        raise GitkbError(f"{FILE_NAME}: {where}: it needs code signatures or word patterns")
+    default = entry.get("default")
+    if default is not None and (kind != "parameter" or not isinstance(default, int)):
+        raise GitkbError(f"{FILE_NAME}: {where}: only a parameter has an integer default")
+    signatures = tuple(compiled(c, f"{where} code", 0) for c in code)
+    if kind != "construct" and any(p.pattern.groups < 1 for p in signatures):
+        raise GitkbError(f"{FILE_NAME}: {where}: a {kind}'s code patterns capture its value")
+    values = entry.get("values", {})
+    return Technique(
+        name=name,
+        dsls=tuple(d.lower() for d in dsls),
+        meaning=str(entry.get("meaning", "")),
+        kind=kind,
+        default=default,
+        code=signatures,
+        # its own name, in any spelling (num-warps, num_warps, "num warps"), is a synonym:
+        # an uncategorized phrase never spells a technique's name
+        words=(
+            *(_word(w, f"{where} words") for w in words),
+            _word(r"\b" + r"[-_ ]?".join(map(re.escape, name.split("-"))) + r"\b", where),
+        ),
+        subsumes=tuple(str(s) for s in entry.get("subsumes", [])),
+        values=tuple((str(k).lower(), str(v)) for k, v in values.items()),
+    )
+
+
+def parse(raw: bytes) -> Vocabulary:
+    """A vocabulary file's bytes parsed and checked; a bad one is one clear error."""
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise GitkbError(f"{FILE_NAME}: {exc}") from exc
+    version_ = data.get("version")
+    if not isinstance(version_, str) or not version_:
+        raise GitkbError(f"{FILE_NAME}: needs a version string")
+    entries = data.get("technique")
+    if not isinstance(entries, list) or not entries:
+        raise GitkbError(f"{FILE_NAME}: no [[technique]] entries")
+    techniques = tuple(_technique(e, n) for n, e in enumerate(entries, 1))
+    names = [t.name for t in techniques]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise GitkbError(f"{FILE_NAME}: techniques named twice: {', '.join(twice)}")
+    unknown = sorted({s for t in techniques for s in t.subsumes} - set(names))
+    if unknown:
+        raise GitkbError(f"{FILE_NAME}: subsumes unknown techniques: {', '.join(unknown)}")
+    aliases = {str(k).lower(): str(v).lower() for k, v in data.get("aliases", {}).items()}
+    families = {f: tuple(t for t in techniques if f in t.dsls) for t in techniques for f in t.dsls}
+    indexes = {
+        f: FamilyIndex(AnchorIndex.of(ts, True), AnchorIndex.of(ts, False))
+        for f, ts in [*families.items(), ("", techniques)]
+    }
+    return Vocabulary(version_, techniques, aliases, families, indexes)
+
+
+# --- a record's technique ------------------------------------------------------------------
+
+
+def _payload(record: dict) -> dict:
+    payload = record.get("payload")
+    return payload if isinstance(payload, dict) else {}
+
+
+def record_diff(record: dict) -> str:
+    """The diff a record states of its own change (its implementation snippet, when that
+    is a diff), or ""."""
+    implementation = _payload(record).get("implementation")
+    if not isinstance(implementation, dict):
+        return ""
+    fmt, snippet = implementation.get("format"), implementation.get("snippet")
+    if isinstance(fmt, str) and fmt.startswith(DIFF_FORMAT_PREFIX) and isinstance(snippet, str):
+        return snippet
+    return ""
+
+
+def record_sentence(record: dict) -> str:
+    """The record's own sentence of its lever: the change, what was attempted, else the
+    technique or title it states."""
+    payload = _payload(record)
+    for name in ("change", "attempted", "technique", "title"):
+        text = stripped_text(payload.get(name))
+        if text:
+            return text
+    return ""
+
+
+def _dsl(record: dict) -> str:
+    retrieval = record.get("retrieval") if isinstance(record.get("retrieval"), dict) else {}
+    scope = retrieval.get("scope") if isinstance(retrieval.get("scope"), dict) else {}
+    return stripped_text(scope.get("dsl"))
+
+
+def own_tags(record: dict) -> list[str]:
+    """The record's technique tags that are not its operators or family."""
+    retrieval = record.get("retrieval") if isinstance(record.get("retrieval"), dict) else {}
+    scope = retrieval.get("scope") if isinstance(retrieval.get("scope"), dict) else {}
+    operators = {stripped_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
+    operators.add(stripped_text(scope.get("operator_family")))
+    tags = retrieval.get("technique_tags")
+    listed = tags if isinstance(tags, list) else []
+    return [
+        stripped_text(t) for t in listed if stripped_text(t) and stripped_text(t) not in operators
+    ]
+
+
+def _id_words(record: dict) -> list[str]:
+    """The words of a record's id past its vendor, product and dsl, its family and
+    operators left out (a GPU-wiki page's name and section, a mined lever's slug)."""
+    record_id = stripped_text(record.get("id"))
+    scope = dig(record, "retrieval", "scope")
+    scope = scope if isinstance(scope, dict) else {}
+    named = {stripped_text(o) for o in scope.get("operators") or [] if isinstance(o, str)}
+    named.add(stripped_text(scope.get("operator_family")))
+    return [w for w in record_id.split(".")[3:] if w and w not in named]
+
+
+def _source(record: dict) -> str:
+    """A record's verbatim source snippet (not a diff), or ""."""
+    implementation = _payload(record).get("implementation")
+    if not isinstance(implementation, dict) or record_diff(record):
+        return ""
+    fmt, snippet = implementation.get("format"), implementation.get("snippet")
+    ok = isinstance(fmt, str) and fmt.startswith("source") and isinstance(snippet, str)
+    return snippet if ok else ""
+
+
+def record_technique(record: dict, vocab: Vocabulary | None = None) -> Detection:
+    """The canonical technique of a record, derived from the record alone, the first of:
+    a computed card's stated key; its own diff, else its sentence (``detect``); its first
+    technique tag when that is a key; the words of its tags and its id (an importer's, a
+    GPU-wiki page's names); a verbatim source snippet's code. Uncategorized: the first own
+    tag (or the sentence) is its phrase."""
+    vocab = vocab or vocabulary()
+    dsl = _dsl(record)
+    if record.get("type") == CARD_TYPE:
+        stated = vocab.from_key(stripped_text(_payload(record).get("technique")), "card")
+        if stated is not None:
+            return stated
+    detection = vocab.detect(record_diff(record), record_sentence(record), dsl)
+    if detection.categorized:
+        return detection
+    tags = own_tags(record)
+    phrase = tags[0] if tags else detection.phrase
+    stated = vocab.from_key(tags[0], "tags") if tags else None
+    if stated is not None:
+        return stated
+    words = " ; ".join(w.replace("-", " ") for w in [*tags, *_id_words(record)])
+    for source, found in (
+        ("tags", vocab.detect("", words, dsl) if words else None),
+        ("code", vocab.detect(as_diff(_source(record)), "", dsl) if _source(record) else None),
+    ):
+        if found is not None and found.categorized:
+            return Detection(found.key, found.found, source, phrase, vocab.version)
+    return Detection("", (), "none", phrase, vocab.version)
+
+
+def tag_record(record: dict) -> Detection:
+    """Put the canonical technique a mined record's own diff or sentence shows first in
+    its ``technique_tags``, beside the trace's own phrase (which stays); a record of
+    another type, or a lever that matches nothing, is left as it is."""
+    if record.get("type") not in EVIDENCE_TYPES:
+        return Detection("", (), "none", "", vocabulary().version)
+    detection = vocabulary().detect(record_diff(record), record_sentence(record), _dsl(record))
+    retrieval = record.get("retrieval")
+    if not detection.categorized or not isinstance(retrieval, dict):
+        return detection
+    tags = retrieval.get("technique_tags")
+    listed = [t for t in tags if t != detection.key] if isinstance(tags, list) else []
+    retrieval["technique_tags"] = [detection.key, *listed]
+    return detection

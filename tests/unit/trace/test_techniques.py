@@ -1,0 +1,247 @@
+"""The technique vocabulary and its detector: the diff first, words as the fallback, two
+changes never one key, the labeled set's precision and recall, a bad vocabulary file as
+one clear error, and the cheap paths (anchors, the version line) answering as the slow
+ones do."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+from helpers import CONFORMANCE, ROOT
+
+from gitkb.errors import GitkbError
+from gitkb.store.cache import file as cache_file
+from gitkb.testing import technique_levers
+from gitkb.trace import techniques, vocabulary_version
+
+LABELED = ROOT / "tests" / "data" / "techniques_labeled.json"
+TOML = ROOT / "targets" / "techniques.toml"
+
+
+def detect(diff: str, sentence: str, dsl: str = "triton") -> techniques.Detection:
+    return techniques.vocabulary().detect(diff, sentence, dsl)
+
+
+def change(before: str, after: str) -> str:
+    return f"-{before}\n+{after}\n"
+
+
+def test_the_version_is_read_alone_and_names_the_cache_layout():
+    import tomllib
+
+    stated = tomllib.loads(TOML.read_text())["version"]
+    assert vocabulary_version.version() == techniques.vocabulary().version == stated
+    assert cache_file.layout().endswith(f"+techniques-{stated}")
+    assert (
+        TOML.read_text()
+        .splitlines()[
+            [*map(str.strip, TOML.read_text().splitlines())].index(f'version = "{stated}"')
+        ]
+        .startswith("version")
+    )
+
+
+def test_every_technique_is_complete_and_named_by_its_own_name():
+    vocabulary = techniques.vocabulary()
+    families = {"triton", "tlx", "cuda", "hip", "ck", "cute"}
+    assert families <= {f for t in vocabulary.techniques for f in t.dsls}
+    for t in vocabulary.techniques:
+        assert t.meaning and (t.code or t.words), t.name
+        # its own name, in any spelling, names it: no uncategorized phrase spells a key
+        for spelled in (t.name, t.name.replace("-", " "), t.name.replace("-", "_")):
+            named = vocabulary.detect("", f"try {spelled} here", t.dsls[0])
+            assert t.name in {f.name for f in named.found}, (t.name, spelled)
+
+
+def test_the_diff_is_read_first_and_words_are_the_fallback():
+    diff = change(
+        "    x = tl.load(p + offs)", '    x = tl.load(p + offs, eviction_policy="evict_first")'
+    )
+    found = detect(diff, "more warps per row")
+    assert (found.key, found.source) == ("eviction-policy-evict-first", "diff")
+    worded = detect("", "more warps per row")
+    assert (worded.key, worded.source) == ("num-warps-up", "words")
+    nothing = detect(change("    a = 1", "    a = 2"), "tidy the epilogue")
+    assert (nothing.key, nothing.source, nothing.phrase) == ("", "none", "tidy-the-epilogue")
+
+
+def test_a_comment_is_no_code():
+    diff = change("    x = tl.load(p)", "    x = tl.load(p)  # eviction_policy='evict_first' next")
+    assert detect(diff, "a note for the next run").key == ""
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            change("    num_warps=4,", "    num_warps=8,"),
+            change("    num_warps=8,", "    num_warps=4,"),
+        ),
+        (
+            change("x = tl.load(p)", 'x = tl.load(p, eviction_policy="evict_first")'),
+            change("x = tl.load(p)", 'x = tl.load(p, eviction_policy="evict_last")'),
+        ),
+        (
+            change("x = tl.load(p)", 'x = tl.load(p, cache_modifier=".cg")'),
+            change("x = tl.load(p)", 'x = tl.load(p, cache_modifier=".cs")'),
+        ),
+        (
+            change("BLOCK_SIZE = 512", "BLOCK_SIZE = 1024"),
+            change("BLOCK_SIZE = 512", "BLOCK_SIZE = 256"),
+        ),
+    ],
+)
+def test_two_different_changes_never_share_a_key(first, second):
+    a, b = detect(first, ""), detect(second, "")
+    assert a.categorized and b.categorized and a.key != b.key
+    assert {f.name for f in a.found} == {f.name for f in b.found}  # one technique, two ways
+
+
+def test_one_change_in_three_producers_words_is_one_key():
+    said = (
+        "evict-first on the streamed x keeps the weight in L2",
+        "tl.load x eviction_policy evict_first",
+    )
+    assert {detect("", s).key for s in said} == {"eviction-policy-evict-first"}
+    warps = (
+        "num_warps 4 -> 8",
+        "8 warps per row saturate the load path",
+        "retuned num_warps from 4 to 8",
+    )
+    assert {detect("", s).key for s in warps} == {"num-warps-up"}
+    # a combination stays a combination, its parts in one order
+    both = detect("", "two rows per program with num_warps 8")
+    assert both.key == "num-warps-up+rows-per-program-up"
+    assert techniques.vocabulary().parse_key(both.key) == both.found
+
+
+def test_keys_parse_only_as_the_vocabulary_spells_them():
+    vocabulary = techniques.vocabulary()
+    assert vocabulary.parse_key("num-warps-up") == (techniques.Found("num-warps", "up"),)
+    assert vocabulary.parse_key("eviction-policy-evict-first") is not None
+    for bad in (
+        "",
+        "num-warps-sideways",
+        "vectorized-bit-loads",
+        "rows-per-program-up+num-warps-up",
+        "online-softmax-up",
+        "num-warps+",
+    ):
+        assert vocabulary.parse_key(bad) is None, bad
+
+
+def test_a_record_keeps_its_phrase_beside_the_canonical_tag():
+    record = {
+        "type": "strategy",
+        "retrieval": {"scope": {"dsl": "triton", "operator_family": "softmax"},
+                      "technique_tags": ["retuned-num-warps-from-4-to-8", "softmax"]},
+        "payload": {"change": "retuned num_warps from 4 to 8"},
+    }  # fmt: skip
+    found = techniques.tag_record(record)
+    assert found.key == "num-warps-up"
+    assert record["retrieval"]["technique_tags"] == [
+        "num-warps-up", "retuned-num-warps-from-4-to-8", "softmax"
+    ]  # fmt: skip
+    assert techniques.record_technique(record).key == "num-warps-up"
+    untouched = {"type": "strategy", "retrieval": {"technique_tags": ["x"]},
+                 "payload": {"change": "tidy the epilogue"}}  # fmt: skip
+    assert not techniques.tag_record(untouched).categorized
+    assert untouched["retrieval"]["technique_tags"] == ["x"]
+    assert techniques.record_technique(untouched).phrase == "x"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[technique]]\nname = "a"\ndsls = ["triton"]\nwords = ["a"]\n', "needs a version"),
+        ('version = "1"\n', "no [[technique]]"),
+        (
+            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["triton"]\nwords = ["(unclosed"]\n',
+            "bad pattern",
+        ),
+        (
+            'version = "1"\n[[technique]]\nname = "A b"\ndsls = ["triton"]\nwords = ["a"]\n',
+            "lowercase-hyphenated",
+        ),
+        (
+            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["triton"]\nkind = "parameter"\n'
+            'code = ["num_warps"]\n',
+            "capture its value",
+        ),
+        (
+            'version = "1"\n' + '[[technique]]\nname = "a"\ndsls = ["t"]\nwords = ["a"]\n' * 2,
+            "named twice",
+        ),
+        (
+            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["t"]\nwords = ["a"]\n'
+            'subsumes = ["b"]\n',
+            "subsumes unknown",
+        ),
+        ("version = \n", "techniques.toml"),
+    ],
+)
+def test_a_bad_vocabulary_is_one_clear_error(text, message):
+    with pytest.raises(GitkbError, match=re.escape(message)):
+        techniques.parse(text.encode())
+
+
+def _without_anchors(vocabulary: techniques.Vocabulary) -> techniques.Vocabulary:
+    """The vocabulary with every pattern run on every text (no anchor looked for first)."""
+
+    def bare(s: techniques.Signature) -> techniques.Signature:
+        return dataclasses.replace(s, anchors=None)
+
+    plain = tuple(
+        dataclasses.replace(
+            t,
+            code=tuple(map(bare, t.code)),
+            words=tuple(dataclasses.replace(w, signature=bare(w.signature)) for w in t.words),
+        )
+        for t in vocabulary.techniques
+    )
+    families = {f: tuple(t for t in plain if f in t.dsls) for t in plain for f in t.dsls}
+    indexes = {
+        f: techniques.FamilyIndex(
+            techniques.AnchorIndex.of(ts, True), techniques.AnchorIndex.of(ts, False)
+        )
+        for f, ts in [*families.items(), ("", plain)]
+    }
+    return techniques.Vocabulary(vocabulary.version, plain, vocabulary.aliases, families, indexes)
+
+
+def test_anchors_only_skip_patterns_that_cannot_match():
+    vocabulary = techniques.vocabulary()
+    slow = _without_anchors(vocabulary)
+    levers = [lv for lv in technique_levers.labeled_set(LABELED) if "sentence" in lv]
+    extra = [("", "a persistent loop; streaming loads", "triton"), ("", "grid-stride loop", "cuda")]
+    for diff, sentence, dsl in [(lv["diff"], lv["sentence"], lv["dsl"]) for lv in levers] + extra:
+        if diff.startswith("@"):
+            continue
+        assert vocabulary.detect(diff, sentence, dsl) == slow.detect(diff, sentence, dsl)
+    for t in vocabulary.techniques:
+        for signature in t.code:
+            for anchor in signature.anchors or ():
+                assert anchor == anchor.lower() and len(anchor) >= 3
+
+
+def test_the_labeled_set_meets_its_targets():
+    levers = technique_levers.labeled_set(LABELED)
+    assert len(levers) >= 60
+    assert {"examples", "testing", "trace-factory", "atrex", "gpu-wiki", "written"} <= {
+        lv["origin"] for lv in levers
+    }
+    assert len({lv["id"] for lv in levers}) == len(levers)
+    score = technique_levers.score(levers, CONFORMANCE if CONFORMANCE.is_dir() else None)
+    assert len(score.levers) >= 60
+    assert score.recall >= 0.9, [m for m in score.misses() if m.label]
+    assert score.precision >= 0.95, [m for m in score.misses() if m.predicted]
+    assert score.merges() == []
+
+
+def test_the_labeled_set_copies_no_conformance_record():
+    doc = json.loads(LABELED.read_text())
+    wiki = [lv for lv in doc["levers"] if lv["origin"] == "gpu-wiki"]
+    assert wiki and all(set(lv) <= {"id", "origin", "record", "label", "note"} for lv in wiki)
