@@ -4,7 +4,7 @@ should cost in proportion to the changes, not to the tree.
 
 With ``--geak PATH`` (GEAK's ``kernel_workflow/scripts/experience_store.py``, from
 iAmir97/GEAK @ a6a9d0e or a checkout of it), it also runs GEAK's own ``resolve`` beside
-``git kb resolve --format geak`` on the fidelity tree (tests/geak_trees.py), on that tree
+``git kb resolve --format geak`` on the fidelity tree (tests/helpers/geak_trees.py), on that tree
 after curation, and on the tree ``git kb export geak`` writes, and prints how many
 answers agree; ``--write-expected FILE`` records GEAK's answers for the tests.
 
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import geak_trees  # noqa: E402
 from figures import figure  # noqa: E402
+from helpers import geak_trees  # noqa: E402
 
 from gitkb.importers import import_tree  # noqa: E402
 from gitkb.store import Store  # noqa: E402

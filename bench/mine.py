@@ -32,12 +32,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from figures import figure  # noqa: E402
 from stores import installed_env  # noqa: E402
-from trace_factory import Trace  # noqa: E402
 
+from gitkb.testing.trace_builder import Trace  # noqa: E402
 from gitkb.trace.ingest import ingest  # noqa: E402
 from gitkb.trace.ladder import build_ladder  # noqa: E402
 from gitkb.trace.options import TraceOptions  # noqa: E402

@@ -1,5 +1,10 @@
 """Shared test fixtures: real repositories in tmp_path, a private git identity, a marker for
-the processes a test starts. Helpers the tests import live in ``tests/helpers/``."""
+the processes a test starts. Helpers the tests import live in ``tests/helpers/``; a
+fixture only one folder's tests use lives in that folder's conftest.py.
+
+Tests by kind: ``unit/<package>/`` (one library module), ``cli/`` (the real command
+line), ``server/`` (pushes, hooks, history rules), ``e2e/`` (whole runs). Each test gets
+its folder's marker, so ``-m e2e`` selects a kind."""
 
 from __future__ import annotations
 
@@ -7,9 +12,20 @@ import os
 import signal
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 from helpers import live_with
+
+TESTS = Path(__file__).parent
+KINDS = ("unit", "cli", "server", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = item.path.relative_to(TESTS).parts[0]
+        if kind in KINDS:
+            item.add_marker(kind)
 
 
 @pytest.fixture(autouse=True)

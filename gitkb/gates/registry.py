@@ -34,7 +34,7 @@ GATE_MODULES = (
 
 @runtime_checkable
 class GateModule(Protocol):
-    """What a module named in ``GATE_MODULES`` holds (tests/test_plugins.py checks each)."""
+    """What a module named in ``GATE_MODULES`` holds (tests/unit/test_plugins.py checks each)."""
 
     GATE: Gate
 

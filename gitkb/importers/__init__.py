@@ -41,7 +41,7 @@ class ImportReport:
 
 @runtime_checkable
 class ImporterModule(Protocol):
-    """What a module named in ``IMPORTERS`` holds (tests/test_plugins.py checks each)."""
+    """What a module named in ``IMPORTERS`` holds (tests/unit/test_plugins.py checks each)."""
 
     def import_tree(self, store: Store, folder: Path, dry_run: bool = False) -> ImportReport: ...
 

@@ -2,7 +2,7 @@
 
 ``write_trace`` writes a three-version softmax trace (a legacy baseline, a legacy
 milestone with an online rescale, a long-horizon promotion that multiplies by the
-reciprocal of the row sum, then a profiler capture of it) with the VCS layer.
+reciprocal of the row sum, then a profiler capture of it) with the trace builder.
 ``mined_records`` returns the records a miner may write for its two milestones,
 citing the commits just written. ``sample_store`` puts the trace under
 ``refs/kb/traces/<label>`` in a new store and admits the first milestone, so the
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.record import new_track
+from gitkb.testing.trace_builder import Trace
 
 LABEL = "kernel_opt_001_example_softmax"
 AUTHOR = "Example Agent <agent@example.invalid>"
@@ -119,12 +120,9 @@ def _json(doc: object) -> bytes:
 
 
 def write_trace(path: str | Path) -> ExampleTrace:
-    """Write the example trace as a new repository at ``path``."""
-    from gitkb.vcs.repository import Repository
-    from gitkb.vcs.trailers import format_message
-
-    repo = Repository.init(path, bare=True)
-    steps: list[tuple[str, str, dict]] = [
+    """Write the example trace as a new bare repository at ``path``."""
+    trace = Trace(Path(path), author=AUTHOR, clock=START - 60)
+    steps: list[tuple[str, str, dict[str, bytes]]] = [
         (
             "setup",
             "initial: operator files",
@@ -206,15 +204,10 @@ def write_trace(path: str | Path) -> ExampleTrace:
             },
         ),
     ]
-    commits: dict[str, str] = {}
-    parent = None
-    for i, (name, subject, files) in enumerate(steps):
-        parent = repo.write_commit(
-            parent, files, format_message(subject), author=AUTHOR, when=START + 60 * i
-        )
-        commits[name] = parent
-    repo.update_ref("refs/heads/main", None, parent, reason="gitkb: example trace")
-    return ExampleTrace(Path(path), parent, commits)
+    marks = {name: trace.commit(subject, files) for name, subject, files in steps}
+    trace.write(bare=True)
+    commits = {name: trace.ids[mark] for name, mark in marks.items()}
+    return ExampleTrace(Path(path), commits["capture"], commits)
 
 
 def _strategy(trace: ExampleTrace, n: int, slug: str, change: str, snippet: str) -> dict:

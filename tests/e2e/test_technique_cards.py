@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from helpers import kb
-from trace_factory import Trace
 
 from gitkb.mine.pipeline import mine
 from gitkb.store import Store
+from gitkb.testing.trace_builder import Trace
 from gitkb.trace import techniques
 
 EVICT = "eviction-policy-evict-first"

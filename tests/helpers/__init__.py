@@ -1,13 +1,22 @@
 """What tests share besides fixtures (those stay in conftest.py): paths, the real git and
 gitkb in subprocesses, the process table, damaged repositories."""
 
-from helpers.paths import CONFORMANCE, EXAMPLES, ROOT, SHARED, example_files, needs_conformance
+from helpers.paths import (
+    CONFORMANCE,
+    DATA,
+    EXAMPLES,
+    ROOT,
+    SHARED,
+    example_files,
+    needs_conformance,
+)
 from helpers.processes import live_with
 from helpers.repos import forge_cache_row, lose_object
-from helpers.run import git, kb
+from helpers.run import git, kb, put_git_kb_on_path, unmeasured_env
 
 __all__ = [
     "CONFORMANCE",
+    "DATA",
     "EXAMPLES",
     "ROOT",
     "SHARED",
@@ -18,4 +27,6 @@ __all__ = [
     "live_with",
     "lose_object",
     "needs_conformance",
+    "put_git_kb_on_path",
+    "unmeasured_env",
 ]

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance" / "gpu-wiki-sample"
 EXAMPLES = ROOT / "templates" / "examples"
+DATA = ROOT / "tests" / "data"  # recorded sample outputs the tests read
 
 
 def example_files() -> list[Path]:

@@ -17,6 +17,12 @@ def git(*args: str, cwd: Path | str | None = None, check: bool = True, input: st
     )
 
 
+def unmeasured_env() -> dict[str, str]:
+    """This environment without coverage's subprocess setting, for a test of what a fresh
+    interpreter imports: coverage, started in it, would load modules of its own."""
+    return {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
+
+
 def kb(
     *args: str, cwd: Path | str | None = None, env: dict | None = None, input: bytes | None = None
 ):
@@ -30,3 +36,17 @@ def kb(
         capture_output=True,
         input=input,
     )
+
+
+def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
+    """A `git-kb` executable on PATH that runs this checkout's gitkb, as hooks call it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "git-kb"
+    wrapper.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" -m gitkb "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir

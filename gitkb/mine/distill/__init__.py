@@ -38,7 +38,7 @@ class Distilled:
 
 @runtime_checkable
 class DistillerModule(Protocol):
-    """What a module named in ``REGISTRY`` holds (tests/test_plugins.py checks each)."""
+    """What a module named in ``REGISTRY`` holds (tests/unit/test_plugins.py checks each)."""
 
     def distill(self, packet: Packet) -> Distilled: ...
 

@@ -33,7 +33,7 @@ REGISTRY: dict[str, str] = {
 
 @runtime_checkable
 class ProfilerModule(Protocol):
-    """What a module named in ``REGISTRY`` holds (tests/test_plugins.py checks each)."""
+    """What a module named in ``REGISTRY`` holds (tests/unit/test_plugins.py checks each)."""
 
     def summarize(self, raw: object, kernel_pattern: str | None) -> dict: ...
 

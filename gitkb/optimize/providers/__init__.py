@@ -104,7 +104,7 @@ class Provider:
 
 @runtime_checkable
 class ProviderModule(Protocol):
-    """What a module named in ``REGISTRY`` holds (tests/test_plugins.py checks each): its
+    """What a module named in ``REGISTRY`` holds (tests/unit/test_plugins.py checks each): its
     ``Provider``, a subclass of the base class above."""
 
     Provider: type[Provider]

@@ -1,0 +1,140 @@
+"""Every verb answers -h, `git kb help VERB` works, and unexpected failures stay one line."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import ROOT, example_files, kb, unmeasured_env
+
+from gitkb.cli import COMMANDS
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
+
+
+@pytest.mark.parametrize("verb", sorted(COMMANDS))
+def test_every_verb_has_help(verb):
+    result = kb(verb, "-h")
+    assert result.returncode == 0, result.stderr
+    assert b"Usage: git-kb " + verb.encode() in result.stdout
+
+
+def test_top_level_help_lists_every_verb():
+    result = kb("--help")
+    assert result.returncode == 0
+    for verb in COMMANDS:
+        assert verb.encode() in result.stdout
+    check = kb("frobnicate")  # unknown verb: a usage error, exit 2
+    assert check.returncode == 2 and b"No such command" in check.stderr
+
+
+def test_help_verb():
+    assert b"Usage: git-kb admit" in kb("help", "admit").stdout
+    assert kb("help", "nope").returncode == 2
+
+
+def test_help_does_not_import_heavy_modules():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from gitkb.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('dulwich', 'jsonschema', 'gitkb.store') if m in sys.modules]\n"
+        "print('heavy=' + ','.join(heavy))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=unmeasured_env()
+    )
+    assert out.stdout.strip().splitlines()[-1] == "heavy=", out.stdout
+
+
+def _modules_loaded(argv: list[str]) -> set[str]:
+    """The modules ``git kb ARGV`` loads, run as a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from gitkb.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print('\\nloaded=' + ','.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=unmeasured_env()
+    )
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.rsplit("loaded=", 1)[1].strip().split(","))
+
+
+def test_version_loads_no_click():
+    loaded = _modules_loaded(["--version"])
+    assert "click" not in loaded and "sqlite3" not in loaded
+    assert {m for m in loaded if m.startswith("gitkb")} == {"gitkb", "gitkb.cli"}
+    # functools (collections), typing (re): a third of the interpreter's own start-up
+    assert not loaded & {"functools", "collections", "typing", "re"}, sorted(loaded)
+
+
+def test_the_installed_command_is_gitkb_own_script():
+    """`git-kb` is gitkb/git-kb as it is (pyproject: shared-scripts), not the wrapper pip
+    writes for an entry point, which imports re in pip 23 and earlier."""
+
+    script = ROOT / "gitkb" / "git-kb"
+    text = script.read_text()
+    assert text.startswith("#!python\n") and script.stat().st_mode & 0o111
+    assert "import re" not in text and "from gitkb.cli import main" in text
+
+
+def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
+    """query, resolve and show on a store whose index cache holds main: no VCS layer's
+    dulwich side, no schema, no gates, and (a plain command line: gitkb.commands.argv) no
+    click."""
+
+    from gitkb.store import Store
+
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
+    shown = store.view().ids()[0]
+    at = ["--store", str(store.location)]
+    for argv in (
+        ["query", *at, "--arch", "sm_90", "softmax", "--json"],
+        ["query", *at, "--family", "softmax", "--dsl", "triton", "--brief"],
+        ["resolve", *at, "--kernel", "softmax", "--arch", "hopper"],
+    ):
+        loaded = _modules_loaded(argv)
+        heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
+        heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
+        heavy |= {m for m in loaded if m.split(".")[0] == "click"}
+        assert not heavy, (argv, sorted(heavy))
+        if argv[0] in ("query", "resolve"):  # what they have no use for (milliseconds each)
+            idle = {
+                "dataclasses",
+                "inspect",
+                "logging",
+                "subprocess",
+                "typing",
+                "tomllib",
+                "hashlib",
+                "contextlib",
+                "datetime",  # the sqlite3 package's adapters (the index cache: _sqlite3)
+                "importlib",  # and with it warnings (gitkb.commands.argv: __import__)
+                "warnings",
+                "encodings.ascii",  # a ref read as ASCII text (gitkb.vcs.plain: bytes)
+            }
+            assert not loaded & idle, (argv, sorted(loaded & idle))
+        if argv[0] == "query":  # json loads re and enum: gitkb.jsontext reads and writes
+            assert not loaded & {"json", "re", "enum"}, (argv, sorted(loaded & {"json", "re"}))
+        if argv[0] == "resolve":  # chooses from cache columns; writes no --out, no index file
+            idle = {"pathlib", "bisect", "gitkb.warmstart.references", "yaml", "json", "re", "enum"}
+            assert not loaded & idle, (argv, sorted(loaded & idle))
+    # show asks main's tree whether it holds the row's blob before serving it (a forged
+    # cache row is never served): the object files answer (gitkb.vcs.tree_ids), no dulwich.
+    loaded = _modules_loaded(["show", *at, shown])
+    heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
+    heavy |= {m for m in ("gitkb.gates", "gitkb.schema", "gitkb.vcs.repository") if m in loaded}
+    heavy |= {m for m in loaded if m.split(".")[0] == "click"}
+    assert not heavy, sorted(heavy)
+
+
+def test_internal_errors_are_one_line(tmp_path):
+    result = kb("validate", str(tmp_path / "missing"))
+    assert result.returncode != 0
+    assert b"Traceback" not in result.stderr

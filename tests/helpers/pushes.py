@@ -1,0 +1,44 @@
+"""Pushes into a hooked server and commits made with no gate in the way, as the server
+tests craft them; ``refused`` checks a refusal the way every such test reads one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitkb import record as rec
+from gitkb.layout import BRANCH
+from gitkb.store import Store
+from gitkb.vcs.trailers import format_message
+from helpers.run import git
+
+
+def push(store: Store, *refspecs: str, url: str = "origin"):
+    return git(
+        "push", "--porcelain", url, *(refspecs or ("main",)), cwd=store.location, check=False
+    )
+
+
+def has_object(repo: Path, sha: str) -> bool:
+    return git("cat-file", "-e", sha, cwd=repo, check=False).returncode == 0
+
+
+def forge(store: Store, edits: dict, subject: str, trailers: list, body: str = "") -> str:
+    """Commit ``edits`` onto main with no gate in the way (as a hand-made commit would be)."""
+    tip = store.tip
+    commit = store.repo.write_commit(tip, edits, format_message(subject, body, trailers))
+    store.repo.update_ref(BRANCH, tip, commit)
+    return commit
+
+
+def record_edits(records: dict[str, dict]) -> dict:
+    """Edits writing ``records`` (path -> record)."""
+    return {path: rec.dumps(record) for path, record in records.items()}
+
+
+def refused(done, server: Path, commit: str, gate: str) -> str:
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "pre-receive hook declined" in output, output
+    assert f"gitkb: refs/heads/main {commit}: " in output and f": {gate}: " in output, output
+    assert not has_object(server, commit), "a refused push leaves no objects on the server"
+    return output
