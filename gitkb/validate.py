@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.errors import GitkbError, NotAStore
-from gitkb.gates import Gate, GateContext, GateResult, InjectionOutcome, run_gates, run_injections
+from gitkb.gates import (
+    Gate,
+    GateContext,
+    GateResult,
+    InjectionOutcome,
+    run_gates,
+    run_injections,
+    sharded,
+)
+from gitkb.gates.registry import by_name
+from gitkb.gates.trace_evidence import NO_TRACE, label_of
+from gitkb.layout import TRACE_OPTIONS_PATH
 from gitkb.record import read_folder
 from gitkb.record.index import INDEX_PATH, Index, index_entry
+from gitkb.store import Store
+from gitkb.store.gating import gate_context
+from gitkb.testing import trace as sample_trace
 from gitkb.util.resources import data_dir
+from gitkb.vcs.plain import git_dir_of
 
 EXAMPLES = "examples"
 
@@ -35,9 +51,6 @@ def validate(
     """``git kb validate``: the gates ``names`` on PATH (see ``context_for``). A plain
     records folder is judged in shards across processes (``gates.sharded``), with the
     same results."""
-    from gitkb.gates import sharded
-    from gitkb.gates.registry import by_name
-    from gitkb.vcs.plain import git_dir_of
 
     folder = Path(path)
     plain = staging is None and trace is None and store is None and not full
@@ -70,11 +83,8 @@ def context_for(
     laid out like a store; with ``staging``, that folder checked against the store at PATH.
     A folder's mined records are judged against ``trace`` (the trace repository they were
     mined from) or the traces ``store`` holds."""
-    from gitkb.vcs.plain import git_dir_of
 
     if staging is not None:
-        from gitkb.store import Store
-
         ctx = folder_context(staging, full=full)
         try:
             ctx.store = Store.open(path).view()
@@ -83,18 +93,14 @@ def context_for(
         return ctx
     folder = (Path(path) / "records").is_dir()
     if not folder or git_dir_of(Path(path)) is not None:  # a store, or nothing to validate
-        from gitkb.store import Store
-
         try:
-            return Store.open(path).gate_context(full=full)
+            return gate_context(Store.open(path), full=full)
         except NotAStore as exc:
             if not folder:
                 message = f"{exc.message}, and {path} has no records/ folder to validate"
                 raise GitkbError(message) from None
     ctx = folder_context(path, full=full)
     if store is not None:
-        from gitkb.store import Store
-
         ctx.store = Store.open(store).view()
     if trace is not None:
         ctx.traces = folder_trace(ctx, Path(path), trace)
@@ -104,8 +110,6 @@ def context_for(
 def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
     """The trace at ``trace`` under the label the folder's mined records name (when they
     name one), built with the options mining recorded in the folder's traces/<label>.json."""
-    from gitkb.gates.trace_evidence import label_of
-    from gitkb.layout import TRACE_OPTIONS_PATH
     from gitkb.trace.sources import TraceRepo, open_trace, read_options
 
     repo, head, label = open_trace(Path(trace))
@@ -120,7 +124,6 @@ def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
 def could_not_run(results) -> list[str]:
     """The trace gates that skipped records for want of a trace: running them needs
     ``--trace`` or ``--store``, and leaving them out is a failure, not a pass."""
-    from gitkb.gates.trace_evidence import NO_TRACE
 
     return [r.gate.name for r in results if r.status == "SKIP" and r.reason == NO_TRACE]
 
@@ -138,7 +141,6 @@ def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     """The trace gates' valid sample, built under ``workdir``: a mined record about to be
     inserted into a store that holds its trace (``gitkb.testing.trace``), so every trace gate
     rebuilds real evidence from the store."""
-    from gitkb.testing import trace as sample_trace
 
     store, candidate = sample_trace.sample_store(Path(workdir))
     return GateContext(records=[candidate], store=store.view(), admission="insert")
@@ -152,8 +154,6 @@ def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
     trace_gates = [g for g in gates if g.family == "trace"]
     outcomes = run_injections(example_context(), store_gates) if store_gates else []
     if trace_gates:
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="gitkb-injections-") as workdir:
             outcomes += run_injections(trace_example_context(workdir), trace_gates)
     return outcomes

@@ -1,7 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
-from gitkb.warmstart.attest import OUTCOMES
+from gitkb.warmstart.attest import OUTCOMES, attest, parse_evidence, read_ledger, retire_hint
 
 
 @click.command("attest")
@@ -20,7 +20,6 @@ def command(record_id, outcome, by, evidence, store) -> None:
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.
     """
-    from gitkb.warmstart.attest import attest, parse_evidence, read_ledger, retire_hint
 
     admission = attest(store, record_id, outcome, by, parse_evidence(evidence))
     counts = read_ledger(store, record_id, admission.commit).counts()

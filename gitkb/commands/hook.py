@@ -2,6 +2,8 @@ import sys
 
 import click
 
+from gitkb.hooks.local import pre_commit as run
+
 # A refused push shows this many problem lines, then a count of the rest.
 SHOWN_PROBLEMS = 50
 
@@ -23,7 +25,6 @@ def _report(problems: list[str]) -> None:
 @click.argument("files", nargs=-1)
 def pre_commit(files: tuple[str, ...]) -> None:
     """Run the record-level gates on FILES (the staged record files)."""
-    from gitkb.hooks.local import pre_commit as run
 
     _report(run(list(files)))
 

@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import store_option
+from gitkb.query.mcp_server import serve
 
 
 @click.command("mcp")
@@ -11,6 +12,5 @@ def command(store) -> None:
     Needs the MCP SDK: pip install 'gitkb[mcp]'. Point an agent's MCP client at
     `git kb mcp --store PATH` (a bare clone works).
     """
-    from gitkb.query.mcp_server import serve
 
     serve(store)

@@ -15,12 +15,13 @@ hook's staged records) a card whose evidence is not among them is skipped, said 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.gates import card_evidence as ce
-from gitkb.record import scope_of
+from gitkb.record import RecordFile, scope_of
 
 NAME = "technique-card"
 
@@ -133,9 +134,6 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 
 
 def _computed_card(ctx: GateContext) -> tuple[dict, list[dict]] | None:
-    import copy
-
-    from gitkb.record import RecordFile
 
     strategy = next((d for _, d in ctx.parsed() if d.get("type") == "strategy"), None)
     card = next((d for _, d in ctx.parsed() if d.get("type") == ce.CARD_TYPE), None)

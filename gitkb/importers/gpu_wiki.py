@@ -13,7 +13,8 @@ from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError, writing
-from gitkb.gates import run_gates
+from gitkb.gates import GateContext, run_gates
+from gitkb.gates.registry import record_level
 from gitkb.importers import ImportReport
 from gitkb.record.index import INDEX_PATH
 from gitkb.server.history import bad_name
@@ -36,8 +37,6 @@ def linked_paths(folder: str | os.PathLike) -> list[str]:
 
 
 def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
-    from gitkb.gates import GateContext
-    from gitkb.gates.registry import record_level
 
     linked = linked_paths(folder)
     if linked:

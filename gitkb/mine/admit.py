@@ -28,7 +28,8 @@ def options_document(label: str, options: TraceOptions, choice: LabelChoice) -> 
 def admit(store, trace, result: MineResult, options: TraceOptions, ready, outcomes) -> None:
     """``ready``: the attempts whose records are to be admitted; ``outcomes``: what became
     of the others. Fills ``result.outcomes`` and ``result.reports``."""
-    from gitkb.store.admission import AUTO, AdmitRequest, builder
+    from gitkb.store.admission import AUTO, builder
+    from gitkb.store.request import AdmitRequest
 
     label = result.label
     _copy_trace(store, trace, result.head, label)

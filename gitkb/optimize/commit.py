@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, RefMoved
+from gitkb.optimize.trace_writer import dumps
+from gitkb.vcs.trailers import format_message
 
 if TYPE_CHECKING:
     from gitkb.optimize.scoring import Score
@@ -107,7 +109,6 @@ def build_message(
     trace_label: str,
     trace_commit: str,
 ) -> str:
-    from gitkb.vcs.trailers import format_message
 
     body = "\n\n".join(
         part
@@ -229,7 +230,6 @@ def commit_winner(
 
 
 def _commit(plan, winner, message, reverify, result) -> None:
-    from gitkb.errors import RefMoved
 
     repo, snap = plan.repo, plan.snapshot
     if repo.head() != snap.head:
@@ -288,7 +288,6 @@ def commit_run_winner(
     reverify: Callable[[bytes], tuple[bool, str]],
 ) -> dict:
     """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
-    from gitkb.optimize.trace_writer import dumps
 
     exp = winner.experiment
     subject = (

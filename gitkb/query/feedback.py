@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR, feedback_path
+from gitkb.mine.score import rank
+from gitkb.query.scope import RETIRED_STATUSES
 from gitkb.record.values import json_number
+from gitkb.vcs.plain import identity
+from gitkb.warmstart.attest import parse_ledger
 
 OUTCOMES = ("helped", "no-effect", "misleading")
 COUNTER_NAMES = rec.COUNTERS
@@ -57,7 +61,6 @@ def fold(raw: bytes | None) -> Folded:
     """The events of one feedback file folded, never raising: increments count once per
     key (the first line wins), a snapshot replaces its source's earlier snapshot, lines
     that are not JSON objects are counted and skipped."""
-    from gitkb.warmstart.attest import parse_ledger
 
     log = parse_ledger(FEEDBACK_DIR, raw)
     folded = Folded(bad_lines=len(log.bad_lines))
@@ -90,8 +93,6 @@ def fold(raw: bytes | None) -> Folded:
 
 def folded_rank(record: dict, folded: Folded, now: float | None = None) -> tuple[float, str]:
     """(score, tier) of ``record`` with its feedback folded into its counters."""
-    from gitkb.mine.score import rank
-    from gitkb.query.scope import RETIRED_STATUSES
 
     worth = record.get("worth") if isinstance(record.get("worth"), dict) else {}
     stored = rec.dig(worth, "rank", "score")
@@ -158,7 +159,6 @@ def builder(record_id: str, outcome: str, trace=None, trace_commit=None, by=None
     """The store write (a ``Change`` builder) that appends one feedback event, or nothing
     when its key already holds that outcome."""
     from gitkb.store.writer import Change
-    from gitkb.vcs.plain import identity
     from gitkb.warmstart.attest import appended, one_line, parse_ledger
 
     _checked(record_id, outcome, trace, trace_commit)

@@ -17,6 +17,11 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, Literal
 
 from gitkb.errors import GitkbError
+from gitkb.query import answer, budget
+from gitkb.query.answer import shown
+from gitkb.query.feedback import feedback as give
+from gitkb.query.scope import Request
+from gitkb.warmstart.resolve import resolve as resolve_kernel
 
 if TYPE_CHECKING:
     from gitkb.store.store import Store
@@ -51,8 +56,6 @@ def _as_tool_errors(tool_error: type[Exception]) -> Callable:
     structured content, both made here: the SDK's own conversion would write the text
     again, indented, and check the document against ``dict[str, Any]`` on every call."""
     from mcp.types import CallToolResult, TextContent
-
-    from gitkb.query import budget
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
@@ -102,8 +105,6 @@ def build(store: Store):
         max_bytes: int | None = None,
         coverage: bool = False,
     ) -> dict[str, Any]:
-        from gitkb.query import answer
-        from gitkb.query.scope import Request
 
         request = Request(
             terms=(terms,),
@@ -133,7 +134,6 @@ def build(store: Store):
     @server.tool(description="One record's served projection, payload in full.")
     @guarded
     def show(record_id: str) -> dict[str, Any]:
-        from gitkb.query.answer import shown
 
         return shown(store, record_id)
 
@@ -147,8 +147,6 @@ def build(store: Store):
         top_n: int = 3,
         min_speedup: float = 1.05,
     ) -> dict[str, Any]:
-        from gitkb.warmstart.resolve import resolve as resolve_kernel
-
         return resolve_kernel(
             store, kernel, arch=arch, product=product, dsl=dsl, top_n=top_n,
             min_speedup=min_speedup,
@@ -163,7 +161,6 @@ def build(store: Store):
         trace_commit: str | None = None,
         by: str | None = None,
     ) -> dict[str, Any]:
-        from gitkb.query.feedback import feedback as give
 
         admission = give(store, record_id, outcome, trace, trace_commit, by)
         return admission.as_json()
@@ -173,8 +170,4 @@ def build(store: Store):
 
 def serve(store: Store) -> None:
     """Serve the store's tools over stdio until the client closes the connection."""
-    # A server lives long and hashes every file it serves: OpenSSL's SHA-1 is several times
-    # CPython's own, which a one-question command keeps (gitkb.digests).
-    import hashlib  # noqa: F401
-
     build(store).run("stdio")

@@ -8,8 +8,7 @@ index builder imports this on every admission.
 from __future__ import annotations
 
 from functools import lru_cache
-
-from gitkb.digests import sha256
+from hashlib import sha256
 
 PREFIX = "csha:"
 _DIFF_HEADERS = ("+++", "---")

@@ -8,6 +8,8 @@ import html
 import math
 from dataclasses import dataclass
 
+from gitkb.layout import trace_ref
+
 # Ladder point kinds, drawn in this order (later on top): colour and legend text.
 KIND_STYLE = {
     "reverted": ("#c8ccd1", "reverted or rejected"),
@@ -31,7 +33,6 @@ class LadderPoint:
 def trace_ladder(store, label: str) -> list[LadderPoint]:
     """The version ladder of a trace the store holds, rebuilt from its copied commits
     by the mining stages (ingest, ladder) exactly as mining saw it."""
-    from gitkb.layout import trace_ref
     from gitkb.trace.ingest import ingest
     from gitkb.trace.ladder import build_ladder
     from gitkb.trace.sources import StoreTraces

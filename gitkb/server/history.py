@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding
+from gitkb.gates.anonymization import NAME, private_leaks
 from gitkb.record import strict
 from gitkb.record.index import INDEX_PATH
 from gitkb.server import control
@@ -408,7 +409,6 @@ def _report_findings(view: Before, change: EntryChange, cls: str | None) -> list
     writes, rule 11; one pushed by hand is held to the same)."""
     if cls != "report" or change.new is None:
         return []
-    from gitkb.gates.anonymization import NAME, private_leaks
 
     text = view.repo.blob(change.new[1]).decode("utf-8", "replace")
     rid = layout.id_of(change.path)

@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding, GateContext, run_gates
+from gitkb.gates.registry import record_level
+from gitkb.gates.relations import dangling_links
 from gitkb.server import control, history
 from gitkb.store.cache.index_cache import IndexCache
+from gitkb.store.config import max_record_bytes
 from gitkb.store.view import StoreView
 from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
@@ -113,7 +116,7 @@ def _check_branch(
         # checks cost the push.
         with cache.snapshot(update.old):
             pass
-    before = history.Before(repo, ids, control.max_record_bytes(config))
+    before = history.Before(repo, ids, max_record_bytes(config))
     out: list[tuple[str, Finding]] = []
     base = commits[0].parents[0] if commits[0].parents else None
     with cache.snapshot(base, keep=False):
@@ -155,7 +158,6 @@ def _gate_findings(
         checked.append(record_file)
     if not checked:
         return []
-    from gitkb.gates.registry import record_level
 
     before = StoreView(
         repo,
@@ -170,7 +172,6 @@ def _gate_findings(
 
 def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Finding]:
     """The relations gate for a record the push changed: its links resolve at the new tip."""
-    from gitkb.gates.relations import dangling_links
 
     class _Ids:
         def __contains__(self, record_id: object) -> bool:
@@ -293,7 +294,7 @@ def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     """``git kb validate --history``: the history rules replayed over every commit that
     ``tip`` reaches, oldest first, as (commit, finding)."""
     ids = history.IdLookup(repo)
-    before = history.Before(repo, ids, control.max_record_bytes(_config(repo, tip)))
+    before = history.Before(repo, ids, max_record_bytes(_config(repo, tip)))
     out = []
     for commit in _oldest_first(list(repo.walk(tip))):
         out += [(commit.sha, f) for f in history.check_commit(before, commit)]

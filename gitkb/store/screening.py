@@ -23,18 +23,18 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, GateResult
+from gitkb.gates.registry import record_level
+from gitkb.gates.sharded import workers
 from gitkb.store.cache.rows import RowValues, row_values
+from gitkb.store.request import AdmitRequest, parse
 from gitkb.store.writer import Prepared
 from gitkb.vcs import pack
 from gitkb.vcs.plain import blob_id
-
-if TYPE_CHECKING:
-    from gitkb.store.admission import AdmitRequest
 
 # Below this many records the fork and the first chunk's wait cost more than they save.
 MIN_BATCH = 64
@@ -60,12 +60,6 @@ class Screened:
     path: str
     verdicts: dict[str, GateResult]
     prepared: Prepared | None = None
-
-
-def parse(request: AdmitRequest, max_bytes: int) -> tuple[dict, str]:
-    """A request's record and its path; RecordError when its bytes are unusable."""
-    record = rec.parse(request.raw, request.source, max_bytes)
-    return record, rec.path_for(record)
 
 
 class Screening:
@@ -120,7 +114,6 @@ class Screening:
         self.close()
 
     def _start(self) -> None:
-        from gitkb.gates.registry import record_level
 
         gates = [g for g in record_level() if g.alone]
         self._gates = {g.name: g for g in gates}
@@ -178,7 +171,6 @@ def _idle_core() -> bool:
     about a fifth more work in all: where every core was busy over the last minute (a load
     this process's own start and disk waits count in too), the writer alone finishes
     sooner."""
-    from gitkb.gates.sharded import workers
 
     cores = workers()  # 1 where there is no fork
     if cores < 2:

@@ -16,7 +16,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitkb import record as rec
+from gitkb.layout import trace_ref
 from gitkb.record import new_track
+from gitkb.store import Store
+from gitkb.vcs.trailers import format_message
 
 LABEL = "kernel_opt_001_example_softmax"
 AUTHOR = "Example Agent <agent@example.invalid>"
@@ -121,7 +125,6 @@ def _json(doc: object) -> bytes:
 def write_trace(path: str | Path) -> ExampleTrace:
     """Write the example trace as a new repository at ``path``."""
     from gitkb.vcs.repository import Repository
-    from gitkb.vcs.trailers import format_message
 
     repo = Repository.init(path, bare=True)
     steps: list[tuple[str, str, dict]] = [
@@ -356,9 +359,6 @@ def mined_records(trace: ExampleTrace) -> list[dict]:
 def sample_store(workdir: str | Path):
     """A store holding the example trace under ``refs/kb/traces/<label>`` with the first
     milestone admitted; returns (store, the second milestone's record file, not admitted)."""
-    from gitkb import record as rec
-    from gitkb.layout import trace_ref
-    from gitkb.store import Store
 
     workdir = Path(workdir)
     trace = write_trace(workdir / LABEL)

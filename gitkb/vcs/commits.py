@@ -10,7 +10,7 @@ import hashlib
 import stat
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from dulwich.objects import Blob, Commit, Tree, TreeEntry
 
@@ -19,10 +19,16 @@ from gitkb.vcs import pack
 from gitkb.vcs.plain import identity
 
 if TYPE_CHECKING:
-    from _hashlib import HASH
-
     from dulwich.object_store import DiskObjectStore
     from dulwich.objects import ShaFile
+
+
+class Digest(Protocol):
+    """A hash object as hashlib makes one (what ``sha()`` answers, as dulwich's do)."""
+
+    def digest(self) -> bytes: ...
+    def hexdigest(self) -> str: ...
+
 
 FILE_MODE = 0o100644
 TREE_MODE = 0o040000
@@ -212,7 +218,7 @@ class _RawTree:
         self.id = self._sha.hexdigest().encode()
         self._tree: Tree | None = None
 
-    def sha(self) -> HASH:
+    def sha(self) -> Digest:
         return self._sha
 
     def as_raw_string(self) -> bytes:
@@ -236,7 +242,7 @@ class _RawTree:
         return self.parsed().items()
 
 
-def _tree_sha(raw: bytes) -> HASH:
+def _tree_sha(raw: bytes) -> Digest:
     return hashlib.sha1(b"tree %d\0" % len(raw) + raw)
 
 

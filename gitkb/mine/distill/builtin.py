@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from gitkb.gates.established_fact import NON_MECHANISM
-from gitkb.mine.distill import Distilled
+from gitkb.mine.distill.distilled import Distilled
 from gitkb.mine.score import rank
 from gitkb.record import new_track
 from gitkb.trace import facts

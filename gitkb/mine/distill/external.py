@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gitkb.errors import GitkbError
-from gitkb.mine.distill import Distilled
+from gitkb.mine.distill.distilled import Distilled
 from gitkb.mine.score import rank
 from gitkb.trace.packets import Packet
 from gitkb.util import runner

@@ -7,10 +7,8 @@ or keeps the cache in memory where the folder cannot be written.
 
 from __future__ import annotations
 
-# _sqlite3: the C module under the sqlite3 package, which adds only datetime adapters
-# (unused here) and loads datetime for them, milliseconds of a read verb's start-up.
-import _sqlite3 as sqlite3
 import os
+import sqlite3
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "11"  # bump when the tables, or what a row or an entry holds, change

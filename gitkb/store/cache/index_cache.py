@@ -22,14 +22,15 @@ cache at that commit, so a reader never sees another process move it midway.
 
 from __future__ import annotations
 
-# _sqlite3: the C module under the sqlite3 package, which adds only datetime adapters
-# (unused here) and loads datetime for them, milliseconds of a read verb's start-up.
-import _sqlite3 as sqlite3
+import contextlib
+import json
 import os
+import sqlite3
 import weakref
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
-from gitkb import jsontext
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
@@ -55,14 +56,10 @@ from gitkb.store.cache.rows import (
 from gitkb.util import log as notes
 from gitkb.vcs.plain import blob_id
 
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
-    from typing import TypeVar
-
-    T = TypeVar("T")
+if TYPE_CHECKING:  # type-only: importing it loads dulwich
     from gitkb.vcs.repository import Repository
 
+T = TypeVar("T")
 
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -206,12 +203,14 @@ class IndexCache:
 
     # ----------------------------------------------------------------- snapshots
 
-    def snapshot(self, commit: str | None, keep: bool = True) -> _Snapshot:
+    def snapshot(
+        self, commit: str | None, keep: bool = True
+    ) -> contextlib.AbstractContextManager[IndexCache]:
         """Hold the cache at ``commit`` (None: an empty store) for the block. The outermost
         block owns one transaction: committed at the end when ``keep``, rolled back
         otherwise (a pre-receive check leaves the cache where it was). Nested blocks move
         the cache inside that transaction."""
-        return _Snapshot(self, commit or _NO_COMMIT, keep)
+        return _snapshot(self, commit or _NO_COMMIT, keep)
 
     def _begin(self, commit: str) -> None:
         for attempt in (1, 2):
@@ -488,7 +487,7 @@ class IndexCache:
             "FROM records LEFT JOIN entries USING (path)"
         )
         found = self._query(f"{sql} {where}", params)
-        return [Row(p, b, i, jsontext.loads(e) if e else None, err, src)
+        return [Row(p, b, i, json.loads(e) if e else None, err, src)
                 for p, b, i, e, err, src in found]  # fmt: skip
 
     def rows_of(self, record_id: str) -> list[Row]:
@@ -598,37 +597,28 @@ def _pack(raw: bytes) -> bytes:
     return zlib.compress(raw, 1)
 
 
-class _Snapshot:
-    """``IndexCache.snapshot``'s block (a class, not contextlib's decorator: a read verb
-    loads no contextlib, which costs its start-up milliseconds)."""
-
-    __slots__ = ("cache", "commit", "keep", "outer")
-
-    def __init__(self, cache: IndexCache, commit: str, keep: bool) -> None:
-        self.cache, self.commit, self.keep, self.outer = cache, commit, keep, False
-
-    def __enter__(self) -> IndexCache:
-        cache = self.cache
-        self.outer = not cache._depth
-        if self.outer:
-            cache._begin(self.commit)
-            cache._depth = 1
-            return cache
-        cache._depth += 1
+@contextlib.contextmanager
+def _snapshot(cache: IndexCache, commit: str, keep: bool) -> Iterator[IndexCache]:
+    """``IndexCache.snapshot``'s block: the outermost one opens the transaction at
+    ``commit`` and ends it (kept when ``keep`` and nothing raised); a nested one moves
+    the open transaction to ``commit``."""
+    if not cache._depth:
+        cache._begin(commit)
+        cache._depth = 1
+        ok = False
         try:
-            cache._move(self.commit)
-        except BaseException:
-            cache._depth -= 1
-            raise
-        return cache
-
-    def __exit__(self, kind: type | None, exc: BaseException | None, trace: object) -> None:
-        cache = self.cache
-        if self.outer:
+            yield cache
+            ok = True
+        finally:
             cache._depth = 0
-            cache._end(exc is None and self.keep)
-        else:
-            cache._depth -= 1
+            cache._end(ok and keep)
+        return
+    cache._depth += 1
+    try:
+        cache._move(commit)
+        yield cache
+    finally:
+        cache._depth -= 1
 
 
 def _unpack(packed: bytes | None) -> bytes | None:
