@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from gitkb.gates.evidence_cache import EvidenceCache
 from gitkb.record import RecordFile
 
 if TYPE_CHECKING:
     # Types only: gates sit below the store and the trace readers that implement these.
-    from gitkb.gates.trace_evidence import EvidenceCache
     from gitkb.store.cache.rows import Row
     from gitkb.trace.packets import Packet
     from gitkb.vcs.repository import Repository

@@ -21,13 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError, RefMoved
-from gitkb.optimize.trace_writer import dumps
 from gitkb.vcs.trailers import format_message
 
 if TYPE_CHECKING:
-    from gitkb.optimize.scoring import Score
-    from gitkb.optimize.setup import RunSetup
-    from gitkb.optimize.state import BestSoFar
     from gitkb.vcs.kernel_repo import KernelRepo, KernelSnapshot
 
 ATTRIBUTION = "TLX agent authored"
@@ -278,42 +274,3 @@ def _commit(plan, winner, message, reverify, result) -> None:
     if problems:
         raise GitkbError("the winner commit is not what was intended: " + "; ".join(problems))
     result.success = True
-
-
-def commit_run_winner(
-    setup: RunSetup,
-    winner: BestSoFar,
-    base_score: Score,
-    final_score: Score,
-    reverify: Callable[[bytes], tuple[bool, str]],
-) -> dict:
-    """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
-
-    exp = winner.experiment
-    subject = (
-        setup.config.commit_message
-        or exp.get("commit_title")
-        or f"Optimize {setup.kernel.name} with TLX agent"
-    )
-    summary = exp.get("commit_summary") or exp.get("change") or ""
-    message = build_message(
-        subject,
-        summary,
-        [c.as_json() for c in base_score.cases],
-        [c.as_json() for c in final_score.cases],
-        final_score.aggregate,
-        setup.trace_label,
-        setup.trace.head,
-    )
-    result = commit_winner(setup.plan, winner.source.encode("utf-8"), message, reverify)
-    document = result.as_json()
-    (setup.output / "auto_commit.json").write_bytes(dumps(document))
-    if result.success:
-        state = (
-            f"committed {result.commit_revision} into {result.repo_root} ({result.vcs}): {subject}"
-        )
-    else:
-        state = f"commit failed: {result.diagnostics}"
-    setup.say(f"[gitkb] winner {winner.id} {state}")
-    setup.say(result.event_line())
-    return document
