@@ -593,7 +593,7 @@ def test_long_horizon_granular_evidence(tmp_path):
 def test_scoring_reproduces_the_example_records_ranks():
     from helpers import example_files
 
-    from gitkb.mine.score import rank
+    from gitkb.record.worth import rank
 
     for path in example_files():
         record = json.loads(path.read_text())

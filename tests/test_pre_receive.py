@@ -24,7 +24,7 @@ from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH
 from gitkb.store import Store
 from gitkb.testing import synthetic
-from gitkb.validate import example_context
+from gitkb.testing.injections import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 from gitkb.vcs.trailers import format_message
 

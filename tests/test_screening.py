@@ -22,7 +22,7 @@ from gitkb.store import Store, screening
 from gitkb.store.gating import gate_context
 from gitkb.store.request import AdmitRequest
 from gitkb.testing import synthetic
-from gitkb.validate import example_context
+from gitkb.testing.injections import example_context
 
 BATCH = screening.MIN_BATCH + 16
 

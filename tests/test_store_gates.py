@@ -27,7 +27,8 @@ from gitkb.gates import (
 )
 from gitkb.gates.registry import GATE_MODULES, all_gates
 from gitkb.record import RecordFile
-from gitkb.validate import context_for, example_context
+from gitkb.store.validation import context_for
+from gitkb.testing.injections import example_context
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "gpu-wiki-sample"
 GATE_ORDER = (

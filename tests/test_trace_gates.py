@@ -22,8 +22,9 @@ from gitkb.gates import no_fabrication as nf
 from gitkb.gates.registry import GATE_MODULES, all_gates, by_name
 from gitkb.store import Store
 from gitkb.store.gating import gate_context
+from gitkb.store.validation import context_for
 from gitkb.testing import trace as sample_trace
-from gitkb.validate import context_for, example_context, injection_outcomes
+from gitkb.testing.injections import example_context, injection_outcomes
 from gitkb.vcs.repository import Repository
 
 TRACE_GATES = (

@@ -1,7 +1,7 @@
 import click
 
 from gitkb.commands import echo_json
-from gitkb.demo import run_demo
+from gitkb.testing.demo import run_demo
 
 
 @click.command("demo")

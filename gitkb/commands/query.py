@@ -4,7 +4,8 @@ import click
 
 from gitkb.commands import echo_json, store_option
 from gitkb.query import answer, budget, serve
-from gitkb.query.scope import DEFAULT_FALLBACK_RATIO, DEFAULT_LIMIT, RANK_MODES, TIERS, Request
+from gitkb.query.scope import DEFAULT_FALLBACK_RATIO, DEFAULT_LIMIT, RANK_MODES, Request
+from gitkb.record.worth import TIERS
 
 _LISTS = {
     "vendors": "vendor",

@@ -1,9 +1,10 @@
 import click
 
-from gitkb import validate
 from gitkb.commands import echo_json
 from gitkb.gates.registry import by_name, checked_names
 from gitkb.store import Store
+from gitkb.store import validation as validate
+from gitkb.testing.injections import injection_outcomes
 
 FINDINGS_SHOWN_PER_GATE = 12
 
@@ -58,7 +59,7 @@ def command(
         _history(path, as_json)
     names = checked_names(gate_names)
     if injection_tests:
-        outcomes = validate.injection_outcomes(by_name(names))
+        outcomes = injection_outcomes(by_name(names))
         problems = [o for o in outcomes if not o.ok and o.status != "SKIP"]
         if as_json:
             echo_json([o.__dict__ for o in outcomes])

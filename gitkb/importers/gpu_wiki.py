@@ -20,10 +20,10 @@ from gitkb.record.index import INDEX_PATH
 from gitkb.server.history import bad_name
 from gitkb.store.admission import gates_figure, refuse_findings
 from gitkb.store.writer import Change
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.util.files import atomic_write
 
-log = notes.logger("gitkb")
+logger = log.logger("gitkb")
 
 
 def linked_paths(folder: str | os.PathLike) -> list[str]:
@@ -95,7 +95,7 @@ def export_tree(store, folder: str | os.PathLike) -> int:
             problem = bad_name(record_file.path)
             if problem:
                 # An entry from before the history rules (``..``, ``.git``): never followed.
-                log.warning("not exported: %r (%s)", record_file.path, problem)
+                logger.warning("not exported: %r (%s)", record_file.path, problem)
                 continue
             atomic_write(out / record_file.path, record_file.raw)
             count += 1

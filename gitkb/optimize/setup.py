@@ -25,7 +25,7 @@ from gitkb.optimize import commit, profilers, providers
 from gitkb.optimize import freeze as freeze_mod
 from gitkb.optimize.providers import warmstart
 from gitkb.optimize.trace_writer import TraceWriter
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.util.resources import data_dir
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gitkb.store import Store
 
 REFERENCE_KERNEL_VARIABLE = "TLX_REFERENCE_KERNEL_PATH"
-live_log = notes.logger(notes.LIVE_LOGGER)
+live_log = log.logger(log.LIVE_LOGGER)
 
 
 def live_line(line: str) -> None:

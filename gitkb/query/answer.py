@@ -27,7 +27,7 @@ from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
 from gitkb.store.cache import queries
 from gitkb.store.store import Store
-from gitkb.util import log as notes
+from gitkb.util import log
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
 _DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom")
@@ -171,7 +171,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
         for note in s.notes:
-            notes.logger(__name__).warning("%s", note)
+            log.logger(__name__).warning("%s", note)
         reader = Reader(store, cache, request, now)
         in_scope = reader.pooled(s)
         resolved = _resolved(s)

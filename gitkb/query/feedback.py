@@ -9,7 +9,7 @@ came from a trace's version, else ``by:<who>``, one voice per reporter).
 
 Ranking folds the events into the counters it reads, never into the record: the
 record's own ``worth.track.counters`` plus the events' counts, scored by the
-store's rule (RECORD_FORMAT §9: ``gitkb.mine.score``) with the recency decay of
+store's rule (RECORD_FORMAT §9: ``gitkb.record.worth``) with the recency decay of
 the feedback rebuilder (half-life 90 days from the last event). The gates see no
 record change, because there is none.
 """
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR, feedback_path
-from gitkb.mine.score import rank
 from gitkb.query.scope import RETIRED_STATUSES
 from gitkb.record.values import json_number
+from gitkb.record.worth import rank, recency_decay
 from gitkb.vcs.plain import identity
 from gitkb.warmstart.attest import parse_ledger
 
@@ -40,7 +40,6 @@ _COUNTS = {
     "misleading": {"applied_count": 1, "verified_ineffective": 1},
 }
 SOURCE = "gitkb-feedback"
-_HALF_LIFE_DAYS = 90.0
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 _SHA = re.compile(r"[0-9a-f]{7,64}")
 
@@ -112,9 +111,7 @@ def folded_rank(record: dict, folded: Folded, now: float | None = None) -> tuple
         default=None,
     )
     now = time.time() if now is None else now
-    decay = 1.0
-    if last is not None and now > last:
-        decay = 0.5 + 0.5 * 0.5 ** ((now - last) / 86400 / _HALF_LIFE_DAYS)
+    decay = recency_decay(last, now)
     return round(min(1.0, max(0.0, result["score"] * decay)), 4), result["tier"]
 
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 
 from gitkb import targets
 from gitkb.errors import GitkbError
+from gitkb.record.worth import TIERS
 from gitkb.store.cache import vocabulary
 from gitkb.targets import vendor_of
 
 RANK_MODES = ("blend", "text", "importance")
-TIERS = ("proven", "promising", "provisional", "cautionary")
 # Statuses a query leaves out unless asked (--status, --include-retired): taken back.
 RETIRED_STATUSES = ("deprecated", "superseded")
 NEUTRAL_ARCH = "generic"

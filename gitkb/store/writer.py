@@ -23,12 +23,12 @@ from gitkb.record.index import INDEX_PATH
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import RowValues
 from gitkb.store.view import StoreView
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.vcs import worktree
 from gitkb.vcs.repository import Repository
 from gitkb.vcs.trailers import format_message, parse_trailers
 
-log = notes.logger(__name__)
+logger = log.logger(__name__)
 
 _CAS_ATTEMPTS = 3
 _CHUNK = 1000  # commits per pack and per move of main
@@ -160,7 +160,7 @@ def write(store: WritableStore, builds: list[Builder], on_refusal: str = "stop")
                 worktree.repair_work_tree(repo, layout.BRANCH)
             pending = list(builds)
             if store.format == layout.FORMAT_1 and store.upgrade_change not in pending:
-                log.warning("%s uses store format 1 (a committed index): upgrading it first "
+                logger.warning("%s uses store format 1 (a committed index): upgrading it first "
                             "(one kb upgrade commit)", store.location)  # fmt: skip
                 pending.insert(0, store.upgrade_change)
             try:

@@ -21,8 +21,7 @@ import tempfile
 import threading
 import time
 
-from gitkb.util import log as notes
-from gitkb.util import supervisor
+from gitkb.util import log, supervisor
 from gitkb.util.supervisor import KILL_GRACE_S, TOKEN_VARIABLE, signal_all
 
 __all__ = ["KILL_GRACE_S", "Outcome", "OutputCap", "run", "sweep"]
@@ -97,7 +96,7 @@ def run(
 
     token = secrets.token_hex(8)
     command = shlex.join(str(arg) for arg in argv)
-    notes.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
+    log.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VARIABLE] = token
     with tempfile.TemporaryDirectory(prefix="gitkb-run-") as scratch:

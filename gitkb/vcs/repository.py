@@ -28,7 +28,7 @@ from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.vcs import pack, rawtree
 from gitkb.vcs.commits import TREE_MODE, CommitWriting
 from gitkb.vcs.trailers import parse_trailers
@@ -45,7 +45,7 @@ ZERO_SHA = "0" * 40
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
 
-log = notes.logger(__name__)
+logger = log.logger(__name__)
 _RECENT_RAW = 4
 _COMMIT, _BLOB = 1, 3  # git's object type numbers
 
@@ -367,7 +367,9 @@ class Repository(CommitWriting):
                 )
             except (KeyError, ValueError, OSError):
                 # A damaged repository: what the missing tree held cannot be listed.
-                log.warning("tree %s (%s) is missing from %s", tree_id.decode(), base, self.git_dir)
+                logger.warning(
+                    "tree %s (%s) is missing from %s", tree_id.decode(), base, self.git_dir
+                )
                 continue
             for entry in entries:
                 name = entry.path.decode("utf-8", "surrogateescape")
@@ -439,7 +441,7 @@ class Repository(CommitWriting):
             try:
                 out.append((base, self._read(_b(tree))[1]))
             except (KeyError, ValueError, OSError):
-                log.warning("tree %s (%s) is missing from %s", tree, base, self.git_dir)
+                logger.warning("tree %s (%s) is missing from %s", tree, base, self.git_dir)
         return out
 
     def tree_entries(self, tree: str) -> dict[str, tuple[int, str]]:

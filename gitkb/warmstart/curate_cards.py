@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from gitkb import record as rec
 from gitkb.gates import card_evidence as ce
-from gitkb.mine.score import rank
+from gitkb.record.worth import rank
 from gitkb.store.admission import check_record, refuse_findings
 from gitkb.store.writer import Change
 from gitkb.vcs.plain import identity

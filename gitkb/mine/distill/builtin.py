@@ -13,8 +13,8 @@ import re
 
 from gitkb.gates.established_fact import NON_MECHANISM
 from gitkb.mine.distill.distilled import Distilled
-from gitkb.mine.score import rank
 from gitkb.record import new_track
+from gitkb.record.worth import rank
 from gitkb.trace import facts
 from gitkb.trace.packets import AUTHORITATIVE_BASIS, GEOMEAN_BASIS, Packet
 

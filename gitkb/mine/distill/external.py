@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gitkb.errors import GitkbError
 from gitkb.mine.distill.distilled import Distilled
-from gitkb.mine.score import rank
+from gitkb.record.worth import rank
 from gitkb.trace.packets import Packet
 from gitkb.util import runner
 from gitkb.util.resources import data_dir

@@ -53,7 +53,7 @@ from gitkb.store.cache.rows import (
     kernel_row,
     row_values,
 )
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.vcs.plain import blob_id
 
 if TYPE_CHECKING:  # type-only: importing it loads dulwich
@@ -70,8 +70,8 @@ _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edit
 
 
 def _note(text: str, *args: object) -> None:
-    """A note on stderr (``gitkb.util.log``: logging loads only when there is one)."""
-    notes.logger(__name__).info(text, *args)
+    """A note on stderr (``gitkb.util.log``)."""
+    log.logger(__name__).info(text, *args)
 
 
 # What a cache that cannot be read raises past its own recovery (the SQLite error class):
@@ -588,7 +588,7 @@ def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
     except (KeyError, ValueError, OSError):
-        notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
+        log.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
 
 

@@ -1,36 +1,32 @@
-"""Choosing what to validate: a store's main, a records folder, or the injection sample."""
+"""Choosing what to validate: a store's main or a records folder (the injection samples are
+``gitkb.testing.injections``)."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError, NotAStore
 from gitkb.gates import (
-    Gate,
     GateContext,
     GateResult,
-    InjectionOutcome,
     run_gates,
-    run_injections,
     sharded,
 )
 from gitkb.gates.registry import by_name
 from gitkb.gates.trace_evidence import NO_TRACE, label_of
 from gitkb.layout import TRACE_OPTIONS_PATH
 from gitkb.record import read_folder
-from gitkb.record.index import INDEX_PATH, Index, index_entry
+from gitkb.record.index import INDEX_PATH
 from gitkb.store import Store
 from gitkb.store.gating import gate_context
-from gitkb.testing import trace as sample_trace
-from gitkb.util.resources import data_dir
 from gitkb.vcs.plain import git_dir_of
 
-EXAMPLES = "examples"
+if TYPE_CHECKING:  # type-only: importing it loads dulwich
+    from gitkb.trace.sources import TraceRepo
 
 
 @dataclass
@@ -107,10 +103,10 @@ def context_for(
     return ctx
 
 
-def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
+def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike) -> TraceRepo:
     """The trace at ``trace`` under the label the folder's mined records name (when they
     name one), built with the options mining recorded in the folder's traces/<label>.json."""
-    from gitkb.trace.sources import TraceRepo, open_trace, read_options
+    from gitkb.trace.sources import open_trace, read_options
 
     repo, head, label = open_trace(Path(trace))
     named = {label_of(data) for _, data in ctx.parsed()} - {None}
@@ -121,42 +117,11 @@ def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
     return TraceRepo(repo, head, label, options)
 
 
-def could_not_run(results) -> list[str]:
+def could_not_run(results: list[GateResult]) -> list[str]:
     """The trace gates that skipped records for want of a trace: running them needs
     ``--trace`` or ``--store``, and leaving them out is a failure, not a pass."""
 
     return [r.gate.name for r in results if r.status == "SKIP" and r.reason == NO_TRACE]
-
-
-def example_context() -> GateContext:
-    """The shipped example records with a fresh index: the valid sample injection cases mutate."""
-    records = read_folder(data_dir("templates") / EXAMPLES)
-    index = Index()
-    for record_file in records:
-        index.put(index_entry(record_file.data, record_file.path))
-    return GateContext(records=records, index_raw=index.dumps())
-
-
-def trace_example_context(workdir: str | os.PathLike) -> GateContext:
-    """The trace gates' valid sample, built under ``workdir``: a mined record about to be
-    inserted into a store that holds its trace (``gitkb.testing.trace``), so every trace gate
-    rebuilds real evidence from the store."""
-
-    store, candidate = sample_trace.sample_store(Path(workdir))
-    return GateContext(records=[candidate], store=store.view(), admission="insert")
-
-
-def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
-    """Every injection case of ``gates``: store gates on the shipped examples, trace gates
-    on the example trace's sample (built in a temporary folder, removed afterwards)."""
-    gates = list(gates)
-    store_gates = [g for g in gates if g.family != "trace"]
-    trace_gates = [g for g in gates if g.family == "trace"]
-    outcomes = run_injections(example_context(), store_gates) if store_gates else []
-    if trace_gates:
-        with tempfile.TemporaryDirectory(prefix="gitkb-injections-") as workdir:
-            outcomes += run_injections(trace_example_context(workdir), trace_gates)
-    return outcomes
 
 
 def census(ctx: GateContext) -> str:
