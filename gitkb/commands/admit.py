@@ -3,6 +3,7 @@ import click
 from gitkb.commands import echo_json, input_name, read_input, store_option
 from gitkb.errors import GitkbError
 from gitkb.store.admission import ACTIONS, AUTO
+from gitkb.store.request import AdmitRequest
 
 
 def _report(admission, as_json: bool) -> None:
@@ -39,7 +40,6 @@ def command(files, action, target, trace, trace_commit, as_json, store) -> None:
     The record-level gates run before anything is written. A refused record
     stops the run: the files before it are admitted, it and the rest are not.
     """
-    from gitkb.store.request import AdmitRequest
 
     requests = [
         AdmitRequest(read_input(path), action, target, input_name(path), trace, trace_commit)

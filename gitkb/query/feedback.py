@@ -29,7 +29,7 @@ from gitkb.query.scope import RETIRED_STATUSES
 from gitkb.record.values import json_number
 from gitkb.record.worth import rank, recency_decay
 from gitkb.vcs.plain import identity
-from gitkb.warmstart.attest import parse_ledger
+from gitkb.warmstart.attest import appended, one_line, parse_ledger
 
 OUTCOMES = ("helped", "no-effect", "misleading")
 COUNTER_NAMES = rec.COUNTERS
@@ -156,7 +156,6 @@ def builder(record_id: str, outcome: str, trace=None, trace_commit=None, by=None
     """The store write (a ``Change`` builder) that appends one feedback event, or nothing
     when its key already holds that outcome."""
     from gitkb.store.writer import Change
-    from gitkb.warmstart.attest import appended, one_line, parse_ledger
 
     _checked(record_id, outcome, trace, trace_commit)
     who = one_line(by) if by and by.strip() else identity()

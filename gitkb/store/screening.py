@@ -17,6 +17,7 @@ itself, so the error a user sees, and every admission, is the one the plain path
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import marshal
 import os
 import signal
@@ -154,8 +155,6 @@ def _widen(pipe: int) -> None:
     """Let the worker run several chunks ahead (Linux; a pipe holds 64 KiB, under one chunk,
     by default), so that a moment it is kept off the CPU costs the writer no wait."""
     with contextlib.suppress(AttributeError, OSError):
-        import fcntl
-
         fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 

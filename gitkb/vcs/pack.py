@@ -8,6 +8,7 @@ not ten loose objects a commit), built from what the writer holds: dulwich's own
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 import struct
@@ -70,8 +71,6 @@ def write_pack(
     (``core.looseCompression``), which ``git gc`` later repacks at ``pack.compression``.
     Written here rather than by dulwich's pack writer, whose layers of Python per object
     cost more than the deflating."""
-    import hashlib
-
     from dulwich.file import GitFile
     from dulwich.pack import write_pack_index
 

@@ -29,7 +29,7 @@ from dulwich.repo import Repo
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
 from gitkb.util import log
-from gitkb.vcs import pack, rawtree
+from gitkb.vcs import pack, rawtree, treediff
 from gitkb.vcs.commits import TREE_MODE, CommitWriting
 from gitkb.vcs.trailers import parse_trailers
 
@@ -416,8 +416,6 @@ class Repository(CommitWriting):
     def entry_diff(self, old: str | None, new: str) -> list:
         """Every entry, folders included, that differs from commit ``old`` (None: none) to
         commit ``new``, with the modes and names as written (``gitkb.vcs.treediff``)."""
-        from gitkb.vcs import treediff
-
         old_tree = self.tree_of(old).decode() if old is not None else None
         return list(treediff.walk(self._objects, old_tree, self.tree_of(new).decode()))
 
