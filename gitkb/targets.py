@@ -81,7 +81,6 @@ def _checksums(sources: dict[str, bytes]) -> dict[str, int]:
 def compile_tables(sources: dict[str, bytes]) -> dict:
     """The token tables of ``sources`` (``_sources``) as ``COMPILED`` holds them: each
     token's ``Hardware`` fields, and each source's CRC."""
-
     tables: dict[str, dict[str, list]] = {section: {} for section in _SECTIONS}
     for raw in sources.values():
         data = tomllib.loads(raw.decode())

@@ -231,8 +231,25 @@ def private_names_taken(modules) -> list[str]:
             for t in taken if t.startswith("_") and not t.startswith("__")]  # fmt: skip
 
 
+MAX_LINES = 600  # a module that grows past this has two jobs
+# Over the limit until the VCS layer's rework (one object layer) lands; the list only
+# shrinks (test_the_long_module_list_only_shrinks).
+LONG_FOR_NOW = {"gitkb/vcs/repository.py"}
+
+
+def long_modules(modules) -> list[str]:
+    """Each module over ``MAX_LINES`` lines (its source as parsed: the last line's number)."""
+    found = []
+    for path, _, tree in modules:
+        lines = max((getattr(n, "end_lineno", 0) or 0 for n in ast.walk(tree)), default=0)
+        if lines > MAX_LINES and path not in LONG_FOR_NOW:
+            found.append(f"{path}: {lines} lines (at most {MAX_LINES})")
+    return found
+
+
 RULES = [sql_outside_the_store, dulwich_outside_vcs, higher_layers_imported,
-         modules_importing_each_other, imports_inside_functions, private_names_taken]  # fmt: skip
+         modules_importing_each_other, imports_inside_functions, private_names_taken,
+         long_modules]  # fmt: skip
 
 
 def test_the_rules_read_the_whole_package():
@@ -265,6 +282,7 @@ BREACHES = {
     imports_inside_functions: [
         ("gitkb/query/breach.py", "def f():\n    import json\n    from dulwich import repo\n"),
     ],
+    long_modules: [("gitkb/query/breach.py", "x = 1\n" * 601)],
     private_names_taken: [
         ("gitkb/query/breach.py", "from gitkb.store.cache.queries import _pattern\n"),
     ],
@@ -290,3 +308,9 @@ def test_a_type_only_import_of_a_higher_layer_is_a_breach():
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gitkb.store import Store\n"
     )
     assert len(higher_layers_imported([("gitkb/vcs/breach.py", "vcs", ast.parse(source))])) == 1
+
+
+def test_the_long_module_list_only_shrinks():
+    """A module in LONG_FOR_NOW that is back under the limit leaves the list."""
+    lengths = {path: len((PACKAGE.parent / path).read_text().splitlines()) for path in LONG_FOR_NOW}
+    assert all(n > MAX_LINES for n in lengths.values()), lengths

@@ -40,7 +40,6 @@ def command(files, action, target, trace, trace_commit, as_json, store) -> None:
     The record-level gates run before anything is written. A refused record
     stops the run: the files before it are admitted, it and the rest are not.
     """
-
     requests = [
         AdmitRequest(read_input(path), action, target, input_name(path), trace, trace_commit)
         for path in files

@@ -20,7 +20,6 @@ def command(record_id, outcome, by, evidence, store) -> None:
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.
     """
-
     admission = attest(store, record_id, outcome, by, parse_evidence(evidence))
     counts = read_ledger(store, record_id, admission.commit).counts()
     echo_json(

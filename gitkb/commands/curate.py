@@ -20,7 +20,6 @@ from gitkb.errors import GitkbError
 @store_option
 def command(retire, cards, apply, by, store) -> None:
     """Act on the store's curation hints, as JSON; a dry run unless --apply."""
-
     if retire == cards:
         raise GitkbError("curate needs one pass to run: --retire or --cards", 2)
     if cards:

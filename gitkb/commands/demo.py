@@ -10,7 +10,6 @@ from gitkb.testing.demo import run_demo
 def command(folder, as_json) -> None:
     """Run the whole loop on the bundled CPU example in FOLDER (new or empty; default
     ./gitkb-demo): optimize, mine, push, a refused tampered push, warm start."""
-
     summary = run_demo(folder, say=lambda line: click.echo(line, err=as_json))
     if as_json:
         echo_json(summary)

@@ -18,6 +18,5 @@ def command(record_id, outcome, trace, trace_commit, by, store) -> None:
     idempotent per key (the trace version, else the reporter), and ranking folds
     the events into the counters it reads. Prints the admission as JSON.
     """
-
     admission = feedback(store, record_id, outcome, trace, trace_commit, by)
     echo_json(admission.as_json())

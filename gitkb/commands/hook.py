@@ -25,7 +25,6 @@ def _report(problems: list[str]) -> None:
 @click.argument("files", nargs=-1)
 def pre_commit(files: tuple[str, ...]) -> None:
     """Run the record-level gates on FILES (the staged record files)."""
-
     _report(local.pre_commit(list(files)))
 
 

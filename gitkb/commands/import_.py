@@ -23,7 +23,6 @@ def command(kind: str, directory: str, as_json: bool, dry_run: bool, store) -> N
     cannot become valid records are listed with the reason; symlinks are never
     followed. The gates run on every record first.
     """
-
     report = import_tree(kind, store, directory, dry_run=dry_run)
     if as_json:
         echo_json(report.as_json())

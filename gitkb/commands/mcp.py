@@ -12,5 +12,4 @@ def command(store) -> None:
     Needs the MCP SDK: pip install 'gitkb[mcp]'. Point an agent's MCP client at
     `git kb mcp --store PATH` (a bare clone works).
     """
-
     serve(store)

@@ -41,7 +41,6 @@ def with_trace_options(func):
 
 def mine_options(non_target_kernels=(), **flags):
     """The TraceOptions the trace flags (all but --label) give."""
-
     return TraceOptions(non_target_kernels=tuple(non_target_kernels), **flags)
 
 

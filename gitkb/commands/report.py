@@ -31,7 +31,6 @@ def command(out_dir: str, flywheel_file: str | None, store) -> None:
     One page for the store (records by type/arch/operator, admission history,
     open conflicts, attestations) and one per mined trace (its version ladder).
     """
-
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]
     ladders = {label: trace_ladder(store, label) for label in labels}
     flywheel = None

@@ -13,7 +13,6 @@ from gitkb.schema import profile as schema
 @click.option("--write", "mode", flag_value="write", help="Regenerate the opt-trace-1.0 profile.")
 def command(mode: str | None) -> None:
     """The opt-trace-1.0 profile: clean-1.3 narrowed by a declared patch list."""
-
     if mode == "check":
         differences = schema.profile_differences()
         if differences:

@@ -54,7 +54,6 @@ def command(
     `record-id: gate: field: what is wrong`. Exits 1 when any gate fails, or when a
     folder's mined records could not meet their trace (give --trace or --store).
     """
-
     if history:
         _history(path, as_json)
     names = checked_names(gate_names)

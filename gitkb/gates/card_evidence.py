@@ -145,7 +145,6 @@ def _condition(record: dict) -> str:
 
 def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
     """What a card over ``records`` (id -> record, every one of them ``key``'s) states."""
-
     ids = sorted(records)
     kept = [i for i in ids if records[i].get("type") == "strategy"]
     failed = [i for i in ids if records[i].get("type") == "anti-strategy"]

@@ -14,7 +14,6 @@ ERRORS_PER_RECORD = 4
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-
     for record_file, data in mined_records(ctx):
         for path, message in schema.errors(data, schema.PROFILE, limit=ERRORS_PER_RECORD):
             yield Finding(record_file.id, NAME, message, path)

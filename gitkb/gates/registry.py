@@ -47,7 +47,6 @@ GATE_NAMES = tuple(module.replace("_", "-") for module in GATE_MODULES)
 def checked_names(names: list[str] | tuple[str, ...] | None = None) -> tuple[str, ...]:
     """The gate names asked for (all when None), in registry order; an unknown one is an
     error."""
-
     if not names:
         return GATE_NAMES
     unknown = [n for n in names if n not in GATE_NAMES]

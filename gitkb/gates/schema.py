@@ -11,7 +11,6 @@ NAME = "schema"
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-
     for record_file in ctx.records:
         if record_file.data is None:
             yield Finding(record_file.id, NAME, record_file.error or "unreadable record")

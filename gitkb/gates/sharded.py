@@ -75,7 +75,6 @@ def run(
     """(record count, census line, results) of the gates ``names`` on the folder's records,
     ``index_raw`` its records/index.json bytes. The shards fork before the gate modules
     load, so each process loads them at the same time."""
-
     paths = record_paths(folder)
     count = min(workers(), max(1, len(paths) // (MIN_RECORDS // 2)))
     index_found, by_id = whole_index(index_raw, len(paths)) if "index" in names else ([], None)
@@ -104,7 +103,6 @@ def run(
 
 
 def _judge(folder: Path, shard: list[str], names: tuple[str, ...], by_id: dict | None) -> dict:
-
     files = [rec.load(path, (folder / path).read_bytes()) for path in shard]
     results = run_gates(GateContext(records=files), by_name(names))
     index: list[Finding] = []
@@ -152,7 +150,6 @@ def _fork(
 
 
 def _collect(pid: int, read_end: int) -> dict:
-
     with os.fdopen(read_end, "rb") as pipe:
         data = pipe.read()
     os.waitpid(pid, 0)

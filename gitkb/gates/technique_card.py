@@ -134,7 +134,6 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 
 
 def _computed_card(ctx: GateContext) -> tuple[dict, list[dict]] | None:
-
     strategy = next((d for _, d in ctx.parsed() if d.get("type") == "strategy"), None)
     card = next((d for _, d in ctx.parsed() if d.get("type") == ce.CARD_TYPE), None)
     if strategy is None or card is None:

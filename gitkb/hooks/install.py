@@ -72,7 +72,6 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
 
 def _warm_cache(repo: Repository) -> None:
     """Build the server's index cache now, so the first push costs the push too."""
-
     tip = repo.resolve(BRANCH)
     if tip is not None:
         with IndexCache.of(repo).snapshot(tip):

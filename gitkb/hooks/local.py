@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 def pre_commit(files: list[str]) -> list[str]:
     """Gate the staged record files (the pre-commit framework leaves exactly the staged
     content on disk); return one line per problem, empty when all pass."""
-
     records = []
     for name in files:
         path = Path(name).as_posix()

@@ -37,7 +37,6 @@ def linked_paths(folder: str | os.PathLike) -> list[str]:
 
 
 def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
-
     linked = linked_paths(folder)
     if linked:
         raise RecordError(

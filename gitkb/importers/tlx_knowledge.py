@@ -79,7 +79,6 @@ class Topic:
 
 def _arch_tokens(arch: str) -> list[str]:
     """Every name the hardware table gives ``arch`` (hopper: h100, sm_90, ...), TLX-normalized."""
-
     names = {normalize(arch)}
     names |= {normalize(t) for t, hw in targets.table().items() if hw.arch == arch}
     return sorted(names)

@@ -25,7 +25,6 @@ def gate_findings(
     records: list[dict], traces, store_view=None, label: str = "", preview: bool = False
 ) -> list[list]:
     """The findings (``gitkb.gates.Finding``) of each record, in the order given."""
-
     files = [rec.RecordFile(rec.path_for(r), b"", r) for r in records]
     ctx = GateContext(
         records=files,

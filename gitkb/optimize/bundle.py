@@ -210,7 +210,6 @@ def _read_json(path: Path):
 
 
 def _check(document, schema_name: str, path: Path) -> None:
-
     problems = schema.errors(document, f"bundle/{schema_name}", limit=1)
     if problems:
         where, message = problems[0]

@@ -24,6 +24,7 @@ from gitkb.errors import GitkbError, RefMoved
 from gitkb.vcs.trailers import format_message
 
 if TYPE_CHECKING:
+    from gitkb.optimize.scoring import Score
     from gitkb.vcs.kernel_repo import KernelRepo, KernelSnapshot
 
 ATTRIBUTION = "TLX agent authored"
@@ -105,7 +106,6 @@ def build_message(
     trace_label: str,
     trace_commit: str,
 ) -> str:
-
     body = "\n\n".join(
         part
         for part in (
@@ -226,7 +226,6 @@ def commit_winner(
 
 
 def _commit(plan, winner, message, reverify, result) -> None:
-
     repo, snap = plan.repo, plan.snapshot
     if repo.head() != snap.head:
         raise RefMoved(f"HEAD moved during the run: was {snap.head}, now {repo.head()}")
@@ -274,3 +273,28 @@ def _commit(plan, winner, message, reverify, result) -> None:
     if problems:
         raise GitkbError("the winner commit is not what was intended: " + "; ".join(problems))
     result.success = True
+
+
+def winner_message(
+    subject: str | None,
+    experiment: dict,
+    kernel_name: str,
+    base: Score,
+    final: Score,
+    trace_label: str,
+    trace_head: str,
+) -> tuple[str, str]:
+    """(subject, message) of a run's winner commit: the subject asked for, else the
+    experiment's title, else a default; the performance table and the trace trailers."""
+    subject = subject or experiment.get("commit_title") or f"Optimize {kernel_name} with TLX agent"
+    summary = experiment.get("commit_summary") or experiment.get("change") or ""
+    message = build_message(
+        subject,
+        summary,
+        [c.as_json() for c in base.cases],
+        [c.as_json() for c in final.cases],
+        final.aggregate,
+        trace_label,
+        trace_head,
+    )
+    return subject, message

@@ -93,7 +93,6 @@ class Briefing:
 def brief(setup: RunSetup) -> Briefing:
     """Ask the store about the kernel (``gather``) and, when it is open, select TLX's
     knowledge documents for the target."""
-
     found = gather(
         setup.config.kb, hardware_tokens(setup.bundle.target)[0], setup.operator,
         setup.baseline_source,
@@ -113,7 +112,6 @@ def tlx_context(setup: RunSetup) -> tuple[str, list[str]]:
     tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
     beside the wider ones), joined widest first, headed by file, within 16 KiB; returns
     the text and the files."""
-
     target = setup.bundle.target
     found = tlx_knowledge.topics(tlx_knowledge.store_records(setup.kb))
     context, files = tlx_knowledge.context(
@@ -143,7 +141,6 @@ def _attempts(arch: str, dsl: str | None, operator: str | None) -> list[dict]:
 
 def gather(store_path: str, hardware: str, operator: str | None, source: str) -> Knowledge:
     """Ask the store about the kernel; an answer it cannot give is noted, never fatal."""
-
     dsl = sniff_dsl(source)
     knowledge = Knowledge(store=str(store_path))
     try:
@@ -176,7 +173,6 @@ def gather(store_path: str, hardware: str, operator: str | None, source: str) ->
 
 def prompt_section(records: list[dict]) -> list[str]:
     """The prompt's lines about the store's answer (empty when it had none)."""
-
     if not records:
         return []
     return [
@@ -255,7 +251,6 @@ def give_feedback(
 ) -> dict:
     """The outcome of a measured version as feedback on the ids it cited (one commit each,
     into ``kb`` keyed by the run's ``trace_label``); what was written, or why not."""
-
     ids = list(getattr(candidate, "cited", None) or [])
     if not ids or trace_commit is None:
         return {}

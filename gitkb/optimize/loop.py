@@ -582,23 +582,10 @@ def _commit_run_winner(
     reverify: Callable[[bytes], tuple[bool, str]],
 ) -> dict:
     """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
-
-    exp = winner.experiment
-    subject = (
-        setup.config.commit_message
-        or exp.get("commit_title")
-        or f"Optimize {setup.kernel.name} with TLX agent"
-    )
-    summary = exp.get("commit_summary") or exp.get("change") or ""
-    message = commit.build_message(
-        subject,
-        summary,
-        [c.as_json() for c in base_score.cases],
-        [c.as_json() for c in final_score.cases],
-        final_score.aggregate,
-        setup.trace_label,
-        setup.trace.head,
-    )
+    subject, message = commit.winner_message(
+        setup.config.commit_message, winner.experiment, setup.kernel.name, base_score,
+        final_score, setup.trace_label, setup.trace.head,
+    )  # fmt: skip
     result = commit.commit_winner(setup.plan, winner.source.encode("utf-8"), message, reverify)
     document = result.as_json()
     (setup.output / "auto_commit.json").write_bytes(dumps(document))

@@ -110,7 +110,6 @@ class RunSetup:
 def hardware_tokens(target: dict) -> list[str]:
     """The target's hardware as trace tokens: the first of device, architecture, backend
     that the token table knows; else the raw device text (mining will say it is unknown)."""
-
     for key in ("device", "architecture", "backend"):
         text = target.get(key)
         found = targets.lookup(text) if isinstance(text, str) else None
@@ -198,7 +197,6 @@ def _bundle_folder(config: RunConfig) -> Path | None:
 
 def _plan_commit(config: RunConfig, kernel: Path) -> CommitPlan:
     """The winner commit's snapshot; a refusal is final now (exit 3, TLX's order)."""
-
     try:
         return commit.prepare(kernel, config.vcs)
     except GitkbError as exc:

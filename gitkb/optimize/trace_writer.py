@@ -108,7 +108,6 @@ def performance(
 ) -> dict:
     """The ``performance`` block of one measured version (numbers of its passing cases);
     ``reference``: the aggregate of the trace's v0 (1.0 unless it is adopted code)."""
-
     measured = [c for c in score.cases if c.passed]
     medians = [c.median_us for c in measured]
     geomean = weighted_geomean(medians, [1.0] * len(medians)) if medians else None
@@ -286,7 +285,6 @@ class TraceWriter:
         return self.start
 
     def promoted(self, version: int, source: str, memory: dict, title: str, pct: float) -> str:
-
         subject = f"v{version}: {_clip(title, 60)} ({pct:+.1f}%)"
         return self._commit(
             {"kernel.py": source.encode(), f"memory/v{version}.json": dumps(memory)},
@@ -296,7 +294,6 @@ class TraceWriter:
         )
 
     def rejected(self, version: int, memory: dict, reason: str, dead_end: str) -> str:
-
         subject = f"v{version}: reverted ({_clip(reason, 60)})"
         body = f"Verdict: reverted\n\ndead-end recorded: {_clip(dead_end, 600)}"
         return self._commit(
@@ -304,7 +301,6 @@ class TraceWriter:
         )
 
     def revalidation_failed(self, version: int, baseline_source: str, memory: dict) -> str:
-
         subject = f"v{version}: reverted (finalist revalidation failed)"
         body = (
             "Verdict: reverted\n\n"

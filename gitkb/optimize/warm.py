@@ -175,7 +175,6 @@ def recheck_failed(
 def _note_tried(setup: RunSetup, warm_start: WarmStart) -> None:
     """The judged ranks that were not adopted go under "Reference only" in the audit
     folder's index, with their outcome: the round providers read their prose, not code."""
-
     prose = {r["id"]: r.get("prose_path") for r in (setup.warm.answer or {}).get("ranks", [])}
     tried = [
         dict(c, prose_path=prose.get(c["record"]))

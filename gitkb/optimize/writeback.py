@@ -17,7 +17,6 @@ from gitkb.warmstart.attest import confirm_adoption
 
 def _confirm_adopted(setup: RunSetup, adopted: dict) -> dict:
     """Confirm the adopted record (``adopted``: the warm start's report entry)."""
-
     found = {"record": adopted["record"], "action": "confirm", "commit": None}
     try:
         admission = confirm_adoption(

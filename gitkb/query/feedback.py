@@ -60,7 +60,6 @@ def fold(raw: bytes | None) -> Folded:
     """The events of one feedback file folded, never raising: increments count once per
     key (the first line wins), a snapshot replaces its source's earlier snapshot, lines
     that are not JSON objects are counted and skipped."""
-
     log = parse_ledger(FEEDBACK_DIR, raw)
     folded = Folded(bad_lines=len(log.bad_lines))
     snapshots: dict[str, dict] = {}
@@ -92,7 +91,6 @@ def fold(raw: bytes | None) -> Folded:
 
 def folded_rank(record: dict, folded: Folded, now: float | None = None) -> tuple[float, str]:
     """(score, tier) of ``record`` with its feedback folded into its counters."""
-
     worth = record.get("worth") if isinstance(record.get("worth"), dict) else {}
     stored = rec.dig(worth, "rank", "score")
     if record.get("status") in RETIRED_STATUSES:

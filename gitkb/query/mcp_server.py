@@ -105,7 +105,6 @@ def build(store: Store):
         max_bytes: int | None = None,
         coverage: bool = False,
     ) -> dict[str, Any]:
-
         request = Request(
             terms=(terms,),
             arch=arch,
@@ -134,7 +133,6 @@ def build(store: Store):
     @server.tool(description="One record's served projection, payload in full.")
     @guarded
     def show(record_id: str) -> dict[str, Any]:
-
         return shown(store, record_id)
 
     @server.tool(description="The store's best same-hardware code for a kernel (git kb resolve).")
@@ -161,7 +159,6 @@ def build(store: Store):
         trace_commit: str | None = None,
         by: str | None = None,
     ) -> dict[str, Any]:
-
         admission = give(store, record_id, outcome, trace, trace_commit, by)
         return admission.as_json()
 

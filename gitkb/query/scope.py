@@ -138,7 +138,6 @@ def fold(value: str) -> str:
 def near_misses(value: str, known) -> list[str]:
     """The known values a rejected one most likely meant: containment either way, then
     close spellings."""
-
     ordered = sorted(known)
     wanted = value.strip().lower()
     near = [k for k in ordered if wanted and (wanted in k.lower() or k.lower() in wanted)]
@@ -213,7 +212,6 @@ _LIST_FLAGS = {
 
 def resolve_arch(vocabulary: Vocabulary, value: str) -> str:
     """A runtime's architecture token -> the store's arch name (see the module docstring)."""
-
     wanted = value.strip().lower()
     if wanted and vocabulary.holds("arch", wanted):
         return wanted

@@ -156,7 +156,6 @@ def is_id(value: object) -> bool:
 
 
 def _slug(value: object, default: str) -> str:
-
     text = value if isinstance(value, str) and value.strip() else default
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._") or default
 
@@ -182,7 +181,6 @@ def is_record_path(path: str) -> bool:
 
 def read_folder(folder: str | os.PathLike) -> list[RecordFile]:
     """Record files of a folder laid out like a store (``<folder>/records/...``)."""
-
     root = Path(folder)
     records_dir = root / RECORDS_DIR
     if not records_dir.is_dir():

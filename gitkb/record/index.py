@@ -56,7 +56,6 @@ def _search_text(record: dict) -> str:
 def index_entry(record: dict, path: str) -> dict:
     """The index entry of a record: the reindexer's sixteen keys, plus gitkb's
     ``content_signature`` so an admission finds a reproduction without loading records."""
-
     track = dig(record, "evidence", "summary", "measured_on", "track")
     tracks = sorted({t for t in track.split("/") if t}) if isinstance(track, str) else []
     return {

@@ -31,7 +31,6 @@ RECORD_ACTIONS = ("insert", "confirm", "conflict", "import", "retract", "unretra
 
 def _attestations(store, tip: str) -> list[list[object]]:
     """One row per attested record: outcome counts and the retire hint, from the ledger."""
-
     rows = []
     for path, sha in store.repo.list_tree(tip, "ledger"):
         counts = parse_ledger(path, store.repo.blob(sha)).counts()
@@ -117,7 +116,6 @@ def _trace_page(label: str, points: list[LadderPoint], admitted: list[dict]) -> 
 
 
 def _record_page(record: dict, label: str, history: list[dict]) -> str:
-
     raw = (record.get("evidence") or {}).get("raw") or {}
     rank = (record.get("worth") or {}).get("rank") or {}
     gain = (record.get("worth") or {}).get("gain") or {}
@@ -147,7 +145,6 @@ def build_site(
 ) -> list[Path]:
     """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder,
     ``flywheel`` is a ``bench/flywheel.py --json`` document to plot (None: not given)."""
-
     tip = store.tip
     view = store.view()
     entries = view.entries()

@@ -61,7 +61,6 @@ def _validator(name: str) -> Any:
 
 @cache
 def _fast_check(name: str) -> Any:
-
     return compile_or_none(load(name))
 
 

@@ -23,6 +23,7 @@ from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.gates.registry import record_level
 from gitkb.gates.relations import dangling_links
 from gitkb.server import control, history
+from gitkb.server.ids import IdLookup
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.config import max_record_bytes
 from gitkb.store.view import StoreView
@@ -54,7 +55,7 @@ def check_push(updates: list[RefUpdate], repo: Repository) -> PushCheck:
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
     held_main = repo.resolve(layout.BRANCH)
     config = _config(repo, held_main)
-    ids = history.IdLookup(repo)
+    ids = IdLookup(repo)
     check = PushCheck()
     for update in updates:
         if update.ref.startswith(layout.TRACE_REFS):
@@ -88,7 +89,7 @@ def _config(repo: Repository, tip: str | None) -> dict:
 def _check_branch(
     repo: Repository,
     cache: IndexCache,
-    ids: history.IdLookup,
+    ids: IdLookup,
     update: RefUpdate,
     held: tuple,
     config: dict,
@@ -293,7 +294,7 @@ def _cites(record: dict | None) -> set[tuple[str, str]]:
 def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     """``git kb validate --history``: the history rules replayed over every commit that
     ``tip`` reaches, oldest first, as (commit, finding)."""
-    ids = history.IdLookup(repo)
+    ids = IdLookup(repo)
     before = history.Before(repo, ids, max_record_bytes(_config(repo, tip)))
     out = []
     for commit in _oldest_first(list(repo.walk(tip))):

@@ -71,7 +71,6 @@ def check_record(
     """The record-level gates on one record about to be admitted as ``action`` (``raw``:
     its bytes, when the caller has them; ``verdicts``: results of gates already run on
     it, by gate name): the KB-Gates figure and the findings."""
-
     ctx = GateContext(
         records=[rec.RecordFile(path, raw or rec.dumps(record), record)],
         store=view,

@@ -24,7 +24,6 @@ def gate_context(store: Store, full: bool = False, commit: str | None = None) ->
 def cache_findings(store: Store) -> list[Finding]:
     """How the index cache at main disagrees with a fresh rebuild from the records
     (``validate --full``); the cache is rebuilt when it does."""
-
     tip = store.tip
     fresh = IndexCache(None, store.opener)
     with fresh.snapshot(tip, keep=False):

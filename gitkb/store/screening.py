@@ -115,7 +115,6 @@ class Screening:
         self.close()
 
     def _start(self) -> None:
-
         gates = [g for g in record_level() if g.alone]
         self._gates = {g.name: g for g in gates}
         read_end, write_end = os.pipe()
@@ -170,7 +169,6 @@ def _idle_core() -> bool:
     about a fifth more work in all: where every core was busy over the last minute (a load
     this process's own start and disk waits count in too), the writer alone finishes
     sooner."""
-
     cores = workers()  # 1 where there is no fork
     if cores < 2:
         return False

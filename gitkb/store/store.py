@@ -20,7 +20,8 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH, Index
 from gitkb.store import config as store_config
-from gitkb.store.cache.index_cache import IndexCache, Lie, RepoOpener
+from gitkb.store.cache.index_cache import IndexCache
+from gitkb.store.cache.source import Lie, RepoOpener
 from gitkb.store.config import max_record_bytes
 from gitkb.store.request import AdmitRequest
 from gitkb.store.view import StoreView
@@ -55,7 +56,6 @@ class Store:
     @property
     def location(self) -> Path:
         """Where the store is: its work tree, or the bare repository."""
-
         return Path(self._location)
 
     @property
@@ -65,7 +65,6 @@ class Store:
 
     @property
     def git_dir(self) -> Path:
-
         return Path(self._git_dir)
 
     @property
@@ -139,7 +138,6 @@ class Store:
 
     @classmethod
     def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
-
         location = Path(path)
         if location.is_dir() and any(location.iterdir()):
             what = "a git repository" if (location / ".git").exists() else "files"
@@ -178,7 +176,6 @@ class Store:
     def settings(self, commit: str | None = None) -> StoreConfig:
         """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
         error naming it."""
-
         return store_config.parse(self.config(commit), str(self.location))
 
     def config(self, commit: str | None = None) -> dict:
@@ -375,7 +372,6 @@ class Store:
 
     def index_file(self, commit: str | None = None) -> bytes:
         """The GPU-wiki ``records/index.json`` of the records at ``commit``."""
-
         index = Index()
         for entry in self.view(commit).entries():
             index.put(entry)
@@ -384,7 +380,6 @@ class Store:
     def write_work_tree_index(self, force: bool = False) -> str | None:
         """Refresh the work tree's generated ``records/index.json`` (when ``force``, or when
         the user keeps one); the path written, or None."""
-
         work_tree = self.repo.work_tree
         if work_tree is None or self.format == layout.FORMAT_1:
             return None

@@ -47,7 +47,6 @@ def validate(
     """``git kb validate``: the gates ``names`` on PATH (see ``context_for``). A plain
     records folder is judged in shards across processes (``gates.sharded``), with the
     same results."""
-
     folder = Path(path)
     plain = staging is None and trace is None and store is None and not full
     if plain and (folder / "records").is_dir() and git_dir_of(folder) is None:
@@ -79,7 +78,6 @@ def context_for(
     laid out like a store; with ``staging``, that folder checked against the store at PATH.
     A folder's mined records are judged against ``trace`` (the trace repository they were
     mined from) or the traces ``store`` holds."""
-
     if staging is not None:
         ctx = folder_context(staging, full=full)
         try:
@@ -120,7 +118,6 @@ def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike) -> Tr
 def could_not_run(results: list[GateResult]) -> list[str]:
     """The trace gates that skipped records for want of a trace: running them needs
     ``--trace`` or ``--store``, and leaving them out is a failure, not a pass."""
-
     return [r.gate.name for r in results if r.status == "SKIP" and r.reason == NO_TRACE]
 
 

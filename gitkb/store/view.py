@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.cache.index_cache import IndexCache, Lie, RepoOpener
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import Row
+from gitkb.store.cache.source import Lie, RepoOpener
 from gitkb.vcs.plain import blob_id
 from gitkb.vcs.tree_ids import TreeIds
 

@@ -83,7 +83,6 @@ class _Demo:
         self.say(f"      {text}")
 
     def push(self, repo: Path, refspecs: list[str]):
-
         return push(repo, str(self.paths["server"]), refspecs, env=self.env)
 
     def clone(self, dest: Path):
@@ -111,7 +110,6 @@ class _Demo:
         return path / "kernel.py"
 
     def optimize(self, output: Path, kernel: Path, budget: dict, **warm) -> dict:
-
         lines: list[str] = []
         config = loop.RunConfig(
             bundle=self.paths["bundle"],

@@ -30,7 +30,6 @@ def trace_example_context(workdir: str | os.PathLike) -> GateContext:
     """The trace gates' valid sample, built under ``workdir``: a mined record about to be
     inserted into a store that holds its trace (``gitkb.testing.trace``), so every trace gate
     rebuilds real evidence from the store."""
-
     store, candidate = sample_trace.sample_store(Path(workdir))
     return GateContext(records=[candidate], store=store.view(), admission="insert")
 

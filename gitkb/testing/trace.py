@@ -359,7 +359,6 @@ def mined_records(trace: ExampleTrace) -> list[dict]:
 def sample_store(workdir: str | Path):
     """A store holding the example trace under ``refs/kb/traces/<label>`` with the first
     milestone admitted; returns (store, the second milestone's record file, not admitted)."""
-
     workdir = Path(workdir)
     trace = write_trace(workdir / LABEL)
     store = Store.init(workdir / "store", bare=True)

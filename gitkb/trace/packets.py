@@ -125,7 +125,6 @@ def _blob(repo: Repository, sha: str) -> bytes:
 
 
 def unified_diff(before: str | bytes | None, after: str | bytes | None, path: str) -> str:
-
     old, new = _decoded(before), _decoded(after)
     if old == new:
         return ""

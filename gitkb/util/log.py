@@ -17,7 +17,6 @@ _levels = {"top": 20}  # logging.INFO; -q: WARNING, -v: DEBUG
 
 def logger(name: str) -> logging.Logger:
     """The logger ``name`` (under ``gitkb``), its notes reaching stderr."""
-
     top = logging.getLogger(_TOP)
     if not top.handlers:
         top.addHandler(_stderr_handler())
@@ -34,7 +33,6 @@ def set_verbosity(verbose: bool, quiet: bool) -> None:
 
 
 def _stderr_handler() -> logging.Handler:
-
     class Stderr(logging.Handler):
         """One line per record on ``sys.stderr`` as it is when the record comes (a caller
         may have swapped it); the notes read ``gitkb: ...``, the live lines as they are."""

@@ -23,5 +23,4 @@ def data_path(kind: str) -> str:
 
 def data_dir(kind: str) -> Path:
     """Return the folder of one kind of shipped data: schema, templates, targets or hooks."""
-
     return Path(data_path(kind))

@@ -93,7 +93,6 @@ def run(
     Outcome instead; neither: both discarded. Never raises for the command's failure;
     an interrupt of the caller kills the whole tree before it propagates.
     """
-
     token = secrets.token_hex(8)
     command = shlex.join(str(arg) for arg in argv)
     log.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
@@ -166,7 +165,6 @@ class _CappedOutput:
     and the notice, however much the command prints."""
 
     def __init__(self, path, cap: OutputCap) -> None:
-
         self._fh = open(path, "wb")
         self._cap = cap
         self._written = 0  # bytes of the head written
@@ -177,7 +175,6 @@ class _CappedOutput:
 
     def drain(self, pipe) -> None:
         """Read ``pipe`` on a thread until every writer has closed it."""
-
         self._reader = threading.Thread(target=self._read, args=(pipe,), daemon=True)
         self._reader.start()
 
@@ -232,7 +229,6 @@ class _opened:
 
 def _await(process, backstop_s: float, grace_s: float, token: str) -> None:
     """Wait for the supervisor; on an interrupt, let it clean up first, then re-raise."""
-
     try:
         _wait_exit(process, backstop_s)
     except subprocess.TimeoutExpired:  # the supervisor itself hangs (stopped, starved)
@@ -253,7 +249,6 @@ def _await(process, backstop_s: float, grace_s: float, token: str) -> None:
 def _wait_exit(process, timeout_s: float) -> None:
     """``process.wait(timeout)`` without its polling sleeps (up to 50 ms each): a pidfd
     becomes readable the moment the process exits (Linux 5.3+)."""
-
     try:
         pidfd = os.pidfd_open(process.pid)
     except (AttributeError, OSError):

@@ -114,7 +114,6 @@ def retire_hint(counts: dict) -> str | None:
 def event_line(event: str, **fields: object) -> dict:
     """A ledger event: kind, UTC time, then fields; the nonce keeps two otherwise identical
     lines distinct, so a union merge never folds two attestations into one."""
-
     return {
         "event": event,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -141,7 +140,6 @@ def appended(ledger: Ledger, strict: bool, *events: dict) -> bytes:
 
 def parse_evidence(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
     """``K=V`` strings -> a dict; a malformed pair is an error naming it."""
-
     evidence: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")

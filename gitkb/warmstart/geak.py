@@ -44,7 +44,6 @@ SCHEME, DOMAIN, FRAMEWORK, NO_VERSION = "geak", "kernel", "rocm", "unspecified"
 @cache
 def _pattern(text: str):
     """``text`` compiled, on first use: resolve off a gfx page loads no ``re``."""
-
     return re.compile(text)
 
 
@@ -257,7 +256,6 @@ def report_of(record: dict) -> str:
 
 def entry_files(meta: dict, diff: str, report: str) -> dict[str, bytes]:
     """An entry folder's files, as GEAK writes them."""
-
     return {
         "meta.yaml": yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).encode(),
         "patch.diff": diff.encode(),

@@ -254,7 +254,6 @@ def write_geak_out(
     alternates as ``kb_artifacts/<gfx>/<kernel_class>/<slug>/<exp_id>/`` (meta.yaml,
     patch.diff, report.md), and the prose as ``kb_references/index.md`` and
     ``kb_references/sets/<digest>/reference_NN.md``; (the kb_artifacts root, prose paths)."""
-
     root = out / "kb_artifacts"
     wheres = []
     for candidate in [*ranks, *(alt for c in ranks for alt in c.alternates)]:

@@ -25,8 +25,8 @@ from gitkb.errors import GitkbError, writing
 from gitkb.layout import ledger_path
 from gitkb.record import load
 from gitkb.record.curation import CODE_TYPES, code_of, curation_facts
-from gitkb.store.cache.index_cache import Lie
 from gitkb.store.cache.rows import KernelRow
+from gitkb.store.cache.source import Lie
 from gitkb.store.store import Store
 from gitkb.store.view import StoreView
 from gitkb.warmstart import curate, geak
@@ -228,7 +228,6 @@ def resolve(
 def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, language: str | None,
              source: str | None, top_n: int, min_speedup: float, include_retired: bool,
              out: str | None, shape: str) -> dict:  # fmt: skip
-
     tip = store.tip
     kernel_file = _file(kernel)
     answer = _answer(store, tip, kernel, top_n, min_speedup, include_retired, language,

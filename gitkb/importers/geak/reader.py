@@ -133,7 +133,6 @@ def locate(folder: Path, root: Path) -> Location:
 
 def digest(folder: Path) -> str:
     """A digest of the entry's files (names and bytes): equal digests, same entry."""
-
     found = hashlib.sha256()
     files = []
     for top, _, names in os.walk(folder):
@@ -201,7 +200,6 @@ def store_root(folder) -> Path:
 
 
 def load_yaml(text: str):
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 

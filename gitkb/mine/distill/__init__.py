@@ -47,7 +47,6 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
     """Every packet distilled, in order. ``check(records)`` gives each record's gate
     findings (None: the gates run later, at admission); an external distiller whose
     record the gates refuse gets the findings back for one more try."""
-
     total, finished = len(packets), [0]
 
     def tick() -> None:

@@ -97,7 +97,6 @@ def output_text(raw) -> str | None:
 
 def profiler_mapping(backend: str) -> dict:
     """``targets/<backend>/profiler.toml``: which native profiler the backend uses."""
-
     path = data_dir("targets") / backend / "profiler.toml"
     if not path.is_file():
         return {"tool": "none", "reason": f"no profiler mapping for backend {backend!r}"}

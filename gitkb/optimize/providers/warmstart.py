@@ -119,7 +119,6 @@ class Provider(providers.Provider):
         return self.attest_record(offered.record_id, outcome, evidence)
 
     def attest_record(self, record_id: str, outcome: str, evidence: dict[str, str]) -> str | None:
-
         return attest(self.store, record_id, outcome, evidence=evidence).commit
 
 
@@ -156,7 +155,6 @@ def open_kb(path: str):
     """The ``--kb`` store and, when it exists but cannot be read, why (then the store is
     None and the run starts cold). A path that is not a store is a setup error, never a
     cold start: a typo must not quietly lose the warm start."""
-
     try:
         return Store.open(path), None
     except NotAStore as exc:

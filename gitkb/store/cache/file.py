@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "11"  # bump when the tables, or what a row or an entry holds, change
@@ -141,3 +142,15 @@ def read_only(exc: BaseException) -> bool:
         or "unable to open" in text
         or isinstance(exc, PermissionError)
     )
+
+
+def pack(raw: bytes) -> bytes:
+    """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
+    return zlib.compress(raw, 1)
+
+
+def unpack(packed: bytes | None) -> bytes | None:
+    try:
+        return zlib.decompress(packed) if packed is not None else None
+    except (zlib.error, TypeError):
+        return None

@@ -27,7 +27,6 @@ import json
 import os
 import sqlite3
 import weakref
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
@@ -39,7 +38,9 @@ from gitkb.store.cache.file import (
     close_quietly,
     open_file,
     open_memory,
+    pack,
     read_only,
+    unpack,
 )
 from gitkb.store.cache.rows import (
     COLUMNS,
@@ -53,6 +54,7 @@ from gitkb.store.cache.rows import (
     kernel_row,
     row_values,
 )
+from gitkb.store.cache.source import Lie, RepoOpener, blob_or_none
 from gitkb.util import log
 from gitkb.vcs.plain import blob_id
 
@@ -79,31 +81,8 @@ def _note(text: str, *args: object) -> None:
 CacheError = sqlite3.Error
 
 
-class Lie(GitkbError):
-    """The cache held bytes that are not the blob it named: rebuild it and ask again."""
-
-
 def _tracked(path: str) -> bool:
     return path.split("/", 1)[0] in CACHED_DIRS
-
-
-class RepoOpener:
-    """A repository opened on first use: a reader the cache answers for the commit main
-    names never loads the VCS layer's dulwich side."""
-
-    def __init__(self, location: str | None, repo: Repository | None = None) -> None:
-        self.location = location
-        self._repo = repo
-
-    def __call__(self) -> Repository:
-        if self._repo is None:
-            from gitkb.vcs.repository import Repository
-
-            self._repo = Repository.open(self.location)
-        return self._repo
-
-    def loaded(self) -> bool:
-        return self._repo is not None
 
 
 class IndexCache:
@@ -199,7 +178,7 @@ class IndexCache:
             )
         except sqlite3.Error:
             return None
-        return _unpack(found[1]) if found else None
+        return unpack(found[1]) if found else None
 
     # ----------------------------------------------------------------- snapshots
 
@@ -290,7 +269,7 @@ class IndexCache:
             stored = found.fetchone()
             if stored is None or stored[0] != blob:
                 return False
-            raw = _unpack(stored[1])
+            raw = unpack(stored[1])
             if stored[1] is not None and (raw is None or blob_id(raw) != blob):
                 return False
             if raw is not None and row_values(path, blob, raw)[0] != tuple(held):
@@ -348,7 +327,7 @@ class IndexCache:
         if commit:
             repo = self.repo
             files = [
-                (path, sha, _blob_or_none(repo, sha))
+                (path, sha, blob_or_none(repo, sha))
                 for folder in CACHED_DIRS
                 for path, sha in repo.list_tree(commit, folder)
             ]
@@ -363,7 +342,7 @@ class IndexCache:
             if old_regular and not new_regular:
                 gone.append(change.path)
             if new_regular:
-                fresh.append((change.path, change.new_sha, _blob_or_none(repo, change.new_sha)))
+                fresh.append((change.path, change.new_sha, blob_or_none(repo, change.new_sha)))
         self._delete(gone)
         self._put(fresh)
 
@@ -379,7 +358,7 @@ class IndexCache:
         if (held and held[0]) != sha:
             db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
             if sha:
-                raw = _pack(self.repo.blob(sha))
+                raw = pack(self.repo.blob(sha))
                 db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
 
     def _delete(self, paths: list[str]) -> None:
@@ -405,7 +384,7 @@ class IndexCache:
         rows already worked out (``row_values``), taken where their blob is the file's."""
         rows, entries, kernels, arches, stored = [], [], [], [], []
         for path, blob, raw in files:
-            packed = None if raw is None else (deflated and deflated(blob)) or _pack(raw)
+            packed = None if raw is None else (deflated and deflated(blob)) or pack(raw)
             stored.append((path, blob, packed))
             if rec.is_record_path(path):
                 known = ahead.get(path) if ahead else None
@@ -574,7 +553,7 @@ class IndexCache:
             blob, packed = held[path]
             raw = verified.get(blob)
             if raw is None:
-                raw = _unpack(packed)
+                raw = unpack(packed)
                 if raw is None or blob_id(raw) != blob:
                     raise Lie(f"the index cache held a wrong copy of {path}")
                 if len(verified) >= _VERIFIED:
@@ -582,19 +561,6 @@ class IndexCache:
                 verified[blob] = raw
             out[path] = (blob, raw)
         return out
-
-
-def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
-    try:
-        return repo.blob(sha)
-    except (KeyError, ValueError, OSError):
-        log.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
-        return None
-
-
-def _pack(raw: bytes) -> bytes:
-    """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
-    return zlib.compress(raw, 1)
 
 
 @contextlib.contextmanager
@@ -619,10 +585,3 @@ def _snapshot(cache: IndexCache, commit: str, keep: bool) -> Iterator[IndexCache
         yield cache
     finally:
         cache._depth -= 1
-
-
-def _unpack(packed: bytes | None) -> bytes | None:
-    try:
-        return zlib.decompress(packed) if packed is not None else None
-    except (zlib.error, TypeError):
-        return None
