@@ -14,7 +14,7 @@ import pytest
 from helpers import ROOT, example_files, git, kb
 
 sys.path.insert(0, str(Path(__file__).parent))
-from trace_factory import legacy_trace  # noqa: E402
+from trace_factory import legacy_trace
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

@@ -217,7 +217,7 @@ GATE = Gate(
         Injection("technique-card/wider-level", _breaking(_wider_level)),
         Injection(
             "technique-card/numbers-without-citations", _breaking(_numbers_without_citations)
-        ),  # fmt: skip
+        ),
         Injection("technique-card/one-trace", _breaking(_one_trace)),
         Injection("technique-card/cited-twice", _breaking(_cited_twice)),
     ),

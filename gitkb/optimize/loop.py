@@ -43,7 +43,7 @@ from gitkb.optimize.state import BestSoFar, Judgement, RunState
 from gitkb.optimize.trace_writer import dumps, memory_record
 from gitkb.optimize.validation import validate
 
-__all__ = ["RunConfig", "RunResult", "run", "result_json"]
+__all__ = ["RunConfig", "RunResult", "result_json", "run"]
 
 EXCLUSIONS_KEPT = 5
 # The final pick: the best and up to this many runners-up are measured again back to back.
@@ -227,7 +227,7 @@ class _Loop:
                 measurement,
                 diagnostics,
                 version,
-            )  # fmt: skip
+            )
         )
         decide_line(setup, exp, best.aggregate)
         score = measurement.score

@@ -5,6 +5,7 @@ line, dead-ends marked, the reference kernels ringed."""
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -151,7 +152,7 @@ def ladder_svg(points: list[LadderPoint], width: int = 760, height: int = 300) -
     best = [(x(p.n), y(p.geomean_us)) for p in measured if p.kind in ("baseline", "milestone")]
     if len(best) > 1:
         steps = [f"{best[0][0]:.1f},{best[0][1]:.1f}"]
-        for (_, y0), (x1, y1) in zip(best, best[1:], strict=False):
+        for (_, y0), (x1, y1) in itertools.pairwise(best):
             steps += [f"{x1:.1f},{y0:.1f}", f"{x1:.1f},{y1:.1f}"]
         parts.append(
             f'<polyline points="{" ".join(steps)}" fill="none" stroke="#1a7f37" '

@@ -104,7 +104,7 @@ ACTIONS = {
     # GPU-wiki and GEAK imports: new records and ledgers, confirmations of held ones.
     "import": Allowed(
         add=_F({"record"}), replace=_F({"record"}), append=_F({"ledger"}), fields=CONFIRM_FIELDS
-    ),  # fmt: skip
+    ),
     "trace": Allowed(add=_F({"trace-options"}), replace=_F({"trace-options"})),
     "report": Allowed(add=_F({"report"}), replace=_F({"report"})),
     "init": Allowed(add=_F({"control"})),

@@ -10,6 +10,7 @@ reached.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import select
@@ -35,13 +36,13 @@ class Outcome:
 
     __slots__ = (
         "argv",
-        "returncode",
-        "timed_out",
-        "seconds",
-        "strays",
-        "stdout",
-        "stderr",
         "error",
+        "returncode",
+        "seconds",
+        "stderr",
+        "stdout",
+        "strays",
+        "timed_out",
     )
 
     def __init__(self, argv, returncode, timed_out, seconds, strays=0, error=None):
@@ -265,10 +266,8 @@ def _wait_exit(process, timeout_s: float) -> None:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read(path) -> bytes:

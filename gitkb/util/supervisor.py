@@ -12,6 +12,7 @@ the same. It reaps everything before it writes STATUS, and dies with its caller
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -64,10 +65,8 @@ def live_descendants(root: int) -> list[int]:
 
 def signal_all(pids, sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _reap() -> None:
@@ -108,10 +107,8 @@ def _terminate_tree(pgid: int, grace_s: float) -> list[int]:
     if not targets and not _group_alive(pgid):
         return targets  # the usual end: nothing left behind
     signal_all(targets, signal.SIGTERM)
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
     if not _wait_gone(pgid, time.monotonic() + grace_s):
         # SIGKILLed processes cannot fork; whatever forked meanwhile is caught next pass.
         deadline = time.monotonic() + 10.0
@@ -120,10 +117,8 @@ def _terminate_tree(pgid: int, grace_s: float) -> list[int]:
             if not left and not _group_alive(pgid):
                 break
             signal_all(left, signal.SIGKILL)
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             _reap()
             time.sleep(0.005)
     _wait_gone(pgid, time.monotonic() + 1.0)

@@ -119,11 +119,11 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
                 "metrics": {},
                 "shape_regime": {},
                 "symptoms": facts.symptoms,
-            },  # fmt: skip
+            },
             "technique_tags": [key.technique, key.family],
             "triggers": [
                 f"considering {key.technique} for a {key.dsl} {key.family} kernel on {where}"
-            ],  # fmt: skip
+            ],
             "links": links,
         },
         "payload": {
@@ -157,7 +157,7 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
                     "n_independent_runs": len(facts.traces) or None,
                 }
             ),
-        },  # fmt: skip
+        },
     }
     card["worth"]["rank"] = rank(card) | {"builder_version": BUILDER_VERSION}
     return card

@@ -128,7 +128,7 @@ def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
             f"- reference only: {rank['reason']}"
             if reference_only
             else f"- applies to the given kernel file: {rank.get('applies')}"
-        ),  # fmt: skip
+        ),
         "",
         "## Problem",
         "",

@@ -189,7 +189,7 @@ def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl,
                 "mislabeled",
             ),
             0,
-        ),  # fmt: skip
+        ),
         "other_arch_pages": [],
         "other_language_pages": [],
         "ranks": [],

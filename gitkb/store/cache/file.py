@@ -7,6 +7,7 @@ or keeps the cache in memory where the folder cannot be written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import zlib
@@ -94,10 +95,8 @@ def open_file(path: str) -> sqlite3.Connection:
     """The cache file at ``path``, made with its tables when new; raises
     ``sqlite3.DatabaseError`` (or ``OSError``) for one that cannot serve."""
     if not os.path.exists(path):
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(os.path.dirname(path))
-        except FileExistsError:
-            pass
     db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
     try:
         db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -127,10 +126,8 @@ def open_memory() -> sqlite3.Connection:
 
 
 def close_quietly(db: sqlite3.Connection) -> None:
-    try:
+    with contextlib.suppress(sqlite3.Error):
         db.close()
-    except sqlite3.Error:
-        pass
 
 
 def read_only(exc: BaseException) -> bool:

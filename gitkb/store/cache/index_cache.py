@@ -148,10 +148,8 @@ class IndexCache:
             self._db = None
         if self.path is not None:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{self.path}{suffix}")
-                except FileNotFoundError:
-                    pass
 
     def close(self) -> None:
         if self._db is not None:
@@ -222,10 +220,8 @@ class IndexCache:
 
     def _remove_connection(self) -> None:
         if self._db is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
             self._db.close()
             self._db = None
 
@@ -236,10 +232,8 @@ class IndexCache:
         try:
             db.execute("COMMIT" if commit else "ROLLBACK")
         except sqlite3.Error:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
         self._commit = None
         self._dirty = False
 
