@@ -74,7 +74,7 @@ def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
     if loaded.data is None:
         raise RecordError(f"{source}: {loaded.error}")
     record_id = loaded.data.get("id")
-    if not is_id(record_id):
+    if not isinstance(record_id, str) or not is_id(record_id):
         raise RecordError(
             f"{source}: id {record_id!r} is not a record id "
             "(a-z or 0-9 first, then a-z, 0-9, '.', '_' or '-')"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from gitkb.errors import RecordError
 from gitkb.record import RECORDS_DIR, SCHEMA_NAME, dig, is_id
 from gitkb.record.signature import content_signature
+from gitkb.record.values import array, mapping
 
 INDEX_PATH = f"{RECORDS_DIR}/index.json"
 _LINE_HEAD = b'{"id": "'
@@ -25,7 +26,7 @@ def _truthy(value: object) -> bool:
 
 
 def _title(payload: dict) -> object:
-    problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
+    problem = mapping(payload.get("problem"))
     for value in (payload.get("title"), payload.get("technique"), problem.get("statement")):
         if _truthy(value):
             return value
@@ -33,15 +34,15 @@ def _title(payload: dict) -> object:
 
 
 def _search_text(record: dict) -> str:
-    payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-    problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
-    retrieval = record.get("retrieval") if isinstance(record.get("retrieval"), dict) else {}
-    signals = retrieval.get("signals") if isinstance(retrieval.get("signals"), dict) else {}
+    payload = mapping(record.get("payload"))
+    problem = mapping(payload.get("problem"))
+    retrieval = mapping(record.get("retrieval"))
+    signals = mapping(retrieval.get("signals"))
     parts: list[object] = [record.get("id")]
     parts += [payload.get(k) for k in ("title", "goal", "technique", "what", "summary")]
     parts += [payload.get(k) for k in ("lesson", "attempted")]
     parts += [problem.get("statement"), problem.get("operator")]
-    sections = payload.get("sections") if isinstance(payload.get("sections"), list) else []
+    sections = array(payload.get("sections"))
     parts += [s.get("heading") for s in sections if isinstance(s, dict)]
     for key, source in (
         ("triggers", retrieval),
@@ -65,7 +66,7 @@ def index_entry(record: dict, path: str) -> dict:
         "status": record.get("status"),
         "episode_key": record.get("episode_key"),
         "path": path,
-        "title": _title(record.get("payload") if isinstance(record.get("payload"), dict) else {}),
+        "title": _title(mapping(record.get("payload"))),
         "retrieval": record.get("retrieval"),
         "worth_score": dig(record, "worth", "rank", "score"),
         "tier": dig(record, "worth", "rank", "tier"),
