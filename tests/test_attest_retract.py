@@ -12,6 +12,7 @@ from gitkb.errors import GitkbError
 from gitkb.layout import ledger_path
 from gitkb.record import dumps
 from gitkb.store import Store
+from gitkb.vcs import treediff
 from gitkb.warmstart.attest import attest, read_ledger
 from gitkb.warmstart.retract import retract, unretract
 
@@ -26,7 +27,7 @@ def test_attest_appends_one_line_and_moves_no_ranking_scalar(bare_store):
     assert info.subject == f"kb attest {record['id']}" and list(info.parents) == [before_tip]
     trailers = dict(info.trailers)
     assert trailers["KB-Action"] == "attest" and trailers["KB-Outcome"] == "validated"
-    changed = bare_store.repo.changes(before_tip, admission.commit)
+    changed = treediff.changes(bare_store.repo, before_tip, admission.commit)
     assert [c.path for c in changed] == [ledger_path(record["id"])]
     assert bare_store.repo.read(admission.commit, record_path) == dumps(record)
     attest(bare_store, record["id"], "failed", by="box-b")

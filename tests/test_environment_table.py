@@ -1,4 +1,5 @@
-"""The README's environment table names every GITKB_* variable the code reads or sets."""
+"""The environment table of docs/configuration.md names every GITKB_* variable the code reads
+or sets."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ def _in_code() -> set[str]:
 
 
 def _in_table() -> set[str]:
-    readme = (ROOT / "README.md").read_text()
-    rows = [line for line in readme.splitlines() if line.startswith("| `GITKB_")]
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `GITKB_")]
     return {name for row in rows for name in VARIABLE.findall(row.split("|")[1])}
 
 
-def test_every_variable_in_the_code_is_in_the_readme_table():
+def test_every_variable_in_the_code_is_in_the_configuration_table():
     code, table = _in_code(), _in_table()
     assert len(code) >= 18
-    assert code - table == set(), "add these to the README's environment table"
-    assert table - code == set(), "the README's environment table names unused variables"
+    assert code - table == set(), "add these to the table in docs/configuration.md"
+    assert table - code == set(), "docs/configuration.md's table names unused variables"

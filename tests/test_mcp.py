@@ -19,14 +19,16 @@ anyio = pytest.importorskip("anyio")
 STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 
 
-async def _session_calls(store_dir, calls):
+async def _session_calls(store_dir, calls, flags=()):
     """Start `git kb mcp` as the SDK's stdio client does, list its tools, make the calls
     (a callable among them runs between two calls, its result in their place)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     env = {"PYTHONPATH": str(ROOT), **{k: v for k, v in os.environ.items() if k.startswith("GIT")}}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gitkb", "mcp", "--store", str(store_dir)], env=env
+        command=sys.executable,
+        args=["-m", "gitkb", "mcp", "--store", str(store_dir), *flags],
+        env=env,
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -37,8 +39,8 @@ async def _session_calls(store_dir, calls):
     return sorted(t.name for t in tools.tools), results
 
 
-def call(store_dir, *calls):
-    return anyio.run(_session_calls, store_dir, list(calls))
+def call(store_dir, *calls, flags=()):
+    return anyio.run(_session_calls, store_dir, list(calls), flags)
 
 
 def payload(result) -> dict:
@@ -68,8 +70,9 @@ def test_mcp_serves_query_resolve_show_and_feedback(tmp_path):
         ),
         ("query", {"family": "softmx"}),
         ("feedback", {"record_id": "no.such.record.at.all", "outcome": "helped"}),
+        flags=["--allow-write"],
     )
-    assert names == ["feedback", "query", "resolve", "show"]
+    assert names == ["attest", "feedback", "query", "resolve", "show", "vocabulary"]
     answer, shown, resolved, given, unknown, missing = results
     # the text is what `git kb query --json` prints: compact, the same document
     assert answer.content[0].text == json.dumps(

@@ -1,5 +1,5 @@
-"""Mining stages on real trace repositories: the 32 edge cases of TRACE_FORMAT §8 and
-gitkb's rules 1-10, one test (or one parametrized case) each."""
+"""Mining stages on real trace repositories: the 32 edge cases of docs/trace-format.md §8 and
+its rules 1-10, one test (or one parametrized case) each."""
 
 from __future__ import annotations
 

@@ -365,7 +365,7 @@ def test_non_target_kernels_come_from_the_store_config_or_the_flag(tmp_path, sto
 
 
 def test_traces_of_one_kernel_at_other_shapes_meet_in_the_store(tmp_path, store):
-    """TRACE_FORMAT §4 merge rules: fused_add_rmsnorm_h4096 and rmsnorm_h2048 share the
+    """docs/trace-format.md §4.3 merge rules: fused_add_rmsnorm_h4096 and rmsnorm_h2048 share the
     operator family, so the second trace sees the first's records (coverage, ids) and a
     lesson both state is confirmed, not inserted twice."""
     for number, name in ((1, "fused_add_rmsnorm_h4096"), (2, "rmsnorm_h2048")):

@@ -1,4 +1,4 @@
-"""Nothing private anywhere (issue 12, TRACE_FORMAT rule 11): a trace whose subjects, memory
+"""Nothing private anywhere (docs/trace-format.md, rule 11): a trace whose subjects, memory
 descriptions and kernel comments hold a private path, a user name, an e-mail address and a
 denylisted project name is mined into a real store; every record is admitted with the
 text scrubbed, and no served field, id, file name or committed report holds any of it."""

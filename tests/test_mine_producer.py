@@ -1,4 +1,4 @@
-"""Mining what the Atrex Kernel Agent itself writes (issue 22, TRACE_FORMAT rules 13-15).
+"""Mining what the Atrex Kernel Agent itself writes (docs/trace-format.md, rules 13-15).
 
 The fixtures reproduce the producer's shapes as its own code writes them: the SOL seed's
 ``V0: baseline (SOL reference wrapper)``, the V1 manifest that drops ``target_hardware``,

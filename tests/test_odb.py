@@ -1,4 +1,4 @@
-"""The object-file reader (gitkb.vcs.odb) and the tree check built on it (gitkb.vcs.tree_ids)
+"""The object-file reader (gitkb.vcs.objects) and the tree check built on it (gitkb.vcs.tree_ids)
 answer as C git does, on real repositories stored every way git stores objects: loose,
 packed whole, offset and ref deltas, large offsets, alternates, a quarantine, a linked
 work tree. What it cannot read it says (None), never a wrong id."""
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gitkb.vcs.odb import ObjectFiles, Unreadable, apply_delta
+from gitkb.vcs.objects import Unreadable
+from gitkb.vcs.objects.files import ObjectFiles
+from gitkb.vcs.objects.pack import apply_delta
 from gitkb.vcs.tree_ids import TreeIds
 
 

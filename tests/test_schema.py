@@ -160,7 +160,7 @@ def strategy_record() -> dict:
     }
 
 
-# Exactly the required keys of each type's payload (§1.5), nothing optional.
+# Exactly the required keys of each type's payload (docs/record-format.md §1.5), nothing optional.
 MINIMAL_PAYLOADS = {
     "strategy": {
         "goal": "g",

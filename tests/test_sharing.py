@@ -23,6 +23,7 @@ from gitkb.store import Store
 from gitkb.store.admission import AUTO
 from gitkb.store.request import AdmitRequest
 from gitkb.testing import synthetic
+from gitkb.vcs import treediff
 from gitkb.vcs.trailers import format_message
 from gitkb.warmstart.attest import read_ledger
 
@@ -238,7 +239,7 @@ def test_a_format_1_store_reads_as_it_is_and_upgrades_in_one_commit(tmp_path, mo
     info = upgraded.repo.commit(upgraded.tip)
     assert info.subject == "kb upgrade gitkb-2" and list(info.parents) == [tip]
     assert dict(info.trailers)["KB-Action"] == "upgrade"
-    changed = sorted(c.path for c in upgraded.repo.changes(tip, upgraded.tip))
+    changed = sorted(c.path for c in treediff.changes(upgraded.repo, tip, upgraded.tip))
     assert changed == [".gitignore", "gitkb.toml", INDEX_PATH]
     assert not (old.location / INDEX_PATH).exists()
     pushed = git("push", "-q", "server", "main", cwd=old.location, check=False)

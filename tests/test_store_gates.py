@@ -42,7 +42,7 @@ GATE_ORDER = (
     "no-cross-reference",
     "established-fact",
 )
-# The spec's nine, then gitkb's own store gate.
+# GPU-wiki's nine, then gitkb's own store gate.
 STORE_GATES = (*GATE_ORDER, "technique-card")
 LONG_ENOUGH = "the compiler then spills the row to local memory, "  # pads a mechanism past 40
 

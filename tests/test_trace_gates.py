@@ -1,4 +1,4 @@
-"""Tests for the eight trace gates (RECORD_FORMAT §7 and gitkb's journal-provenance).
+"""Tests for the eight trace gates (docs/record-format.md §7, journal-provenance included).
 
 Evidence always comes from a real store: traces written with the VCS layer
 (``gitkb.testing.trace``) or with C git (``trace_factory``) and copied under

@@ -9,6 +9,11 @@ import pytest
 from helpers import git
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved
+from gitkb.vcs import treediff
+from gitkb.vcs.fallback import commit_info
+from gitkb.vcs.objects.files import ObjectFiles
+from gitkb.vcs.objects.pack import REF_DELTA, PackFile
+from gitkb.vcs.objects.pack_writer import make_delta
 from gitkb.vcs.repository import Repository
 from gitkb.vcs.trailers import format_message, parse_trailers
 
@@ -76,7 +81,7 @@ def test_read_list_and_diff_by_prefix(tmp_path):
         "records/a/x.json",
         "records/b/y.json",
     ]
-    changes = {(c.kind, c.path) for c in repo.changes(first, second, "records")}
+    changes = {(c.kind, c.path) for c in treediff.changes(repo, first, second, "records")}
     assert changes == {
         ("modify", "records/a/x.json"),
         ("delete", "records/b/y.json"),
@@ -251,8 +256,6 @@ def test_delta_of_any_edit_rebuilds_the_target():
     empty sides and spans longer than one insert instruction."""
     import random
 
-    from gitkb.vcs.pack import _delta
-
     rng = random.Random(3)
     for _ in range(300):
         base = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 600)))
@@ -260,7 +263,7 @@ def test_delta_of_any_edit_rebuilds_the_target():
         end = rng.randrange(start, len(base) + 1)
         insert = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 400)))
         target = base[:start] + insert + base[end:]
-        assert _apply_delta(base, _delta(base, target)) == target
+        assert _apply_delta(base, make_delta(base, target)) == target
 
 
 @pytest.mark.slow
@@ -311,7 +314,8 @@ def test_entry_changes_match_c_git_diff_tree(tmp_path):
         repo = Repository.open(repo_path)
         for old, new in itertools.pairwise(shas):
             trees = [repo.tree_entries(repo.commit(c).tree)["memory"][1] for c in (old, new)]
-            got = {c.path.split("/")[1]: c.kind for c in repo.entry_changes(*trees, "memory")}
+            found = treediff.entry_changes(repo, *trees, "memory")
+            got = {c.path.split("/")[1]: c.kind for c in found}
             assert got == expected(old, new), (old, new)
 
 
@@ -385,16 +389,16 @@ def test_packed_reads_match_dulwich_and_c_git(tmp_path):
                               capture_output=True, check=True).stdout  # fmt: skip
         assert repo._read(sha.encode())[1] == body
     # Past an eighth of the pack the offsets come from one table of the index; an id the
-    # pack lacks is a KeyError there too (the next pack, or dulwich, is asked).
-    (packed,) = repo._packs
+    # pack lacks is not there either (the next pack, the loose objects, dulwich are asked).
+    (idx,) = (tmp_path / "r/.git/objects/pack").glob("*.idx")
+    packed = PackFile(str(idx.with_suffix("")))
+    for sha in shas[::2]:
+        assert packed.offset(bytes.fromhex(sha)) is not None
     assert packed._offsets is not None and len(packed._offsets) == len(shas) // 2
-    with pytest.raises(KeyError):
-        packed.get(b"0" * 40)
+    assert packed.offset(bytes(20)) is None
 
 
-def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
-    from gitkb.vcs import pack
-
+def test_packed_reads_follow_ref_deltas_and_find_new_objects(tmp_path):
     _delta_history(tmp_path / "r", 10)
     src = tmp_path / "r"
     # Without --delta-base-offset git writes ref deltas, as old gits and thin packs have.
@@ -405,26 +409,28 @@ def test_packed_reads_leave_ref_deltas_and_new_objects_to_dulwich(tmp_path):
     refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=src).stdout
     for ref in refs.splitlines():
         git("update-ref", *ref.split(), cwd=tmp_path / "refs.git")
+    (idx,) = (tmp_path / "refs.git/objects/pack").glob("*.idx")
+    types = {(idx.with_suffix(".pack").read_bytes()[int(line.split()[4])] >> 4) & 7
+             for line in git("verify-pack", "-v", str(idx)).stdout.splitlines()
+             if len(line.split()) >= 5 and len(line.split()[0]) == 40}  # fmt: skip
+    assert REF_DELTA in types, "the pack holds no ref delta"
     repo = Repository.open(tmp_path / "refs.git")
-    packed = pack.PackedObjects(repo.object_store.packs[0])
-    left = 0
+    files = ObjectFiles(tmp_path / "refs.git")
     for line in objects.splitlines():
-        sha = line.split()[0].encode()
-        try:
-            packed.get(sha)
-        except pack.NotReadHere:
-            left += 1
-        assert repo._read(sha)[1] == Repository.open(src)._read(sha)[1]
-    assert left, "no ref delta was left to dulwich"
-    # An object written after the first read is found by dulwich's lookup.
+        sha = line.split()[0]
+        theirs = Repository.open(src)._read(sha.encode())
+        assert files.read(sha) == repo._read(sha.encode()) == theirs
+    # An object written after the first read is found (the pack folder is listed again).
     head = repo.resolve("refs/heads/main") or repo.resolve("refs/heads/master")
     repo.read(head, "kernel.py")
     blob = repo.write_blob(b"written after the first read\n")
     assert repo.blob(blob) == b"written after the first read\n"
+    with repo.batch():
+        packed = repo.write_blob(b"written in a pack after the first read\n")
+    assert repo.blob(packed) == b"written in a pack after the first read\n"
 
 
 def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
-    from gitkb.vcs.repository import _commit_info
 
     path = tmp_path / "r"
     make_repo(path, {"a.txt": "a\n"})
@@ -446,7 +452,7 @@ def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
     shas = [*git("rev-list", "--all", cwd=path).stdout.split(), signed.strip()]
     for sha in shas:
         # dulwich's Commit of the same object, and C git's fields.
-        assert repo.commit(sha) == _commit_info(sha, repo.get_object(sha.encode()))
+        assert repo.commit(sha) == commit_info(sha, repo.get_object(sha.encode()))
         fields = git("log", "-1", "--format=%T %P%n%an <%ae>%n%at", sha, cwd=path).stdout
         tree_parents, author, when = fields.splitlines()
         info = repo.commit(sha)

@@ -3,7 +3,7 @@
 A ``Trace`` records commits in memory and writes them all with one ``git
 fast-import``, so a 1,000-version trace takes a fraction of a second. Files are
 given as text, bytes, JSON-able dicts/lists, ``Symlink(target)`` or None
-(delete). Helpers cover both producer paths of TRACE_FORMAT.md:
+(delete). Helpers cover both producer paths of docs/trace-format.md:
 
 * legacy: ``legacy_keep`` (``v<N>: committed (+X%)``), ``legacy_revert``
   (``v<N>: reverted (...) — dead-end recorded: a, b``), optional follow-up

@@ -1,7 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
-from gitkb.warmstart.attest import OUTCOMES, attest, parse_evidence, read_ledger, retire_hint
+from gitkb.warmstart.attest import OUTCOMES, attested, parse_evidence
 
 
 @click.command("attest")
@@ -20,15 +20,4 @@ def command(record_id, outcome, by, evidence, store) -> None:
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.
     """
-    admission = attest(store, record_id, outcome, by, parse_evidence(evidence))
-    counts = read_ledger(store, record_id, admission.commit).counts()
-    echo_json(
-        {
-            "record": record_id,
-            "outcome": outcome,
-            "commit": admission.commit,
-            "ledger": admission.path,
-            "counts": counts,
-            "retire_hint": retire_hint(counts),
-        }
-    )
+    echo_json(attested(store, record_id, outcome, by, parse_evidence(evidence)))

@@ -1,15 +1,33 @@
 import click
 
+from gitkb.agents.registration import CLIENTS, config_block
 from gitkb.commands import store_option
 from gitkb.query.mcp_server import serve
 
 
 @click.command("mcp")
+@click.option(
+    "--allow-write",
+    is_flag=True,
+    help="Also serve the feedback and attest tools (each call one store commit).",
+)
+@click.option(
+    "--print-config",
+    "client",
+    type=click.Choice(CLIENTS),
+    help="Print the block that registers this server with CLIENT, and exit: claude (the "
+    "`claude mcp add` line and .mcp.json), codex (config.toml) or json (the stdio command).",
+)
 @store_option
-def command(store) -> None:
-    """Serve the store to coding agents as MCP tools over stdio: query, resolve, show, feedback.
+def command(allow_write: bool, client: str | None, store) -> None:
+    """Serve the store to coding agents as MCP tools over stdio: query, resolve, show,
+    vocabulary, and each record as gitkb://record/<id>.
 
-    Needs the MCP SDK: pip install 'gitkb[mcp]'. Point an agent's MCP client at
-    `git kb mcp --store PATH` (a bare clone works).
+    Read-only unless --allow-write, which adds feedback and attest. Needs the MCP SDK:
+    pip install 'gitkb[mcp]'. Point an agent's MCP client at `git kb mcp --store PATH`
+    (a bare clone works); --print-config prints the block each client needs.
     """
-    serve(store)
+    if client is not None:
+        click.echo(config_block(client, store.location.resolve(), allow_write), nl=False)
+        return
+    serve(store, allow_write)

@@ -1,4 +1,4 @@
-"""The ordered list of gates: one line per gate, store gates first (the spec's nine, then
+"""The ordered list of gates: one line per gate, store gates first (GPU-wiki's nine, then
 gitkb's technique-card gate), then trace gates."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The trace's label (TRACE_FORMAT rule 15): an identifier, never a word to scrub.
+"""The trace's label (docs/trace-format.md, rule 15): an identifier, never a word to scrub.
 
 The label is ``evidence.raw.source_repo`` of every record, and raw-isolation refuses a
 served record that holds it anywhere. So a label that is part of what the records say (a

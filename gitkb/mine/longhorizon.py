@@ -1,5 +1,5 @@
 """Long-horizon recon: episodes as structured attempts, the incumbent lineage, and which
-journal, commit and figure back each one (TRACE_FORMAT §5, gitkb rule 5)."""
+journal, commit and figure back each one (docs/trace-format.md §5, rule 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Recon: the evidence-density report of a trace (mechanical counts only, TRACE_FORMAT §6.2)."""
+"""Recon: the evidence-density report of a trace (mechanical counts only,
+docs/trace-format.md §6.2)."""
 
 from __future__ import annotations
 

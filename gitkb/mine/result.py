@@ -12,7 +12,7 @@ from gitkb.trace.ladder import Ladder
 from gitkb.trace.partition import Segment
 
 ACTIONS = ("insert", "confirm", "conflict", "skip", "staged", "dry-run")
-# The fields a distiller fills only where the packet states them (TRACE_FORMAT rule 13).
+# The fields a distiller fills only where the packet states them (docs/trace-format.md, rule 13).
 FILLED_FIELDS = {
     "strategy": (
         "payload.mechanism",

@@ -59,7 +59,7 @@ class RunConfig:
     commit_winner: bool = True
     vcs: str = "auto"
     commit_message: str | None = None
-    warm_start: str = "off"  # on | reference | off (WARM_START.md, "The adopting run")
+    warm_start: str = "off"  # on | reference | off (docs/warm-start.md, "The adopting run")
     kb: str | None = None  # the knowledge base: warm start reads it, write-back mines into it
     bundle_roots: list[Path] = field(default_factory=list)  # --bundle-root: kernel-only form
     harness_mode: str = "subprocess"  # TLX's flag: gitkb always isolates, as TLX's CLI does

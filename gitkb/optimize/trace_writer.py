@@ -1,4 +1,4 @@
-"""The run's trace: a git repository in the format mining reads (specs/TRACE_FORMAT.md).
+"""The run's trace: a git repository in the format mining reads (docs/trace-format.md).
 
 v0 is the baseline (``kernel.py``, ``solution.json``, ``definition.json``,
 ``memory/v0.json`` in one commit): the code the run's own work starts from, the kernel

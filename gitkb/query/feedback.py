@@ -9,7 +9,7 @@ came from a trace's version, else ``by:<who>``, one voice per reporter).
 
 Ranking folds the events into the counters it reads, never into the record: the
 record's own ``worth.track.counters`` plus the events' counts, scored by the
-store's rule (RECORD_FORMAT §9: ``gitkb.record.worth``) with the recency decay of
+store's rule (docs/record-format.md §9: ``gitkb.record.worth``) with the recency decay of
 the feedback rebuilder (half-life 90 days from the last event). The gates see no
 record change, because there is none.
 """

@@ -1,4 +1,4 @@
-"""The store's scoring rule for ``worth.rank`` (score and tier), the one that mining, the
+"""The store's scoring rule for ``worth.rank`` (docs/record-format.md §9), the one mining, the
 importers, the cards and query feedback all use: null prior and counter values dropped,
 ``n_independent_runs`` <= 1 dropped; ``recency_decay`` is its clock half."""
 

@@ -3,7 +3,7 @@
 The gates judge a record's content; these rules judge a commit as a change to the
 store. A commit's ``KB-Action`` names what it is, and each action may make exactly
 the changes its row of ``ACTIONS`` allows, against its first parent; anything else
-is refused (DESIGN.md, "What a push may change"):
+is refused (docs/sharing.md, "What a push may change"):
 
 * entries first: every entry is a folder or a regular file (100644) at a path one
   of the layout's classes names (``PATH_CLASSES``), each name plain (no ``.``,
@@ -44,8 +44,9 @@ from gitkb.record.index import INDEX_PATH
 from gitkb.server import control
 from gitkb.server.ids import IdLookup, admitting_commit
 from gitkb.store.writer import message_problems
-from gitkb.vcs.repository import CommitInfo, PathChange, Repository
-from gitkb.vcs.treediff import EntryChange
+from gitkb.vcs import treediff
+from gitkb.vcs.repository import CommitInfo, Repository
+from gitkb.vcs.treediff import EntryChange, PathChange
 
 # --------------------------------------------------------------------------- path classes
 
@@ -138,10 +139,10 @@ class Before:
     diffs: dict[str, list] = field(default_factory=dict)
 
     def changes(self, commit: CommitInfo) -> list:
-        """Every entry ``commit`` changes against its first parent (``Repository.entry_diff``)."""
+        """Every entry ``commit`` changes against its first parent (``treediff.entry_diff``)."""
         if commit.sha not in self.diffs:
             parent = commit.parents[0] if commit.parents else None
-            self.diffs[commit.sha] = self.repo.entry_diff(parent, commit.sha)
+            self.diffs[commit.sha] = treediff.entry_diff(self.repo, parent, commit.sha)
         return self.diffs[commit.sha]
 
     def document(self, sha: str) -> bytes:
@@ -208,7 +209,8 @@ def _merge_drop_findings(repo: Repository, commit: CommitInfo, judged: set[str])
     not be dropped (a ``-s ours`` merge would quietly undo a clone's admissions)."""
     findings = []
     for other in commit.parents[1:]:
-        for change in (c for d in layout.ADMITTED_DIRS for c in repo.changes(other, commit.sha, d)):
+        dropped = (treediff.changes(repo, other, commit.sha, d) for d in layout.ADMITTED_DIRS)
+        for change in (c for changes in dropped for c in changes):
             cls = path_class(change.path)
             if cls in _LOGS and change.path not in judged and change.kind != "delete":
                 findings += _log_findings(repo, commit, _as_entry(change), cls, None, True)

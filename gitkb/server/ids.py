@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from gitkb import record as rec
-from gitkb.vcs import rawtree
+from gitkb.vcs import treediff
+from gitkb.vcs.objects import tree as raw_tree
 from gitkb.vcs.repository import CommitInfo, Repository
 
 # A file entry of a raw tree: mode, space, name, NUL (then 20 bytes of object id).
@@ -37,7 +38,7 @@ class IdLookup:
             if parent is None:
                 return None
         if parent not in self._folders:
-            folders = self._repo.record_folders(parent, rec.RECORDS_DIR, 5)
+            folders = treediff.record_folders(self._repo, parent, rec.RECORDS_DIR, 5)
             # Every file name of every folder, found in one C-speed pass over their bytes.
             names = set(_FILE_NAME.findall(b"".join(raw for _, raw in folders)))
             self._folders[parent] = (folders, names)
@@ -46,7 +47,7 @@ class IdLookup:
             return None
         needle = b" " + name.encode() + b"\0"
         for folder, raw in folders:
-            if needle in raw and name in rawtree.parse(raw):
+            if needle in raw and name in raw_tree.parse(raw):
                 return f"{folder}/{name}"
         return None
 

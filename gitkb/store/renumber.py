@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.store.writer import rewrite
+from gitkb.vcs import treediff
 
 if TYPE_CHECKING:
     from gitkb.store.store import Store
@@ -60,8 +61,8 @@ def renumber(store: Store, record_id: str, upstream: str | None = None) -> dict:
             change.path
             for commit in unpushed
             if len(commit.parents) < 2
-            for change in repo.changes(
-                commit.parents[0] if commit.parents else None, commit.sha, rec.RECORDS_DIR
+            for change in treediff.changes(
+                repo, commit.parents[0] if commit.parents else None, commit.sha, rec.RECORDS_DIR
             )
             if change.kind == "add" and change.path.endswith(f"/{record_id}.json")
         }

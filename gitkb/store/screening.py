@@ -34,7 +34,7 @@ from gitkb.gates.sharded import workers
 from gitkb.store.cache.rows import RowValues, row_values
 from gitkb.store.request import AdmitRequest, parse
 from gitkb.store.writer import Prepared
-from gitkb.vcs import pack
+from gitkb.vcs.objects.pack_writer import deflate
 from gitkb.vcs.plain import blob_id
 
 # Below this many records the fork and the first chunk's wait cost more than they save.
@@ -193,7 +193,7 @@ def _serve(out: IO[bytes], requests: list[AdmitRequest], max_bytes: int, gates: 
         )
         results = [(g, g.run(ctx)) for g in gates]
         blob = blob_id(request.raw)
-        prepared = (blob, pack.deflate(request.raw), row_values(path, blob, request.raw, record))
+        prepared = (blob, deflate(request.raw), row_values(path, blob, request.raw, record))
         sent.append((record, path, [(g.name, *_verdict(r)) for g, r in results], prepared))
         if len(sent) == _CHUNK:
             _send(out, sent)

@@ -27,6 +27,7 @@ from gitkb.store.request import AdmitRequest
 from gitkb.store.view import StoreView
 from gitkb.util.files import atomic_write
 from gitkb.vcs import plain
+from gitkb.vcs.objects import Unreadable
 from gitkb.vcs.tree_ids import TreeIds
 
 # The write path, the gates and the VCS layer's dulwich side load when a method needs them
@@ -122,7 +123,7 @@ class Store:
             raise NotAStore(f"{location} is not a gitkb store: it has no main branch")
         try:
             config = repo.blob_sha(tip, layout.CONFIG_PATH)
-        except (KeyError, ValueError, OSError) as exc:
+        except (Unreadable, OSError) as exc:
             raise GitkbError(
                 f"{location}: main ({tip[:12]}) cannot be read: the repository is damaged "
                 f"({type(exc).__name__}: {exc})"

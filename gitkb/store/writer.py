@@ -76,7 +76,8 @@ class Change:
 @dataclass(frozen=True)
 class Prepared:
     """A file's bytes as written, worked out ahead: its blob id, the blob's zlib stream as a
-    pack holds it (``gitkb.vcs.pack.deflate``) and its cache row (``rows.row_values``).
+    pack holds it (``gitkb.vcs.objects.pack_writer.deflate``) and its cache row
+    (``rows.row_values``).
     Each is taken only where the blob id the writer computes is this one."""
 
     blob: str

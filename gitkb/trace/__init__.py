@@ -1,4 +1,4 @@
-"""Reading a trace (TRACE_FORMAT.md): ingest, ladder, partition, packets, scrub.
+"""Reading a trace (docs/trace-format.md): ingest, ladder, partition, packets, scrub.
 
 This layer sits below both ``gitkb.gates`` and ``gitkb.mine``: mining distills records
 from the packets built here, and the trace gates rebuild the same packets to judge them.

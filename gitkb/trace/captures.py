@@ -1,5 +1,5 @@
 """Profiler captures ``profiles/v<N>[_suffix]/`` and whether each may back a profiler claim
-(TRACE_FORMAT §3, rule 9)."""
+(docs/trace-format.md §3, rule 9)."""
 
 from __future__ import annotations
 

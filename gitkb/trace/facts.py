@@ -1,7 +1,7 @@
 """Whether a dead-end's own words state a law: a checkable condition and a mechanism.
 
 An anti-strategy is kept only as "under condition C, doing X gives bad result Y because
-of M" (RECORD_FORMAT §5). Traces state that in every sentence shape: the condition
+of M" (docs/record-format.md §5). Traces state that in every sentence shape: the condition
 before or after the change, the mechanism as a causal clause ("because ...", "so ...")
 or as a plain statement of what the change does ("the tail wave dominates", "the
 grid-stride loop adds index math to every row"). This module finds the condition's parts

@@ -1,4 +1,5 @@
-"""Ingest: a trace's commits and committed files -> one row per version (TRACE_FORMAT rules 1-10).
+"""Ingest: a trace's commits and committed files -> one row per version (docs/trace-format.md,
+rules 1-10).
 
 Everything is read from the commits reachable from ``tip`` through the VCS
 layer, so a bare clone, a checkout and the store's ``refs/kb/traces/<label>``
@@ -33,6 +34,7 @@ from gitkb.trace.messages import (
 from gitkb.trace.naming import entry_point, operator_slug, sniff_dsl, workload_family
 from gitkb.trace.options import DEFAULT_HARNESS, DEFAULT_NON_TARGET_KERNELS, TraceOptions
 from gitkb.trace.scrub import Scrubber
+from gitkb.vcs import treediff
 from gitkb.vcs.repository import Repository
 
 _MEMORY_VERSION = re.compile(r"^memory/v(\d+)\.json$")
@@ -222,7 +224,7 @@ def _walk(repo: Repository, tip: str) -> _History:
             history.kernel_changed.add(info.sha)
         memory, before = _folder(entries.get("memory")), _folder(parent.get("memory"))
         if memory != before:
-            for change in repo.entry_changes(before, memory, "memory"):
+            for change in treediff.entry_changes(repo, before, memory, "memory"):
                 for path, blob, mode in _memory_files(repo, change):
                     _memory_change(history, info.sha, path, blob, mode)
         prefix = VERSION_PREFIX.match(info.subject)
@@ -266,7 +268,7 @@ def _memory_files(repo: Repository, change) -> list[tuple[str, str, int]]:
     old = change.old_sha if stat.S_ISDIR(change.old_mode) else None
     return [
         (c.path, c.new_sha, c.new_mode)
-        for c in repo.tree_changes(old, change.new_sha, change.path)
+        for c in treediff.tree_changes(repo, old, change.new_sha, change.path)
         if c.kind != "delete"
     ]
 

@@ -1,4 +1,4 @@
-"""Long-horizon journals (TRACE_FORMAT §5, gitkb rule 5): what an episode tried, and the
+"""Long-horizon journals (docs/trace-format.md §5, rule 5): what an episode tried, and the
 supervisor's authoritative figure for what it gained.
 
 Two places hold them in a trace's commits: the promotion's own

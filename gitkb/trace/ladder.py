@@ -1,6 +1,6 @@
 """The ratchet ladder: which versions set a new best-so-far, which are dead-ends, which is final.
 
-Rules (TRACE_FORMAT gitkb rules 2-3, §6.3): a milestone needs its own code commit, an
+Rules (docs/trace-format.md, rules 2-3 and §6.3): a milestone needs its own code commit, an
 explicit or absent-but-not-failing correctness and gate, a positive geomean, and a gain
 of at least 1.5% over the best so far; carry-forward numbers and ties never count. The
 terminal reference kernel is the newest code-bearing, non-reverted version with a
@@ -122,7 +122,8 @@ def build_ladder(rows: list[VersionRow]) -> Ladder:
             step.reason = "re-baselining (over 5x the best so far)"
             continue
         measured = (best - geo) / best * 100.0
-        # A promotion's verified same-allocation gain outranks the geomean delta (§5.6).
+        # A promotion's verified same-allocation gain outranks the geomean delta
+        # (docs/trace-format.md §5).
         step.authoritative = row.promotion and row.improvement_pct is not None
         improve = row.improvement_pct if step.authoritative else measured
         step.improve_pct = round(improve, 2)

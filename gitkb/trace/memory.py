@@ -1,4 +1,4 @@
-"""One version of a trace, and what its ``memory/v<N>.json`` says (TRACE_FORMAT §2, rules 2,
+"""One version of a trace, and what its ``memory/v<N>.json`` says (docs/trace-format.md §2, rules 2,
 4 and 7): bad input degrades the version (no numbers) with the reason kept, never raises."""
 
 from __future__ import annotations

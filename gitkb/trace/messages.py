@@ -1,4 +1,4 @@
-"""The commit-message grammar of a trace (TRACE_FORMAT §1.3-1.4, gitkb rules 1 and 10)."""
+"""The commit-message grammar of a trace (docs/trace-format.md §1.3-1.4, rules 1 and 10)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Names a trace gives its records: the DSL of a kernel, the operator, its slug and workload
-family (TRACE_FORMAT §4), and technique slugs."""
+family (docs/trace-format.md §4), and technique slugs."""
 
 from __future__ import annotations
 
 import re
 
-# TRACE_FORMAT §4.3. Operators whose story is one technique set at another shape or dtype
+# docs/trace-format.md §4.3. Operators whose story is one technique set at another shape or dtype
 # share a name, so traces of one kernel at different shapes meet in match and warm start.
 MERGE_RULES = (
     (re.compile(r"^gemm_n\d+_k\d+$"), "dense-gemm-shape-sweep"),

@@ -1,4 +1,4 @@
-"""Packets: one self-contained, scrubbed evidence bundle per segment (TRACE_FORMAT §6.5).
+"""Packets: one self-contained, scrubbed evidence bundle per segment (docs/trace-format.md §6.5).
 
 A packet is a deterministic function of (the trace's objects at ``tip``, the label, the
 options): mining builds packets to distill records, and the trace gates build the same
@@ -55,7 +55,7 @@ class Packet:
     # {id, episode_key, output_dir, scope{vendor, arch, product, dsl, operator_family},
     #  workload_family, level, schema}
     target: dict
-    agent_facing: dict  # scrubbed evidence the distiller sees (TRACE_FORMAT §6.5)
+    agent_facing: dict  # scrubbed evidence the distiller sees (docs/trace-format.md §6.5)
     # {source_repo, version, git_commit, ncu_dirs, report_dir, shape_label_note}
     provenance: dict
     diff: str | None = None  # the `.diff` sibling: git diff parent..sha -- kernel.py

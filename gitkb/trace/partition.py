@@ -1,6 +1,6 @@
 """Partition: the ladder cut into segments, one per future record, with ids and episode keys.
 
-Segment kinds (TRACE_FORMAT §6.4, with gitkb's rules): a strategy per milestone after the
+Segment kinds (docs/trace-format.md §6.4, with its rules): a strategy per milestone after the
 baseline; an anti-strategy per failed lever of a dead-end (list items one each, prose
 one per version, long-horizon rejected experiments one each when they clear the
 established-fact pre-check); curated pitfalls on versions that produced no dead-end; the
@@ -108,7 +108,7 @@ def partition(ingest: Ingest, ladder: Ladder, existing_ids: tuple[str, ...] = ()
         )
     megas = [s for s in ladder.milestones if s.kind == "mega"]
     for i, step in enumerate(megas, 1):
-        # A mega milestone's own snapshot is a reference kernel too (§6.4).
+        # A mega milestone's own snapshot is a reference kernel too (docs/trace-format.md §6.4).
         if step.n in ingest.snapshots and step.n != ladder.final:
             segments.append(
                 Segment(

@@ -1,6 +1,6 @@
 """The project's one scrubber: private text out of what records and reports are built from.
 
-TRACE_FORMAT §6.6 and gitkb rule 11. Everything a record or a committed report is made
+docs/trace-format.md §6.6 and rule 11. Everything a record or a committed report is made
 of (subjects, memory descriptions, journal text, kernel comments) passes through here
 before it is used, and ids, slugs, tags and titles are made from the result. Four
 strengths, each containing the one before:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from gitkb.errors import GitkbError, RefMoved
 from gitkb.util.files import atomic_write
-from gitkb.vcs.commits import FILE_MODE
+from gitkb.vcs.objects.tree import FILE_MODE
 from gitkb.vcs.plain import identity
 from gitkb.vcs.repository import WORK_TREE_TMP
 

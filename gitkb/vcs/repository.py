@@ -1,43 +1,42 @@
-"""A git repository seen through gitkb's narrow interface, over dulwich.
+"""A git repository seen through gitkb's narrow interface: the object layer
+(``gitkb.vcs.objects``) below, dulwich beside it for refs, config, walks and what the
+object layer leaves to it.
 
-Open a repository (also from a server hook's quarantine environment), read blobs
-and trees at a commit, diff two commits under a path prefix, write commits without
-a work tree (in batches stored as one pack), move refs by compare-and-swap under
-git's own ``.lock`` protocol, serialize local writers, and copy another
-repository's objects under a ref.
+Open a repository (also from a server hook's quarantine environment), read blobs and
+trees at a commit, write commits without a work tree (in batches stored as one pack),
+move refs by compare-and-swap under git's own ``.lock`` protocol, and copy another
+repository's objects under a ref. An object that cannot be read raises ``Unreadable``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import os
 import re
 import stat
-import struct
+import time
 import weakref
-import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Commit
-from dulwich.pack import PackFileDisappeared
+from dulwich.index import Index
+from dulwich.object_store import DiskObjectStore
+from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.repo import Repo
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
 from gitkb.util import log
-from gitkb.vcs import pack, rawtree, treediff
-from gitkb.vcs.commits import TREE_MODE, CommitWriting
-from gitkb.vcs.trailers import parse_trailers
-
-if TYPE_CHECKING:
-    from dulwich.config import StackedConfig
-    from dulwich.index import Index
-    from dulwich.object_store import DiskObjectStore
-    from dulwich.objects import ShaFile
+from gitkb.vcs.fallback import DULWICH_UNREADABLE, apply_delta, commit_info
+from gitkb.vcs.objects import COMMIT, TREE, TYPE_NAMES, Unreadable, tree
+from gitkb.vcs.objects.commit import CommitInfo, parse_commit
+from gitkb.vcs.objects.files import ObjectFiles
+from gitkb.vcs.objects.pack_writer import deflate, write_pack
+from gitkb.vcs.objects.tree import TREE_MODE
+from gitkb.vcs.pending import RawTree, Row, edit_tree, rows_of
+from gitkb.vcs.plain import identity
 
 ZERO_SHA = "0" * 40
 
@@ -47,110 +46,37 @@ WORK_TREE_TMP = "gitkb-tmp"
 
 logger = log.logger(__name__)
 _RECENT_RAW = 4
-_COMMIT, _BLOB = 1, 3  # git's object type numbers
-
-
-def _commit_info(sha: str, obj: Commit) -> CommitInfo:
-    return CommitInfo(
-        sha=sha,
-        parents=tuple(p.decode() for p in obj.parents),
-        author=obj.author.decode("utf-8", "replace"),
-        committer=obj.committer.decode("utf-8", "replace"),
-        author_time=obj.author_time,
-        commit_time=obj.commit_time,
-        message=obj.message.decode("utf-8", "replace"),
-        tree=obj.tree.decode(),
-    )
-
-
-def _parse_commit(sha: str, raw: bytes) -> CommitInfo:
-    """A commit object's fields read from its bytes: the headers git writes (``tree``,
-    ``parent``, ``author``, ``committer``; others and their continuation lines skipped),
-    a blank line, the message. Walking a trace reads every commit once; a dulwich Commit
-    costs several times this."""
-    head, _, message = raw.partition(b"\n\n")
-    tree, parents, people = b"", [], {}
-    for line in head.split(b"\n"):
-        name, _, value = line.partition(b" ")
-        if name == b"parent":
-            parents.append(value.decode())
-        elif name == b"tree":
-            tree = value
-        elif name in (b"author", b"committer") and name not in people:
-            ident, when, _zone = value.rsplit(b" ", 2)
-            people[name] = (ident.decode("utf-8", "replace"), int(when))
-    author, author_time = people[b"author"]
-    committer, commit_time = people[b"committer"]
-    return CommitInfo(
-        sha=sha,
-        parents=tuple(parents),
-        author=author,
-        committer=committer,
-        author_time=author_time,
-        commit_time=commit_time,
-        message=message.decode("utf-8", "replace"),
-        tree=tree.decode(),
-    )
 
 
 def _b(text: str) -> bytes:
     return text.encode("utf-8")
 
 
-@dataclass(frozen=True)
-class PathChange:
-    """One path that differs between two commits; ``kind`` is add, modify or delete."""
-
-    kind: str
-    path: str
-    old_sha: str | None
-    new_sha: str | None
-    old_mode: int = 0
-    new_mode: int = 0
-
-    @property
-    def regular(self) -> tuple[bool, bool]:
-        """Whether the old and the new side are regular files."""
-        return stat.S_ISREG(self.old_mode), stat.S_ISREG(self.new_mode)
+def _object_id(kind: int, raw: bytes) -> str:
+    return hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], len(raw)) + raw).hexdigest()
 
 
-@dataclass(frozen=True)
-class CommitInfo:
-    sha: str
-    parents: tuple[str, ...]
-    author: str
-    committer: str
-    author_time: int
-    commit_time: int
-    message: str
-    tree: str = ""
-
-    @property
-    def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
-
-    @property
-    def trailers(self) -> list[tuple[str, str]]:
-        return parse_trailers(self.message)
-
-
-class Repository(CommitWriting):
+class Repository:
     """A git repository seen through gitkb's narrow interface."""
 
-    def __init__(self, repo: Repo) -> None:
+    def __init__(self, repo: Repo, from_environment: bool = False) -> None:
+        """``from_environment``: ``repo`` was opened as the environment names it (its
+        object directories are those git's variables name)."""
         self._repo = repo
-        self._objects = repo.object_store
+        self._objects: DiskObjectStore = repo.object_store
+        # The object layer reads what it can (most reads); dulwich what it leaves.
+        listed = None if from_environment else [self._objects.path]
+        self._files = ObjectFiles(repo.controldir(), apply_delta, listed)
         # Close pack files before interpreter shutdown, not in __del__ during it.
         weakref.finalize(self, repo.close)
         # Objects written inside batch(): kept in memory, then stored as one pack.
-        self._pending: dict[bytes, ShaFile] | None = None
+        self._pending: dict[bytes, ShaFile | RawTree] | None = None
         self._delta_bases: dict[bytes, bytes] = {}  # a batch's tree -> the tree it replaced
         self._deflated: dict[bytes, bytes] = {}  # a batch's blobs, deflated for its pack
         self._committer: str | None = None  # a batch's committer identity
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
-        self._packs: list[pack.PackedObjects] | None = None  # see _read()
 
     # ----------------------------------------------------------------- opening
 
@@ -176,7 +102,7 @@ class Repository(CommitWriting):
                 )
             except (NotGitRepository, FileNotFoundError, NotADirectoryError) as exc:
                 raise NotARepository(f"{git_dir}: not a git repository ({exc})") from None
-            return cls(repo)
+            return cls(repo, from_environment=True)
         path = Path(path)
         if not path.exists():
             raise NotARepository(f"{path}: no such directory")
@@ -206,6 +132,7 @@ class Repository(CommitWriting):
         return None if self._repo.bare else Path(self._repo.path)
 
     def close(self) -> None:
+        self._files.close()
         self._repo.close()
 
     def set_config(self, section: str, key: str, value: str) -> None:
@@ -221,9 +148,6 @@ class Repository(CommitWriting):
     def open_index(self) -> Index:
         """The work tree's dulwich index (for the VCS layer's own modules)."""
         return self._repo.open_index()
-
-    def config_stack(self) -> StackedConfig:
-        return self._repo.get_config_stack()
 
     # ----------------------------------------------------------------- reading
 
@@ -263,9 +187,10 @@ class Repository(CommitWriting):
         return (self._pending is not None and key in self._pending) or key in self._objects
 
     def object_type(self, sha: str) -> str | None:
+        """commit, tree, blob or tag; None where no object can be read by that id."""
         try:
             return self.get_object(_b(sha)).type_name.decode()
-        except KeyError:
+        except Unreadable:
             return None
 
     def commit(self, sha: str) -> CommitInfo:
@@ -274,34 +199,39 @@ class Repository(CommitWriting):
             obj = self._pending[key]
             if not isinstance(obj, Commit):
                 raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
-            return _commit_info(sha, obj)
+            return commit_info(sha, obj)
+        kind, raw = self._read(key)
+        if kind != COMMIT:
+            raise GitkbError(f"{sha} is a {TYPE_NAMES[kind].decode()}, not a commit")
         try:
-            kind, raw = self._read(key)
-        except KeyError:
-            raise GitkbError(f"commit {sha} is not in {self.git_dir}") from None
-        if kind != _COMMIT or hashlib.sha1(b"commit %d\0" % len(raw) + raw).hexdigest() != sha:
-            # Not a commit, or not what the id says: dulwich's reading names the problem.
+            return parse_commit(sha, raw)
+        except Unreadable:  # an odd header: dulwich's parser decides
             obj = self.get_object(key)
-            raise GitkbError(f"{sha} is a {obj.type_name.decode()}, not a commit")
-        try:
-            return _parse_commit(sha, raw)
-        except (KeyError, ValueError):  # an odd header: dulwich's parser decides
-            return _commit_info(sha, self.get_object(key))
+            assert isinstance(obj, Commit)
+            return commit_info(sha, obj)
 
     def tree_of(self, commit: str) -> bytes:
-        return self.get_object(_b(commit)).tree
+        return _b(self.commit(commit).tree)
 
     def lookup(self, tree_id: bytes, path: str) -> tuple[int, bytes] | None:
+        """(mode, hex sha) of the entry at ``path`` below the tree ``tree_id``, or None."""
         mode, sha = TREE_MODE, tree_id
         for part in (p for p in path.split("/") if p):
             if not stat.S_ISDIR(mode):
                 return None
-            tree = self.get_object(sha)
+            found = self._tree(sha)
             try:
-                mode, sha = tree[_b(part)]
+                mode, sha = found[_b(part)]
             except KeyError:
                 return None
         return mode, sha
+
+    def _tree(self, sha: bytes) -> Tree | RawTree:
+        """The tree ``sha`` (parsed by dulwich, in C: folders of thousands are read often)."""
+        found = self.get_object(sha)
+        if not isinstance(found, (Tree, RawTree)):
+            raise Unreadable(f"{sha.decode()} is a {found.type_name.decode()}, not a tree")
+        return found
 
     def blob_in_tree(self, tree: str, path: str) -> str | None:
         """The sha of the regular file at ``path`` below the tree ``tree``, or None."""
@@ -321,12 +251,11 @@ class Repository(CommitWriting):
         return None if sha is None else self.blob(sha)
 
     def blob(self, sha: str) -> bytes:
+        """The body of object ``sha`` (a blob's bytes)."""
         key = _b(sha)
-        if self._pending is None or key not in self._pending:
-            kind, raw = self._read(key)
-            if kind == _BLOB and hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest() == sha:
-                return raw
-        return self.get_object(key).as_raw_string()  # dulwich's reading names any problem
+        if self._pending is not None and key in self._pending:
+            return self._pending[key].as_raw_string()
+        return self._read(key)[1]
 
     def is_symlink(self, commit: str, path: str) -> bool:
         found = self.lookup(self.tree_of(commit), path)
@@ -338,10 +267,10 @@ class Repository(CommitWriting):
         key = _b(sha)
         if self._pending is not None and key in self._pending:
             return len(self._pending[key].as_raw_string())
-        size = pack.object_size(self._objects, sha)
-        if size is None:
-            raise GitkbError(f"object {sha} is not in {self.git_dir}")
-        return size
+        try:
+            return self._files.size(sha)
+        except Unreadable:
+            return len(self.blob(sha))  # read whole, by dulwich where the layer cannot
 
     def subtree(self, commit: str, path: str = "") -> str | None:
         """The id of the tree at ``path`` in ``commit`` (the root tree for ""), or None
@@ -358,117 +287,51 @@ class Repository(CommitWriting):
 
     def list_tree_id(self, tree: str, prefix: str = "") -> Iterator[tuple[str, str]]:
         """Every regular file in the tree ``tree``, as (``prefix``/path, blob sha), sorted."""
-        stack = [(prefix.strip("/"), _b(tree))]
+        for path, mode, sha in self._walk_tree(_b(tree), prefix.strip("/")):
+            if stat.S_ISREG(mode):
+                yield path, sha.decode()
+
+    def _walk_tree(self, tree_id: bytes, base: str) -> Iterator[tuple[str, int, bytes]]:
+        """(path, mode, hex sha) of every entry below ``tree_id`` but folders, sorted; a
+        tree that cannot be read is passed over, with a warning."""
+        stack = [(base, tree_id)]
         while stack:
             base, tree_id = stack.pop()
             try:
-                entries = sorted(
-                    self.get_object(tree_id).items(), key=lambda e: e.path, reverse=True
-                )
-            except (KeyError, ValueError, OSError):
+                entries = sorted(self._tree(tree_id).items(), key=lambda e: e.path, reverse=True)
+            except Unreadable:
                 # A damaged repository: what the missing tree held cannot be listed.
-                logger.warning(
-                    "tree %s (%s) is missing from %s", tree_id.decode(), base, self.git_dir
-                )
+                logger.warning("tree %s (%s) missing from %s", tree_id.decode(), base, self.git_dir)
                 continue
             for entry in entries:
                 name = entry.path.decode("utf-8", "surrogateescape")
                 full = f"{base}/{name}" if base else name
                 if stat.S_ISDIR(entry.mode):
                     stack.append((full, entry.sha))
-                elif stat.S_ISREG(entry.mode):
-                    yield full, entry.sha.decode()
+                else:
+                    yield full, entry.mode, entry.sha
 
-    def changes(self, old: str | None, new: str, prefix: str = "") -> list[PathChange]:
-        """Files under ``prefix`` that differ from commit ``old`` to commit ``new``.
+    def list_symlinks(self, commit: str, prefix: str = "") -> list[tuple[str, str]]:
+        """Every symlink (mode 120000) under ``prefix`` at ``commit``, as (path, link target).
 
-        Identical subtrees are skipped by sha, so the cost follows the change,
-        not the size of the tree.
+        ``list_tree`` yields regular files only; mining needs the links too, to
+        refuse those that leave the trace and to say so in its report.
         """
-        old_tree = self.subtree(old, prefix) if old is not None else None
-        return self.tree_changes(old_tree, self.subtree(new, prefix), prefix)
+        tree = self.subtree(commit, prefix)
+        if tree is None:
+            return []
+        links = [(path, sha) for path, mode, sha in self._walk_tree(_b(tree), prefix.strip("/"))
+                 if stat.S_ISLNK(mode)]  # fmt: skip
+        return sorted((path, self.blob(sha.decode()).decode("utf-8", "surrogateescape"))
+                      for path, sha in links)  # fmt: skip
 
-    def tree_changes(self, old: str | None, new: str | None, prefix: str = "") -> list[PathChange]:
-        """Entries that differ from tree ``old`` to tree ``new`` (None: no tree), named
-        ``prefix``/path; ``old_mode``/``new_mode`` say whether each side is a regular file,
-        a symlink or a submodule (0 where the side has none)."""
-        from dulwich.diff_tree import tree_changes
+    def tree_entries(self, sha: str) -> dict[str, tuple[int, str]]:
+        """The direct entries of the tree ``sha``: name -> (mode, sha)."""
+        return tree.parse(self.raw(sha))
 
-        prefix = prefix.strip("/")
-        out = []
-        trees = [None if t is None else _b(t) for t in (old, new)]
-        for change in tree_changes(self._objects, *trees):
-            kind = {"add": "add", "delete": "delete"}.get(change.type, "modify")
-            entry = change.new if kind != "delete" else change.old
-            name = entry.path.decode("utf-8", "surrogateescape")
-            out.append(
-                PathChange(
-                    kind=kind,
-                    path=f"{prefix}/{name}" if prefix else name,
-                    old_sha=change.old.sha.decode() if change.old and change.old.sha else None,
-                    new_sha=change.new.sha.decode() if change.new and change.new.sha else None,
-                    old_mode=(change.old.mode or 0) if change.old else 0,
-                    new_mode=(change.new.mode or 0) if change.new else 0,
-                )
-            )
-        return out
-
-    def entry_diff(self, old: str | None, new: str) -> list:
-        """Every entry, folders included, that differs from commit ``old`` (None: none) to
-        commit ``new``, with the modes and names as written (``gitkb.vcs.treediff``)."""
-        old_tree = self.tree_of(old).decode() if old is not None else None
-        return list(treediff.walk(self._objects, old_tree, self.tree_of(new).decode()))
-
-    def record_folders(self, commit: str, prefix: str, depth: int) -> list[tuple[str, bytes]]:
-        """(path, raw body) of every tree ``depth`` levels below ``prefix`` at ``commit``:
-        the folders that hold the files, unparsed, so a caller can search their bytes."""
-        top = self.subtree(commit, prefix)
-        level = [(prefix, top)] if top else []
-        for _ in range(depth):
-            deeper = []
-            for base, tree in level:
-                try:
-                    entries = rawtree.parse(self._raw(tree))
-                except (rawtree.Malformed, KeyError, ValueError):
-                    continue
-                deeper += [(f"{base}/{name}", sha) for name, (mode, sha) in entries.items()
-                           if stat.S_ISDIR(mode)]  # fmt: skip
-            level = deeper
-        out = []
-        for base, tree in level:
-            try:
-                out.append((base, self._read(_b(tree))[1]))
-            except (KeyError, ValueError, OSError):
-                logger.warning("tree %s (%s) is missing from %s", tree, base, self.git_dir)
-        return out
-
-    def tree_entries(self, tree: str) -> dict[str, tuple[int, str]]:
-        """The direct entries of the tree ``tree``: name -> (mode, sha)."""
-        return rawtree.parse(self._raw(tree))
-
-    def entry_changes(self, old: str | None, new: str | None, prefix: str = "") -> list[PathChange]:
-        """The direct entries that differ from tree ``old`` to tree ``new`` (None: no tree),
-        one level deep (a changed folder is one entry). The cost in Python follows the
-        change, not the size of the folder (``gitkb.vcs.rawtree``)."""
-        before = self._raw(old) if old is not None else b""
-        after = self._raw(new) if new is not None else b""
-        out = []
-        for name, (was, now) in rawtree.changed(before, after).items():
-            out.append(
-                PathChange(
-                    kind="add" if was is None else "delete" if now is None else "modify",
-                    path=f"{prefix.strip('/')}/{name}" if prefix.strip("/") else name,
-                    old_sha=was[1] if was else None,
-                    new_sha=now[1] if now else None,
-                    old_mode=was[0] if was else 0,
-                    new_mode=now[0] if now else 0,
-                )
-            )
-        return out
-
-    def _raw(self, sha: str) -> bytes:
+    def raw(self, sha: str) -> bytes:
         """The body of object ``sha`` without parsing it; the last few are kept, since
-        consecutive entry_changes calls share a tree."""
+        consecutive ``treediff.entry_changes`` calls share a tree."""
         key = _b(sha)
         if self._pending is not None and key in self._pending:
             return self._pending[key].as_raw_string()
@@ -479,130 +342,207 @@ class Repository(CommitWriting):
                 del self._recent_raw[next(iter(self._recent_raw))]
         return raw
 
+    def raw_tree(self, sha: str) -> bytes:
+        """The body of the tree ``sha``; Unreadable when it is no tree."""
+        kind, raw = self._read(_b(sha)) if len(sha) == 40 else (0, b"")
+        if kind != TREE:
+            raise Unreadable(f"{sha} is not a tree")
+        return raw
+
     def walk(self, tip: str, exclude: tuple[str, ...] = ()) -> Iterator[CommitInfo]:
         """Commits reachable from ``tip`` and not from ``exclude``, newest first."""
         walker = self._repo.get_walker(
             include=[_b(tip)], exclude=[_b(e) for e in exclude if e and e != ZERO_SHA]
         )
-        for entry in walker:
-            yield _commit_info(entry.commit.id.decode(), entry.commit)
+        try:
+            for entry in walker:
+                yield commit_info(entry.commit.id.decode(), entry.commit)
+        except DULWICH_UNREADABLE as exc:
+            raise Unreadable(f"the history of {tip} cannot be read ({exc})") from None
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
             return True
         return any(c.sha == ancestor for c in self.walk(descendant))
 
-    def list_symlinks(self, commit: str, prefix: str = "") -> list[tuple[str, str]]:
-        """Every symlink (mode 120000) under ``prefix`` at ``commit``, as (path, link target).
+    # ----------------------------------------------------------------- objects
 
-        ``list_tree`` yields regular files only; mining needs the links too, to
-        refuse those that leave the trace and to say so in its report.
-        """
-        prefix = prefix.strip("/")
-        root = self.tree_of(commit)
-        found = (TREE_MODE, root) if not prefix else self.lookup(root, prefix)
-        if found is None or not stat.S_ISDIR(found[0]):
-            return []
-        out = []
-        stack = [(prefix, found[1])]
-        while stack:
-            base, tree_id = stack.pop()
-            for entry in self.get_object(tree_id).items():
-                name = entry.path.decode("utf-8", "surrogateescape")
-                full = f"{base}/{name}" if base else name
-                if stat.S_ISDIR(entry.mode):
-                    stack.append((full, entry.sha))
-                elif stat.S_ISLNK(entry.mode):
-                    target = (
-                        self.get_object(entry.sha)
-                        .as_raw_string()
-                        .decode("utf-8", "surrogateescape")
-                    )
-                    out.append((full, target))
-        return sorted(out)
-
-    def read_many(
-        self, commit: str, paths: list[str]
-    ) -> dict[str, tuple[str | None, bytes | None]]:
-        """For each of ``paths`` at ``commit``: (blob sha, bytes). (None, None) where there
-        is no file, or a tree on the way is missing; (sha, None) where the tree names a
-        blob the object store cannot produce. Every tree on the way is read once, so many
-        files under a few folders cost a few tree reads; nothing raises for one bad path."""
-        trees: dict[bytes, ShaFile] = {}
-        out: dict[str, tuple[str | None, bytes | None]] = {}
-        root = self.tree_of(commit)
-        for path in paths:
-            mode, sha = TREE_MODE, root
-            for part in (p for p in path.split("/") if p):
-                if not stat.S_ISDIR(mode):
-                    sha = None
-                    break
-                tree = trees.get(sha)
-                try:
-                    if tree is None:
-                        tree = trees[sha] = self.get_object(sha)
-                    mode, sha = tree[_b(part)]
-                except (KeyError, ValueError, OSError):
-                    sha = None
-                    break
-            if sha is None or stat.S_ISDIR(mode):
-                out[path] = (None, None)
-                continue
-            try:
-                out[path] = (sha.decode(), self.get_object(sha).as_raw_string())
-            except (KeyError, ValueError, OSError):
-                out[path] = (sha.decode(), None)
-        return out
-
-    # ----------------------------------------------------------------- writing
-
-    def get_object(self, sha: bytes) -> ShaFile:
+    def get_object(self, sha: bytes) -> ShaFile | RawTree:
+        """Object ``sha`` (hex) as dulwich holds it (a batch's tree: as its bytes)."""
         if self._pending is not None:
             pending = self._pending.get(sha)
             if pending is not None:
                 return pending
-        from dulwich.objects import ShaFile
-
         kind, raw = self._read(sha)
-        # Checked against its id, as dulwich's own lookup checks it.
-        return ShaFile.from_raw_string(kind, raw, verify_sha=sha)
+        try:
+            return ShaFile.from_raw_string(kind, raw, sha=sha)  # checked by _read
+        except DULWICH_UNREADABLE as exc:
+            raise Unreadable(f"object {sha.decode()} does not parse ({exc})") from None
 
     def _read(self, sha: bytes) -> tuple[int, bytes]:
-        """(type number, body) of the stored object ``sha`` (hex). The packs found at the
-        first read are read directly (``pack.PackedObjects``): dulwich's store lookup
-        stats the pack folder for a multi-pack index and walks several layers of Python
-        on every object, which is most of a trace read's cost. What they lack (loose
-        objects, packs written since, alternates) or leave to dulwich goes through
-        dulwich's full lookup."""
-        if self._packs is None:
-            self._packs = []
-            for found in getattr(self._objects, "packs", ()):
-                try:
-                    self._packs.append(pack.PackedObjects(found))
-                except (OSError, ValueError, struct.error):
-                    continue  # an empty, vanished or damaged pack: dulwich's lookup decides
-        for packed in self._packs:
-            try:
-                return packed.get(sha)
-            except KeyError:
-                continue
-            except (pack.NotReadHere, PackFileDisappeared, OSError, ValueError, zlib.error):
-                break
+        """(type number, body) of the stored object ``sha`` (hex), checked against its id.
+        The object layer reads it (``gitkb.vcs.objects``); what it leaves (an object
+        it finds nowhere, an unusual pack) dulwich reads, never a file it found damaged."""
+        text = sha.decode("ascii", "replace")
         try:
-            return self._objects.get_raw(sha)
-        except struct.error as exc:
-            # dulwich reading a truncated or garbled pack index: not one bad object a
-            # reader could skip, but storage that git itself refuses to read
-            raise GitkbError(
-                f"{self.git_dir} is damaged: a pack index cannot be read ({exc}); "
-                "`git fsck` names the pack"
-            ) from None
+            kind, raw = self._files.read(text)
+        except Unreadable as exc:
+            if not exc.elsewhere:
+                raise
+            try:
+                kind, raw = self._objects.get_raw(sha)
+            except DULWICH_UNREADABLE:
+                raise exc from None
+            if kind not in TYPE_NAMES:
+                raise exc from None
+        if _object_id(kind, raw) != text:
+            raise Unreadable(
+                f"object {text} in {self.git_dir} is damaged: its bytes have another id; "
+                "`git fsck` names it"
+            )
+        return kind, raw
 
-    def add_object(self, obj: ShaFile) -> None:
+    def add_object(self, obj: ShaFile | RawTree) -> None:
         if self._pending is not None:
             self._pending[obj.id] = obj
         else:
+            assert isinstance(obj, ShaFile)
             self._objects.add_object(obj)
+
+    # ----------------------------------------------------------------- writing
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Objects written inside reach the disk together, as one pack, when the block
+        ends without error: many commits cost two files instead of ten each.
+        Refs must only be moved after the block."""
+        self._pending, self._delta_bases, self._deflated = {}, {}, {}
+        # Read once for the batch's commits (the environment lookups cost more than a commit).
+        self._committer = identity()
+        try:
+            yield
+            if self._pending:
+                pack_dir = Path(self._objects.path) / "pack"
+                write_pack(pack_dir, self._pending.values(), self._delta_bases, self._deflated)
+                self._objects._update_pack_cache()  # dulwich has no public way to see a pack
+        finally:
+            self._pending, self._deflated, self._committer = None, {}, None
+
+    def write_blob(self, data: bytes, ahead: Mapping[bytes, bytes] | None = None) -> str:
+        """Write one blob; ``ahead``: zlib streams (``deflate``) already made of some
+        bytes, by blob id, taken for this blob when its id is theirs."""
+        blob = Blob.from_string(data)
+        self.add_object(blob)
+        if self._pending is not None:
+            # Deflated once, for the pack and for whoever else keeps it (the index cache
+            # keeps file bytes in the same zlib form: ``deflated``).
+            known = ahead.get(blob.id) if ahead else None
+            self._deflated[blob.id] = known or deflate(data)
+        return blob.id.decode()
+
+    def deflated(self, sha: str) -> bytes | None:
+        """The zlib stream of a blob written in the open batch (``deflate`` of its
+        bytes), or None."""
+        return self._deflated.get(_b(sha))
+
+    def _edit_tree(
+        self, tree_id: bytes | None, edits: dict[tuple[bytes, ...], bytes | None]
+    ) -> bytes | None:
+        """Apply edits (path parts -> blob id, or None to delete) to one tree; None when empty
+        (``gitkb.vcs.pending.edit_tree``)."""
+        return edit_tree(self._tree_rows, self._store_tree, tree_id, edits)
+
+    def _store_tree(self, written: RawTree, replaced: bytes | None) -> None:
+        if self._pending is None:
+            self.add_object(written.parsed())
+            return
+        if replaced is not None and replaced in self._pending:
+            # the folder's version before this commit: the new one is a delta of it
+            self._delta_bases.setdefault(written.id, replaced)
+        self.add_object(written)
+
+    def _tree_rows(self, tree_id: bytes) -> list[Row]:
+        """A tree's entries as (sort key, raw entry bytes), in git's order."""
+        held = self._pending.get(tree_id) if self._pending is not None else None
+        if isinstance(held, RawTree):
+            return held.rows
+        if held is None:
+            # The stored bytes, checked against the id, split without building a dulwich
+            # Tree (parsing it and serializing it back cost more than the edit).
+            kind, raw = self._read(tree_id)
+            if kind != TREE:
+                raise Unreadable(f"{tree_id.decode()} is not a tree")
+            return rows_of(raw)
+        return rows_of(held.as_raw_string())
+
+    def _blob_edits(
+        self, edits: Mapping[str, bytes | None], ahead: Mapping[bytes, bytes] | None = None
+    ) -> dict[tuple[bytes, ...], bytes | None]:
+        """Slash paths -> new bytes (None: delete) as path parts -> written blob ids."""
+        blob_edits: dict[tuple[bytes, ...], bytes | None] = {}
+        for path, data in edits.items():
+            parts = tuple(_b(p) for p in path.split("/") if p)
+            if not parts or any(p in (b".", b"..") for p in parts):
+                raise GitkbError(f"refusing to write outside the tree: {path!r}")
+            blob_edits[parts] = None if data is None else _b(self.write_blob(data, ahead))
+        return blob_edits
+
+    def _empty_tree(self) -> bytes:
+        empty = Tree()
+        self.add_object(empty)
+        return empty.id
+
+    def write_commit(
+        self,
+        parent: str | None,
+        edits: Mapping[str, bytes | None],
+        message: str,
+        author: str | None = None,
+        when: int | None = None,
+        deflated: Mapping[bytes, bytes] | None = None,
+    ) -> str:
+        """Write the objects of one commit (no ref moves): ``parent``'s tree with ``edits``.
+
+        ``edits`` maps a slash path to new file bytes, or to None to delete it;
+        ``deflated``: zlib streams of some of those bytes made ahead, by blob id.
+        """
+        blob_edits = self._blob_edits(edits, deflated)
+        base_tree = self.tree_of(parent) if parent else None
+        tree_id = self._edit_tree(base_tree, blob_edits) or self._empty_tree()
+        committer = self._committer or identity()
+        now = int(time.time()) if when is None else when
+        offset = -time.timezone if not time.localtime(now).tm_isdst else -time.altzone
+        commit = Commit()
+        commit.tree = tree_id
+        commit.parents = [_b(parent)] if parent else []
+        commit.author = _b(author or committer)
+        commit.committer = _b(committer)
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = offset
+        commit.encoding = b"UTF-8"
+        commit.message = _b(message)
+        self.add_object(commit)
+        return commit.id.decode()
+
+    def rewrite_commit(
+        self, sha: str, parents: list[str], edits: Mapping[str, bytes | None], message: str
+    ) -> str:
+        """Write a copy of commit ``sha`` with other ``parents``, ``edits`` applied to its own
+        tree and another ``message``; authors, committers and their dates stay."""
+        original = self.get_object(_b(sha))
+        if not isinstance(original, Commit):
+            raise GitkbError(f"{sha} is a {original.type_name.decode()}, not a commit")
+        blob_edits = self._blob_edits(edits)
+        tree_id = self._edit_tree(original.tree, blob_edits) if blob_edits else original.tree
+        commit = Commit()
+        commit.tree = tree_id or self._empty_tree()
+        commit.parents = [_b(p) for p in parents]
+        for name in ("author", "committer", "author_time", "commit_time", "author_timezone",
+                     "commit_timezone", "encoding"):  # fmt: skip
+            setattr(commit, name, getattr(original, name))
+        commit.message = _b(message)
+        self.add_object(commit)
+        return commit.id.decode()
 
     def update_ref(self, ref: str, old: str | None, new: str, reason: str = "gitkb") -> None:
         """Move ``ref`` from ``old`` (None: must not exist) to ``new``, or raise RefMoved."""

@@ -3,7 +3,7 @@
 A reader the index cache answers (``query``, ``list``, ``show``, ``resolve``) checks
 what it serves against ``main``'s tree: the cache is a file anyone can edit, while a
 tree is named by its own hash from the commit ``main`` names. Reading the commit
-and the trees on the way to a few paths (``gitkb.vcs.odb``) costs a fraction of a
+and the trees on the way to a few paths (``gitkb.vcs.objects``) costs a fraction of a
 millisecond, where starting C git costs milliseconds and loading dulwich more than
 the whole query. What a commit's tree holds never changes, so the trees read are
 kept for the commit last asked about (a server that keeps its store open reads each
@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from gitkb.vcs.odb import ObjectFiles, Unreadable
+from gitkb.vcs.objects import COMMIT, TREE, Unreadable
+from gitkb.vcs.objects.files import ObjectFiles
+from gitkb.vcs.objects.tree import entries
 
 _TREE, _TYPE_BITS, _REGULAR = 0o040000, 0o170000, 0o100000
 
@@ -82,7 +84,7 @@ class TreeIds:
     def _root(self, commit: str) -> str:
         if commit != self._commit:
             kind, body = self._objects.read(commit)
-            if kind != b"commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
+            if kind != COMMIT or not body.startswith(b"tree ") or body[45:46] != b"\n":
                 raise Unreadable(f"{commit} is not a commit")
             self._commit, self._root_tree = commit, body[5:45].decode()
             self._trees, self._known = {}, {}
@@ -102,23 +104,11 @@ class TreeIds:
         found = self._trees.get(tree)
         if found is None:
             kind, body = self._objects.read(tree)
-            if kind != b"tree":
+            if kind != TREE:
                 raise Unreadable(f"{tree} is not a tree")
             found = {}
-            pos, end = 0, len(body)
-            try:
-                while pos < end:
-                    space = body.index(b" ", pos)
-                    nul = body.index(b"\0", space)
-                    if nul + 21 > end:
-                        raise ValueError
-                    found.setdefault(
-                        body[space + 1 : nul],
-                        (int(body[pos:space], 8), body[nul + 1 : nul + 21].hex()),
-                    )
-                    pos = nul + 21
-            except ValueError:
-                raise Unreadable(f"tree {tree} does not parse") from None
+            for name, mode, sha in entries(body):
+                found.setdefault(name, (mode, sha.hex()))
             self._trees[tree] = found
         return found
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from gitkb.errors import LockTimeout
 from gitkb.util import log
 from gitkb.util.files import atomic_write
-from gitkb.vcs.commits import FILE_MODE
+from gitkb.vcs.objects.tree import FILE_MODE
 from gitkb.vcs.repository import WORK_TREE_TMP, Repository
 
 logger = log.logger(__name__)

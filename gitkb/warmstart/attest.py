@@ -189,6 +189,24 @@ def attest(
     return store.commit([build])[0]
 
 
+def attested(
+    store, record_id: str, outcome: str, by: str | None = None,
+    evidence: dict[str, str] | None = None,
+) -> dict:  # fmt: skip
+    """``attest``, then the ledger as that commit left it: what ``git kb attest`` prints
+    (and the MCP ``attest`` tool answers)."""
+    admission = attest(store, record_id, outcome, by, evidence)
+    counts = read_ledger(store, record_id, admission.commit).counts()
+    return {
+        "record": record_id,
+        "outcome": outcome,
+        "commit": admission.commit,
+        "ledger": admission.path,
+        "counts": counts,
+        "retire_hint": retire_hint(counts),
+    }
+
+
 def confirm_change(view, record_id: str, keys: list[str], body: str, trailers: list):
     """The ``confirm`` change counting each of ``keys`` once on ``record_id``
     (``worth.track.confirm_keys``), the record otherwise unchanged; an empty change when

@@ -2,7 +2,7 @@
 
 Pure functions over records and index entries; ``resolve`` does the reading.
 The page is GEAK's: one kernel, one product (a gfx id, an NVIDIA product) and
-one language. Order (WARM_START.md): retracted dropped, floor, strategies whose
+one language. Order (docs/warm-start.md, "Curation"): retracted dropped, floor, strategies whose
 diff does not apply to the caller's kernel set aside as reference only, rank by
 measured speedup at full precision (more reproductions, then the older GEAK
 exp id, break ties), one rank per direction (compared as GEAK does: trimmed and

@@ -1,4 +1,4 @@
-"""GEAK's identity rules and answer shape (WARM_START.md, "GEAK fidelity").
+"""GEAK's identity rules and answer shape (docs/warm-start.md, "GEAK fidelity").
 
 Followed: GEAK's ``kernel_workflow/scripts/experience_store.py`` and ``kb/`` as
 of the fork iAmir97/GEAK @ a6a9d0e (``kb/identity.py`` as in AMD-AGI/GEAK).

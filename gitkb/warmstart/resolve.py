@@ -29,7 +29,7 @@ from gitkb.store.cache.rows import KernelRow
 from gitkb.store.cache.source import Lie
 from gitkb.store.store import Store
 from gitkb.store.view import StoreView
-from gitkb.warmstart import curate, geak
+from gitkb.warmstart import curate, geak, inline
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 from gitkb.warmstart.references import apply_diff, write_geak_out, write_out
 
@@ -212,7 +212,11 @@ def resolve(
 ) -> dict:
     """The resolve answer (one JSON-ready dict); with ``out``, also the audit folder.
     ``shape`` "geak": GEAK's answer (``warmstart/geak.py``), ``out`` laid out as its lane
-    reads it (``kb_artifacts/`` entries and ``kb_references/``)."""
+    reads it (``kb_artifacts/`` entries and ``kb_references/``). "inline": the code and
+    references in the answer itself (``warmstart/inline.py``), no file read or written:
+    ``kernel`` is only a name then, never a file to fit diffs to."""
+    if shape == "inline" and out is not None:
+        raise GitkbError("an inline resolve answer writes no --out folder", 2)
     if top_n < 1:
         raise GitkbError(f"--top-n must be at least 1, got {top_n}", 2)
     if not kernel or not kernel.strip():
@@ -229,7 +233,7 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
              source: str | None, top_n: int, min_speedup: float, include_retired: bool,
              out: str | None, shape: str) -> dict:  # fmt: skip
     tip = store.tip
-    kernel_file = _file(kernel)
+    kernel_file = None if shape == "inline" else _file(kernel)
     answer = _answer(store, tip, kernel, top_n, min_speedup, include_retired, language,
                      source)  # fmt: skip
     counts = answer["counts"]
@@ -314,6 +318,10 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
     answer["geak_keys"] = geak.page_keys(candidates)
     if shape == "geak":
         return _shaped(answer, shape, curated.ranks, language, out)
+    if shape == "inline":
+        pitfalls = [load(p, raw).data for p, raw in view.read_checked(pitfall_paths).items()]
+        inline.attach(answer, curated.ranks, curated.reference_only, [p for p in pitfalls if p])
+        return answer
     if out is not None:
         texts = view.read_checked(pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items()]

@@ -1,4 +1,4 @@
-"""GEAK entries -> clean-1.3 records (WARM_START.md, "Importing a GEAK experience store").
+"""GEAK entries -> clean-1.3 records (docs/warm-start.md, "Importing a GEAK experience store").
 
 A patch entry becomes a ``strategy`` record: the diff verbatim, the gain from
 ``metric.speedup`` (basis ``reported`` unless a bench key and cases make it a

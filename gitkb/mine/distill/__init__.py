@@ -1,4 +1,4 @@
-"""Distillation: one packet in, at most one record out (TRACE_FORMAT §7).
+"""Distillation: one packet in, at most one record out (docs/trace-format.md §7).
 
 ``--distiller`` names an in-process distiller of ``REGISTRY`` (``builtin`` copies what
 the packet states verbatim), or else is an agent command that ``external`` runs per

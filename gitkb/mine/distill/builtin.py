@@ -1,4 +1,4 @@
-"""The built-in distiller: one packet in, at most one record out (TRACE_FORMAT §7).
+"""The built-in distiller: one packet in, at most one record out (docs/trace-format.md §7).
 
 It copies; it never composes facts. Every number it writes is a number of the packet,
 every snippet line is a line of the packet's code, every mechanism is the trace's own
@@ -31,7 +31,7 @@ GENERIC_LESSON = (
     "without removing the cause."
 )
 # Every fixed phrase this distiller writes into a record, so the trace's label can be kept
-# out of them (TRACE_FORMAT rule 15): a label inside one would be echoed by every record.
+# out of them (docs/trace-format.md, rule 15): a label inside one would be echoed by every record.
 PHRASES = (
     DIFF_FORMAT,
     SOURCE_FORMAT,

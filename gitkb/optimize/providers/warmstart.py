@@ -164,7 +164,8 @@ def open_kb(path: str):
 
 
 def outcome_of(experiment: dict, offered: Offered) -> str:
-    """The attestation outcome of a judged warm-start experiment (WARM_START.md)."""
+    """The attestation outcome of a judged warm-start experiment (docs/warm-start.md,
+    "Outcomes")."""
     status = experiment["status"]
     if status == "promoted":
         return "validated"  # adopted: correct and faster here

@@ -298,6 +298,8 @@ class IndexCache:
             return False
         if self._dirty:
             raise GitkbError("internal: the index cache cannot move away from unwritten edits")
+        from gitkb.vcs import treediff  # beside the open Repository: dulwich is loaded
+
         repo = self.repo
         old = self._commit
         if not old or not repo.has_object(old):
@@ -308,7 +310,7 @@ class IndexCache:
             before = repo.subtree(old, folder)
             after = repo.subtree(commit, folder) if commit else None
             if before != after:
-                changes += repo.tree_changes(before, after, folder)
+                changes += treediff.tree_changes(repo, before, after, folder)
         self._apply_changes(changes)
         self._set_commit(commit)
         return True

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
 from gitkb.util import log
+from gitkb.vcs.objects import Unreadable
 
 if TYPE_CHECKING:  # type-only: importing it loads dulwich
     from gitkb.vcs.repository import Repository
@@ -38,6 +39,6 @@ class RepoOpener:
 def blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
-    except (KeyError, ValueError, OSError):
+    except (Unreadable, OSError):
         log.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
         return None
