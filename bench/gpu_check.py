@@ -146,7 +146,7 @@ def check_harness(path: Path, source: str, target: dict) -> list[str]:
     lines = ["harness imports without torch"]
     problem = getattr(harness, "environment_problem", lambda: None)()
     if problem is None:
-        return lines + ["harness: torch, triton and a device are usable here"]
+        return [*lines, "harness: torch, triton and a device are usable here"]
     built = harness.build(source, target)
     diagnostics = built.get("diagnostics") if isinstance(built, dict) else None
     if not isinstance(built, dict) or built.get("success") is not False or not diagnostics:
@@ -154,7 +154,7 @@ def check_harness(path: Path, source: str, target: dict) -> list[str]:
     message = str(diagnostics[0])
     if "\n" in message or "Traceback" in message:
         raise CheckFailed(f"build() refused with more than one line: {message[:300]!r}")
-    return lines + [f"build without a GPU refuses: {message}"]
+    return [*lines, f"build without a GPU refuses: {message}"]
 
 
 def check_toolchain(dry_run: bool) -> list[str]:
@@ -499,7 +499,7 @@ def render_table(args) -> str:
         ("gate verdicts", gates_text(validated)),
     ]
     header = ["case (* protected)", "run", "base us", "final us", "speedup", "cv base", "cv final"]
-    rows = [header + ["ok"]] + case_rows("1", first) + case_rows("2", second)
+    rows = [[*header, "ok"], *case_rows("1", first), *case_rows("2", second)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) + 1)]
     out = []
     if args.title:

@@ -58,7 +58,7 @@ def main() -> None:
     store_arguments(parser)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    with bench_store(args, ROOT) as (work, store_dir, built_s, env):
+    with bench_store(args, ROOT) as (_work, store_dir, built_s, env):
         commands = {"--version": [*GIT_KB, "--version"], "python": [sys.executable, "-c", "pass"]}
         answers = {}
         for name, flags in QUERIES.items():

@@ -123,7 +123,7 @@ def cases(index: list[dict]) -> list[list[str]]:
             ["--min-importance", "0.5"], ["--min-gain", "1"], ["--min-speedup", "1.1"],
             ["--weight-importance", "3", "register"], ["--arch", "hopper", "--brief"],
             ["--arch", "gfx942", "--brief", "--max-bytes", "6000"]]  # fmt: skip
-    return [c + ["--limit", "1000"] if "--max-bytes" not in c else c for c in out]
+    return [[*c, "--limit", "1000"] if "--max-bytes" not in c else c for c in out]
 
 
 def run_reference(module, wiki: Path, flags: list[str]) -> tuple[int, dict | None]:
@@ -172,7 +172,7 @@ def selection(doc: dict) -> dict:
         "hits": None if kind == "fallback" else [(i, h["match"]["arch"]) for i, h in hits],
         "payloads": None
         if kind == "fallback"
-        else [(h["applies_to"], h["payload"]) for _, h in hits],  # fmt: skip
+        else [(h["applies_to"], h["payload"]) for _, h in hits],
     }
 
 

@@ -51,7 +51,7 @@ def main() -> None:
     store_arguments(parser)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    with bench_store(args, ROOT) as (work, store_dir, built_s, env):
+    with bench_store(args, ROOT) as (_work, store_dir, built_s, env):
         resolve_argv = [*GIT_KB, "resolve", "--kernel", "op007"]
         resolve_argv += ["--arch", "hopper", "--store", str(store_dir)]
         answer = json.loads(timed_ms(resolve_argv, env)[1])

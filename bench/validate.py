@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from figures import figure  # noqa: E402
 
 from gitkb.gates.registry import all_gates  # noqa: E402
-from gitkb.validate import context_for  # noqa: E402
+from gitkb.store.validation import context_for  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "conformance" / "gpu-wiki-sample"
 TARGET_GATES_S = 0.15

@@ -1,15 +1,20 @@
 """The `git-kb` command line: parse, dispatch to one module per verb, print.
 
-Verb modules are imported only when their verb runs, so `git kb --help` and
-the hooks start fast; `git kb --version` imports nothing but this module (not
-even click: the group is built on first use, ``cli``).
+Verb modules are imported only when their verb runs (the lazy command table,
+``COMMANDS``), so `git kb --help` and each verb load only what they use.
 """
 
 from __future__ import annotations
 
+import gc
+import importlib
 import sys
 
+import click
+
 from gitkb import __version__
+from gitkb.error_handler import error_handler
+from gitkb.util.log import set_verbosity
 
 # verb -> (module under gitkb.commands, one-line help shown by `git kb --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,81 +55,46 @@ COMMANDS: dict[str, tuple[str, str]] = {
 VERSION_LINE = f"git-kb, version {__version__}"  # what click's version option prints
 
 
-# The click group once built (a module global: functools.cache would load collections
-# before `--version` could answer).
-_built = None
+class LazyGroup(click.Group):
+    """The verbs of ``COMMANDS``, each verb's module imported only when that verb runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"gitkb.commands.{COMMANDS[name][0]}")
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
 
-def _group():
-    """The click group of every verb, its verb modules imported only when one runs."""
-    global _built
-    if _built is not None:
-        return _built
-    import importlib
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "-V", "--version", prog_name="git-kb")
+@click.option("-v", "--verbose", is_flag=True, help="Debug notes on stderr too.")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr: no notes.")
+def cli(verbose: bool, quiet: bool) -> None:
+    """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
 
-    import click
-
-    class LazyGroup(click.Group):
-        def list_commands(self, ctx: click.Context) -> list[str]:
-            return list(COMMANDS)
-
-        def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-            if name not in COMMANDS:
-                return None
-            module = importlib.import_module(f"gitkb.commands.{COMMANDS[name][0]}")
-            return module.command
-
-        def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-            with formatter.section("Commands"):
-                formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
-
-    @click.group(
-        cls=LazyGroup,
-        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    )
-    @click.version_option(__version__, "-V", "--version", prog_name="git-kb")
-    @click.option("-v", "--verbose", is_flag=True, help="Debug notes on stderr too.")
-    @click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr: no notes.")
-    def cli(verbose: bool, quiet: bool) -> None:
-        """gitkb: a git-native knowledge base of GPU-kernel optimization experience.
-
-        Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
-        """
-        from gitkb.util.log import set_verbosity
-
-        set_verbosity(verbose, quiet)
-
-    _built = cli
-    return cli
-
-
-def __getattr__(name: str):
-    # ``from gitkb.cli import cli``: the click group, built when first asked for.
-    if name == "cli":
-        return _group()
-    raise AttributeError(f"module 'gitkb.cli' has no attribute {name!r}")
+    Run `git kb help VERB` or `git kb VERB -h` for a verb's options.
+    """
+    set_verbosity(verbose, quiet)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args in (["--version"], ["-V"]):
-        print(VERSION_LINE)
-        return
-    import gc
-    import os
-
-    from gitkb.commands import argv as quick_start
-    from gitkb.error_handler import error_handler
-
     # A command is one short batch: collecting cycles every 700 allocations walks its
     # long-lived rows (trace versions, packets, cache rows) again and again.
     gc.set_threshold(50_000, 20, 20)
-
     try:
         with error_handler():
-            # A read verb's plain command line runs without click (gitkb.commands.argv).
-            if not quick_start.run(args, os.environ):
-                _group().main(args=args, prog_name="git-kb", standalone_mode=True)
+            cli.main(args=args, prog_name="git-kb", standalone_mode=True)
     finally:
         if argv is None:
             # The process ends next. Its objects need no cycle collection on the way out:

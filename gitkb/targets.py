@@ -8,25 +8,27 @@ such as ``9.0``), matched whole only.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
+import tomllib
 import zlib
+from dataclasses import dataclass
 from functools import cache
 
-from gitkb import jsontext
 from gitkb.errors import GitkbError
 from gitkb.util.resources import data_path
-from gitkb.valueclass import value_class
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
 _NO_HARDWARE = {"local", ""}
 # An AMD compile target (gfx942, gfx90a, gfx1201) in any text, e.g. 'gfx942:sramecc+:xnack-'.
-_GFX = r"gfx[0-9]+[a-z]?"  # compiled on first use (``_gfx``): a query loads no ``re``
+_GFX = re.compile(r"gfx[0-9]+[a-z]?", re.IGNORECASE)
 # Where a gfx id the table does not know is filed: AMD, no family clean-1.3 can name.
 UNKNOWN_GFX_ARCH = "generic"
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Hardware:
     vendor: str
     arch: str
@@ -48,7 +50,7 @@ def _tables() -> dict[str, dict[str, Hardware]]:
     sources = _sources()
     try:
         with open(os.path.join(data_path("targets"), COMPILED), "rb") as fh:
-            compiled = jsontext.loads(fh.read())
+            compiled = json.loads(fh.read())
     except (OSError, ValueError):
         compiled = None
     if not isinstance(compiled, dict) or compiled.get("sources") != _checksums(sources):
@@ -79,8 +81,6 @@ def _checksums(sources: dict[str, bytes]) -> dict[str, int]:
 def compile_tables(sources: dict[str, bytes]) -> dict:
     """The token tables of ``sources`` (``_sources``) as ``COMPILED`` holds them: each
     token's ``Hardware`` fields, and each source's CRC."""
-    import tomllib
-
     tables: dict[str, dict[str, list]] = {section: {} for section in _SECTIONS}
     for raw in sources.values():
         data = tomllib.loads(raw.decode())
@@ -114,24 +114,17 @@ def lookup(text: str | None) -> Hardware | None:
     return tokens[max(contained, key=len)] if contained else None
 
 
-@cache
-def _gfx():
-    import re
-
-    return re.compile(_GFX, re.IGNORECASE)
-
-
 def gfx_of(text: object) -> str | None:
     """The first gfx id in ``text``, lowercased; None when there is none."""
-    if not isinstance(text, str) or "gfx" not in text.lower():  # no ``re`` for 'H100 SXM'
+    if not isinstance(text, str):
         return None
-    found = _gfx().search(text)
+    found = _GFX.search(text)
     return found.group(0).lower() if found else None
 
 
 def leading_gfx(text: str) -> str | None:
     """The gfx id ``text`` starts with, lowercased; None when it starts with none."""
-    found = _gfx().match(text)
+    found = _GFX.match(text)
     return found.group(0).lower() if found else None
 
 
@@ -197,14 +190,13 @@ def runtime(text: str | None) -> Hardware | None:
 def compiled_text(compiled: dict) -> str:
     """``COMPILED``'s text: one token a line, in the tables' order (which ``lookup``'s
     ties follow)."""
-    lines = ["{", f' "sources": {jsontext.dumps(compiled["sources"])},', ' "tables": {']
+    lines = ["{", f' "sources": {json.dumps(compiled["sources"])},', ' "tables": {']
     for i, section in enumerate(_SECTIONS):
         entries = [
-            f"   {jsontext.dumps(t)}: {jsontext.dumps(f)}"
-            for t, f in compiled["tables"][section].items()
+            f"   {json.dumps(t)}: {json.dumps(f)}" for t, f in compiled["tables"][section].items()
         ]
         end = "}" if i == len(_SECTIONS) - 1 else "},"
-        lines += [f"  {jsontext.dumps(section)}: {{", ",\n".join(entries), f"  {end}"]
+        lines += [f"  {json.dumps(section)}: {{", ",\n".join(entries), f"  {end}"]
     return "\n".join([*lines, " }", "}"]) + "\n"
 
 

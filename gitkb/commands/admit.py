@@ -1,7 +1,9 @@
 import click
 
 from gitkb.commands import echo_json, input_name, read_input, store_option
+from gitkb.errors import GitkbError
 from gitkb.store.admission import ACTIONS, AUTO
+from gitkb.store.request import AdmitRequest
 
 
 def _report(admission, as_json: bool) -> None:
@@ -38,9 +40,6 @@ def command(files, action, target, trace, trace_commit, as_json, store) -> None:
     The record-level gates run before anything is written. A refused record
     stops the run: the files before it are admitted, it and the rest are not.
     """
-    from gitkb.errors import GitkbError
-    from gitkb.store.admission import AdmitRequest
-
     requests = [
         AdmitRequest(read_input(path), action, target, input_name(path), trace, trace_commit)
         for path in files

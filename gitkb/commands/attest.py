@@ -1,7 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
-from gitkb.warmstart.attest import OUTCOMES
+from gitkb.warmstart.attest import OUTCOMES, attested, parse_evidence
 
 
 @click.command("attest")
@@ -20,6 +20,4 @@ def command(record_id, outcome, by, evidence, store) -> None:
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.
     """
-    from gitkb.warmstart.attest import attested, parse_evidence
-
     echo_json(attested(store, record_id, outcome, by, parse_evidence(evidence)))

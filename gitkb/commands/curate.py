@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.errors import GitkbError
 
 
 @click.command("curate")
@@ -19,8 +20,6 @@ from gitkb.commands import echo_json, store_option
 @store_option
 def command(retire, cards, apply, by, store) -> None:
     """Act on the store's curation hints, as JSON; a dry run unless --apply."""
-    from gitkb.errors import GitkbError
-
     if retire == cards:
         raise GitkbError("curate needs one pass to run: --retire or --cards", 2)
     if cards:

@@ -1,5 +1,8 @@
 import click
 
+from gitkb.commands import echo_json
+from gitkb.testing.demo import run_demo
+
 
 @click.command("demo")
 @click.argument("folder", required=False, default="gitkb-demo", type=click.Path(file_okay=False))
@@ -7,9 +10,6 @@ import click
 def command(folder, as_json) -> None:
     """Run the whole loop on the bundled CPU example in FOLDER (new or empty; default
     ./gitkb-demo): optimize, mine, push, a refused tampered push, warm start."""
-    from gitkb.commands import echo_json
-    from gitkb.demo import run_demo
-
     summary = run_demo(folder, say=lambda line: click.echo(line, err=as_json))
     if as_json:
         echo_json(summary)

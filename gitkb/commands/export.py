@@ -1,6 +1,8 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.importers import tlx_knowledge
+from gitkb.importers.geak.export import export_tree as export_geak
 
 
 @click.command("export")
@@ -20,8 +22,6 @@ def command(kind: str, directory: str, target_file: str | None, store) -> None:
     geak (a GEAK kb_artifacts tree, DIRECTORY/kb_artifacts/<gfx>/<kernel_class>/<slug>/
     <exp_id>/, that GEAK's own resolve reads; a JSON report)."""
     if kind == "geak":
-        from gitkb.importers.geak.export import export_tree as export_geak
-
         echo_json(export_geak(store, directory))
         return
     if kind == "gpu-wiki":
@@ -30,7 +30,6 @@ def command(kind: str, directory: str, target_file: str | None, store) -> None:
         count = export_tree(store, directory)
         click.echo(f"exported {count} records to {directory}")
         return
-    from gitkb.importers import tlx_knowledge
 
     target = tlx_knowledge.read_target(target_file) if target_file else None
     count = tlx_knowledge.export_tree(store, directory, target)

@@ -1,7 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
-from gitkb.query.feedback import OUTCOMES
+from gitkb.query.feedback import OUTCOMES, feedback
 
 
 @click.command("feedback")
@@ -18,7 +18,5 @@ def command(record_id, outcome, trace, trace_commit, by, store) -> None:
     idempotent per key (the trace version, else the reporter), and ranking folds
     the events into the counters it reads. Prints the admission as JSON.
     """
-    from gitkb.query.feedback import feedback
-
     admission = feedback(store, record_id, outcome, trace, trace_commit, by)
     echo_json(admission.as_json())

@@ -2,6 +2,8 @@ import sys
 
 import click
 
+from gitkb.hooks import local
+
 # A refused push shows this many problem lines, then a count of the rest.
 SHOWN_PROBLEMS = 50
 
@@ -23,18 +25,14 @@ def _report(problems: list[str]) -> None:
 @click.argument("files", nargs=-1)
 def pre_commit(files: tuple[str, ...]) -> None:
     """Run the record-level gates on FILES (the staged record files)."""
-    from gitkb.hooks.local import pre_commit as run
-
-    _report(run(list(files)))
+    _report(local.pre_commit(list(files)))
 
 
 @command.command("commit-msg")
 @click.argument("message_file", type=click.Path(dir_okay=False))
 def commit_msg(message_file: str) -> None:
     """Refuse an admission message (`kb <action> <id>`) whose trailers say otherwise."""
-    from gitkb.hooks.local import commit_msg as run
-
-    _report(run(message_file))
+    _report(local.commit_msg(message_file))
 
 
 @command.command("pre-receive")
@@ -44,9 +42,7 @@ def pre_receive() -> None:
     Exits 1 and prints `gitkb: <ref> <commit>: <record-id>: <gate>: <what>` lines
     when the push must be refused.
     """
-    from gitkb.hooks.local import pre_receive as run
-
-    _report(run(sys.stdin.read().splitlines()))
+    _report(local.pre_receive(sys.stdin.read().splitlines()))
 
 
 @command.command("reference-transaction")
@@ -55,6 +51,4 @@ def reference_transaction(state: str) -> None:
     """Check a ref transaction: `old new ref` lines on stdin, git's reference-transaction
     hook. In the `prepared` state, refuses a move of main citing a trace commit that no
     trace ref reaches; other states pass."""
-    from gitkb.hooks.local import reference_transaction as run
-
-    _report(run(state, sys.stdin.read().splitlines()))
+    _report(local.reference_transaction(state, sys.stdin.read().splitlines()))

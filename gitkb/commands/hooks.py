@@ -1,5 +1,7 @@
 import click
 
+from gitkb.errors import GitkbError
+
 
 @click.group("hooks")
 def command() -> None:
@@ -20,7 +22,6 @@ def install(repo: str, server: bool, gitea: bool, gitlab: bool, force: bool) -> 
     --gitea or --gitlab: the pre-receive hook that checks every push, into the
     bare repository REPO.
     """
-    from gitkb.errors import GitkbError
     from gitkb.hooks import install as hook_install
 
     if gitea and gitlab:

@@ -1,7 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
-from gitkb.importers import IMPORTERS
+from gitkb.importers import IMPORTERS, import_tree
 
 
 @click.command("import")
@@ -23,8 +23,6 @@ def command(kind: str, directory: str, as_json: bool, dry_run: bool, store) -> N
     cannot become valid records are listed with the reason; symlinks are never
     followed. The gates run on every record first.
     """
-    from gitkb.importers import import_tree
-
     report = import_tree(kind, store, directory, dry_run=dry_run)
     if as_json:
         echo_json(report.as_json())

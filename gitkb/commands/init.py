@@ -1,5 +1,7 @@
 import click
 
+from gitkb.store import Store
+
 
 @click.command("init")
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
@@ -7,8 +9,6 @@ import click
 @click.option("--name", help="The store's name (default: the directory's name).")
 def command(directory: str, bare: bool, name: str | None) -> None:
     """Create a new gitkb store in DIRECTORY."""
-    from gitkb.store import Store
-
     store = Store.init(directory, bare=bare, name=name)
     click.echo(
         f"initialized {'bare ' if bare else ''}gitkb store in {directory} ({store.tip[:12]})"

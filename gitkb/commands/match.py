@@ -1,5 +1,6 @@
 import click
 
+from gitkb import record
 from gitkb.commands import echo_json, input_name, read_input, store_option
 
 
@@ -12,8 +13,6 @@ def command(file: str, store) -> None:
     Scope is vendor, arch, dsl (`any` matches both ways) and operator family;
     exact episode_key matches are listed apart. It decides nothing.
     """
-    from gitkb import record
-
     incoming = record.parse(read_input(file), input_name(file))
     _, findings = store.check_record(incoming, record.path_for(incoming))
     if findings:

@@ -1,7 +1,8 @@
 import click
 
-from gitkb.agents.registration import CLIENTS
+from gitkb.agents.registration import CLIENTS, config_block
 from gitkb.commands import store_option
+from gitkb.query.mcp_server import serve
 
 
 @click.command("mcp")
@@ -27,10 +28,6 @@ def command(allow_write: bool, client: str | None, store) -> None:
     (a bare clone works); --print-config prints the block each client needs.
     """
     if client is not None:
-        from gitkb.agents.registration import config_block
-
         click.echo(config_block(client, store.location.resolve(), allow_write), nl=False)
         return
-    from gitkb.query.mcp_server import serve
-
     serve(store, allow_write)

@@ -5,6 +5,7 @@ import click
 
 from gitkb.commands import echo_json, store_option_if_any
 from gitkb.record import DSLS
+from gitkb.trace.options import TraceOptions
 
 trace_options = [
     click.option("--vendor", help="Override the trace's hardware: vendor (nvidia, amd, generic)."),
@@ -40,8 +41,6 @@ def with_trace_options(func):
 
 def mine_options(non_target_kernels=(), **flags):
     """The TraceOptions the trace flags (all but --label) give."""
-    from gitkb.trace.options import TraceOptions
-
     return TraceOptions(non_target_kernels=tuple(non_target_kernels), **flags)
 
 

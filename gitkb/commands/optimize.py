@@ -1,5 +1,8 @@
+from pathlib import Path
+
 import click
 
+from gitkb.optimize import loop, providers
 from gitkb.optimize.bundle import Budget
 from gitkb.optimize.providers.warmstart import MODES as WARM_START_MODES
 
@@ -186,9 +189,6 @@ def command(
     is (--kernel alone with --arch finds the bundle by TLX's convention); --budget FILE
     overrides the flags, which override BUNDLE's budget.json.
     """
-    from pathlib import Path
-
-    from gitkb.optimize import loop, providers
 
     def path(value):
         return Path(value) if value else None

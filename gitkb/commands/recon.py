@@ -2,6 +2,7 @@ import click
 
 from gitkb.commands import echo_json, store_option_if_any
 from gitkb.commands.mine import mine_options, with_trace_options
+from gitkb.mine.reports import recon_markdown
 
 
 @click.command("recon")
@@ -12,7 +13,6 @@ from gitkb.commands.mine import mine_options, with_trace_options
 def command(trace, label, as_json, store, **flags) -> None:
     """Read TRACE and print its evidence-density report; writes nothing."""
     from gitkb.mine.pipeline import run_recon
-    from gitkb.mine.reports import recon_markdown
 
     document = run_recon(
         trace,

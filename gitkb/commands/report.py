@@ -1,6 +1,12 @@
+import json
+from pathlib import Path
+
 import click
 
 from gitkb.commands import store_option
+from gitkb.errors import GitkbError
+from gitkb.layout import TRACE_REFS
+from gitkb.report import build_site, trace_ladder
 
 
 @click.command("report")
@@ -25,19 +31,10 @@ def command(out_dir: str, flywheel_file: str | None, store) -> None:
     One page for the store (records by type/arch/operator, admission history,
     open conflicts, attestations) and one per mined trace (its version ladder).
     """
-    from pathlib import Path
-
-    from gitkb.layout import TRACE_REFS
-    from gitkb.report import build_site, trace_ladder
-
     labels = [ref.removeprefix(TRACE_REFS) for ref in store.repo.refs(TRACE_REFS)]
     ladders = {label: trace_ladder(store, label) for label in labels}
     flywheel = None
     if flywheel_file:
-        import json
-
-        from gitkb.errors import GitkbError
-
         try:
             flywheel = json.loads(Path(flywheel_file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

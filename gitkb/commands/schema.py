@@ -1,5 +1,7 @@
 import click
 
+from gitkb.schema import profile as schema
+
 
 @click.command("schema")
 @click.option(
@@ -11,8 +13,6 @@ import click
 @click.option("--write", "mode", flag_value="write", help="Regenerate the opt-trace-1.0 profile.")
 def command(mode: str | None) -> None:
     """The opt-trace-1.0 profile: clean-1.3 narrowed by a declared patch list."""
-    from gitkb.schema import profile as schema
-
     if mode == "check":
         differences = schema.profile_differences()
         if differences:

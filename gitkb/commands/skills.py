@@ -1,6 +1,10 @@
+from pathlib import Path
+
 import click
 
-from gitkb.agents.skills import AGENT_FOLDERS
+from gitkb.agents.skills import AGENT_FOLDERS, shipped
+from gitkb.agents.skills import export as write
+from gitkb.commands import echo_json
 
 
 @click.group("skills")
@@ -11,9 +15,6 @@ def command() -> None:
 @command.command("list")
 def list_() -> None:
     """Print the shipped skills as JSON: name and description of each."""
-    from gitkb.agents.skills import shipped
-    from gitkb.commands import echo_json
-
     echo_json([{"name": s.name, "description": s.description} for s in shipped()])
 
 
@@ -33,11 +34,6 @@ def export(root: str, agent: str, force: bool) -> None:
     DIR is the project's root for claude and codex. An edited SKILL.md already there is
     refused (nothing written) unless --force. Prints what it wrote as JSON.
     """
-    from pathlib import Path
-
-    from gitkb.agents.skills import export as write
-    from gitkb.commands import echo_json
-
     done = write(Path(root), agent, force)
     echo_json({"agent": agent, "skills": [{"name": e.name, "path": e.path,
                                            "written": e.written} for e in done]})  # fmt: skip

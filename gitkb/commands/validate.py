@@ -1,6 +1,10 @@
 import click
 
 from gitkb.commands import echo_json
+from gitkb.gates.registry import by_name, checked_names
+from gitkb.store import Store
+from gitkb.store import validation as validate
+from gitkb.testing.injections import injection_outcomes
 
 FINDINGS_SHOWN_PER_GATE = 12
 
@@ -50,14 +54,11 @@ def command(
     `record-id: gate: field: what is wrong`. Exits 1 when any gate fails, or when a
     folder's mined records could not meet their trace (give --trace or --store).
     """
-    from gitkb import validate
-    from gitkb.gates.registry import by_name, checked_names
-
     if history:
         _history(path, as_json)
     names = checked_names(gate_names)
     if injection_tests:
-        outcomes = validate.injection_outcomes(by_name(names))
+        outcomes = injection_outcomes(by_name(names))
         problems = [o for o in outcomes if not o.ok and o.status != "SKIP"]
         if as_json:
             echo_json([o.__dict__ for o in outcomes])
@@ -114,7 +115,6 @@ def command(
 def _history(path: str, as_json: bool) -> None:
     """Each commit of main that breaks a history rule, oldest first, with its findings."""
     from gitkb.server.receive import history_findings
-    from gitkb.store import Store
 
     store = Store.open(path)
     found = history_findings(store.repo, store.tip)

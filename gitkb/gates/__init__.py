@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from gitkb.gates.evidence_cache import EvidenceCache
 from gitkb.record import RecordFile
 
 if TYPE_CHECKING:
     # Types only: gates sit below the store and the trace readers that implement these.
-    from gitkb.gates.trace_evidence import EvidenceCache
     from gitkb.store.cache.rows import Row
     from gitkb.trace.packets import Packet
     from gitkb.vcs.repository import Repository
@@ -51,11 +51,8 @@ class StoreReader(Protocol):
 
     @property
     def repo(self) -> Repository: ...
-
     def ids(self) -> list[str]: ...
-
     def rows_of(self, record_id: str) -> list[Row]: ...
-
     def read_record(self, record_id: str) -> RecordFile: ...
 
 
@@ -64,11 +61,8 @@ class TraceSource(Protocol):
     refs/kb/traces/<label>, or one trace folder)."""
 
     def tip(self, label: str) -> tuple[str | None, str]: ...
-
     def repo(self, label: str) -> Repository: ...
-
     def packets(self, label: str) -> list[Packet]: ...
-
     def commits(self, label: str) -> set[str] | frozenset[str]: ...
 
 

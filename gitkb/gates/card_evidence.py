@@ -16,6 +16,7 @@ record once per trace that measured it: the record, and each trace that confirme
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import cast
@@ -160,8 +161,6 @@ def _condition(record: dict) -> str:
 
 def facts(key: CardKey, records: dict[str, dict]) -> CardFacts:
     """What a card over ``records`` (id -> record, every one of them ``key``'s) states."""
-    import statistics  # here: every admission imports this module through its gate
-
     ids = sorted(records)
     kept = [i for i in ids if records[i].get("type") == "strategy"]
     failed = [i for i in ids if records[i].get("type") == "anti-strategy"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gitkb import schema
 from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
 from gitkb.gates.trace_evidence import first_mined, mined_records
 
@@ -13,8 +14,6 @@ ERRORS_PER_RECORD = 4
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-    from gitkb import schema
-
     for record_file, data in mined_records(ctx):
         for path, message in schema.errors(data, schema.PROFILE, limit=ERRORS_PER_RECORD):
             yield Finding(record_file.id, NAME, message, path)

@@ -7,6 +7,7 @@ import importlib
 from functools import cache
 from typing import Protocol, runtime_checkable
 
+from gitkb.errors import GitkbError
 from gitkb.gates import Gate
 
 GATE_MODULES = (
@@ -47,8 +48,6 @@ GATE_NAMES = tuple(module.replace("_", "-") for module in GATE_MODULES)
 def checked_names(names: list[str] | tuple[str, ...] | None = None) -> tuple[str, ...]:
     """The gate names asked for (all when None), in registry order; an unknown one is an
     error."""
-    from gitkb.errors import GitkbError
-
     if not names:
         return GATE_NAMES
     unknown = [n for n in names if n not in GATE_NAMES]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gitkb import schema
 from gitkb.gates import Finding, Gate, GateContext, Injection
 
 NAME = "schema"
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-    from gitkb import schema
-
     for record_file in ctx.records:
         if record_file.data is None:
             yield Finding(record_file.id, NAME, record_file.error or "unreadable record")

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from gitkb import record as rec
+from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, GateResult, run_gates
+from gitkb.gates.index import disagreements, whole_index
 from gitkb.gates.registry import by_name
 
 MIN_RECORDS = 300  # below this a fork costs more than it saves
@@ -73,8 +75,6 @@ def run(
     """(record count, census line, results) of the gates ``names`` on the folder's records,
     ``index_raw`` its records/index.json bytes. The shards fork before the gate modules
     load, so each process loads them at the same time."""
-    from gitkb.gates.index import whole_index
-
     paths = record_paths(folder)
     count = min(workers(), max(1, len(paths) // (MIN_RECORDS // 2)))
     index_found, by_id = whole_index(index_raw, len(paths)) if "index" in names else ([], None)
@@ -103,8 +103,6 @@ def run(
 
 
 def _judge(folder: Path, shard: list[str], names: tuple[str, ...], by_id: dict | None) -> dict:
-    from gitkb.gates.index import disagreements
-
     files = [rec.load(path, (folder / path).read_bytes()) for path in shard]
     results = run_gates(GateContext(records=files), by_name(names))
     index: list[Finding] = []
@@ -152,8 +150,6 @@ def _fork(
 
 
 def _collect(pid: int, read_end: int) -> dict:
-    from gitkb.errors import GitkbError
-
     with os.fdopen(read_end, "rb") as pipe:
         data = pipe.read()
     os.waitpid(pid, 0)

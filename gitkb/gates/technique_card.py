@@ -16,12 +16,13 @@ hook's staged records) a card whose evidence is not among them is skipped, said 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
 from gitkb.gates import card_evidence as ce
-from gitkb.record import scope_of
+from gitkb.record import RecordFile, scope_of
 from gitkb.trace import techniques
 
 NAME = "technique-card"
@@ -158,10 +159,6 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 
 
 def _computed_card(ctx: GateContext) -> tuple[dict, list[dict]] | None:
-    import copy
-
-    from gitkb.record import RecordFile
-
     strategy = next((d for _, d in ctx.parsed() if d.get("type") == "strategy"), None)
     card = next((d for _, d in ctx.parsed() if d.get("type") == ce.CARD_TYPE), None)
     if strategy is None or card is None:
@@ -257,7 +254,7 @@ GATE = Gate(
         Injection("technique-card/wider-level", _breaking(_wider_level)),
         Injection(
             "technique-card/numbers-without-citations", _breaking(_numbers_without_citations)
-        ),  # fmt: skip
+        ),
         Injection("technique-card/one-trace", _breaking(_one_trace)),
         Injection("technique-card/cited-twice", _breaking(_cited_twice)),
         Injection("technique-card/other-vocabulary", _other_vocabulary),

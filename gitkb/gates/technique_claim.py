@@ -75,7 +75,7 @@ def claim_findings(record_id: str, record: dict) -> Iterator[Finding]:
         if part.name in shown:
             seen = f"{part.name}-{shown[part.name]}" if shown[part.name] else part.name
             why = f"its {'diff' if source == 'diff' else 'sentence'} shows {seen}"
-        elif source == "diff" or has_diff and signed:
+        elif source == "diff" or (has_diff and signed):
             why = "a code signature its own diff does not show"
             if source == "diff":
                 why += f" (it shows {_listed(shown)})"

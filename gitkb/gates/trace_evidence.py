@@ -17,15 +17,16 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, Skip, TraceSource
+from gitkb.gates.evidence_cache import EvidenceCache, TraceEntry
 
 if TYPE_CHECKING:
     from gitkb.record import RecordFile
-    from gitkb.trace.packets import Packet, PacketIndex
+    from gitkb.trace.packets import Packet
     from gitkb.vcs.repository import Repository
 
 # A label becomes a ref name component: git's rules, narrowed to what traces use.
@@ -96,37 +97,20 @@ class TraceEvidence:
     problem: str = ""  # why there is no tip or no packet, in words
 
 
-@dataclass
-class _Trace:
-    tip: str | None
-    problem: str = ""
-    packets: list[Packet] | None = None
-    packet_error: str = ""
-    reachable: set[str] | None = None
-    index: PacketIndex | None = None  # of ``packets``
-
-
-@dataclass
-class EvidenceCache:
-    """What one context's trace gates share: each trace's tip and packets, once."""
-
-    traces: dict[str, _Trace] = field(default_factory=dict)
-
-
 def _cache(ctx: GateContext) -> EvidenceCache:
     if ctx.evidence_cache is None:
         ctx.evidence_cache = EvidenceCache()
     return ctx.evidence_cache
 
 
-def _trace(ctx: GateContext, label: str) -> _Trace:
+def _trace(ctx: GateContext, label: str) -> TraceEntry:
     cache = _cache(ctx)
     trace = cache.traces.get(label)
     if trace is None:
         if not _LABEL.fullmatch(label) or ".." in label or label.endswith((".lock", ".")):
-            trace = _Trace(None, f"source_repo {label!r} is not a usable trace label")
+            trace = TraceEntry(None, f"source_repo {label!r} is not a usable trace label")
         else:
-            trace = _Trace(*source(ctx).tip(label))
+            trace = TraceEntry(*source(ctx).tip(label))
         cache.traces[label] = trace
     return trace
 

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from gitkb.errors import GitkbError
+from gitkb.layout import BRANCH
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.util.files import atomic_write
 from gitkb.util.resources import data_dir
 from gitkb.vcs.repository import Repository
@@ -70,9 +72,6 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
 
 def _warm_cache(repo: Repository) -> None:
     """Build the server's index cache now, so the first push costs the push too."""
-    from gitkb.layout import BRANCH
-    from gitkb.store.cache.index_cache import IndexCache
-
     tip = repo.resolve(BRANCH)
     if tip is not None:
         with IndexCache.of(repo).snapshot(tip):

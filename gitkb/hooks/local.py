@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.gates import GateContext, run_gates
+from gitkb.gates.registry import record_level
 
 if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
@@ -15,8 +16,6 @@ if TYPE_CHECKING:
 def pre_commit(files: list[str]) -> list[str]:
     """Gate the staged record files (the pre-commit framework leaves exactly the staged
     content on disk); return one line per problem, empty when all pass."""
-    from gitkb.gates.registry import record_level
-
     records = []
     for name in files:
         path = Path(name).as_posix()

@@ -13,16 +13,17 @@ from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError, writing
-from gitkb.gates import run_gates
+from gitkb.gates import GateContext, run_gates
+from gitkb.gates.registry import record_level
 from gitkb.importers import ImportReport
 from gitkb.record.index import INDEX_PATH
 from gitkb.server.history import bad_name
 from gitkb.store.admission import gates_figure, refuse_findings
 from gitkb.store.writer import Change
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.util.files import atomic_write
 
-log = notes.logger("gitkb")
+logger = log.logger("gitkb")
 
 
 def linked_paths(folder: str | os.PathLike) -> list[str]:
@@ -36,9 +37,6 @@ def linked_paths(folder: str | os.PathLike) -> list[str]:
 
 
 def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
-    from gitkb.gates import GateContext
-    from gitkb.gates.registry import record_level
-
     linked = linked_paths(folder)
     if linked:
         raise RecordError(
@@ -96,7 +94,7 @@ def export_tree(store, folder: str | os.PathLike) -> int:
             problem = bad_name(record_file.path)
             if problem:
                 # An entry from before the history rules (``..``, ``.git``): never followed.
-                log.warning("not exported: %r (%s)", record_file.path, problem)
+                logger.warning("not exported: %r (%s)", record_file.path, problem)
                 continue
             atomic_write(out / record_file.path, record_file.raw)
             count += 1

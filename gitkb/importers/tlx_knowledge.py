@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitkb import targets
 from gitkb.errors import GitkbError, writing
 from gitkb.trace import techniques
 from gitkb.util.files import atomic_write
@@ -81,8 +82,6 @@ class Topic:
 
 def _arch_tokens(arch: str) -> list[str]:
     """Every name the hardware table gives ``arch`` (hopper: h100, sm_90, ...), TLX-normalized."""
-    from gitkb import targets
-
     names = {normalize(arch)}
     names |= {normalize(t) for t, hw in targets.table().items() if hw.arch == arch}
     return sorted(names)

@@ -12,6 +12,7 @@ from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.mine.labels import LabelChoice
 from gitkb.mine.result import MineResult, Outcome
+from gitkb.store.request import AdmitRequest
 from gitkb.store.writer import Change
 from gitkb.trace.options import TraceOptions
 from gitkb.vcs.repository import Repository
@@ -28,7 +29,7 @@ def options_document(label: str, options: TraceOptions, choice: LabelChoice) -> 
 def admit(store, trace, result: MineResult, options: TraceOptions, ready, outcomes) -> None:
     """``ready``: the attempts whose records are to be admitted; ``outcomes``: what became
     of the others. Fills ``result.outcomes`` and ``result.reports``."""
-    from gitkb.store.admission import AUTO, AdmitRequest, builder
+    from gitkb.store.admission import AUTO, builder
 
     label = result.label
     _copy_trace(store, trace, result.head, label)

@@ -12,6 +12,8 @@ construction), as a preview; whatever is written, staged or admitted, meets them
 from __future__ import annotations
 
 from gitkb import record as rec
+from gitkb.gates import GateContext, run_gates
+from gitkb.gates.registry import record_level
 
 COVERED_BY_PROFILE = ("schema",)
 
@@ -23,9 +25,6 @@ def gate_findings(
     records: list[dict], traces, store_view=None, label: str = "", preview: bool = False
 ) -> list[list]:
     """The findings (``gitkb.gates.Finding``) of each record, in the order given."""
-    from gitkb.gates import GateContext, run_gates
-    from gitkb.gates.registry import record_level
-
     files = [rec.RecordFile(rec.path_for(r), b"", r) for r in records]
     ctx = GateContext(
         records=files,

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from gitkb import schema
 from gitkb.errors import GitkbError
 
 HARNESS_FUNCTIONS = ("build", "verify", "benchmark")
@@ -209,8 +210,6 @@ def _read_json(path: Path):
 
 
 def _check(document, schema_name: str, path: Path) -> None:
-    from gitkb import schema
-
     problems = schema.errors(document, f"bundle/{schema_name}", limit=1)
     if problems:
         where, message = problems[0]

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, RefMoved
+from gitkb.vcs.trailers import format_message
 
 if TYPE_CHECKING:
     from gitkb.optimize.scoring import Score
-    from gitkb.optimize.setup import RunSetup
-    from gitkb.optimize.state import BestSoFar
     from gitkb.vcs.kernel_repo import KernelRepo, KernelSnapshot
 
 ATTRIBUTION = "TLX agent authored"
@@ -107,8 +106,6 @@ def build_message(
     trace_label: str,
     trace_commit: str,
 ) -> str:
-    from gitkb.vcs.trailers import format_message
-
     body = "\n\n".join(
         part
         for part in (
@@ -229,8 +226,6 @@ def commit_winner(
 
 
 def _commit(plan, winner, message, reverify, result) -> None:
-    from gitkb.errors import RefMoved
-
     repo, snap = plan.repo, plan.snapshot
     if repo.head() != snap.head:
         raise RefMoved(f"HEAD moved during the run: was {snap.head}, now {repo.head()}")
@@ -280,41 +275,26 @@ def _commit(plan, winner, message, reverify, result) -> None:
     result.success = True
 
 
-def commit_run_winner(
-    setup: RunSetup,
-    winner: BestSoFar,
-    base_score: Score,
-    final_score: Score,
-    reverify: Callable[[bytes], tuple[bool, str]],
-) -> dict:
-    """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
-    from gitkb.optimize.trace_writer import dumps
-
-    exp = winner.experiment
-    subject = (
-        setup.config.commit_message
-        or exp.get("commit_title")
-        or f"Optimize {setup.kernel.name} with TLX agent"
-    )
-    summary = exp.get("commit_summary") or exp.get("change") or ""
+def winner_message(
+    subject: str | None,
+    experiment: dict,
+    kernel_name: str,
+    base: Score,
+    final: Score,
+    trace_label: str,
+    trace_head: str,
+) -> tuple[str, str]:
+    """(subject, message) of a run's winner commit: the subject asked for, else the
+    experiment's title, else a default; the performance table and the trace trailers."""
+    subject = subject or experiment.get("commit_title") or f"Optimize {kernel_name} with TLX agent"
+    summary = experiment.get("commit_summary") or experiment.get("change") or ""
     message = build_message(
         subject,
         summary,
-        [c.as_json() for c in base_score.cases],
-        [c.as_json() for c in final_score.cases],
-        final_score.aggregate,
-        setup.trace_label,
-        setup.trace.head,
+        [c.as_json() for c in base.cases],
+        [c.as_json() for c in final.cases],
+        final.aggregate,
+        trace_label,
+        trace_head,
     )
-    result = commit_winner(setup.plan, winner.source.encode("utf-8"), message, reverify)
-    document = result.as_json()
-    (setup.output / "auto_commit.json").write_bytes(dumps(document))
-    if result.success:
-        state = (
-            f"committed {result.commit_revision} into {result.repo_root} ({result.vcs}): {subject}"
-        )
-    else:
-        state = f"commit failed: {result.diagnostics}"
-    setup.say(f"[gitkb] winner {winner.id} {state}")
-    setup.say(result.event_line())
-    return document
+    return subject, message

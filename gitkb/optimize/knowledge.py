@@ -17,11 +17,19 @@ the run's trace label and that version's trace commit.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError
+from gitkb.importers import tlx_knowledge
+from gitkb.optimize.setup import hardware_tokens
+from gitkb.query import answer
+from gitkb.query.feedback import builder
+from gitkb.query.scope import Request
+from gitkb.store import Store
+from gitkb.trace.naming import sniff_dsl
 
 if TYPE_CHECKING:
     from gitkb.optimize.providers import Candidate
@@ -85,8 +93,6 @@ class Briefing:
 def brief(setup: RunSetup) -> Briefing:
     """Ask the store about the kernel (``gather``) and, when it is open, select TLX's
     knowledge documents for the target."""
-    from gitkb.optimize.setup import hardware_tokens
-
     found = gather(
         setup.config.kb, hardware_tokens(setup.bundle.target)[0], setup.operator,
         setup.baseline_source,
@@ -106,8 +112,6 @@ def tlx_context(setup: RunSetup) -> tuple[str, list[str]]:
     tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
     beside the wider ones), joined widest first, headed by file, within 16 KiB; returns
     the text and the files."""
-    from gitkb.importers import tlx_knowledge
-
     target = setup.bundle.target
     found = tlx_knowledge.topics(tlx_knowledge.store_records(setup.kb))
     context, files = tlx_knowledge.context(
@@ -137,11 +141,6 @@ def _attempts(arch: str, dsl: str | None, operator: str | None) -> list[dict]:
 
 def gather(store_path: str, hardware: str, operator: str | None, source: str) -> Knowledge:
     """Ask the store about the kernel; an answer it cannot give is noted, never fatal."""
-    from gitkb.query import answer
-    from gitkb.query.scope import Request
-    from gitkb.store import Store
-    from gitkb.trace.naming import sniff_dsl
-
     dsl = sniff_dsl(source)
     knowledge = Knowledge(store=str(store_path))
     try:
@@ -174,8 +173,6 @@ def gather(store_path: str, hardware: str, operator: str | None, source: str) ->
 
 def prompt_section(records: list[dict]) -> list[str]:
     """The prompt's lines about the store's answer (empty when it had none)."""
-    import json
-
     if not records:
         return []
     return [
@@ -254,8 +251,6 @@ def give_feedback(
 ) -> dict:
     """The outcome of a measured version as feedback on the ids it cited (one commit each,
     into ``kb`` keyed by the run's ``trace_label``); what was written, or why not."""
-    from gitkb.query.feedback import builder
-
     ids = list(getattr(candidate, "cited", None) or [])
     if not ids or trace_commit is None:
         return {}

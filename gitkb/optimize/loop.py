@@ -11,6 +11,7 @@ agent, a bundle that fails validation) raise GitkbError (exit 1).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gitkb.optimize import (
@@ -36,12 +37,13 @@ from gitkb.optimize.freeze import BundleChanged, KernelTouched
 from gitkb.optimize.knowledge import Briefing
 from gitkb.optimize.providers import Candidate, ProposalContext
 from gitkb.optimize.revalidate import revalidate
+from gitkb.optimize.scoring import Score
 from gitkb.optimize.setup import CommitRefused, RunConfig, RunSetup, hardware_tokens, prepare
 from gitkb.optimize.state import BestSoFar, Judgement, RunState
-from gitkb.optimize.trace_writer import memory_record
+from gitkb.optimize.trace_writer import dumps, memory_record
 from gitkb.optimize.validation import validate
 
-__all__ = ["RunConfig", "RunResult", "run", "result_json"]
+__all__ = ["RunConfig", "RunResult", "result_json", "run"]
 
 EXCLUSIONS_KEPT = 5
 # The final pick: the best and up to this many runners-up are measured again back to back.
@@ -225,7 +227,7 @@ class _Loop:
                 measurement,
                 diagnostics,
                 version,
-            )  # fmt: skip
+            )
         )
         decide_line(setup, exp, best.aggregate)
         score = measurement.score
@@ -499,9 +501,7 @@ def _finish(loop: _Loop, stopping: str) -> RunResult:
     commit_result = None
     if winner is not None and setup.plan is not None:
         setup.frozen.verify("before the winner commit")
-        commit_result = commit.commit_run_winner(
-            setup, winner, base.score, final.score, loop.reverify
-        )
+        commit_result = _commit_run_winner(setup, winner, base.score, final.score, loop.reverify)
     ending = outputs.Ending(stopping, winner, final, commit_result, revalidation)
     write_back = None
     if setup.kb is not None:
@@ -572,3 +572,29 @@ def run(config: RunConfig) -> RunResult:
         stopping = "kernel_changed" if isinstance(exc, KernelTouched) else "bundle_changed"
         document = outputs.write(setup, state, outputs.Ending(stopping, error=exc.message), base)
         return RunResult(document, EXIT_STOPPED)
+
+
+def _commit_run_winner(
+    setup: RunSetup,
+    winner: BestSoFar,
+    base_score: Score,
+    final_score: Score,
+    reverify: Callable[[bytes], tuple[bool, str]],
+) -> dict:
+    """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
+    subject, message = commit.winner_message(
+        setup.config.commit_message, winner.experiment, setup.kernel.name, base_score,
+        final_score, setup.trace_label, setup.trace.head,
+    )  # fmt: skip
+    result = commit.commit_winner(setup.plan, winner.source.encode("utf-8"), message, reverify)
+    document = result.as_json()
+    (setup.output / "auto_commit.json").write_bytes(dumps(document))
+    if result.success:
+        state = (
+            f"committed {result.commit_revision} into {result.repo_root} ({result.vcs}): {subject}"
+        )
+    else:
+        state = f"commit failed: {result.diagnostics}"
+    setup.say(f"[gitkb] winner {winner.id} {state}")
+    setup.say(result.event_line())
+    return document

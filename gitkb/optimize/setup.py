@@ -18,20 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitkb import targets
 from gitkb.errors import GitkbError, writing
 from gitkb.optimize import bundle as bundle_mod
+from gitkb.optimize import commit, profilers, providers
 from gitkb.optimize import freeze as freeze_mod
-from gitkb.optimize import profilers, providers
 from gitkb.optimize.providers import warmstart
 from gitkb.optimize.trace_writer import TraceWriter
-from gitkb.util import log as notes
+from gitkb.util import log
+from gitkb.util.resources import data_dir
 
 if TYPE_CHECKING:
     from gitkb.optimize.commit import CommitPlan
     from gitkb.store import Store
 
 REFERENCE_KERNEL_VARIABLE = "TLX_REFERENCE_KERNEL_PATH"
-live_log = notes.logger(notes.LIVE_LOGGER)
+live_log = log.logger(log.LIVE_LOGGER)
 
 
 def live_line(line: str) -> None:
@@ -108,8 +110,6 @@ class RunSetup:
 def hardware_tokens(target: dict) -> list[str]:
     """The target's hardware as trace tokens: the first of device, architecture, backend
     that the token table knows; else the raw device text (mining will say it is unknown)."""
-    from gitkb import targets
-
     for key in ("device", "architecture", "backend"):
         text = target.get(key)
         found = targets.lookup(text) if isinstance(text, str) else None
@@ -135,7 +135,6 @@ def _check_arch(arch: str | None, target: dict, where: Path) -> dict:
     one, and must agree with one that has it (same hardware token)."""
     if not arch:
         return target
-    from gitkb import targets
 
     declared = target.get("architecture")
     if not declared:
@@ -184,7 +183,6 @@ def _bundle_folder(config: RunConfig) -> Path | None:
         return config.bundle
     if config.harness and config.cases and config.target:
         return None
-    from gitkb.util.resources import data_dir
 
     roots = [Path(r) for r in config.bundle_roots] + [data_dir("targets")]
     found = bundle_mod.find_by_convention(Path(config.kernel), config.arch, roots)
@@ -199,8 +197,6 @@ def _bundle_folder(config: RunConfig) -> Path | None:
 
 def _plan_commit(config: RunConfig, kernel: Path) -> CommitPlan:
     """The winner commit's snapshot; a refusal is final now (exit 3, TLX's order)."""
-    from gitkb.optimize import commit
-
     try:
         return commit.prepare(kernel, config.vcs)
     except GitkbError as exc:

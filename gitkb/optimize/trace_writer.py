@@ -22,7 +22,8 @@ import json
 import re
 from pathlib import Path
 
-from gitkb.optimize.scoring import Score
+from gitkb.optimize.scoring import Score, weighted_geomean
+from gitkb.vcs.trailers import format_message
 
 BRANCH = "refs/heads/main"
 
@@ -107,8 +108,6 @@ def performance(
 ) -> dict:
     """The ``performance`` block of one measured version (numbers of its passing cases);
     ``reference``: the aggregate of the trace's v0 (1.0 unless it is adopted code)."""
-    from gitkb.optimize.scoring import weighted_geomean
-
     measured = [c for c in score.cases if c.passed]
     medians = [c.median_us for c in measured]
     geomean = weighted_geomean(medians, [1.0] * len(medians)) if medians else None
@@ -256,7 +255,6 @@ class TraceWriter:
     ) -> str:
         """v0. ``adopted``: the store record whose code a warm start adopted (``source``),
         ``reference`` its aggregate against the kernel as the run found it."""
-        from gitkb.vcs.trailers import format_message
 
         # trace_label: what the run calls this trace (its KB-Trace trailer); mining files
         # the trace under it, so the label is one name everywhere.
@@ -287,8 +285,6 @@ class TraceWriter:
         return self.start
 
     def promoted(self, version: int, source: str, memory: dict, title: str, pct: float) -> str:
-        from gitkb.vcs.trailers import format_message
-
         subject = f"v{version}: {_clip(title, 60)} ({pct:+.1f}%)"
         return self._commit(
             {"kernel.py": source.encode(), f"memory/v{version}.json": dumps(memory)},
@@ -298,8 +294,6 @@ class TraceWriter:
         )
 
     def rejected(self, version: int, memory: dict, reason: str, dead_end: str) -> str:
-        from gitkb.vcs.trailers import format_message
-
         subject = f"v{version}: reverted ({_clip(reason, 60)})"
         body = f"Verdict: reverted\n\ndead-end recorded: {_clip(dead_end, 600)}"
         return self._commit(
@@ -307,8 +301,6 @@ class TraceWriter:
         )
 
     def revalidation_failed(self, version: int, baseline_source: str, memory: dict) -> str:
-        from gitkb.vcs.trailers import format_message
-
         subject = f"v{version}: reverted (finalist revalidation failed)"
         body = (
             "Verdict: reverted\n\n"

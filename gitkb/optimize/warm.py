@@ -19,13 +19,14 @@ from gitkb.optimize import scoring
 from gitkb.optimize.providers import warmstart
 from gitkb.optimize.setup import RunSetup, hardware_tokens
 from gitkb.optimize.state import BestSoFar, Judgement, WarmStart
+from gitkb.record.curation import workload_key
+from gitkb.warmstart.references import note_tried
 
 
 def offer(setup: RunSetup) -> WarmStart:
     """Resolve the kernel against the store into ``warm_start/``; returns the findings so
     far (what was offered; nothing judged yet)."""
     folder = setup.output / "warm_start"
-    from gitkb.record.curation import workload_key
 
     workload = workload_key([c.case_id for c in setup.bundle.cases])
     answer = setup.warm.offer(
@@ -174,8 +175,6 @@ def recheck_failed(
 def _note_tried(setup: RunSetup, warm_start: WarmStart) -> None:
     """The judged ranks that were not adopted go under "Reference only" in the audit
     folder's index, with their outcome: the round providers read their prose, not code."""
-    from gitkb.warmstart.references import note_tried
-
     prose = {r["id"]: r.get("prose_path") for r in (setup.warm.answer or {}).get("ranks", [])}
     tried = [
         dict(c, prose_path=prose.get(c["record"]))

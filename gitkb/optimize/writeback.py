@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from gitkb.errors import GitkbError
 from gitkb.optimize.setup import RunSetup
+from gitkb.warmstart.attest import confirm_adoption
 
 
 def _confirm_adopted(setup: RunSetup, adopted: dict) -> dict:
     """Confirm the adopted record (``adopted``: the warm start's report entry)."""
-    from gitkb.warmstart.attest import confirm_adoption
-
     found = {"record": adopted["record"], "action": "confirm", "commit": None}
     try:
         admission = confirm_adoption(

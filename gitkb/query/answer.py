@@ -17,18 +17,17 @@ matches this vendor's sibling architectures hold (``--cross-arch`` serves them).
 
 from __future__ import annotations
 
+import random
 from functools import lru_cache
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import feedback_path, id_of
 from gitkb.query import budget, cards, pool, rank, scope, serve
+from gitkb.query.feedback import fold, folded_rank
 from gitkb.store.cache import queries
-from gitkb.util import log as notes
-
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from gitkb.store.store import Store
+from gitkb.store.store import Store
+from gitkb.util import log
 
 # The filters whose single removal the zero-match diagnosis tries, in its order.
 _DIAGNOSED = ("arch", "dsl", "family", "operator", "type", "level", "status", "tier", "symptom",
@@ -69,7 +68,6 @@ class Reader:
         touched = [c for c in fresh if feedback_path(c.id) in self._with_feedback]
         if not touched:
             return
-        from gitkb.query.feedback import fold, folded_rank
 
         paths = {c.path for c in touched} | {feedback_path(c.id) for c in touched}
         files = self.view.read_checked(sorted(paths))
@@ -156,7 +154,6 @@ def _sample(in_scope: pool.Pool, request: scope.Request) -> list:
     size = in_scope.size()
     if not size:
         return []
-    import random
 
     n = max(1, min(size, int(size * request.fallback_ratio) or 1))
     # sample() picks positions from the population's length alone: these are its picks
@@ -176,7 +173,7 @@ def _query(store: Store, request: scope.Request, now: float | None) -> dict:
     with store.cache.snapshot(tip) as cache:
         s = scope.resolve(cache, request)
         for note in s.notes:
-            notes.logger(__name__).warning("%s", note)
+            log.logger(__name__).warning("%s", note)
         reader = Reader(store, cache, request, now)
         in_scope = reader.pooled(s)
         resolved = _resolved(s)

@@ -9,14 +9,15 @@ is a usage error."""
 
 from __future__ import annotations
 
-from gitkb import jsontext
+import json
+
 from gitkb.errors import GitkbError
 from gitkb.query.serve import brief_payload
 
 
 def dumps(answer: object) -> str:
     """The answer as printed: one compact line of JSON, non-ASCII kept."""
-    return jsontext.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
 
 
 def size(value: object) -> int:

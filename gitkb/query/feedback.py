@@ -9,7 +9,7 @@ came from a trace's version, else ``by:<who>``, one voice per reporter).
 
 Ranking folds the events into the counters it reads, never into the record: the
 record's own ``worth.track.counters`` plus the events' counts, scored by the
-store's rule (docs/record-format.md §9: ``gitkb.mine.score``) with the recency decay of
+store's rule (docs/record-format.md §9: ``gitkb.record.worth``) with the recency decay of
 the feedback rebuilder (half-life 90 days from the last event). The gates see no
 record change, because there is none.
 """
@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import FEEDBACK_DIR, feedback_path
+from gitkb.query.scope import RETIRED_STATUSES
 from gitkb.record.values import json_number
+from gitkb.record.worth import rank, recency_decay
+from gitkb.vcs.plain import identity
+from gitkb.warmstart.attest import appended, one_line, parse_ledger
 
 OUTCOMES = ("helped", "no-effect", "misleading")
 COUNTER_NAMES = rec.COUNTERS
@@ -36,7 +40,6 @@ _COUNTS = {
     "misleading": {"applied_count": 1, "verified_ineffective": 1},
 }
 SOURCE = "gitkb-feedback"
-_HALF_LIFE_DAYS = 90.0
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 _SHA = re.compile(r"[0-9a-f]{7,64}")
 
@@ -57,8 +60,6 @@ def fold(raw: bytes | None) -> Folded:
     """The events of one feedback file folded, never raising: increments count once per
     key (the first line wins), a snapshot replaces its source's earlier snapshot, lines
     that are not JSON objects are counted and skipped."""
-    from gitkb.warmstart.attest import parse_ledger
-
     log = parse_ledger(FEEDBACK_DIR, raw)
     folded = Folded(bad_lines=len(log.bad_lines))
     snapshots: dict[str, dict] = {}
@@ -90,9 +91,6 @@ def fold(raw: bytes | None) -> Folded:
 
 def folded_rank(record: dict, folded: Folded, now: float | None = None) -> tuple[float, str]:
     """(score, tier) of ``record`` with its feedback folded into its counters."""
-    from gitkb.mine.score import rank
-    from gitkb.query.scope import RETIRED_STATUSES
-
     worth = record.get("worth") if isinstance(record.get("worth"), dict) else {}
     stored = rec.dig(worth, "rank", "score")
     if record.get("status") in RETIRED_STATUSES:
@@ -111,9 +109,7 @@ def folded_rank(record: dict, folded: Folded, now: float | None = None) -> tuple
         default=None,
     )
     now = time.time() if now is None else now
-    decay = 1.0
-    if last is not None and now > last:
-        decay = 0.5 + 0.5 * 0.5 ** ((now - last) / 86400 / _HALF_LIFE_DAYS)
+    decay = recency_decay(last, now)
     return round(min(1.0, max(0.0, result["score"] * decay)), 4), result["tier"]
 
 
@@ -158,8 +154,6 @@ def builder(record_id: str, outcome: str, trace=None, trace_commit=None, by=None
     """The store write (a ``Change`` builder) that appends one feedback event, or nothing
     when its key already holds that outcome."""
     from gitkb.store.writer import Change
-    from gitkb.vcs.plain import identity
-    from gitkb.warmstart.attest import appended, one_line, parse_ledger
 
     _checked(record_id, outcome, trace, trace_commit)
     who = one_line(by) if by and by.strip() else identity()

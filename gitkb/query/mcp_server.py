@@ -23,10 +23,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.query import mcp_schemas
+from gitkb.query import answer, mcp_schemas
+from gitkb.query.answer import shown
+from gitkb.query.answer import vocabulary as listed
 from gitkb.query.feedback import OUTCOMES as FEEDBACK_OUTCOMES
-from gitkb.query.scope import LISTABLE, TIERS
+from gitkb.query.feedback import feedback as give
+from gitkb.query.scope import LISTABLE, TIERS, Request
+from gitkb.warmstart import inline
 from gitkb.warmstart.attest import OUTCOMES as ATTEST_OUTCOMES
+from gitkb.warmstart.attest import attested, parse_evidence
+from gitkb.warmstart.resolve import resolve as resolve_kernel
 
 if TYPE_CHECKING:
     from gitkb.store.store import Store
@@ -151,9 +157,6 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
         max_bytes: Budget = None,
         coverage: Flag = False,
     ) -> dict[str, Any]:
-        from gitkb.query import answer
-        from gitkb.query.scope import Request
-
         request = Request(
             terms=(terms,), arch=arch, vendor=vendor, dsl=dsl, family=family,
             operator=operator, type=type, tier=tier, symptom=symptom, technique=technique,
@@ -166,16 +169,12 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
         return answer.query(store, request)
 
     def show(record_id: Id) -> dict[str, Any]:
-        from gitkb.query.answer import shown
-
         return shown(store, _record_id(record_id))
 
     def vocabulary(
         name: Literal[LISTABLE],  # type: ignore[valid-type]
         like: OptionalText = None,
     ) -> dict[str, Any]:
-        from gitkb.query.answer import vocabulary as listed
-
         return listed(store, name, like)
 
     def resolve(
@@ -188,9 +187,6 @@ def _tools(store: "Store", allow_write: bool, tool_cls: Any, tool_error: Any) ->
         include_retired: Flag = False,
         max_bytes: Budget = 60_000,
     ) -> dict[str, Any]:
-        from gitkb.warmstart import inline
-        from gitkb.warmstart.resolve import resolve as resolve_kernel
-
         found = resolve_kernel(
             store, _kernel_name(kernel), arch=arch, product=product, dsl=dsl, top_n=top_n,
             min_speedup=min_speedup, include_retired=include_retired, shape="inline",
@@ -231,8 +227,6 @@ def _write_tools(
         trace_commit: Annotated[str | None, Field(max_length=64)] = None,
         by: Label = None,
     ) -> dict[str, Any]:
-        from gitkb.query.feedback import feedback as give
-
         admission = give(store, _record_id(record_id), outcome, trace, trace_commit, by)
         return admission.as_json()
 
@@ -245,8 +239,6 @@ def _write_tools(
             Field(max_length=EVIDENCE_MAX),
         ] = None,
     ) -> dict[str, Any]:
-        from gitkb.warmstart.attest import attested, parse_evidence
-
         pairs = parse_evidence([f"{k}={v or ''}" for k, v in (evidence or {}).items()])
         return attested(store, _record_id(record_id), outcome, by, pairs)
 
@@ -286,8 +278,6 @@ def build(store: "Store", allow_write: bool = False) -> Any:
         description="One record's served projection, as the show tool answers.",
     )
     async def record(record_id: str) -> str:  # fmt: skip
-        from gitkb.query.answer import shown
-
         try:
             return _dumps(shown(store, _record_id(record_id)))
         except GitkbError as exc:
@@ -298,8 +288,4 @@ def build(store: "Store", allow_write: bool = False) -> Any:
 
 def serve(store: "Store", allow_write: bool = False) -> None:
     """Serve the store's tools over stdio until the client closes the connection."""
-    # A server lives long and hashes every file it serves: OpenSSL's SHA-1 is several times
-    # CPython's own, which a one-question command keeps (gitkb.digests).
-    import hashlib  # noqa: F401
-
     build(store, allow_write).run("stdio")

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from gitkb.query.scope import NEUTRAL_ARCH, RETIRED_STATUSES, Scope
 from gitkb.record.values import json_number
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.queries import (
     ArchWanted,
     Exact,
@@ -41,10 +42,6 @@ from gitkb.store.cache.queries import (
     scope_rows,
     strings,
 )
-
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from gitkb.store.cache.index_cache import IndexCache
 
 EXACT, NEUTRAL, OTHER = "exact", "architecture-neutral", "other-architecture"
 

@@ -10,11 +10,12 @@ architecture's record lower still. Ties go to the higher worth, then the id.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gitkb.query.pool import EXACT, NEUTRAL, OTHER, Pool, PoolRecord
 from gitkb.query.scope import Scope
 from gitkb.store.cache import queries, vocabulary
 from gitkb.store.cache.queries import RankedRow, Ranking
-from gitkb.valueclass import value_class
 
 # Both may be true, but only one was written about this chip (or this language).
 NEUTRAL_ARCH_DISCOUNT = 0.85
@@ -25,7 +26,7 @@ OTHER_ARCH_DISCOUNT = 0.6
 _LARGE_SHARE = 4
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Hit:
     candidate: PoolRecord
     reach: str

@@ -12,18 +12,18 @@ architecture the store holds no records for is a gap in the store, said as such.
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Set
+from dataclasses import dataclass, field, replace
 
+from gitkb import targets
 from gitkb.errors import GitkbError
+from gitkb.record.worth import TIERS
 from gitkb.store.cache import vocabulary
-from gitkb.valueclass import factory, replace, value_class
-
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from collections.abc import Set
+from gitkb.targets import vendor_of
 
 RANK_MODES = ("blend", "text", "importance")
-TIERS = ("proven", "promising", "provisional", "cautionary")
 # Statuses a query leaves out unless asked (--status, --include-retired): taken back.
 RETIRED_STATUSES = ("deprecated", "superseded")
 NEUTRAL_ARCH = "generic"
@@ -39,7 +39,7 @@ _FOLDED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # what ``fold`` kee
 LISTABLE = ("vendor", "arch", "dsl", "family", "operator", "type", "symptom", "tag", "technique")
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Request:
     """A query as the caller states it (CLI flags, an MCP call, the optimizer)."""
 
@@ -93,7 +93,7 @@ class Request:
         return self
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Scope:
     """A request resolved against the store: every filter in the store's own spelling."""
 
@@ -114,7 +114,7 @@ class Scope:
     store_vendors: tuple[str, ...] = ()  # every vendor the store holds (index lookups by arch)
     symptom_indexed: bool = True  # the store holds the symptom as a recorded signal
     symptom_alternatives: tuple[str, ...] = ()
-    notes: list[str] = factory(list)
+    notes: list[str] = field(default_factory=list)
 
     def without(self, name: str) -> Scope:
         """This scope with one filter dropped (the zero-match diagnosis)."""
@@ -140,8 +140,6 @@ def fold(value: str) -> str:
 def near_misses(value: str, known) -> list[str]:
     """The known values a rejected one most likely meant: containment either way, then
     close spellings."""
-    import difflib  # an error path: not loaded for a query that resolves
-
     ordered = sorted(known)
     wanted = value.strip().lower()
     near = [k for k in ordered if wanted and (wanted in k.lower() or k.lower() in wanted)]
@@ -217,8 +215,6 @@ _LIST_FLAGS = {
 
 def resolve_arch(vocabulary: Vocabulary, value: str) -> str:
     """A runtime's architecture token -> the store's arch name (see the module docstring)."""
-    from gitkb import targets  # the tables are read only for what the store does not spell
-
     wanted = value.strip().lower()
     if wanted and vocabulary.holds("arch", wanted):
         return wanted
@@ -252,7 +248,7 @@ def resolve(cache, request: Request) -> Scope:
     vocabulary = Vocabulary(cache)
     arch = resolve_arch(vocabulary, request.arch) if request.arch else None
     if arch:
-        from gitkb.targets import vendor_of
+        pass
     scope = Scope(
         request=request,
         terms=normalize_terms(request.terms),

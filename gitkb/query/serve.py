@@ -14,7 +14,8 @@ mistaken for a thin one.
 
 from __future__ import annotations
 
-from gitkb import jsontext
+import json
+
 from gitkb import record as rec
 
 CODE_KEYS = ("snippet", "dispatch_snippet")
@@ -54,7 +55,7 @@ def brief_payload(payload: dict) -> dict:
             if kept:
                 out["implementation"] = kept
         else:
-            omitted[key] = len(jsontext.dumps(value, ensure_ascii=False))
+            omitted[key] = len(json.dumps(value, ensure_ascii=False))
     if omitted:
         out["omitted_by_brief"] = {
             "fields": omitted,

@@ -3,12 +3,15 @@ file, ``signature`` the content signature of a record's code."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
-from gitkb import jsontext
 from gitkb.errors import RecordError
+from gitkb.record import strict
 from gitkb.record.values import dig
-from gitkb.valueclass import value_class
 
 SCHEMA_NAME = "clean-1.3"
 _ID_FIRST = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -17,7 +20,7 @@ MIN_ID_SEGMENTS = 5
 RECORDS_DIR = "records"
 
 
-@value_class
+@dataclass(slots=True)
 class RecordFile:
     """One record file as read from a store commit or a folder.
 
@@ -41,7 +44,6 @@ def load(path: str, raw: bytes) -> RecordFile:
     failure is kept on the result, so every reader skips and counts it."""
     if not raw.strip():
         return RecordFile(path, raw, None, "empty (a record is one JSON object)")
-    from gitkb.record import strict
 
     try:
         data = strict.loads(raw)
@@ -72,7 +74,7 @@ def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
     if loaded.data is None:
         raise RecordError(f"{source}: {loaded.error}")
     record_id = loaded.data.get("id")
-    if not is_id(record_id):
+    if not isinstance(record_id, str) or not is_id(record_id):
         raise RecordError(
             f"{source}: id {record_id!r} is not a record id "
             "(a-z or 0-9 first, then a-z, 0-9, '.', '_' or '-')"
@@ -84,7 +86,7 @@ def parse(raw: bytes, source: str, max_bytes: int | None = None) -> dict:
 
 def dumps(record: dict) -> bytes:
     """The byte form gitkb writes a record in: 1-space indent, non-ASCII kept, newline."""
-    return (jsontext.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def scope_of(node: object) -> dict:
@@ -154,8 +156,6 @@ def is_id(value: object) -> bool:
 
 
 def _slug(value: object, default: str) -> str:
-    import re  # a writer's
-
     text = value if isinstance(value, str) and value.strip() else default
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._") or default
 
@@ -181,8 +181,6 @@ def is_record_path(path: str) -> bool:
 
 def read_folder(folder: str | os.PathLike) -> list[RecordFile]:
     """Record files of a folder laid out like a store (``<folder>/records/...``)."""
-    from pathlib import Path
-
     root = Path(folder)
     records_dir = root / RECORDS_DIR
     if not records_dir.is_dir():

@@ -10,15 +10,16 @@ holds: bump ``store/cache_file.LAYOUT_VERSION`` with it.
 
 from __future__ import annotations
 
-from gitkb import jsontext
-from gitkb.digests import sha1, sha256
+import json
+from dataclasses import dataclass
+from hashlib import sha1, sha256
+
 from gitkb.record.values import array, dig, mapping, number_or_numeric_string
-from gitkb.valueclass import value_class
 
 CODE_TYPES = ("strategy", "reference-kernel")
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class CurationFacts:
     """One code record's ``curation_facts``."""
 
@@ -116,7 +117,7 @@ def bench_key(record: dict) -> str | None:
 def workload_key(cases: list[str], metric: str = "latency") -> str:
     """The bench key of ``metric`` measured over the workload ``cases`` (case ids): what a
     run's own numbers compare under, and a record's when it states its cases."""
-    text = jsontext.dumps([metric, sorted(cases)])
+    text = json.dumps([metric, sorted(cases)])
     return "bk:" + sha256(text.encode()).hexdigest()[:16]
 
 

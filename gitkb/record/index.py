@@ -8,11 +8,14 @@ committed; ``Index.parse`` is the one parser of it.
 
 from __future__ import annotations
 
-from gitkb import jsontext
+import json
+from bisect import insort
+from dataclasses import dataclass, field
+
 from gitkb.errors import RecordError
 from gitkb.record import RECORDS_DIR, SCHEMA_NAME, dig, is_id
 from gitkb.record.signature import content_signature
-from gitkb.valueclass import factory, value_class
+from gitkb.record.values import array, mapping
 
 INDEX_PATH = f"{RECORDS_DIR}/index.json"
 _LINE_HEAD = b'{"id": "'
@@ -23,7 +26,7 @@ def _truthy(value: object) -> bool:
 
 
 def _title(payload: dict) -> object:
-    problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
+    problem = mapping(payload.get("problem"))
     for value in (payload.get("title"), payload.get("technique"), problem.get("statement")):
         if _truthy(value):
             return value
@@ -31,15 +34,15 @@ def _title(payload: dict) -> object:
 
 
 def _search_text(record: dict) -> str:
-    payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-    problem = payload.get("problem") if isinstance(payload.get("problem"), dict) else {}
-    retrieval = record.get("retrieval") if isinstance(record.get("retrieval"), dict) else {}
-    signals = retrieval.get("signals") if isinstance(retrieval.get("signals"), dict) else {}
+    payload = mapping(record.get("payload"))
+    problem = mapping(payload.get("problem"))
+    retrieval = mapping(record.get("retrieval"))
+    signals = mapping(retrieval.get("signals"))
     parts: list[object] = [record.get("id")]
     parts += [payload.get(k) for k in ("title", "goal", "technique", "what", "summary")]
     parts += [payload.get(k) for k in ("lesson", "attempted")]
     parts += [problem.get("statement"), problem.get("operator")]
-    sections = payload.get("sections") if isinstance(payload.get("sections"), list) else []
+    sections = array(payload.get("sections"))
     parts += [s.get("heading") for s in sections if isinstance(s, dict)]
     for key, source in (
         ("triggers", retrieval),
@@ -54,7 +57,6 @@ def _search_text(record: dict) -> str:
 def index_entry(record: dict, path: str) -> dict:
     """The index entry of a record: the reindexer's sixteen keys, plus gitkb's
     ``content_signature`` so an admission finds a reproduction without loading records."""
-
     track = dig(record, "evidence", "summary", "measured_on", "track")
     tracks = sorted({t for t in track.split("/") if t}) if isinstance(track, str) else []
     return {
@@ -64,7 +66,7 @@ def index_entry(record: dict, path: str) -> dict:
         "status": record.get("status"),
         "episode_key": record.get("episode_key"),
         "path": path,
-        "title": _title(record.get("payload") if isinstance(record.get("payload"), dict) else {}),
+        "title": _title(mapping(record.get("payload"))),
         "retrieval": record.get("retrieval"),
         "worth_score": dig(record, "worth", "rank", "score"),
         "tier": dig(record, "worth", "rank", "tier"),
@@ -78,13 +80,13 @@ def index_entry(record: dict, path: str) -> dict:
     }
 
 
-@value_class
+@dataclass(slots=True)
 class Index:
     """``records/index.json``: entries sorted by id, one compact JSON line each, so a
     file gitkb wrote parses back by splitting lines."""
 
-    lines: dict[str, bytes] = factory(dict)
-    order: list[str] = factory(list)
+    lines: dict[str, bytes] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
 
     @classmethod
     def parse(cls, raw: bytes | None, source: str = INDEX_PATH) -> Index:
@@ -97,8 +99,8 @@ class Index:
         if fast is not None:
             return fast
         try:
-            data = jsontext.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, jsontext.Malformed, RecursionError) as exc:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise RecordError(f"{source}: the index is not valid JSON ({exc})") from None
         entries = data.get("records") if isinstance(data, dict) else None
         if not isinstance(entries, list):
@@ -120,8 +122,8 @@ class Index:
         if lines[0] != b"{" or lines[-3:] != [b" ]", b"}", b""]:
             return None
         try:
-            header = jsontext.loads(b"\n".join([*lines[:start], b' "records": []}']))
-        except (UnicodeDecodeError, jsontext.Malformed):
+            header = json.loads(b"\n".join([*lines[:start], b' "records": []}']))
+        except (UnicodeDecodeError, json.JSONDecodeError):
             return None
         if not isinstance(header, dict) or header.get("schema") != SCHEMA_NAME:
             return None
@@ -154,10 +156,8 @@ class Index:
     def put(self, entry: dict) -> None:
         record_id = entry["id"]
         if record_id not in self.lines:
-            from bisect import insort  # a writer's: a reader's cache rows need none
-
             insort(self.order, record_id)
-        self.lines[record_id] = jsontext.dumps(entry, ensure_ascii=False).encode("utf-8")
+        self.lines[record_id] = json.dumps(entry, ensure_ascii=False).encode("utf-8")
 
     def remove(self, record_id: str) -> None:
         if self.lines.pop(record_id, None) is not None:
@@ -165,10 +165,10 @@ class Index:
 
     def entry(self, record_id: str) -> dict | None:
         line = self.lines.get(record_id)
-        return None if line is None else jsontext.loads(line)
+        return None if line is None else json.loads(line)
 
     def entries(self) -> list[dict]:
-        return [jsontext.loads(self.lines[i]) for i in self.order]
+        return [json.loads(self.lines[i]) for i in self.order]
 
     def dumps(self) -> bytes:
         header = {
@@ -177,7 +177,7 @@ class Index:
             "builder_version": "gitkb-1",
             "count": len(self.order),
         }
-        fields = "".join(f" {jsontext.dumps(k)}: {jsontext.dumps(v)},\n" for k, v in header.items())
+        fields = "".join(f" {json.dumps(k)}: {json.dumps(v)},\n" for k, v in header.items())
         head = "{\n" + fields
         opening, closing = head.encode() + b' "records": [\n', b" ]\n}\n"
         lines = list(map(self.lines.__getitem__, self.order))

@@ -8,8 +8,9 @@ index builder imports this on every admission.
 from __future__ import annotations
 
 from functools import lru_cache
+from hashlib import sha256
 
-from gitkb.digests import sha256
+from gitkb.record.values import mapping
 
 PREFIX = "csha:"
 _DIFF_HEADERS = ("+++", "---")
@@ -44,8 +45,8 @@ def code_signature(text: str, diff: bool) -> str | None:
 
 def content_signature(record: dict) -> str | None:
     """The signature of a record's ``payload.implementation`` code; None when it has none."""
-    payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-    impl = payload.get("implementation") if isinstance(payload.get("implementation"), dict) else {}
+    payload = mapping(record.get("payload"))
+    impl = mapping(payload.get("implementation"))
     fmt, snippet = impl.get("format"), impl.get("snippet")
     if not isinstance(fmt, str) or not isinstance(snippet, str) or fmt == "none":
         return None

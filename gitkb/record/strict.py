@@ -10,9 +10,8 @@ can never take a reader down.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-
-from gitkb import jsontext
 
 # A record larger than this is refused ([store] max_record_bytes overrides it).
 MAX_RECORD_BYTES = 1 << 20
@@ -53,7 +52,7 @@ def _int(text: str) -> int:
     return value
 
 
-_DECODER = jsontext.Decoder(
+_DECODER = json.JSONDecoder(
     object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int
 )
 
@@ -68,7 +67,7 @@ def loads(raw: bytes, max_bytes: int | None = None) -> object:
         raise StrictError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
         value = _DECODER.decode(text)
-    except jsontext.Malformed as exc:
+    except json.JSONDecodeError as exc:
         raise StrictError(f"malformed JSON: {exc.msg} (line {exc.lineno})") from None
     except RecursionError:
         raise StrictError("malformed JSON: nested too deeply") from None
@@ -81,7 +80,7 @@ def loads(raw: bytes, max_bytes: int | None = None) -> object:
     try:
         # A lone surrogate is the one thing the decoder lets through that UTF-8 cannot
         # hold: encoding it back finds it (at C speed), wherever it sits.
-        jsontext.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
+        json.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
     except UnicodeEncodeError:
         raise StrictError("holds a lone surrogate escape (no UTF-8 text has one)") from None
     except RecursionError:

@@ -17,19 +17,20 @@ from collections import Counter
 from pathlib import Path
 
 from gitkb.errors import writing
+from gitkb.gates.raw_isolation import served
 from gitkb.layout import TRACE_REFS
 from gitkb.record import scope_of
+from gitkb.report import cards as card_pages
 from gitkb.report.ladder import LadderPoint, ladder_svg, legend
 from gitkb.report.pages import Link, page, record_page_name, table, trace_page_name
 from gitkb.util.files import atomic_write
+from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 RECORD_ACTIONS = ("insert", "confirm", "conflict", "import", "retract", "unretract")
 
 
 def _attestations(store, tip: str) -> list[list[object]]:
     """One row per attested record: outcome counts and the retire hint, from the ledger."""
-    from gitkb.warmstart.attest import parse_ledger, retire_hint
-
     rows = []
     for path, sha in store.repo.list_tree(tip, "ledger"):
         counts = parse_ledger(path, store.repo.blob(sha)).counts()
@@ -115,8 +116,6 @@ def _trace_page(label: str, points: list[LadderPoint], admitted: list[dict]) -> 
 
 
 def _record_page(record: dict, label: str, history: list[dict]) -> str:
-    from gitkb.gates.raw_isolation import served
-
     raw = (record.get("evidence") or {}).get("raw") or {}
     rank = (record.get("worth") or {}).get("rank") or {}
     gain = (record.get("worth") or {}).get("gain") or {}
@@ -146,8 +145,6 @@ def build_site(
 ) -> list[Path]:
     """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder,
     ``flywheel`` is a ``bench/flywheel.py --json`` document to plot (None: not given)."""
-    from gitkb.report import cards as card_pages
-
     tip = store.tip
     view = store.view()
     entries = view.entries()

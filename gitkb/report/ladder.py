@@ -5,8 +5,11 @@ line, dead-ends marked, the reference kernels ringed."""
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from dataclasses import dataclass
+
+from gitkb.layout import trace_ref
 
 # Ladder point kinds, drawn in this order (later on top): colour and legend text.
 KIND_STYLE = {
@@ -31,7 +34,6 @@ class LadderPoint:
 def trace_ladder(store, label: str) -> list[LadderPoint]:
     """The version ladder of a trace the store holds, rebuilt from its copied commits
     by the mining stages (ingest, ladder) exactly as mining saw it."""
-    from gitkb.layout import trace_ref
     from gitkb.trace.ingest import ingest
     from gitkb.trace.ladder import build_ladder
     from gitkb.trace.sources import StoreTraces
@@ -150,7 +152,7 @@ def ladder_svg(points: list[LadderPoint], width: int = 760, height: int = 300) -
     best = [(x(p.n), y(p.geomean_us)) for p in measured if p.kind in ("baseline", "milestone")]
     if len(best) > 1:
         steps = [f"{best[0][0]:.1f},{best[0][1]:.1f}"]
-        for (_, y0), (x1, y1) in zip(best, best[1:], strict=False):
+        for (_, y0), (x1, y1) in itertools.pairwise(best):
             steps += [f"{x1:.1f},{y0:.1f}", f"{x1:.1f},{y1:.1f}"]
         parts.append(
             f'<polyline points="{" ".join(steps)}" fill="none" stroke="#1a7f37" '

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitkb.errors import GitkbError
+from gitkb.schema.check import compile_or_none
 from gitkb.util.resources import data_dir
 
 BASE = "clean-1.3"
@@ -60,8 +61,6 @@ def _validator(name: str) -> Any:
 
 @cache
 def _fast_check(name: str) -> Any:
-    from gitkb.schema.check import compile_or_none
-
     return compile_or_none(load(name))
 
 

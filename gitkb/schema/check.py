@@ -213,10 +213,7 @@ def _any_type(plain: tuple[type, ...], tests: tuple[Check, ...]) -> Check:
     def check(v: object) -> bool:
         if isinstance(v, plain):
             return True
-        for test in tests:
-            if test(v):
-                return True
-        return False
+        return any(test(v) for test in tests)
 
     return check
 
@@ -225,10 +222,7 @@ def _every(checks: Iterable[Check]) -> Check:
     checks = tuple(checks)
 
     def check(v: object) -> bool:
-        for part in checks:
-            if not part(v):
-                return False
-        return True
+        return all(part(v) for part in checks)
 
     return check
 
@@ -303,10 +297,7 @@ def _additional(known: frozenset, extra: Check | None) -> Check:
     def check(v: object) -> bool:
         if not isinstance(v, dict):
             return True
-        for key in v:
-            if key not in known and (extra is None or not extra(v[key])):
-                return False
-        return True
+        return all(key in known or (extra is not None and extra(v[key])) for key in v)
 
     return check
 
@@ -317,10 +308,7 @@ def _items(item: Check, typed: bool = False) -> Check:
     def check(v: object) -> bool:
         if not isinstance(v, list):
             return not typed
-        for x in v:
-            if not item(x):
-                return False
-        return True
+        return all(item(x) for x in v)
 
     return check
 

@@ -109,15 +109,6 @@ def config_problem(raw: bytes) -> str | None:
     return None
 
 
-def max_record_bytes(config: dict) -> int:
-    limit = (config.get("store") or {}).get("max_record_bytes", strict.MAX_RECORD_BYTES)
-    return (
-        limit
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
-        else (strict.MAX_RECORD_BYTES)
-    )
-
-
 def allowed_ref(config: dict, ref: str) -> bool:
     """Whether ``gitkb.toml`` lets ``ref`` (besides main and the trace refs) be pushed."""
     refs = config.get("refs")

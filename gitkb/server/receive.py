@@ -20,8 +20,12 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.gates import Finding, GateContext, run_gates
+from gitkb.gates.registry import record_level
+from gitkb.gates.relations import dangling_links
 from gitkb.server import control, history
+from gitkb.server.ids import IdLookup
 from gitkb.store.cache.index_cache import IndexCache
+from gitkb.store.config import max_record_bytes
 from gitkb.store.view import StoreView
 from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
@@ -51,7 +55,7 @@ def check_push(updates: list[RefUpdate], repo: Repository) -> PushCheck:
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
     held_main = repo.resolve(layout.BRANCH)
     config = _config(repo, held_main)
-    ids = history.IdLookup(repo)
+    ids = IdLookup(repo)
     check = PushCheck()
     for update in updates:
         if update.ref.startswith(layout.TRACE_REFS):
@@ -85,7 +89,7 @@ def _config(repo: Repository, tip: str | None) -> dict:
 def _check_branch(
     repo: Repository,
     cache: IndexCache,
-    ids: history.IdLookup,
+    ids: IdLookup,
     update: RefUpdate,
     held: tuple,
     config: dict,
@@ -113,7 +117,7 @@ def _check_branch(
         # checks cost the push.
         with cache.snapshot(update.old):
             pass
-    before = history.Before(repo, ids, control.max_record_bytes(config))
+    before = history.Before(repo, ids, max_record_bytes(config))
     out: list[tuple[str, Finding]] = []
     base = commits[0].parents[0] if commits[0].parents else None
     with cache.snapshot(base, keep=False):
@@ -155,7 +159,6 @@ def _gate_findings(
         checked.append(record_file)
     if not checked:
         return []
-    from gitkb.gates.registry import record_level
 
     before = StoreView(
         repo,
@@ -170,7 +173,6 @@ def _gate_findings(
 
 def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Finding]:
     """The relations gate for a record the push changed: its links resolve at the new tip."""
-    from gitkb.gates.relations import dangling_links
 
     class _Ids:
         def __contains__(self, record_id: object) -> bool:
@@ -292,8 +294,8 @@ def _cites(record: dict | None) -> set[tuple[str, str]]:
 def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     """``git kb validate --history``: the history rules replayed over every commit that
     ``tip`` reaches, oldest first, as (commit, finding)."""
-    ids = history.IdLookup(repo)
-    before = history.Before(repo, ids, control.max_record_bytes(_config(repo, tip)))
+    ids = IdLookup(repo)
+    before = history.Before(repo, ids, max_record_bytes(_config(repo, tip)))
     out = []
     for commit in _oldest_first(list(repo.walk(tip))):
         out += [(commit.sha, f) for f in history.check_commit(before, commit)]

@@ -28,9 +28,10 @@ from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError, RecordError
 from gitkb.gates import Finding, GateContext, GateResult, run_gates
+from gitkb.gates.registry import record_level
 from gitkb.record import strict
 from gitkb.record.signature import content_signature
-from gitkb.store import screening
+from gitkb.store.request import AdmitRequest, parse
 from gitkb.store.screening import Screened
 from gitkb.store.view import StoreView
 from gitkb.store.writer import Builder, Change
@@ -45,19 +46,6 @@ _CONFLICT_HINTS = [
     "the hardware batch, driver or toolchain differs",
     "one side was mismeasured",
 ]
-
-
-@dataclass
-class AdmitRequest:
-    """One record file to admit, with the admission's action and provenance."""
-
-    raw: bytes
-    action: str = "insert"
-    target: str | None = None
-    source: str = "<record>"
-    trace: str | None = None
-    trace_commit: str | None = None
-    body: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,8 +71,6 @@ def check_record(
     """The record-level gates on one record about to be admitted as ``action`` (``raw``:
     its bytes, when the caller has them; ``verdicts``: results of gates already run on
     it, by gate name): the KB-Gates figure and the findings."""
-    from gitkb.gates.registry import record_level
-
     ctx = GateContext(
         records=[rec.RecordFile(path, raw or rec.dumps(record), record)],
         store=view,
@@ -237,7 +223,7 @@ def builder(
     if request.action in ("confirm", "conflict") and not request.target:
         raise GitkbError(f"--target ID is required for {request.action}", 2)
     if screened is None:
-        record, path = screening.parse(request, max_bytes)
+        record, path = parse(request, max_bytes)
         screened = functools.partial(Screened, record, path, {})
 
     def build(view: StoreView) -> Change:

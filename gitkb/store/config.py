@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from gitkb.errors import GitkbError
 from gitkb.layout import CONFIG_PATH
-
-DEFAULT_MAX_RECORD_BYTES = 1 << 20
+from gitkb.record.strict import MAX_RECORD_BYTES as DEFAULT_MAX_RECORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -31,6 +30,15 @@ _TABLES = {
     "store": ("name", "format", "schema", "max_record_bytes", "allowed_refs"),
     "mine": ("non_target_kernels",),
 }
+
+
+def max_record_bytes(config: dict) -> int:
+    """The ``[store] max_record_bytes`` of a parsed ``gitkb.toml`` (the default where it is
+    missing or not a positive whole number: a push's checks say what is wrong with it)."""
+    limit = (config.get("store") or {}).get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        return limit
+    return DEFAULT_MAX_RECORD_BYTES
 
 
 def parse(data: dict, where: str) -> StoreConfig:

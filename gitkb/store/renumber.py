@@ -63,7 +63,7 @@ def renumber(store: Store, record_id: str, upstream: str | None = None) -> dict:
             if len(commit.parents) < 2
             for change in treediff.changes(
                 repo, commit.parents[0] if commit.parents else None, commit.sha, rec.RECORDS_DIR
-            )  # fmt: skip
+            )
             if change.kind == "add" and change.path.endswith(f"/{record_id}.json")
         }
     )

@@ -17,24 +17,25 @@ itself, so the error a user sees, and every admission, is the one the plain path
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import marshal
 import os
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.gates import Finding, Gate, GateContext, GateResult
+from gitkb.gates.registry import record_level
+from gitkb.gates.sharded import workers
 from gitkb.store.cache.rows import RowValues, row_values
+from gitkb.store.request import AdmitRequest, parse
 from gitkb.store.writer import Prepared
 from gitkb.vcs.objects.pack_writer import deflate
 from gitkb.vcs.plain import blob_id
-
-if TYPE_CHECKING:
-    from gitkb.store.admission import AdmitRequest
 
 # Below this many records the fork and the first chunk's wait cost more than they save.
 MIN_BATCH = 64
@@ -60,12 +61,6 @@ class Screened:
     path: str
     verdicts: dict[str, GateResult]
     prepared: Prepared | None = None
-
-
-def parse(request: AdmitRequest, max_bytes: int) -> tuple[dict, str]:
-    """A request's record and its path; RecordError when its bytes are unusable."""
-    record = rec.parse(request.raw, request.source, max_bytes)
-    return record, rec.path_for(record)
 
 
 class Screening:
@@ -120,8 +115,6 @@ class Screening:
         self.close()
 
     def _start(self) -> None:
-        from gitkb.gates.registry import record_level
-
         gates = [g for g in record_level() if g.alone]
         self._gates = {g.name: g for g in gates}
         read_end, write_end = os.pipe()
@@ -161,8 +154,6 @@ def _widen(pipe: int) -> None:
     """Let the worker run several chunks ahead (Linux; a pipe holds 64 KiB, under one chunk,
     by default), so that a moment it is kept off the CPU costs the writer no wait."""
     with contextlib.suppress(AttributeError, OSError):
-        import fcntl
-
         fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 
@@ -178,8 +169,6 @@ def _idle_core() -> bool:
     about a fifth more work in all: where every core was busy over the last minute (a load
     this process's own start and disk waits count in too), the writer alone finishes
     sooner."""
-    from gitkb.gates.sharded import workers
-
     cores = workers()  # 1 where there is no fork
     if cores < 2:
         return False

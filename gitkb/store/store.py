@@ -10,32 +10,35 @@ from __future__ import annotations
 import builtins
 import os
 import time
+import tomllib
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
-from gitkb.record.index import INDEX_PATH
-from gitkb.store.cache.index_cache import IndexCache, Lie, RepoOpener
+from gitkb.record.index import INDEX_PATH, Index
+from gitkb.store import config as store_config
+from gitkb.store.cache.index_cache import IndexCache
+from gitkb.store.cache.source import Lie, RepoOpener
+from gitkb.store.config import max_record_bytes
+from gitkb.store.request import AdmitRequest
 from gitkb.store.view import StoreView
+from gitkb.util.files import atomic_write
 from gitkb.vcs import plain
 from gitkb.vcs.objects import Unreadable
 from gitkb.vcs.tree_ids import TreeIds
 
-# Writing, gating and the VCS layer's dulwich side load when a method needs them: a
-# reader the cache answers (resolve, query) starts without them.
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
+# The write path, the gates and the VCS layer's dulwich side load when a method needs them
+# (each loads dulwich): a reader the cache answers (query, resolve, show) starts without.
 if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Literal, TypeVar, overload
-
-    from gitkb.gates import Finding, GateContext
-    from gitkb.store.admission import AdmitRequest
+    from gitkb.gates import Finding
     from gitkb.store.config import StoreConfig
     from gitkb.store.writer import Admission, Builder, Change
     from gitkb.vcs.repository import Repository
 
-    T = TypeVar("T")
+T = TypeVar("T")
 
 
 class Store:
@@ -45,7 +48,6 @@ class Store:
         git_dir: str | os.PathLike[str],
         repo: Repository | None = None,
     ) -> None:
-        # Kept as text: a reader the cache answers never loads pathlib (``location``).
         self._location = os.fspath(location)
         self._git_dir = os.fspath(git_dir)
         self._opener = RepoOpener(self._location, repo)
@@ -55,8 +57,6 @@ class Store:
     @property
     def location(self) -> Path:
         """Where the store is: its work tree, or the bare repository."""
-        from pathlib import Path
-
         return Path(self._location)
 
     @property
@@ -66,25 +66,27 @@ class Store:
 
     @property
     def git_dir(self) -> Path:
-        from pathlib import Path
-
         return Path(self._git_dir)
 
     @property
     def repo(self) -> Repository:
         return self._opener()
 
+    @property
+    def opener(self) -> RepoOpener:
+        """Opens the repository on first use (a reader the cache answers never does)."""
+        return self._opener
+
     # ----------------------------------------------------------------- opening
 
-    if TYPE_CHECKING:  # what ``open`` answers for each ``missing_ok``
+    # what ``open`` answers for each ``missing_ok``
+    @overload
+    @classmethod
+    def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
 
-        @overload
-        @classmethod
-        def open(cls, path: str | os.PathLike = ..., missing_ok: Literal[False] = ...) -> Store: ...
-
-        @overload
-        @classmethod
-        def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
+    @overload
+    @classmethod
+    def open(cls, path: str | os.PathLike, missing_ok: bool) -> Store | None: ...
 
     @classmethod
     def open(cls, path: str | os.PathLike = ".", missing_ok: bool = False) -> Store | None:
@@ -137,8 +139,6 @@ class Store:
 
     @classmethod
     def init(cls, path: str | os.PathLike, bare: bool = False, name: str | None = None) -> Store:
-        from pathlib import Path
-
         location = Path(path)
         if location.is_dir() and any(location.iterdir()):
             what = "a git repository" if (location / ".git").exists() else "files"
@@ -148,42 +148,11 @@ class Store:
         store_name = name or location.resolve().name
         if "\n" in store_name or not store_name.strip():
             raise GitkbError(f"store name {store_name!r} must be one non-empty line", 2)
+        # Creating a repository is dulwich's work (gitkb.vcs.repository).
+        from gitkb.store.create import create_repository
+
         with writing(location):
-            return cls._create(location, bare, store_name)
-
-    @classmethod
-    def _create(cls, location: Path, bare: bool, store_name: str) -> Store:
-        import tomli_w
-
-        from gitkb.util.resources import data_dir
-        from gitkb.vcs import worktree
-        from gitkb.vcs.repository import Repository
-        from gitkb.vcs.trailers import format_message
-
-        repo = Repository.init(location, bare=bare)
-        # Admissions write packs as they go; fast compression keeps that cheap, and
-        # `git gc` recompresses later.
-        repo.set_config("core", "compression", "1")
-        repo = Repository.open(location)  # an object store that has read that setting
-        config = {
-            "store": {"name": store_name, "format": layout.FORMAT_2, "schema": rec.SCHEMA_NAME}
-        }
-        skeleton = data_dir("templates") / "store"
-        files: dict[str, bytes | None] = {
-            layout.CONFIG_PATH: tomli_w.dumps(config).encode(),
-            ".pre-commit-config.yaml": (skeleton / "pre-commit-config.yaml").read_bytes(),
-            ".gitattributes": (skeleton / "gitattributes").read_bytes(),
-            layout.GITIGNORE_PATH: (skeleton / "gitignore").read_bytes(),
-            "README.md": (skeleton / "README.md").read_text().format(name=store_name).encode(),
-        }
-        message = format_message(
-            f"kb init {store_name}",
-            "A new gitkb store.",
-            [("KB-Action", "init"), ("KB-Store-Format", layout.FORMAT_2)],
-        )
-        commit = repo.write_commit(None, files, message)
-        repo.update_ref(layout.BRANCH, None, commit, reason="gitkb: init")
-        worktree.sync_work_tree(repo, layout.BRANCH, commit, list(files))
+            repo = create_repository(location, bare, store_name)
         return cls(location, repo.git_dir, repo)
 
     # ----------------------------------------------------------------- reading
@@ -208,8 +177,6 @@ class Store:
     def settings(self, commit: str | None = None) -> StoreConfig:
         """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
         error naming it."""
-        from gitkb.store import config as store_config
-
         return store_config.parse(self.config(commit), str(self.location))
 
     def config(self, commit: str | None = None) -> dict:
@@ -218,7 +185,6 @@ class Store:
             raw = self.cache.held_file(layout.CONFIG_PATH)
         else:
             raw = self.repo.read(commit, layout.CONFIG_PATH)
-        import tomllib
 
         try:
             return tomllib.loads((raw or b"").decode())
@@ -251,17 +217,6 @@ class Store:
         for path, sha in self.repo.list_tree(commit, rec.RECORDS_DIR):
             if rec.is_record_path(path):
                 yield rec.load(path, self.repo.blob(sha))
-
-    def gate_context(self, full: bool = False, commit: str | None = None) -> GateContext:
-        from gitkb.gates import GateContext
-
-        commit = commit or self.tip
-        return GateContext(
-            records=list(self.record_files(commit)),
-            full=full,
-            store=self.view(commit),
-            index_check=self.cache_findings,
-        )
 
     def list(self, **filters: str | None) -> list[dict]:
         """Index entries whose type/vendor/arch/dsl/operator family equal the given filters."""
@@ -355,8 +310,6 @@ class Store:
               source: str = "<record>", trace: str | None = None,
               trace_commit: str | None = None, body: str = "") -> Admission:  # fmt: skip
         """Admit one record file's bytes as ``insert``, ``confirm`` or ``conflict``: one commit."""
-        from gitkb.store.admission import AdmitRequest
-
         request = AdmitRequest(raw, action, target, source, trace, trace_commit, body)
         return self.admit_many([request])[0]
 
@@ -366,7 +319,6 @@ class Store:
         """Admit records in order, one commit each. A file that cannot be read stops the run
         before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
         ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
-        from gitkb.server.control import max_record_bytes
         from gitkb.store import admission
         from gitkb.store.screening import Screening
 
@@ -393,30 +345,11 @@ class Store:
     # ----------------------------------------------------------------- format
 
     def upgrade_change(self, view: StoreView) -> Change:
-        """Store format 1 -> 2: records/index.json leaves history, gitkb.toml says so."""
-        import tomli_w
+        """Store format 1 -> 2 (``writer.upgrade_change``): the first write to a format-1
+        store makes it, and so does ``upgrade``."""
+        from gitkb.store import writer
 
-        from gitkb.store.writer import Change
-
-        config = self.config(view.tip)
-        config.setdefault("store", {})["format"] = layout.FORMAT_2
-        ignore = self.repo.read(view.tip, layout.GITIGNORE_PATH) or b""
-        line = f"/{layout.WORK_TREE_INDEX}\n".encode()
-        edits: dict[str, bytes | None] = {
-            INDEX_PATH: None,
-            layout.CONFIG_PATH: tomli_w.dumps(config).encode(),
-        }
-        if line not in ignore.splitlines(keepends=True):
-            edits[layout.GITIGNORE_PATH] = ignore + (b"\n" if ignore[-1:] not in (b"", b"\n")
-                                                     else b"") + line  # fmt: skip
-        return Change(
-            "upgrade",
-            layout.FORMAT_2,
-            edits,
-            body="Store format 2: the index is a cache under the git directory, not history "
-            "(git kb export writes records/index.json for GPU-wiki readers).",
-            trailers=[("KB-Store-Format", layout.FORMAT_2)],
-        )
+        return writer.upgrade_change(self, view)
 
     def upgrade(self) -> Admission:
         """One ``kb upgrade`` commit when the store is format 1; nothing otherwise."""
@@ -440,8 +373,6 @@ class Store:
 
     def index_file(self, commit: str | None = None) -> bytes:
         """The GPU-wiki ``records/index.json`` of the records at ``commit``."""
-        from gitkb.record.index import Index
-
         index = Index()
         for entry in self.view(commit).entries():
             index.put(entry)
@@ -450,8 +381,6 @@ class Store:
     def write_work_tree_index(self, force: bool = False) -> str | None:
         """Refresh the work tree's generated ``records/index.json`` (when ``force``, or when
         the user keeps one); the path written, or None."""
-        from gitkb.util.files import atomic_write
-
         work_tree = self.repo.work_tree
         if work_tree is None or self.format == layout.FORMAT_1:
             return None
@@ -461,40 +390,9 @@ class Store:
         atomic_write(target, self.index_file())
         return str(target)
 
-    def cache_findings(self) -> builtins.list[Finding]:
-        """How the index cache at main disagrees with a fresh rebuild from the records
-        (``validate --full``); the cache is rebuilt when it does."""
-        from gitkb.gates import Finding
-
-        tip = self.tip
-        fresh = IndexCache(None, self._opener)
-        with fresh.snapshot(tip, keep=False):
-            expected = {r.path: r for r in fresh.rows()}
-        with self.cache.snapshot(tip):
-            held = {r.path: r for r in self.cache.rows()}
-        findings = []
-        for path in sorted(expected.keys() | held.keys()):
-            want, have = expected.get(path), held.get(path)
-            name = layout.id_of(path)
-            if have is None:
-                findings.append(Finding(name, "index", f"the index cache lacks {path}"))
-            elif want is None:
-                findings.append(Finding(name, "index", f"the index cache names {path}, no record"))
-            elif (have.blob, have.id, have.entry) != (want.blob, want.id, want.entry):
-                findings.append(Finding(name, "index", f"the cache's entry for {path} is stale"))
-        if findings:
-            self.cache.rebuild_at(tip)
-        return findings
-
 
 def _store_table(config: bytes | None) -> bool:
-    """Whether ``gitkb.toml`` bytes hold a ``[store]`` table. gitkb writes it as a
-    ``[store]`` header line (and a push may change the file only as gitkb writes it), so
-    that line answers without loading the TOML parser; other bytes are parsed."""
-    if config and any(line.strip() == b"[store]" for line in config.splitlines()):
-        return True
-    import tomllib
-
+    """Whether ``gitkb.toml`` bytes hold a ``[store]`` table."""
     try:
         return isinstance(tomllib.loads((config or b"").decode()).get("store"), dict)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):

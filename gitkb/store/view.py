@@ -10,17 +10,18 @@ readers (resolve, query), which it answers from the cache alone when it can.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.store.cache.index_cache import IndexCache, Lie, RepoOpener
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import Row
+from gitkb.store.cache.source import Lie, RepoOpener
 from gitkb.vcs.plain import blob_id
+from gitkb.vcs.tree_ids import TreeIds
 
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type-only: importing it loads dulwich
     from gitkb.vcs.repository import Repository
-    from gitkb.vcs.tree_ids import TreeIds
 
 
 class StoreView:

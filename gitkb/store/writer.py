@@ -12,23 +12,45 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
+
+import tomli_w
 
 from gitkb import layout
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
+from gitkb.record.index import INDEX_PATH
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import RowValues
 from gitkb.store.view import StoreView
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.vcs import worktree
+from gitkb.vcs.repository import Repository
 from gitkb.vcs.trailers import format_message, parse_trailers
 
-if TYPE_CHECKING:
-    from gitkb.store.store import Store
-
-log = notes.logger(__name__)
+logger = log.logger(__name__)
 
 _CAS_ATTEMPTS = 3
 _CHUNK = 1000  # commits per pack and per move of main
+
+
+class WritableStore(Protocol):
+    """What the write path uses of a store (``gitkb.store.Store`` is one)."""
+
+    cache: IndexCache
+
+    @property
+    def repo(self) -> Repository: ...
+    @property
+    def location(self) -> Path: ...
+    @property
+    def tip(self) -> str: ...
+    @property
+    def format(self) -> str: ...
+    def view(self, commit: str | None = None) -> StoreView: ...
+    def config(self, commit: str | None = None) -> dict: ...
+    def upgrade_change(self, view: StoreView) -> Change: ...
+    def write_work_tree_index(self, force: bool = False) -> str | None: ...
 
 
 @dataclass
@@ -121,7 +143,7 @@ def _names(values: Iterable[str]) -> str:
     return ", ".join(values) if values else "nothing"
 
 
-def write(store: Store, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
+def write(store: WritableStore, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]:
     """Apply ``builds`` in order under the writer lock, one commit each. A builder's view
     lists the admissions made before it (``view.admitted``), e.g. for a closing report.
 
@@ -139,7 +161,7 @@ def write(store: Store, builds: list[Builder], on_refusal: str = "stop") -> list
                 worktree.repair_work_tree(repo, layout.BRANCH)
             pending = list(builds)
             if store.format == layout.FORMAT_1 and store.upgrade_change not in pending:
-                log.warning("%s uses store format 1 (a committed index): upgrading it first "
+                logger.warning("%s uses store format 1 (a committed index): upgrading it first "
                             "(one kb upgrade commit)", store.location)  # fmt: skip
                 pending.insert(0, store.upgrade_change)
             try:
@@ -160,7 +182,7 @@ def write(store: Store, builds: list[Builder], on_refusal: str = "stop") -> list
     return admissions
 
 
-def rewrite(store: Store, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, str]:
+def rewrite(store: WritableStore, build: Callable[[str], tuple[str, set[str]]]) -> tuple[str, str]:
     """Replace main by a rewrite of it, under the writer lock: ``build(tip)`` writes the new
     commits and returns the new tip and the paths it changed; main then moves by
     compare-and-swap (``git kb renumber`` rewrites commits not yet pushed, nothing else
@@ -184,7 +206,7 @@ def rewrite(store: Store, build: Callable[[str], tuple[str, set[str]]]) -> tuple
 
 
 def _write_chunk(
-    store: Store, chunk: list[Builder], on_refusal: str, earlier: list[Admission]
+    store: WritableStore, chunk: list[Builder], on_refusal: str, earlier: list[Admission]
 ) -> list[Admission]:
     repo, cache = store.repo, store.cache
     for attempt in range(_CAS_ATTEMPTS):
@@ -249,7 +271,9 @@ def _write_chunk(
     raise AssertionError("unreachable")
 
 
-def _sync_work_tree(store: Store, tip: str, touched: set[str], done: list[Admission]) -> None:
+def _sync_work_tree(
+    store: WritableStore, tip: str, touched: set[str], done: list[Admission]
+) -> None:
     try:
         worktree.sync_work_tree(store.repo, layout.BRANCH, tip, sorted(touched))
     except OSError as exc:
@@ -260,3 +284,26 @@ def _sync_work_tree(store: Store, tip: str, touched: set[str], done: list[Admiss
         )
         error.admitted = done
         raise error from None
+
+
+def upgrade_change(store: WritableStore, view: StoreView) -> Change:
+    """Store format 1 -> 2: records/index.json leaves history, gitkb.toml says so."""
+    config = store.config(view.tip)
+    config.setdefault("store", {})["format"] = layout.FORMAT_2
+    ignore = store.repo.read(view.tip, layout.GITIGNORE_PATH) or b""
+    line = f"/{layout.WORK_TREE_INDEX}\n".encode()
+    edits: dict[str, bytes | None] = {
+        INDEX_PATH: None,
+        layout.CONFIG_PATH: tomli_w.dumps(config).encode(),
+    }
+    if line not in ignore.splitlines(keepends=True):
+        edits[layout.GITIGNORE_PATH] = ignore + (b"\n" if ignore[-1:] not in (b"", b"\n")
+                                                 else b"") + line  # fmt: skip
+    return Change(
+        "upgrade",
+        layout.FORMAT_2,
+        edits,
+        body="Store format 2: the index is a cache under the git directory, not history "
+        "(git kb export writes records/index.json for GPU-wiki readers).",
+        trailers=[("KB-Store-Format", layout.FORMAT_2)],
+    )

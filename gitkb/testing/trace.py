@@ -16,7 +16,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitkb import record as rec
+from gitkb.layout import trace_ref
 from gitkb.record import new_track
+from gitkb.store import Store
 from gitkb.testing.trace_builder import Trace
 
 LABEL = "kernel_opt_001_example_softmax"
@@ -349,10 +352,6 @@ def mined_records(trace: ExampleTrace) -> list[dict]:
 def sample_store(workdir: str | Path):
     """A store holding the example trace under ``refs/kb/traces/<label>`` with the first
     milestone admitted; returns (store, the second milestone's record file, not admitted)."""
-    from gitkb import record as rec
-    from gitkb.layout import trace_ref
-    from gitkb.store import Store
-
     workdir = Path(workdir)
     trace = write_trace(workdir / LABEL)
     store = Store.init(workdir / "store", bare=True)

@@ -18,7 +18,7 @@ from gitkb.trace import TraceError
 from gitkb.trace.captures import Capture, read_captures
 from gitkb.trace.files import MAX_FILE_BYTES, TraceFiles
 from gitkb.trace.hardware import resolve_hardware
-from gitkb.trace.journals import attach, promotion_journal, supervisor_journals
+from gitkb.trace.journals import Journal, promotion_journal, supervisor_journals
 from gitkb.trace.memory import VersionRow, read_memory
 from gitkb.trace.messages import (
     EPISODE,
@@ -426,3 +426,20 @@ def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMe
         hardware_basis=hardware_basis,
         harness=options.harness or DEFAULT_HARNESS,
     )
+
+
+def attach(rows: list[VersionRow], journals: dict[int, Journal]) -> None:
+    """Give each long-horizon row its committed journal: experiments and the authoritative
+    figure where its memory states none."""
+    by_version = {j.version: j for j in journals.values() if j.version is not None}
+    for row in rows:
+        episode = row.episode
+        journal = journals.get(episode) if episode is not None else by_version.get(row.n)
+        if journal is None or (journal.version is not None and journal.version != row.n):
+            continue
+        row.journal = row.journal or journal
+        if not row.experiments:
+            row.experiments = [dict(e) for e in journal.experiments]
+            row.experiments_from = journal.path
+        if row.improvement_pct is None and row.promotion:
+            row.improvement_pct = journal.improvement_pct

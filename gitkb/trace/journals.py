@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from gitkb.record.values import finite_number, mapping, stripped_text
 from gitkb.trace.files import MAX_EVIDENCE_BYTES, JsonProblem, TraceFiles, parse_json
-from gitkb.trace.memory import VersionRow
 
 SUPERVISOR_DIR = ".atrex_long_horizon"
 _EPISODE_FILE = re.compile(
@@ -76,23 +75,6 @@ def supervisor_journals(files: TraceFiles) -> dict[int, Journal]:
         path = paths.get("episode_runtime/journal.json") or paths["attempt.json"]
         journals[episode] = _journal(episode, path, journal, attempt)
     return journals
-
-
-def attach(rows: list[VersionRow], journals: dict[int, Journal]) -> None:
-    """Give each long-horizon row its committed journal: experiments and the authoritative
-    figure where its memory states none."""
-    by_version = {j.version: j for j in journals.values() if j.version is not None}
-    for row in rows:
-        episode = row.episode
-        journal = journals.get(episode) if episode is not None else by_version.get(row.n)
-        if journal is None or (journal.version is not None and journal.version != row.n):
-            continue
-        row.journal = row.journal or journal
-        if not row.experiments:
-            row.experiments = [dict(e) for e in journal.experiments]
-            row.experiments_from = journal.path
-        if row.improvement_pct is None and row.promotion:
-            row.improvement_pct = journal.improvement_pct
 
 
 def _read(files: TraceFiles, path: str | None, budget: list[int]) -> dict:

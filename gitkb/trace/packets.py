@@ -8,6 +8,7 @@ gate needs lives only in scratch files. ``find_packet`` is how a record finds it
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from gitkb.trace.files import TraceFiles
@@ -124,8 +125,6 @@ def _blob(repo: Repository, sha: str) -> bytes:
 
 
 def unified_diff(before: str | bytes | None, after: str | bytes | None, path: str) -> str:
-    import difflib
-
     old, new = _decoded(before), _decoded(after)
     if old == new:
         return ""

@@ -1,18 +1,13 @@
 """The library's notes (a recovered lock, a rebuilt cache, a scope note) and the
 optimizer's live lines: loggers under ``gitkb``, one line each on stderr.
 
-``logging`` loads when a logger is first asked for, and the stderr handler comes
-with it: a read verb that notes nothing (a query the cache answers) starts without
-either. ``-v`` / ``-q`` (``set_verbosity``) say how much reaches stderr.
+``-v`` / ``-q`` (``set_verbosity``) say how much reaches stderr.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import logging
 
 # The optimizer's live lines: a channel of their own, printed as they are ("[gitkb] ...").
 LIVE_LOGGER = "gitkb.optimize.live"
@@ -22,8 +17,6 @@ _levels = {"top": 20}  # logging.INFO; -q: WARNING, -v: DEBUG
 
 def logger(name: str) -> logging.Logger:
     """The logger ``name`` (under ``gitkb``), its notes reaching stderr."""
-    import logging
-
     top = logging.getLogger(_TOP)
     if not top.handlers:
         top.addHandler(_stderr_handler())
@@ -40,8 +33,6 @@ def set_verbosity(verbose: bool, quiet: bool) -> None:
 
 
 def _stderr_handler() -> logging.Handler:
-    import logging
-
     class Stderr(logging.Handler):
         """One line per record on ``sys.stderr`` as it is when the record comes (a caller
         may have swapped it); the notes read ``gitkb: ...``, the live lines as they are."""

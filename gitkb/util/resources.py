@@ -7,10 +7,7 @@ a source checkout has them beside the package.
 from __future__ import annotations
 
 import os
-
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
@@ -26,6 +23,4 @@ def data_path(kind: str) -> str:
 
 def data_dir(kind: str) -> Path:
     """Return the folder of one kind of shipped data: schema, templates, targets or hooks."""
-    from pathlib import Path
-
     return Path(data_path(kind))

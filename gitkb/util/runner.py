@@ -1,213 +1,31 @@
 """The one subprocess runner: harness evaluations, agent providers and the external distiller.
 
-A command runs under a supervisor: this file run as a script (``python -I -S``),
-in a session of its own. On Linux the supervisor makes itself a child
-subreaper, so every descendant of the command stays below it even after a
-``setsid`` or a double fork (an orphan is re-parented to the nearest subreaper,
-not to init); it finds them by walking ``/proc``. When the command exits, any
-descendant still running gets SIGTERM, then SIGKILL after the grace period;
-on a timeout (or when the caller is interrupted) the command and every
-descendant get the same. The supervisor reaps everything before it reports,
-and dies with its caller (``PR_SET_PDEATHSIG``), cleaning up first. Should the
-supervisor itself be killed, the caller kills what still carries the run's
-token in its environment. Elsewhere than Linux only the command's process
-group is reached.
-
-The supervisor imports nothing but ``os``, ``signal``, ``sys``, ``time`` and
-``ctypes``, so it starts in a few milliseconds; the library half below imports
-what it needs inside its functions.
+A command runs under a supervisor (``gitkb.util.supervisor``, run as a script in a
+session of its own), which contains the command and every process it starts, and
+kills them all on a timeout or when the caller is interrupted. Should the supervisor
+itself be killed, the caller kills what still carries the run's token in its
+environment (``sweep``). Elsewhere than Linux only the command's process group is
+reached.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import select
+import shlex
 import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 
-KILL_GRACE_S = 2.0
-TOKEN_VARIABLE = "GITKB_RUN_TOKEN"
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-# Signals Python ignores for itself that a spawned command must get back at their defaults.
-_DEFAULT_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
-)
+from gitkb.util import log, supervisor
+from gitkb.util.supervisor import KILL_GRACE_S, TOKEN_VARIABLE, signal_all
 
-
-# --------------------------------------------------------------------------- process table
-
-
-def live_descendants(root: int) -> list[int]:
-    """Every live (not zombie) process below ``root``, found through ``/proc``; [] where there
-    is no ``/proc``."""
-    children: dict[int, list[int]] = {}
-    states: dict[int, str] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue  # gone meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        pid = int(name)
-        states[pid] = fields[0].decode()
-        children.setdefault(int(fields[1]), []).append(pid)
-    found, queue = [], list(children.get(root, []))
-    while queue:
-        pid = queue.pop()
-        if states.get(pid) not in ("Z", "X"):
-            found.append(pid)
-        queue.extend(children.get(pid, []))
-    return found
-
-
-def _signal_all(pids, sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _reap() -> None:
-    """Collect every exited child (re-parented orphans included) without blocking."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _wait_gone(pgid: int, deadline: float) -> bool:
-    """Wait until nothing below this process (and nothing in ``pgid``) lives; True if so."""
-    while True:
-        _reap()
-        if not live_descendants(os.getpid()) and not _group_alive(pgid):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _terminate_tree(pgid: int, grace_s: float) -> list[int]:
-    """SIGTERM to everything below this process, SIGKILL to what is left after ``grace_s``;
-    returns the processes the first signal reached."""
-    me = os.getpid()
-    targets = live_descendants(me)
-    if not targets and not _group_alive(pgid):
-        return targets  # the usual end: nothing left behind
-    _signal_all(targets, signal.SIGTERM)
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if not _wait_gone(pgid, time.monotonic() + grace_s):
-        # SIGKILLed processes cannot fork; whatever forked meanwhile is caught next pass.
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:
-            left = live_descendants(me)
-            if not left and not _group_alive(pgid):
-                break
-            _signal_all(left, signal.SIGKILL)
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            _reap()
-            time.sleep(0.005)
-    _wait_gone(pgid, time.monotonic() + 1.0)
-    return targets
-
-
-# --------------------------------------------------------------------------- the supervisor
-
-
-class _Stop(BaseException):
-    """A signal ended the wait: the timeout (SIGALRM) or the caller (SIGTERM, SIGINT, SIGHUP)."""
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
-def _contain_self(parent: int) -> None:
-    """Become a child subreaper and die with the caller (Linux; elsewhere nothing)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    if os.getppid() != parent:  # the caller died before the line above
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _supervise(args: list[str]) -> int:
-    """``STATUS TIMEOUT GRACE PARENT -- ARGV...``: run ARGV, contain it, write STATUS."""
-    status_path, timeout_s, grace_s, parent = args[0], float(args[1]), float(args[2]), int(args[3])
-    argv = args[5:]
-
-    def stop(why):
-        def handler(signum, frame):
-            raise _Stop(why)
-
-        return handler
-
-    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
-        signal.signal(getattr(signal, name), stop("cancelled"))
-    signal.signal(signal.SIGALRM, stop("timeout"))
-    returncode, why, error, pid = None, "", "", 0
-    start = time.monotonic()
-    try:
-        _contain_self(parent)
-        try:
-            pid = os.posix_spawnp(
-                argv[0], argv, dict(os.environ), setpgroup=0, setsigdef=_DEFAULT_SIGNALS
-            )
-        except OSError as exc:
-            error = f"{exc.strerror or exc}: {argv[0]}".replace("\n", " ")
-        if pid:
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
-            while True:  # reap orphans as they die, until the command itself ends
-                done, status = os.waitpid(-1, 0)
-                if done == pid:
-                    returncode = os.waitstatus_to_exitcode(status)
-                    break
-    except _Stop as stopped:
-        why = stopped.why
-    seconds = time.monotonic() - start
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGALRM"):
-        signal.signal(getattr(signal, name), signal.SIG_IGN)  # cleanup runs to its end
-    strays = len([p for p in _terminate_tree(pid, grace_s) if p != pid]) if pid else 0
-    _reap()
-    tmp = status_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(f"{returncode}\n{why}\n{seconds:.6f}\n{strays}\n{error}\n")
-    os.replace(tmp, status_path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_supervise(sys.argv[1:]))
+__all__ = ["KILL_GRACE_S", "Outcome", "OutputCap", "run", "sweep"]
 
 
 # --------------------------------------------------------------------------- the caller's half
@@ -218,13 +36,13 @@ class Outcome:
 
     __slots__ = (
         "argv",
-        "returncode",
-        "timed_out",
-        "seconds",
-        "strays",
-        "stdout",
-        "stderr",
         "error",
+        "returncode",
+        "seconds",
+        "stderr",
+        "stdout",
+        "strays",
+        "timed_out",
     )
 
     def __init__(self, argv, returncode, timed_out, seconds, strays=0, error=None):
@@ -276,18 +94,9 @@ def run(
     Outcome instead; neither: both discarded. Never raises for the command's failure;
     an interrupt of the caller kills the whole tree before it propagates.
     """
-    import secrets
-    import subprocess
-    import tempfile
-
     token = secrets.token_hex(8)
-    # Here, not at the top: the supervisor runs this file as a script and stays light.
-    import shlex
-
-    from gitkb.util import log as notes
-
     command = shlex.join(str(arg) for arg in argv)
-    notes.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
+    log.logger(__name__).debug("running %s (timeout %ss)", command, timeout_s)
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VARIABLE] = token
     with tempfile.TemporaryDirectory(prefix="gitkb-run-") as scratch:
@@ -303,8 +112,8 @@ def run(
         if capture:
             out_path = os.path.join(scratch_dir, "stdout")
             err_path = os.path.join(scratch_dir, "stderr")
-        supervisor = [
-            sys.executable, "-I", "-S", os.path.abspath(__file__),
+        supervised = [
+            sys.executable, "-I", "-S", os.path.abspath(supervisor.__file__),
             status, repr(float(timeout_s)), repr(float(grace_s)), str(os.getpid()), "--", *argv,
         ]  # fmt: skip
         start = time.monotonic()
@@ -315,7 +124,7 @@ def run(
                 out = subprocess.PIPE if capped else (null if fout is None else fout)
                 err = subprocess.STDOUT if capped or fout is not None else null
                 process = subprocess.Popen(
-                    supervisor,
+                    supervised,
                     stdin=null if fin is None else fin,
                     stdout=out,
                     stderr=ferr if ferr is not None else err,
@@ -357,8 +166,6 @@ class _CappedOutput:
     and the notice, however much the command prints."""
 
     def __init__(self, path, cap: OutputCap) -> None:
-        import threading
-
         self._fh = open(path, "wb")
         self._cap = cap
         self._written = 0  # bytes of the head written
@@ -369,8 +176,6 @@ class _CappedOutput:
 
     def drain(self, pipe) -> None:
         """Read ``pipe`` on a thread until every writer has closed it."""
-        import threading
-
         self._reader = threading.Thread(target=self._read, args=(pipe,), daemon=True)
         self._reader.start()
 
@@ -425,8 +230,6 @@ class _opened:
 
 def _await(process, backstop_s: float, grace_s: float, token: str) -> None:
     """Wait for the supervisor; on an interrupt, let it clean up first, then re-raise."""
-    import subprocess
-
     try:
         _wait_exit(process, backstop_s)
     except subprocess.TimeoutExpired:  # the supervisor itself hangs (stopped, starved)
@@ -447,9 +250,6 @@ def _await(process, backstop_s: float, grace_s: float, token: str) -> None:
 def _wait_exit(process, timeout_s: float) -> None:
     """``process.wait(timeout)`` without its polling sleeps (up to 50 ms each): a pidfd
     becomes readable the moment the process exits (Linux 5.3+)."""
-    import select
-    import subprocess
-
     try:
         pidfd = os.pidfd_open(process.pid)
     except (AttributeError, OSError):
@@ -466,10 +266,8 @@ def _wait_exit(process, timeout_s: float) -> None:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read(path) -> bytes:
@@ -523,5 +321,5 @@ def sweep(token: str) -> int:
             continue
         if needle in environ.split(b"\0"):
             found.append(int(name))
-    _signal_all(found, signal.SIGKILL)
+    signal_all(found, signal.SIGKILL)
     return len(found)

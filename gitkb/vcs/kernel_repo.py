@@ -7,7 +7,9 @@ else stays as it was."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -89,8 +91,6 @@ def _read_work_file(root: Path, path: str) -> bytes | None:
 
 
 def _require(program: str, missing: str) -> None:
-    import shutil
-
     if shutil.which(program) is None:
         raise GitkbError(missing)
 
@@ -332,8 +332,6 @@ class HgKernelRepo:
         self.root = root
 
     def _hg(self, *args: str, check: bool = True) -> bytes:
-        import subprocess
-
         env = dict(os.environ, HGPLAIN="1")
         done = subprocess.run(
             ["hg", *args], cwd=self.root, env=env, capture_output=True, stdin=subprocess.DEVNULL
@@ -391,8 +389,6 @@ class HgKernelRepo:
     ) -> str:
         """Commit only the target with ``committed`` bytes, then leave ``work`` in the file.
         Raises RefMoved when the working directory's parent is no longer the snapshot's."""
-        import tempfile
-
         if self.head() != snapshot.head:
             raise RefMoved(f"the working directory's parent moved during the run ({self.root})")
         target = self.root / snapshot.path

@@ -11,8 +11,7 @@ takes the full path through ``repository``.
 from __future__ import annotations
 
 import os
-
-from gitkb.digests import sha1
+from hashlib import sha1
 
 _HEX = "0123456789abcdef"
 

@@ -4,6 +4,8 @@ the component being driven, so the client is git's own."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -30,9 +32,6 @@ def push(
     with C git: the server side (receive-pack and its pre-receive hook) is the component
     being driven, so the client is git's own. ``env`` is the environment git and the
     server's hook run in (None: this process's). A refusal is a result, not an error."""
-    import shutil
-    import subprocess
-
     if shutil.which("git") is None:
         raise GitkbError("pushing needs C git on PATH (git push)")
     done = subprocess.run(

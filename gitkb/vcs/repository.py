@@ -28,7 +28,7 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.repo import Repo
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.vcs.fallback import DULWICH_UNREADABLE, apply_delta, commit_info
 from gitkb.vcs.objects import COMMIT, TREE, TYPE_NAMES, Unreadable, tree
 from gitkb.vcs.objects.commit import CommitInfo, parse_commit
@@ -44,7 +44,7 @@ ZERO_SHA = "0" * 40
 # leaves no partial file among the user's files.
 WORK_TREE_TMP = "gitkb-tmp"
 
-log = notes.logger(__name__)
+logger = log.logger(__name__)
 _RECENT_RAW = 4
 
 
@@ -301,7 +301,7 @@ class Repository:
                 entries = sorted(self._tree(tree_id).items(), key=lambda e: e.path, reverse=True)
             except Unreadable:
                 # A damaged repository: what the missing tree held cannot be listed.
-                log.warning("tree %s (%s) is missing from %s", tree_id.decode(), base, self.git_dir)
+                logger.warning("tree %s (%s) missing from %s", tree_id.decode(), base, self.git_dir)
                 continue
             for entry in entries:
                 name = entry.path.decode("utf-8", "surrogateescape")

@@ -13,12 +13,12 @@ import time
 from collections.abc import Iterator
 
 from gitkb.errors import LockTimeout
-from gitkb.util import log as notes
+from gitkb.util import log
 from gitkb.util.files import atomic_write
 from gitkb.vcs.objects.tree import FILE_MODE
 from gitkb.vcs.repository import WORK_TREE_TMP, Repository
 
-log = notes.logger(__name__)
+logger = log.logger(__name__)
 
 # A ref lock that is still there this long after we took the writer lock was
 # left by a killed process: C git holds such locks for milliseconds.
@@ -79,7 +79,7 @@ def writer_lock(repo: Repository, timeout: float | None = None) -> Iterator[bool
                 time.sleep(0.005)
         previous = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
         if previous:
-            log.warning(
+            logger.warning(
                 "recovered the writer lock of %s: process %s stopped while holding it",
                 repo.git_dir,
                 previous,
@@ -106,7 +106,7 @@ def _clear_stale_locks(repo: Repository) -> None:
             time.sleep(0.05)
         if lock.exists():
             lock.unlink()
-            log.warning("removed stale lock %s", lock)
+            logger.warning("removed stale lock %s", lock)
     partials = [
         *(repo.git_dir / "objects").glob("??/*.lock"),
         *(repo.git_dir / WORK_TREE_TMP).glob("*"),
@@ -130,4 +130,4 @@ def repair_work_tree(repo: Repository, branch_ref: str) -> None:
     ]
     if stale:
         sync_work_tree(repo, branch_ref, tip, stale)
-        log.warning("repaired %d work-tree files left behind by the crash", len(stale))
+        logger.warning("repaired %d work-tree files left behind by the crash", len(stale))

@@ -9,13 +9,16 @@ too, so the reason and what was zeroed stay next to the outcomes.
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
 import time
+from dataclasses import dataclass, field
 
-from gitkb import jsontext
+from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import ledger_path
 from gitkb.record import strict
-from gitkb.valueclass import factory, value_class
 from gitkb.vcs.plain import identity
 
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")
@@ -29,14 +32,14 @@ _COUNT_OF = {
 _EVIDENCE_KEY = r"[A-Za-z0-9_.-]+"
 
 
-@value_class
+@dataclass(slots=True)
 class Ledger:
     """A record's ledger as read: its events, and the lines that were not JSON objects."""
 
     path: str
     raw: bytes = b""
-    events: list[dict] = factory(list)
-    bad_lines: list[tuple[int, str]] = factory(list)
+    events: list[dict] = field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
 
     def counts(self) -> dict:
         """recalls (attempts on hardware), validations, failures, not_reproduced,
@@ -111,8 +114,6 @@ def retire_hint(counts: dict) -> str | None:
 def event_line(event: str, **fields: object) -> dict:
     """A ledger event: kind, UTC time, then fields; the nonce keeps two otherwise identical
     lines distinct, so a union merge never folds two attestations into one."""
-    import secrets
-
     return {
         "event": event,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -132,15 +133,13 @@ def appended(ledger: Ledger, strict: bool, *events: dict) -> bytes:
     if raw and not raw.endswith(b"\n"):
         raw += b"\n"
     lines = b"".join(
-        jsontext.dumps(e, ensure_ascii=False, sort_keys=False).encode() + b"\n" for e in events
+        json.dumps(e, ensure_ascii=False, sort_keys=False).encode() + b"\n" for e in events
     )
     return raw + lines
 
 
 def parse_evidence(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
     """``K=V`` strings -> a dict; a malformed pair is an error naming it."""
-    import re  # a writer's: a reader of ledgers loads none
-
     evidence: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -212,7 +211,6 @@ def confirm_change(view, record_id: str, keys: list[str], body: str, trailers: l
     """The ``confirm`` change counting each of ``keys`` once on ``record_id``
     (``worth.track.confirm_keys``), the record otherwise unchanged; an empty change when
     every key is counted already."""
-    from gitkb import record as rec
     from gitkb.store.admission import count_confirmation
     from gitkb.store.writer import Change
 

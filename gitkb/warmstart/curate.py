@@ -16,13 +16,13 @@ are counted as GEAK counts them: only in the groups that reach the top N.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
 
 from gitkb import targets
 from gitkb.errors import GitkbError
 from gitkb.record import DSLS, scope_of
 from gitkb.record.curation import CurationFacts, curation_facts
-from gitkb.valueclass import factory, value_class
 
 RETIRED_STATUSES = ("deprecated", "superseded")
 # The languages a page can be in: clean-1.3's, and those GEAK keeps that its enum cannot name.
@@ -70,11 +70,11 @@ def _folded(name: str) -> str:
     return "".join(c for c in name if "a" <= c <= "z" or "0" <= c <= "9")
 
 
-@value_class
+@dataclass(slots=True)
 class KernelMatch:
     tier: str | None  # exact, normalized, fuzzy; None when nothing or ambiguous
-    names: set[str] = factory(set)  # canonical names that count as the kernel
-    ambiguous: list[str] = factory(list)
+    names: set[str] = field(default_factory=set)  # canonical names that count as the kernel
+    ambiguous: list[str] = field(default_factory=list)
     on_page: bool = False  # matched among the caller's page's kernels
 
 
@@ -159,7 +159,7 @@ def page_of(product: str | None, measured: str | None) -> str | None:
 # ----------------------------------------------------------------- curation
 
 
-@value_class
+@dataclass(slots=True)
 class CodeRecord:
     """A code-carrying record as curation ranks it: its ``facts`` (``gitkb.record.curation``,
     as the index cache keeps them), and the record once read (``loaded``: resolve reads
@@ -170,12 +170,12 @@ class CodeRecord:
     facts: CurationFacts
     retired: bool
     loaded: dict | None = None
-    counts: dict = factory(dict)
+    counts: dict = field(default_factory=dict)
     retire_hint: str | None = None
     page: str | None = None
     language: str = ANY_LANGUAGE
     applies: bool | None = None  # whether a strategy's diff applies to the caller's kernel
-    alternates: list[CodeRecord] = factory(list)
+    alternates: list[CodeRecord] = field(default_factory=list)
 
     @property
     def record(self) -> dict:
@@ -239,10 +239,10 @@ def eligible(candidate: CodeRecord, min_speedup: float, include_retired: bool) -
     return candidate.speedup is not None and candidate.speedup >= min_speedup
 
 
-@value_class
+@dataclass(slots=True)
 class Curated:
     ranks: list[CodeRecord]
-    reference_only: list[CodeRecord] = factory(list)
+    reference_only: list[CodeRecord] = field(default_factory=list)
     retired: int = 0
     below_floor: int = 0
     collapsed: int = 0

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from gitkb import record as rec
 from gitkb.gates import card_evidence as ce
-from gitkb.mine.score import rank
+from gitkb.record.worth import rank
 from gitkb.store.admission import check_record, refuse_findings
 from gitkb.store.writer import Change
 from gitkb.trace import techniques
@@ -132,11 +132,11 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
                 "metrics": {},
                 "shape_regime": {},
                 "symptoms": facts.symptoms,
-            },  # fmt: skip
+            },
             "technique_tags": [key.technique, key.family],
             "triggers": [
                 f"considering {key.technique} for a {key.dsl} {key.family} kernel on {where}"
-            ],  # fmt: skip
+            ],
             "links": links,
         },
         "payload": {
@@ -172,7 +172,7 @@ def card_record(facts: ce.CardFacts, number: int, supersedes: str | None) -> dic
                     "n_independent_runs": len(facts.traces) or None,
                 }
             ),
-        },  # fmt: skip
+        },
     }
     card["worth"]["rank"] = rank(card) | {"builder_version": BUILDER_VERSION}
     return card

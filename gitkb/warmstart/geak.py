@@ -15,7 +15,11 @@ of the fork iAmir97/GEAK @ a6a9d0e (``kb/identity.py`` as in AMD-AGI/GEAK).
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from functools import cache
+
+import yaml
 
 from gitkb import targets
 from gitkb.record.curation import (
@@ -26,7 +30,6 @@ from gitkb.record.curation import (
     geak_kernel,
     synthetic_exp_id,
 )
-from gitkb.valueclass import value_class
 from gitkb.warmstart import curate
 
 _PREFIXES = ("triton_", "hip_", "ck_", "cuda_", "torch_")
@@ -41,8 +44,6 @@ SCHEME, DOMAIN, FRAMEWORK, NO_VERSION = "geak", "kernel", "rocm", "unspecified"
 @cache
 def _pattern(text: str):
     """``text`` compiled, on first use: resolve off a gfx page loads no ``re``."""
-    import re
-
     return re.compile(text)
 
 
@@ -147,7 +148,7 @@ def retire_hint(counts: dict) -> str:
     return ""
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class GeakEntry:
     """Where a record sits in a GEAK tree, and the names GEAK keys it by."""
 
@@ -255,8 +256,6 @@ def report_of(record: dict) -> str:
 
 def entry_files(meta: dict, diff: str, report: str) -> dict[str, bytes]:
     """An entry folder's files, as GEAK writes them."""
-    import yaml
-
     return {
         "meta.yaml": yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).encode(),
         "patch.diff": diff.encode(),

@@ -11,12 +11,13 @@ under "Reference only", for their prose.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from gitkb.errors import GitkbError
 from gitkb.record.curation import code_of, reproductions
-from gitkb.warmstart import curate
+from gitkb.warmstart import curate, geak
 
 _EXTENSIONS = {"triton": ".py", "gluon": ".py", "cutedsl": ".py", "flydsl": ".py", "cuda": ".cu"}
 
@@ -127,7 +128,7 @@ def render(rank: dict, record: dict, pitfalls: list[dict]) -> str:
             f"- reference only: {rank['reason']}"
             if reference_only
             else f"- applies to the given kernel file: {rank.get('applies')}"
-        ),  # fmt: skip
+        ),
         "",
         "## Problem",
         "",
@@ -253,10 +254,6 @@ def write_geak_out(
     alternates as ``kb_artifacts/<gfx>/<kernel_class>/<slug>/<exp_id>/`` (meta.yaml,
     patch.diff, report.md), and the prose as ``kb_references/index.md`` and
     ``kb_references/sets/<digest>/reference_NN.md``; (the kb_artifacts root, prose paths)."""
-    import hashlib
-
-    from gitkb.warmstart import geak
-
     root = out / "kb_artifacts"
     wheres = []
     for candidate in [*ranks, *(alt for c in ranks for alt in c.alternates)]:

@@ -18,26 +18,24 @@ cold-starts a run.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from gitkb import targets
 from gitkb.errors import GitkbError, writing
 from gitkb.layout import ledger_path
+from gitkb.record import load
 from gitkb.record.curation import CODE_TYPES, code_of, curation_facts
-from gitkb.store.cache.index_cache import Lie
 from gitkb.store.cache.rows import KernelRow
-from gitkb.warmstart import curate, geak
+from gitkb.store.cache.source import Lie
+from gitkb.store.store import Store
+from gitkb.store.view import StoreView
+from gitkb.warmstart import curate, geak, inline
 from gitkb.warmstart.attest import parse_ledger, retire_hint
+from gitkb.warmstart.references import apply_diff, write_geak_out, write_out
 
 DEFAULT_TOP_N = 3
 DEFAULT_MIN_SPEEDUP = 1.05
 _KINDS = (*CODE_TYPES, "anti-strategy")
-
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from gitkb.store.store import Store
-    from gitkb.store.view import StoreView
 
 
 def _token(text: str) -> targets.Hardware | None:
@@ -191,7 +189,7 @@ def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl,
                 "mislabeled",
             ),
             0,
-        ),  # fmt: skip
+        ),
         "other_arch_pages": [],
         "other_language_pages": [],
         "ranks": [],
@@ -234,8 +232,6 @@ def resolve(
 def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, language: str | None,
              source: str | None, top_n: int, min_speedup: float, include_retired: bool,
              out: str | None, shape: str) -> dict:  # fmt: skip
-    from gitkb.record import load
-
     tip = store.tip
     kernel_file = None if shape == "inline" else _file(kernel)
     answer = _answer(store, tip, kernel, top_n, min_speedup, include_retired, language,
@@ -323,17 +319,12 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
     if shape == "geak":
         return _shaped(answer, shape, curated.ranks, language, out)
     if shape == "inline":
-        from gitkb.warmstart import inline
-
         pitfalls = [load(p, raw).data for p, raw in view.read_checked(pitfall_paths).items()]
         inline.attach(answer, curated.ranks, curated.reference_only, [p for p in pitfalls if p])
         return answer
     if out is not None:
-        from gitkb.warmstart.references import write_out
-
         texts = view.read_checked(pitfall_paths)
         pitfalls = [load(p, raw).data for p, raw in texts.items()]
-        from pathlib import Path
 
         with writing(out):
             write_out(
@@ -353,9 +344,6 @@ def _shaped(answer: dict, shape: str, ranks: list, language, out) -> dict:
         return answer
     if out is None or not ranks:
         return geak.answer(answer, ranks, language, "", [""] * len(ranks))
-    from pathlib import Path
-
-    from gitkb.warmstart.references import write_geak_out
 
     with writing(out):
         root, prose = write_geak_out(Path(out), answer, ranks)
@@ -375,7 +363,6 @@ def _file(path: str) -> Path | None:
     """``path`` when it names a file (the caller's kernel source), else None."""
     if not os.path.isfile(path):
         return None
-    from pathlib import Path
 
     return Path(path)
 
@@ -385,7 +372,6 @@ def _fits(kernel_file: Path | None):
     not apply there is reference only; None (no verdict) without a kernel file."""
     if kernel_file is None:
         return None
-    from gitkb.warmstart.references import apply_diff
 
     source = kernel_file.read_text(encoding="utf-8", errors="replace")
 
@@ -421,7 +407,6 @@ def _read(view: StoreView, served: list[curate.CodeRecord]) -> None:
     unread = [c for c in served if c.loaded is None]
     if not unread:
         return
-    from gitkb.record import load
 
     paths = [c.path for c in unread] + [ledger_path(c.record_id) for c in unread]
     blobs = view.read_checked(paths)

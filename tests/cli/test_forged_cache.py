@@ -179,7 +179,7 @@ def test_a_kept_store_checks_each_blob_once_and_every_new_one(seed, tmp_path):
     """A store kept open (``git kb mcp``) checks a blob's bytes against its id once and
     serves them from memory after: bytes forged later under that id are never served. A
     blob it has not checked yet is checked as ever, and a forged one is caught."""
-    from gitkb.store.cache.index_cache import Lie
+    from gitkb.store.cache.source import Lie
 
     location = _store(seed, tmp_path)
     store = Store.open(location)

@@ -34,7 +34,7 @@ def test_narration_names_each_step_and_where_things_are(demo):
 
 
 def test_push_really_landed_on_the_server(demo):
-    folder, summary, _ = demo
+    _folder, summary, _ = demo
     server = summary["paths"]["server"]
     assert summary["steps"]["push"]["accepted"]
     assert "accepted" in demo[2]
@@ -54,7 +54,7 @@ def test_push_really_landed_on_the_server(demo):
 
 
 def test_tampered_push_was_refused_by_a_gate_and_left_nothing(demo):
-    folder, summary, narration = demo
+    _folder, summary, narration = demo
     tamper = summary["steps"]["tamper"]
     assert tamper["refused"] and tamper["messages"]
     commit, record_id = tamper["commit"], tamper["record"]
@@ -79,13 +79,13 @@ def test_tampered_push_was_refused_by_a_gate_and_left_nothing(demo):
 
 
 def test_second_run_really_adopted_the_warm_start(demo):
-    folder, summary, narration = demo
+    _folder, summary, narration = demo
     warm = summary["steps"]["warm_start"]
     result = json.loads((Path(summary["paths"]["run_2"]) / "result.json").read_text())
     adopted = result["warm_start"]["adopted"]
     assert adopted is not None and adopted == warm["adopted"]
     assert adopted["record"] in summary["steps"]["mine"]["records"]
-    first = [e for e in result["experiments"] if e["experiment_id"] == adopted["experiment"]][0]
+    first = next(e for e in result["experiments"] if e["experiment_id"] == adopted["experiment"])
     assert first["status"] == "promoted" and first["round_index"] == 0
     assert result["total_speedup"] == pytest.approx(warm["total_speedup"])
     assert result["incremental_speedup"] == pytest.approx(warm["incremental_speedup"])

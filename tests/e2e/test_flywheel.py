@@ -33,7 +33,7 @@ from gitkb.report import LadderPoint, build_site, ladder_svg
 from gitkb.report.ladder import latency_ticks
 
 sys.path.insert(0, str(ROOT / "bench"))
-import flywheel as bench  # noqa: E402
+import flywheel as bench
 
 
 def stored_win(tmp_path, name: str, store, found: float, ended: float) -> None:

@@ -272,7 +272,7 @@ def test_only_a_real_true_passes_verify(tmp_path, marker, verdict, named):
     repo = kernel_repo(tmp_path)
     before = repo_state(repo)
     bundle = make_bundle(tmp_path, marker)
-    result, log = optimize(
+    result, _log = optimize(
         tmp_path, bundle, replay(tmp_path, variant(COST=10.0, VERDICT=verdict)), repo
     )
     wrong = experiment(result, "r001-c000")

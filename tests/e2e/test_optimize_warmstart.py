@@ -132,7 +132,7 @@ def test_candidate_failing_verification_is_attested_failed_and_not_adopted(tmp_p
     first_run(tmp_path, store, variant(COST=50.0, BROKEN=["small"]), cases=CASES_LARGE)
     stored = reference_kernel_id(store)
     bundle = make_bundle(tmp_path, cases=CASES_SMALL + CASES_LARGE)
-    result, lines = run(
+    result, _lines = run(
         tmp_path,
         bundle,
         replay=replay_dir(tmp_path, variant(COST=80.0)),

@@ -81,7 +81,7 @@ def seed(ws: Path) -> None:
         "definition.json": json.dumps(definition),
         "workload.jsonl": "".join(
             json.dumps({"uuid": f"{i:08d}-aa", "rows": 2**i}) + "\n" for i in range(3)
-        ),  # fmt: skip
+        ),
         "solution.json": json.dumps(
             {
                 "spec": {
@@ -89,7 +89,7 @@ def seed(ws: Path) -> None:
                     "target_hardware": ["B200", "LOCAL"],
                     "entry_point": "kernel.py::run",
                 }
-            }  # fmt: skip
+            }
         ),
         "kernel.py": "import torch\n\ndef run(x, out):\n    out.copy_(torch.softmax(x, -1))\n",
         "test_kernel.py": "# immutable evaluator\n",

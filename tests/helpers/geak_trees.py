@@ -292,7 +292,7 @@ def comparable_view(answer: dict) -> dict:
                 "recalls": c["recalls"],
                 "alternates": [
                     [rel(a["exp_dir"]), a["speedup"], a["bench_key"]] for a in c["alternates"]
-                ],  # fmt: skip
+                ],
             }
             for c in answer.get("candidates", [])
         ],

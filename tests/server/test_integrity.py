@@ -407,9 +407,7 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
         git("update-ref", ref, theirs, cwd=b)
         results: dict = {}
         pushes = {
-            "a": lambda a=a: git(
-                "push", "--porcelain", "origin", "main", ref, cwd=a, check=False
-            ),  # fmt: skip
+            "a": lambda a=a: git("push", "--porcelain", "origin", "main", ref, cwd=a, check=False),
             "b": lambda b=b: git("push", "--porcelain", "origin", ref, cwd=b, check=False),
         }
         threads = [
@@ -517,7 +515,7 @@ def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held,
                 clone, put(clone.location, root_tree(clone), path, None), "retract", held["id"]
             ),
             "history",
-        ),  # fmt: skip
+        ),
         (
             lambda: forge(
                 clone,
@@ -540,7 +538,7 @@ def test_attacks_are_refused_over_git_daemon_and_smart_http(server, clone, held,
                 "x",
             ),
             "entries",
-        ),  # fmt: skip
+        ),
         (
             lambda: forge(
                 clone,

@@ -19,7 +19,7 @@ from gitkb.hooks import local as hooks
 from gitkb.record.index import INDEX_PATH
 from gitkb.store import Store
 from gitkb.testing import synthetic
-from gitkb.validate import example_context
+from gitkb.testing.injections import example_context
 from gitkb.vcs.repository import ZERO_SHA, Repository
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)

@@ -19,7 +19,8 @@ from gitkb import record as rec
 from gitkb.layout import BRANCH
 from gitkb.record.index import INDEX_PATH, Index, index_entry
 from gitkb.store import Store
-from gitkb.store.admission import AUTO, AdmitRequest
+from gitkb.store.admission import AUTO
+from gitkb.store.request import AdmitRequest
 from gitkb.testing import synthetic
 from gitkb.vcs import treediff
 from gitkb.vcs.trailers import format_message

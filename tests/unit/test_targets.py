@@ -4,6 +4,7 @@ read."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -43,4 +44,4 @@ def test_compiled_and_parsed_tables_answer_alike():
         table = targets._tables()[section]
         assert list(table) == list(tokens)  # the order lookup's ties follow
         for token, fields in tokens.items():
-            assert list(vars(table[token]).values()) == fields
+            assert list(dataclasses.astuple(table[token])) == fields

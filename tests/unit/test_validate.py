@@ -13,8 +13,8 @@ from gitkb.errors import GitkbError
 from gitkb.gates import run_gates, sharded
 from gitkb.gates.registry import GATE_NAMES, all_gates
 from gitkb.record.index import Index, index_entry
+from gitkb.store.validation import folder_context, validate
 from gitkb.testing import synthetic
-from gitkb.validate import folder_context, validate
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
@@ -80,4 +80,4 @@ def test_a_failing_shard_is_one_clear_error(tmp_path, monkeypatch):
 
 
 def test_gate_names_are_their_modules_names():
-    assert GATE_NAMES == tuple(g.name for g in all_gates())
+    assert tuple(g.name for g in all_gates()) == GATE_NAMES

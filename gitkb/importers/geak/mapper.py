@@ -34,15 +34,11 @@ import re
 from gitkb import record as rec
 from gitkb.importers.geak.reader import Entry, count, mapping, stamp_of
 from gitkb.record.values import number_or_numeric_string
+from gitkb.record.worth import ANTI_STRATEGY_PRIOR, FORMULA, STRATEGY_PRIOR
 from gitkb.trace.scrub import Scrubber, denylist_from_env
 from gitkb.warmstart.attest import OUTCOMES, Ledger, event_line
 
 _DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
-_FORMULA = (
-    "clamp(prior + 0.35*signed_feedback*confidence + usage_bonus) * recency_decay(half_life=90d)"
-)
-STRATEGY_PRIOR = 0.3  # spec 9: a strategy with no prior parts
-_ANTI_PRIOR = 0.45
 _DSLS = set(rec.DSLS) - {"any"}
 _GEAK_FIELDS = (
     "lifecycle",
@@ -103,7 +99,7 @@ def retired(meta: dict) -> bool:
 
 
 def _rank(score: float, tier: str) -> dict:
-    return {"score": score, "tier": tier, "formula": _FORMULA, "builder_version": "1.1"}
+    return {"score": score, "tier": tier, "formula": FORMULA, "builder_version": "1.1"}
 
 
 def _dsl(entry: Entry) -> str:
@@ -291,7 +287,8 @@ def strategy(entry: Entry) -> dict:
         },
         "worth": {
             "rank": _rank(
-                0 if is_retired else STRATEGY_PRIOR, "promising" if measured else "provisional"
+                0 if is_retired else STRATEGY_PRIOR,
+                "promising" if measured else "provisional",
             ),
             "gain": {
                 "basis": "measured" if measured else "reported",
@@ -387,7 +384,7 @@ def anti_strategies(entry: Entry, parent: dict) -> list[dict]:
                     "raw": {"detail_file": f"geak:{entry.where}"},
                 },
                 "worth": {
-                    "rank": _rank(_ANTI_PRIOR, "cautionary"),
+                    "rank": _rank(ANTI_STRATEGY_PRIOR, "cautionary"),
                     "gain": {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []},
                     "track": rec.new_track(),
                 },

@@ -21,11 +21,14 @@ C one where present). Numbers are read as GEAK reads them: ``"1.45"`` is 1.45.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from gitkb import targets
 from gitkb.record.values import number_or_numeric_string
@@ -130,8 +133,6 @@ def locate(folder: Path, root: Path) -> Location:
 
 def digest(folder: Path) -> str:
     """A digest of the entry's files (names and bytes): equal digests, same entry."""
-    import hashlib
-
     found = hashlib.sha256()
     files = []
     for top, _, names in os.walk(folder):
@@ -199,10 +200,8 @@ def store_root(folder) -> Path:
 
 
 def load_yaml(text: str):
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    return yaml.load(text, Loader=loader)
 
 
 def read_meta(folder: Path) -> dict:

@@ -268,7 +268,7 @@ def _import_change(root_name: str, inserts: list[Step], report: ImportReport):
                 ("KB-Source", "geak"),
                 ("KB-Records", str(len(inserts))),
                 ("KB-Skipped", str(len(report.skipped))),
-            ],  # fmt: skip
+            ],
         )
 
     return build

@@ -10,37 +10,22 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
+from gitkb.mine.distill.distilled import Distilled, DistillerModule
 from gitkb.trace.techniques import tag_record
 
 if TYPE_CHECKING:
     from gitkb.gates import Finding
     from gitkb.trace.packets import Packet
 
+__all__ = ["REGISTRY", "Attempt", "Distilled", "DistillerModule", "distill_all", "in_process"]
+
 # The in-process distillers by the name --distiller takes, one line each, each module
 # holding what ``DistillerModule`` says; any other name is an agent command.
 REGISTRY: dict[str, str] = {
     "builtin": "gitkb.mine.distill.builtin",
 }
-
-
-@dataclass
-class Distilled:
-    """A record (or None) and what the packet was too thin to fill."""
-
-    seg_id: str
-    record: dict | None
-    missing: list[str] = field(default_factory=list)
-    skipped: str = ""  # why no record was written
-    distiller: str = "builtin"
-
-
-@runtime_checkable
-class DistillerModule(Protocol):
-    """What a module named in ``REGISTRY`` holds (tests/unit/test_plugins.py checks each)."""
-
-    def distill(self, packet: Packet) -> Distilled: ...
 
 
 def in_process(distiller: str) -> bool:
@@ -63,7 +48,6 @@ def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=Non
     """Every packet distilled, in order. ``check(records)`` gives each record's gate
     findings (None: the gates run later, at admission); an external distiller whose
     record the gates refuse gets the findings back for one more try."""
-
     total, finished = len(packets), [0]
 
     def tick() -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 
 from gitkb.gates.established_fact import NON_MECHANISM
-from gitkb.mine.distill import Distilled
-from gitkb.mine.score import rank
+from gitkb.mine.distill.distilled import Distilled
 from gitkb.record import new_track
+from gitkb.record.worth import rank
 from gitkb.trace import facts
 from gitkb.trace.packets import AUTHORITATIVE_BASIS, GEOMEAN_BASIS, Packet
 

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gitkb.errors import GitkbError
-from gitkb.mine.distill import Distilled
-from gitkb.mine.score import rank
+from gitkb.mine.distill.distilled import Distilled
+from gitkb.record.worth import rank
 from gitkb.trace.packets import Packet
 from gitkb.util import runner
 from gitkb.util.resources import data_dir

@@ -24,6 +24,8 @@ import tomllib
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from gitkb.util.resources import data_dir
+
 REGISTRY: dict[str, str] = {
     "ncu": "gitkb.optimize.profilers.ncu",
     "rocprofv3": "gitkb.optimize.profilers.rocprof",
@@ -95,8 +97,6 @@ def output_text(raw) -> str | None:
 
 def profiler_mapping(backend: str) -> dict:
     """``targets/<backend>/profiler.toml``: which native profiler the backend uses."""
-    from gitkb.util.resources import data_dir
-
     path = data_dir("targets") / backend / "profiler.toml"
     if not path.is_file():
         return {"tool": "none", "reason": f"no profiler mapping for backend {backend!r}"}

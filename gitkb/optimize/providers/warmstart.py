@@ -17,9 +17,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, NotAStore
 from gitkb.optimize import providers
+from gitkb.store import Store
 from gitkb.store.cache.index_cache import CacheError
+from gitkb.trace.naming import sniff_dsl
+from gitkb.warmstart.attest import attest
+from gitkb.warmstart.resolve import resolve
 
 MODES = ("on", "reference", "off")
 
@@ -51,8 +55,6 @@ class Provider(providers.Provider):
         """Resolve the kernel on ``hardware`` (a token of the target table: its product's
         page, or its family) in the kernel's language into ``out``; return the answer.
         ``workload``: the run's own bench key, whose offers are judged first."""
-        from gitkb.trace.naming import sniff_dsl
-        from gitkb.warmstart.resolve import resolve
 
         # resolve names the kernel by a file's stem and applies strategy diffs to that file.
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", kernel_name).strip(".-") or "kernel"
@@ -117,8 +119,6 @@ class Provider(providers.Provider):
         return self.attest_record(offered.record_id, outcome, evidence)
 
     def attest_record(self, record_id: str, outcome: str, evidence: dict[str, str]) -> str | None:
-        from gitkb.warmstart.attest import attest
-
         return attest(self.store, record_id, outcome, evidence=evidence).commit
 
 
@@ -155,9 +155,6 @@ def open_kb(path: str):
     """The ``--kb`` store and, when it exists but cannot be read, why (then the store is
     None and the run starts cold). A path that is not a store is a setup error, never a
     cold start: a typo must not quietly lose the warm start."""
-    from gitkb.errors import NotAStore
-    from gitkb.store import Store
-
     try:
         return Store.open(path), None
     except NotAStore as exc:

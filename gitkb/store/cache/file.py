@@ -7,10 +7,10 @@ or keeps the cache in memory where the folder cannot be written.
 
 from __future__ import annotations
 
-# _sqlite3: the C module under the sqlite3 package, which adds only datetime adapters
-# (unused here) and loads datetime for them, milliseconds of a read verb's start-up.
-import _sqlite3 as sqlite3
+import contextlib
 import os
+import sqlite3
+import zlib
 
 from gitkb.trace.vocabulary_version import version as vocabulary_version
 
@@ -107,10 +107,8 @@ def open_file(path: str) -> sqlite3.Connection:
     """The cache file at ``path``, made with its tables when new; raises
     ``sqlite3.DatabaseError`` (or ``OSError``) for one that cannot serve."""
     if not os.path.exists(path):
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(os.path.dirname(path))
-        except FileExistsError:
-            pass
     db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
     try:
         db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -141,10 +139,8 @@ def open_memory() -> sqlite3.Connection:
 
 
 def close_quietly(db: sqlite3.Connection) -> None:
-    try:
+    with contextlib.suppress(sqlite3.Error):
         db.close()
-    except sqlite3.Error:
-        pass
 
 
 def read_only(exc: BaseException) -> bool:
@@ -156,3 +152,15 @@ def read_only(exc: BaseException) -> bool:
         or "unable to open" in text
         or isinstance(exc, PermissionError)
     )
+
+
+def pack(raw: bytes) -> bytes:
+    """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
+    return zlib.compress(raw, 1)
+
+
+def unpack(packed: bytes | None) -> bytes | None:
+    try:
+        return zlib.decompress(packed) if packed is not None else None
+    except (zlib.error, TypeError):
+        return None

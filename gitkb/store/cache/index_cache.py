@@ -22,14 +22,14 @@ cache at that commit, so a reader never sees another process move it midway.
 
 from __future__ import annotations
 
-# _sqlite3: the C module under the sqlite3 package, which adds only datetime adapters
-# (unused here) and loads datetime for them, milliseconds of a read verb's start-up.
-import _sqlite3 as sqlite3
+import contextlib
+import json
 import os
+import sqlite3
 import weakref
-import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
-from gitkb import jsontext
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
@@ -38,7 +38,9 @@ from gitkb.store.cache.file import (
     close_quietly,
     open_file,
     open_memory,
+    pack,
     read_only,
+    unpack,
 )
 from gitkb.store.cache.rows import (
     COLUMNS,
@@ -53,18 +55,14 @@ from gitkb.store.cache.rows import (
     row_values,
     without_techniques,
 )
-from gitkb.util import log as notes
-from gitkb.vcs.objects import Unreadable
+from gitkb.store.cache.source import Lie, RepoOpener, blob_or_none
+from gitkb.util import log
 from gitkb.vcs.plain import blob_id
 
-TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it alike)
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
-    from typing import TypeVar
-
-    T = TypeVar("T")
+if TYPE_CHECKING:  # type-only: importing it loads dulwich
     from gitkb.vcs.repository import Repository
 
+T = TypeVar("T")
 
 _NO_COMMIT = ""  # an empty store view: no commit, no files
 _SAMPLE = 3
@@ -75,8 +73,8 @@ _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edit
 
 
 def _note(text: str, *args: object) -> None:
-    """A note on stderr (``gitkb.util.log``: logging loads only when there is one)."""
-    notes.logger(__name__).info(text, *args)
+    """A note on stderr (``gitkb.util.log``)."""
+    log.logger(__name__).info(text, *args)
 
 
 # What a cache that cannot be read raises past its own recovery (the SQLite error class):
@@ -84,31 +82,8 @@ def _note(text: str, *args: object) -> None:
 CacheError = sqlite3.Error
 
 
-class Lie(GitkbError):
-    """The cache held bytes that are not the blob it named: rebuild it and ask again."""
-
-
 def _tracked(path: str) -> bool:
     return path.split("/", 1)[0] in CACHED_DIRS
-
-
-class RepoOpener:
-    """A repository opened on first use: a reader the cache answers for the commit main
-    names never loads the VCS layer's dulwich side."""
-
-    def __init__(self, location: str | None, repo: Repository | None = None) -> None:
-        self.location = location
-        self._repo = repo
-
-    def __call__(self) -> Repository:
-        if self._repo is None:
-            from gitkb.vcs.repository import Repository
-
-            self._repo = Repository.open(self.location)
-        return self._repo
-
-    def loaded(self) -> bool:
-        return self._repo is not None
 
 
 class IndexCache:
@@ -174,10 +149,8 @@ class IndexCache:
             self._db = None
         if self.path is not None:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{self.path}{suffix}")
-                except FileNotFoundError:
-                    pass
 
     def close(self) -> None:
         if self._db is not None:
@@ -204,16 +177,18 @@ class IndexCache:
             )
         except sqlite3.Error:
             return None
-        return _unpack(found[1]) if found else None
+        return unpack(found[1]) if found else None
 
     # ----------------------------------------------------------------- snapshots
 
-    def snapshot(self, commit: str | None, keep: bool = True) -> _Snapshot:
+    def snapshot(
+        self, commit: str | None, keep: bool = True
+    ) -> contextlib.AbstractContextManager[IndexCache]:
         """Hold the cache at ``commit`` (None: an empty store) for the block. The outermost
         block owns one transaction: committed at the end when ``keep``, rolled back
         otherwise (a pre-receive check leaves the cache where it was). Nested blocks move
         the cache inside that transaction."""
-        return _Snapshot(self, commit or _NO_COMMIT, keep)
+        return _snapshot(self, commit or _NO_COMMIT, keep)
 
     def _begin(self, commit: str) -> None:
         for attempt in (1, 2):
@@ -246,10 +221,8 @@ class IndexCache:
 
     def _remove_connection(self) -> None:
         if self._db is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
             self._db.close()
             self._db = None
 
@@ -260,10 +233,8 @@ class IndexCache:
         try:
             db.execute("COMMIT" if commit else "ROLLBACK")
         except sqlite3.Error:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
         self._commit = None
         self._dirty = False
 
@@ -293,7 +264,7 @@ class IndexCache:
             stored = found.fetchone()
             if stored is None or stored[0] != blob:
                 return False
-            raw = _unpack(stored[1])
+            raw = unpack(stored[1])
             if stored[1] is not None and (raw is None or blob_id(raw) != blob):
                 return False
             derived = row_values(path, blob, raw, techniques=False)[0] if raw is not None else None
@@ -354,7 +325,7 @@ class IndexCache:
         if commit:
             repo = self.repo
             files = [
-                (path, sha, _blob_or_none(repo, sha))
+                (path, sha, blob_or_none(repo, sha))
                 for folder in CACHED_DIRS
                 for path, sha in repo.list_tree(commit, folder)
             ]
@@ -369,7 +340,7 @@ class IndexCache:
             if old_regular and not new_regular:
                 gone.append(change.path)
             if new_regular:
-                fresh.append((change.path, change.new_sha, _blob_or_none(repo, change.new_sha)))
+                fresh.append((change.path, change.new_sha, blob_or_none(repo, change.new_sha)))
         self._delete(gone)
         self._put(fresh)
 
@@ -385,7 +356,7 @@ class IndexCache:
         if (held and held[0]) != sha:
             db.execute("DELETE FROM files WHERE path = ?", (CONFIG_PATH,))
             if sha:
-                raw = _pack(self.repo.blob(sha))
+                raw = pack(self.repo.blob(sha))
                 db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
 
     def _delete(self, paths: list[str]) -> None:
@@ -411,7 +382,7 @@ class IndexCache:
         rows already worked out (``row_values``), taken where their blob is the file's."""
         rows, entries, kernels, arches, stored = [], [], [], [], []
         for path, blob, raw in files:
-            packed = None if raw is None else (deflated and deflated(blob)) or _pack(raw)
+            packed = None if raw is None else (deflated and deflated(blob)) or pack(raw)
             stored.append((path, blob, packed))
             if rec.is_record_path(path):
                 known = ahead.get(path) if ahead else None
@@ -493,7 +464,7 @@ class IndexCache:
             "FROM records LEFT JOIN entries USING (path)"
         )
         found = self._query(f"{sql} {where}", params)
-        return [Row(p, b, i, jsontext.loads(e) if e else None, err, src)
+        return [Row(p, b, i, json.loads(e) if e else None, err, src)
                 for p, b, i, e, err, src in found]  # fmt: skip
 
     def rows_of(self, record_id: str) -> list[Row]:
@@ -580,7 +551,7 @@ class IndexCache:
             blob, packed = held[path]
             raw = verified.get(blob)
             if raw is None:
-                raw = _unpack(packed)
+                raw = unpack(packed)
                 if raw is None or blob_id(raw) != blob:
                     raise Lie(f"the index cache held a wrong copy of {path}")
                 if len(verified) >= _VERIFIED:
@@ -590,54 +561,25 @@ class IndexCache:
         return out
 
 
-def _blob_or_none(repo: Repository, sha: str) -> bytes | None:
-    try:
-        return repo.blob(sha)
-    except (Unreadable, OSError):
-        notes.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
-        return None
-
-
-def _pack(raw: bytes) -> bytes:
-    """A file's bytes as the cache keeps them: a zlib stream, as git's packs hold blobs."""
-    return zlib.compress(raw, 1)
-
-
-class _Snapshot:
-    """``IndexCache.snapshot``'s block (a class, not contextlib's decorator: a read verb
-    loads no contextlib, which costs its start-up milliseconds)."""
-
-    __slots__ = ("cache", "commit", "keep", "outer")
-
-    def __init__(self, cache: IndexCache, commit: str, keep: bool) -> None:
-        self.cache, self.commit, self.keep, self.outer = cache, commit, keep, False
-
-    def __enter__(self) -> IndexCache:
-        cache = self.cache
-        self.outer = not cache._depth
-        if self.outer:
-            cache._begin(self.commit)
-            cache._depth = 1
-            return cache
-        cache._depth += 1
+@contextlib.contextmanager
+def _snapshot(cache: IndexCache, commit: str, keep: bool) -> Iterator[IndexCache]:
+    """``IndexCache.snapshot``'s block: the outermost one opens the transaction at
+    ``commit`` and ends it (kept when ``keep`` and nothing raised); a nested one moves
+    the open transaction to ``commit``."""
+    if not cache._depth:
+        cache._begin(commit)
+        cache._depth = 1
+        ok = False
         try:
-            cache._move(self.commit)
-        except BaseException:
-            cache._depth -= 1
-            raise
-        return cache
-
-    def __exit__(self, kind: type | None, exc: BaseException | None, trace: object) -> None:
-        cache = self.cache
-        if self.outer:
+            yield cache
+            ok = True
+        finally:
             cache._depth = 0
-            cache._end(exc is None and self.keep)
-        else:
-            cache._depth -= 1
-
-
-def _unpack(packed: bytes | None) -> bytes | None:
+            cache._end(ok and keep)
+        return
+    cache._depth += 1
     try:
-        return zlib.decompress(packed) if packed is not None else None
-    except (zlib.error, TypeError):
-        return None
+        cache._move(commit)
+        yield cache
+    finally:
+        cache._depth -= 1

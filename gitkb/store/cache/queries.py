@@ -10,12 +10,13 @@ serve.
 
 from __future__ import annotations
 
-from gitkb import jsontext
+import json
+from dataclasses import dataclass, fields
+
 from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache.file import IMPORTANCE
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.sql import holds_signal, list_holds, marks, own_arch
-from gitkb.valueclass import fields_of, value_class
 
 _RANKED = (
     "id, path, type, status, vendor, arch, dsl, family, level, tier, worth, gain, speedup, "
@@ -23,18 +24,13 @@ _RANKED = (
 )
 
 
-@value_class
+@dataclass(slots=True)
 class RankRow:
     """One record as ranking reads it. The list fields (``architectures``, ``operators``,
     ``symptoms``) stay JSON text until a filter asks for them (``strings``); bit ``i`` of
     ``contains`` says whether the record's retrieval text holds the query's ``i``-th text
     (the text itself stays in the cache)."""
 
-    # One per row a query reads: slots, and an __init__ of its own (the shared one reads
-    # its fields by name, which a scope of 10,000 rows would feel).
-    __slots__ = ("id", "path", "type", "status", "vendor", "arch", "dsl", "family", "level",
-                 "tier", "worth", "gain", "speedup", "architectures", "operators", "symptoms",
-                 "bottleneck", "contains")  # fmt: skip
     id: str
     path: str
     type: str | None
@@ -52,27 +48,15 @@ class RankRow:
     operators: str | None
     symptoms: str | None
     bottleneck: str | None
-    contains: int
-
-    def __init__(self, id: str, path: str, type: str | None, status: str | None,
-                 vendor: str | None, arch: str | None, dsl: str | None, family: str | None,
-                 level: str | None, tier: str | None, worth: float | None,
-                 gain: float | None, speedup: float | None, architectures: str | None,
-                 operators: str | None, symptoms: str | None, bottleneck: str | None,
-                 contains: int = 0) -> None:  # fmt: skip
-        self.id, self.path, self.type, self.status = id, path, type, status
-        self.vendor, self.arch, self.dsl, self.family = vendor, arch, dsl, family
-        self.level, self.tier, self.worth, self.gain = level, tier, worth, gain
-        self.speedup, self.architectures, self.operators = speedup, architectures, operators
-        self.symptoms, self.bottleneck, self.contains = symptoms, bottleneck, contains
+    contains: int = 0
 
 
 def strings(listed: str | None) -> list[str]:
     """A list field of a ``RankRow`` decoded (the strings it holds)."""
-    return jsontext.loads(listed) if listed else []
+    return json.loads(listed) if listed else []
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ArchWanted:
     """Records written for ``arch``: their own arch (under any of ``vendors``, the store's,
     so the (vendor, arch) index answers), or one their scope lists besides. With
@@ -85,7 +69,7 @@ class ArchWanted:
     kin_arch: str | None = None
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Narrowing:
     """What the cache's columns can tell about a scope: a superset of it (the reader decides
     the rest exactly). A tuple field matches any of its values; None or empty: no filter."""
@@ -198,7 +182,7 @@ REACH_EXACT, REACH_NEUTRAL, REACH_OTHER = 0, 1, 2
 _WALK = 64
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ReachRule:
     """How an arch-scoped question reaches a record: ``REACH_EXACT`` when the record's arch,
     or one its scope lists, is ``arch``; else, unless ``strict``, ``REACH_NEUTRAL`` when its
@@ -213,7 +197,7 @@ class ReachRule:
     cross: bool = False
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class SymptomRule:
     """Records holding ``signal`` as a recorded signal (their bottleneck, or one of their
     symptoms); with ``text``, also those whose retrieval text holds ``text``."""
@@ -222,7 +206,7 @@ class SymptomRule:
     text: str | None = None
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Exact:
     """A scope as the cache decides it exactly: ``narrowing`` and every test besides. The
     records in ``deferred_ids`` are left out (the caller decides them, their ranking fields
@@ -241,7 +225,7 @@ class Exact:
     deferred_ids: tuple[str, ...] = ()
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Ranking:
     """How the cache keys a scope's text matches. Each of ``terms`` the retrieval text holds
     is a hit; a record matches with every term (any one, with ``any_term``; always, with no
@@ -259,7 +243,7 @@ class Ranking:
     any_dsl_factor: float | None = None
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class RankedRow:
     """A text match as the cache ranked it: its ranking row, key, hits and reach code."""
 
@@ -324,7 +308,7 @@ def _exact_where(exact: Exact) -> tuple[str, tuple]:
     for ids in (exact.exclude_ids, exact.deferred_ids):
         if ids:
             parts.append("id NOT IN (SELECT value FROM json_each(?))")
-            params.append(jsontext.dumps(ids))
+            params.append(json.dumps(ids))
     return " AND ".join(parts), tuple(params)
 
 
@@ -388,7 +372,7 @@ def match_count(cache: IndexCache, exact: Exact, ranking: Ranking) -> int:
     if not few:
         return 0
     sql = f"SELECT count(*) FROM records WHERE {where} AND path IN (SELECT value FROM json_each(?))"
-    return cache.select(sql, (*params, jsontext.dumps(few)))[0][0]
+    return cache.select(sql, (*params, json.dumps(few)))[0][0]
 
 
 def _matched_anywhere(cache: IndexCache, ranking: Ranking) -> tuple[str, ...] | None:
@@ -416,7 +400,7 @@ def scope_rows(
     where, params = _exact_where(exact)
     if paths is not None:
         where += " AND path IN (SELECT value FROM json_each(?))"
-        params = (*params, jsontext.dumps(paths))
+        params = (*params, json.dumps(paths))
     return _rows(cache, where, params, texts, row_type)
 
 
@@ -434,10 +418,10 @@ def deferred_rows(cache: IndexCache, exact: Exact, texts: tuple[str, ...], row_t
         return []
     where, params = _where(exact.narrowing)
     where += " AND id IN (SELECT value FROM json_each(?))"
-    return _rows(cache, where, (*params, jsontext.dumps(exact.deferred_ids)), texts, row_type)
+    return _rows(cache, where, (*params, json.dumps(exact.deferred_ids)), texts, row_type)
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class _Keying:
     """The SQL ``ranked_rows`` decides and keys a scope's rows with, each piece beside its
     parameters: the scope, a row's hits, whether it matches, its reach code, its key."""
@@ -501,7 +485,7 @@ def ranked_rows(
     return [_ranked_row(values, row_type) for values in found]
 
 
-_WIDTH = len(fields_of(RankRow)) - 1  # the ranking columns: every field but ``contains``
+_WIDTH = len(fields(RankRow)) - 1  # the ranking columns: every field but ``contains``
 
 
 def _ranked_row(values: tuple, row_type: type) -> RankedRow:

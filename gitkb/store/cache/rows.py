@@ -4,14 +4,15 @@ the architectures it lists."""
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass, fields
 
-from gitkb import jsontext
 from gitkb import record as rec
 from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts, speedup
 from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
-from gitkb.valueclass import fields_of, value_class
+from gitkb.trace.techniques import record_technique
 
 # The types whose canonical technique the cache derives: the levers, and the cards.
 TECHNIQUE_TYPES = ("strategy", "anti-strategy", "technique-card")
@@ -38,7 +39,7 @@ RECORD_COLUMNS = ", ".join(c for c in COLUMNS.split(", ") if c != "entry")
 RECORD_WIDTH = RECORD_COLUMNS.count(",") + 1
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Row:
     """One record file as the cache knows it; ``entry`` is None when it does not parse."""
 
@@ -50,7 +51,7 @@ class Row:
     source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
 
 
-@value_class(frozen=True)
+@dataclass(slots=True, frozen=True)
 class KernelRow:
     """What warm start reads of a record filed under a kernel name, without decoding its
     entry: ``product`` is the scope's, ``measured`` the GPU ``evidence.summary.measured_on``
@@ -70,11 +71,11 @@ class KernelRow:
     curation: CurationFacts | None = None  # a code record's; None for any other row
 
 
-_OWN = fields_of(KernelRow)[:-1]
+_OWN = tuple(f.name for f in fields(KernelRow))[:-1]
 # The columns a KernelRow is read from: its own, then its CurationFacts'.
 KERNEL_COLUMNS = (*_OWN, *CURATION_COLUMNS)
 _NO_CURATION = (None,) * len(CURATION_COLUMNS)
-_REPRODUCTIONS = fields_of(CurationFacts).index("reproductions")
+_REPRODUCTIONS = tuple(f.name for f in fields(CurationFacts)).index("reproductions")
 
 
 def kernel_row(values: tuple) -> KernelRow:
@@ -122,7 +123,7 @@ def _strings(value: object) -> str | None:
     if not isinstance(value, list):
         return None
     found = [v for v in value if isinstance(v, str)]
-    return jsontext.dumps(found, ensure_ascii=False, check_circular=False) if found else None
+    return json.dumps(found, ensure_ascii=False, check_circular=False) if found else None
 
 
 def _ranking(entry: dict, record: dict) -> tuple:
@@ -152,9 +153,6 @@ def _technique(record: dict) -> tuple[str | None, str | None]:
     names none) and the names a ``--technique`` filter finds it by, as JSON text."""
     if record.get("type") not in TECHNIQUE_TYPES:
         return None, None
-    # here: a read verb's start-up parses no vocabulary; only indexing a record does
-    from gitkb.trace.techniques import record_technique
-
     detection = record_technique(record)
     if not detection.categorized:
         return None, None
@@ -217,7 +215,7 @@ def row_values(
         rec.language_of(data),
         entry["content_signature"],
         string_or_none(rec.dig(data, "evidence", "raw", "source_repo")),
-        jsontext.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
+        json.dumps(entry, ensure_ascii=False, check_circular=False),  # parsed JSON: no cycles
         None,
         *_ranking(entry, data),
         *(_technique(data) if techniques else (None, None)),

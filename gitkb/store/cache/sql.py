@@ -4,7 +4,7 @@ parameters."""
 
 from __future__ import annotations
 
-from gitkb import jsontext
+import json
 
 
 def marks(values: tuple) -> str:
@@ -23,7 +23,7 @@ def own_arch(vendors: tuple[str, ...], arch: str) -> tuple[str, tuple]:
 def list_holds(column: str, value: str) -> tuple[str, tuple]:
     """SQL for "the list column holds ``value``": its JSON text holding the quoted string
     first (cheap, and necessary: ``rows._strings`` wrote it so), then its elements."""
-    quoted = jsontext.dumps(value, ensure_ascii=False)
+    quoted = json.dumps(value, ensure_ascii=False)
     sql = f"(instr({column}, ?) > 0 AND EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?))"
     return sql, (quoted, value)
 

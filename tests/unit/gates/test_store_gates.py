@@ -28,7 +28,8 @@ from gitkb.gates import (
 )
 from gitkb.gates.registry import GATE_MODULES, all_gates
 from gitkb.record import RecordFile
-from gitkb.validate import context_for, example_context
+from gitkb.store.validation import context_for
+from gitkb.testing.injections import example_context
 
 SAMPLE = CONFORMANCE
 GATE_ORDER = (

@@ -20,11 +20,13 @@ from gitkb.gates import journal_provenance as jp
 from gitkb.gates import no_fabrication as nf
 from gitkb.gates.registry import GATE_MODULES, all_gates, by_name
 from gitkb.store import Store
+from gitkb.store.gating import gate_context
+from gitkb.store.validation import context_for
 from gitkb.testing import trace as sample_trace
+from gitkb.testing.injections import example_context, injection_outcomes
 from gitkb.testing.trace_builder import Trace
 from gitkb.testing.trace_files import Symlink, kernel_source
 from gitkb.testing.traces import legacy_trace, long_horizon_trace
-from gitkb.validate import context_for, example_context, injection_outcomes
 from gitkb.vcs.repository import Repository
 
 TRACE_GATES = (
@@ -98,7 +100,7 @@ def test_cli_injection_tests_cover_all_nineteen_gates():
 def test_a_store_of_mined_records_passes_all_nineteen_gates(tmp_path):
     store, second = sample_trace.sample_store(tmp_path)
     store.admit(second.raw, "insert", source="example")
-    results = run_gates(store.gate_context(full=True), all_gates())
+    results = run_gates(gate_context(store, full=True), all_gates())
     assert {r.gate.name: r.status for r in results} == {g.name: "PASS" for g in all_gates()}
     # The same, from the command line, on a bare store.
     done = kb("validate", str(store.location), "--full")
@@ -116,7 +118,7 @@ def test_git_kb_mine_output_passes_all_nineteen_gates(tmp_path):
     store = Store.open(tmp_path / "kb")
     granular = [r for r in store.record_files() if "evidence_extra" in r.data["evidence"]["raw"]]
     assert granular, "the long-horizon trace yields granular records"
-    results = run_gates(store.gate_context(full=True), all_gates())
+    results = run_gates(gate_context(store, full=True), all_gates())
     assert {r.gate.name: r.status for r in results} == {g.name: "PASS" for g in all_gates()}
 
 

@@ -51,7 +51,7 @@ def start(tmp_path, name="kernel_opt_001_softmax", **setup) -> Trace:
 
 
 def test_legacy_trace_ladder_segments_and_ids(tmp_path):
-    ingested, ladder, segments = run(legacy_trace(tmp_path / "kernel_opt_001_softmax"))
+    _ingested, ladder, segments = run(legacy_trace(tmp_path / "kernel_opt_001_softmax"))
     kinds = {s.version: s.kind for s in ladder.steps}
     assert kinds == {
         "v0": "baseline",
@@ -82,7 +82,7 @@ def test_legacy_trace_ladder_segments_and_ids(tmp_path):
 
 
 def test_edge_1_pure_long_horizon_promotions_are_milestones(tmp_path):
-    ingested, ladder, segments = run(long_horizon_trace(tmp_path / "kernel_opt_002_softmax"))
+    ingested, ladder, _segments = run(long_horizon_trace(tmp_path / "kernel_opt_002_softmax"))
     milestones = [s.version for s in ladder.milestones]
     assert milestones == ["v0", "v1", "v2", "v4"]
     promoted = ingested.row(2)
@@ -118,7 +118,7 @@ def test_edge_4_exact_tie_is_not_a_new_best(tmp_path):
     t.legacy_keep(0, 100.0, "baseline kernel with three passes")
     t.legacy_keep(1, 80.0, "online rescale of the running sum", pct="+20%")
     t.legacy_keep(2, 80.0, "renamed the loop variables for clarity", pct="+0.0%")
-    ingested, ladder, segments = run(t.write())
+    _ingested, ladder, segments = run(t.write())
     step = next(s for s in ladder.steps if s.version == "v2")
     assert step.kind == "rejected" and "0.00%" in step.reason
     assert "strategy-v2" not in seg_ids(segments)
@@ -154,7 +154,7 @@ def test_edge_6_infra_words_in_prose_do_not_reject(tmp_path):
         body="TMA unavailable on sm_80, so plain loads are used.",
     )
     t.legacy_revert(2, None, "sandbox outage")
-    ingested, ladder, _ = run(t.write())
+    _ingested, ladder, _ = run(t.write())
     assert promoted(ladder, 1)
     assert next(s for s in ladder.steps if s.n == 2).reason == "infrastructure"
 
@@ -586,7 +586,8 @@ def test_long_horizon_granular_evidence(tmp_path):
 
 
 def test_scoring_reproduces_the_example_records_ranks():
-    from gitkb.mine.score import rank
+
+    from gitkb.record.worth import rank
 
     for path in example_files():
         record = json.loads(path.read_text())

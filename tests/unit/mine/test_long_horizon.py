@@ -57,7 +57,7 @@ def journal_trace(tmp_path) -> Trace:
                         "evidence": "slower on 5 of 6 shapes",
                         "decision": "pivot",
                     },
-                ],  # fmt: skip
+                ],
                 "outcome": {"summary": "TMA row loads lose on short rows", "next_directions": []},
             },
             f"{runtime}/attempt.json": {"episode": 2, "version": 3, "status": "pivot"},

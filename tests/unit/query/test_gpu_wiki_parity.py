@@ -18,7 +18,7 @@ import pytest
 from helpers import CONFORMANCE, ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-import query_gpu_wiki as like  # noqa: E402
+import query_gpu_wiki as like
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 

@@ -68,7 +68,7 @@ def test_mcp_serves_query_resolve_show_and_feedback(tmp_path):
                 "trace": "run-1",
                 "trace_commit": "ab" * 20,
             },
-        ),  # fmt: skip
+        ),
         ("query", {"family": "softmx"}),
         ("feedback", {"record_id": "no.such.record.at.all", "outcome": "helped"}),
         flags=["--allow-write"],

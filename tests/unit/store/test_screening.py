@@ -19,9 +19,10 @@ from gitkb.gates import GateContext, run_gates
 from gitkb.gates.registry import by_name, record_level
 from gitkb.record import dumps, path_for
 from gitkb.store import Store, screening
-from gitkb.store.admission import AdmitRequest
+from gitkb.store.gating import gate_context
+from gitkb.store.request import AdmitRequest
 from gitkb.testing import synthetic
-from gitkb.validate import example_context
+from gitkb.testing.injections import example_context
 
 BATCH = screening.MIN_BATCH + 16
 
@@ -114,7 +115,7 @@ def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_pa
     # with a fresh rebuild
     worked_rows, plain_rows = (Store.open(s.location).cache.rows() for s in (worked, plain))
     assert len(worked_rows) == BATCH and worked_rows == plain_rows
-    index = run_gates(Store.open(worked.location).gate_context(full=True), by_name(["index"]))
+    index = run_gates(gate_context(Store.open(worked.location), full=True), by_name(["index"]))
     assert [r.status for r in index] == ["PASS"], [f.line() for r in index for f in r.findings]
 
     # C git, from the same files: the store's first tree plus each file at its path

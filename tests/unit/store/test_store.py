@@ -254,7 +254,7 @@ def test_gpu_wiki_import_export_is_byte_identical(tmp_path):
     assert originals == exported
     assert all((sample / p).read_bytes() == (out / p).read_bytes() for p in originals)
     from gitkb.gates.registry import by_name
-    from gitkb.validate import folder_context
+    from gitkb.store.validation import folder_context
 
     assert by_name(["index"])[0].run(folder_context(out)).status == "PASS"
     # importing again is refused (ids exist), and nothing is written

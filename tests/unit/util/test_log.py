@@ -48,11 +48,11 @@ def test_verbose_adds_the_debug_notes(tmp_path, store):
 
 def test_the_optimizer_live_lines_are_a_logger_of_their_own(capsys):
     from gitkb.optimize.setup import RunConfig
-    from gitkb.util import log as notes
+    from gitkb.util import log
 
-    notes.logger(__name__)
+    log.logger(__name__)
     RunConfig.progress("[gitkb] r001-c001 status=promoted")
-    notes.logger("gitkb.store.cache.index_cache").info("a note")
+    log.logger("gitkb.store.cache.index_cache").info("a note")
     assert capsys.readouterr().err.splitlines() == [
         "[gitkb] r001-c001 status=promoted",
         "gitkb: a note",

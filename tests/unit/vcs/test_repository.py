@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -312,7 +313,7 @@ def test_entry_changes_match_c_git_diff_tree(tmp_path):
         if packed:
             git("gc", "-q", cwd=repo_path)
         repo = Repository.open(repo_path)
-        for old, new in zip(shas, shas[1:], strict=False):
+        for old, new in itertools.pairwise(shas):
             trees = [repo.tree_entries(repo.commit(c).tree)["memory"][1] for c in (old, new)]
             found = treediff.entry_changes(repo, *trees, "memory")
             got = {c.path.split("/")[1]: c.kind for c in found}
@@ -450,7 +451,7 @@ def test_commits_read_from_their_bytes_match_dulwich(tmp_path):
            "\nsigned\n")  # fmt: skip
     signed = git("hash-object", "-t", "commit", "-w", "--stdin", input=odd, cwd=path).stdout
     repo = Repository.open(path)
-    shas = git("rev-list", "--all", cwd=path).stdout.split() + [signed.strip()]
+    shas = [*git("rev-list", "--all", cwd=path).stdout.split(), signed.strip()]
     for sha in shas:
         # dulwich's Commit of the same object, and C git's fields.
         assert repo.commit(sha) == commit_info(sha, repo.get_object(sha.encode()))

@@ -58,7 +58,7 @@ def recomputed(store: Store, card: dict) -> dict:
                 "change": r["payload"]["change"],
             }
             for r in sorted(kept, key=lambda r: r["id"])
-        ],  # fmt: skip
+        ],
         "caveats": [
             r["payload"]["established_fact"]["mechanism"]
             for r in sorted(cited, key=lambda r: r["id"])

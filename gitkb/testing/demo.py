@@ -18,8 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gitkb
+from gitkb import record as rec
 from gitkb.errors import GitkbError, writing
-from gitkb.layout import BRANCH, TRACE_REFSPEC
+from gitkb.layout import BRANCH, TRACE_REFS, TRACE_REFSPEC
+from gitkb.optimize import loop
+from gitkb.store import Store
+from gitkb.util.resources import data_dir
+from gitkb.vcs.push import push
+from gitkb.vcs.trailers import format_message
 
 EXAMPLE = ("cpu", "examples", "blocked_matmul")
 # The first run stops early (two knob settings), so the second has room to go further.
@@ -77,14 +83,10 @@ class _Demo:
         self.say(f"      {text}")
 
     def push(self, repo: Path, refspecs: list[str]):
-        from gitkb.vcs.push import push
-
         return push(repo, str(self.paths["server"]), refspecs, env=self.env)
 
     def clone(self, dest: Path):
         """A bare clone of the server's main and trace refs, through the VCS layer."""
-        from gitkb.layout import TRACE_REFS
-        from gitkb.store import Store
         from gitkb.vcs.repository import Repository
 
         server = Repository.open(self.paths["server"])
@@ -97,7 +99,6 @@ class _Demo:
     def kernel_repo(self, path: Path, source: bytes) -> Path:
         """A scratch git repository holding the example kernel as its only commit."""
         from gitkb.vcs.repository import Repository
-        from gitkb.vcs.trailers import format_message
         from gitkb.vcs.worktree import sync_work_tree
 
         repo = Repository.init(path)
@@ -109,8 +110,6 @@ class _Demo:
         return path / "kernel.py"
 
     def optimize(self, output: Path, kernel: Path, budget: dict, **warm) -> dict:
-        from gitkb.optimize import loop
-
         lines: list[str] = []
         config = loop.RunConfig(
             bundle=self.paths["bundle"],
@@ -146,8 +145,6 @@ class _Demo:
 
     def setup(self) -> None:
         from gitkb.hooks.install import install_server
-        from gitkb.store import Store
-        from gitkb.util.resources import data_dir
         from gitkb.vcs.repository import Repository
 
         self.step(1, "A store, and a bare server whose pre-receive hook runs the gates")
@@ -185,7 +182,6 @@ class _Demo:
 
     def mine(self, first: dict) -> None:
         from gitkb.mine.pipeline import mine
-        from gitkb.store import Store
 
         self.step(3, "Mine the run's trace into the store")
         store = Store.open(self.paths["store"])
@@ -224,9 +220,7 @@ class _Demo:
             raise GitkbError(f"demo: the server refused the store's push:\n{done.output}")
 
     def tamper(self) -> None:
-        from gitkb import record as rec
         from gitkb.vcs.repository import Repository
-        from gitkb.vcs.trailers import format_message
 
         self.step(5, "A tampered push: one measured number changed in a mined record")
         store = self.clone(self.paths["tamper"])

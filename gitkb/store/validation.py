@@ -1,20 +1,32 @@
-"""Choosing what to validate: a store's main, a records folder, or the injection sample."""
+"""Choosing what to validate: a store's main or a records folder (the injection samples are
+``gitkb.testing.injections``)."""
 
 from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitkb.errors import GitkbError, NotAStore
-from gitkb.gates import Gate, GateContext, GateResult, InjectionOutcome, run_gates, run_injections
+from gitkb.gates import (
+    GateContext,
+    GateResult,
+    run_gates,
+    sharded,
+)
+from gitkb.gates.registry import by_name
+from gitkb.gates.trace_evidence import NO_TRACE, label_of
+from gitkb.layout import TRACE_OPTIONS_PATH
 from gitkb.record import read_folder
-from gitkb.record.index import INDEX_PATH, Index, index_entry
-from gitkb.util.resources import data_dir
+from gitkb.record.index import INDEX_PATH
+from gitkb.store import Store
+from gitkb.store.gating import gate_context
+from gitkb.vcs.plain import git_dir_of
 
-EXAMPLES = "examples"
+if TYPE_CHECKING:  # type-only: importing it loads dulwich
+    from gitkb.trace.sources import TraceRepo
 
 
 @dataclass
@@ -35,10 +47,6 @@ def validate(
     """``git kb validate``: the gates ``names`` on PATH (see ``context_for``). A plain
     records folder is judged in shards across processes (``gates.sharded``), with the
     same results."""
-    from gitkb.gates import sharded
-    from gitkb.gates.registry import by_name
-    from gitkb.vcs.plain import git_dir_of
-
     folder = Path(path)
     plain = staging is None and trace is None and store is None and not full
     if plain and (folder / "records").is_dir() and git_dir_of(folder) is None:
@@ -70,11 +78,7 @@ def context_for(
     laid out like a store; with ``staging``, that folder checked against the store at PATH.
     A folder's mined records are judged against ``trace`` (the trace repository they were
     mined from) or the traces ``store`` holds."""
-    from gitkb.vcs.plain import git_dir_of
-
     if staging is not None:
-        from gitkb.store import Store
-
         ctx = folder_context(staging, full=full)
         try:
             ctx.store = Store.open(path).view()
@@ -83,30 +87,24 @@ def context_for(
         return ctx
     folder = (Path(path) / "records").is_dir()
     if not folder or git_dir_of(Path(path)) is not None:  # a store, or nothing to validate
-        from gitkb.store import Store
-
         try:
-            return Store.open(path).gate_context(full=full)
+            return gate_context(Store.open(path), full=full)
         except NotAStore as exc:
             if not folder:
                 message = f"{exc.message}, and {path} has no records/ folder to validate"
                 raise GitkbError(message) from None
     ctx = folder_context(path, full=full)
     if store is not None:
-        from gitkb.store import Store
-
         ctx.store = Store.open(store).view()
     if trace is not None:
         ctx.traces = folder_trace(ctx, Path(path), trace)
     return ctx
 
 
-def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
+def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike) -> TraceRepo:
     """The trace at ``trace`` under the label the folder's mined records name (when they
     name one), built with the options mining recorded in the folder's traces/<label>.json."""
-    from gitkb.gates.trace_evidence import label_of
-    from gitkb.layout import TRACE_OPTIONS_PATH
-    from gitkb.trace.sources import TraceRepo, open_trace, read_options
+    from gitkb.trace.sources import open_trace, read_options
 
     repo, head, label = open_trace(Path(trace))
     named = {label_of(data) for _, data in ctx.parsed()} - {None}
@@ -117,46 +115,10 @@ def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike):
     return TraceRepo(repo, head, label, options)
 
 
-def could_not_run(results) -> list[str]:
+def could_not_run(results: list[GateResult]) -> list[str]:
     """The trace gates that skipped records for want of a trace: running them needs
     ``--trace`` or ``--store``, and leaving them out is a failure, not a pass."""
-    from gitkb.gates.trace_evidence import NO_TRACE
-
     return [r.gate.name for r in results if r.status == "SKIP" and r.reason == NO_TRACE]
-
-
-def example_context() -> GateContext:
-    """The shipped example records with a fresh index: the valid sample injection cases mutate."""
-    records = read_folder(data_dir("templates") / EXAMPLES)
-    index = Index()
-    for record_file in records:
-        index.put(index_entry(record_file.data, record_file.path))
-    return GateContext(records=records, index_raw=index.dumps())
-
-
-def trace_example_context(workdir: str | os.PathLike) -> GateContext:
-    """The trace gates' valid sample, built under ``workdir``: a mined record about to be
-    inserted into a store that holds its trace (``gitkb.testing.trace``), so every trace gate
-    rebuilds real evidence from the store."""
-    from gitkb.testing import trace as sample_trace
-
-    store, candidate = sample_trace.sample_store(Path(workdir))
-    return GateContext(records=[candidate], store=store.view(), admission="insert")
-
-
-def injection_outcomes(gates: Iterable[Gate]) -> list[InjectionOutcome]:
-    """Every injection case of ``gates``: store gates on the shipped examples, trace gates
-    on the example trace's sample (built in a temporary folder, removed afterwards)."""
-    gates = list(gates)
-    store_gates = [g for g in gates if g.family != "trace"]
-    trace_gates = [g for g in gates if g.family == "trace"]
-    outcomes = run_injections(example_context(), store_gates) if store_gates else []
-    if trace_gates:
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="gitkb-injections-") as workdir:
-            outcomes += run_injections(trace_example_context(workdir), trace_gates)
-    return outcomes
 
 
 def census(ctx: GateContext) -> str:

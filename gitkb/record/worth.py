@@ -1,5 +1,6 @@
-"""``worth.rank`` by the store's scoring rule (docs/record-format.md §9), as the trace scorer
-uses it: null prior and counter values dropped, ``n_independent_runs`` <= 1 dropped, no clock."""
+"""The store's scoring rule for ``worth.rank`` (docs/record-format.md §9), the one mining, the
+importers, the cards and query feedback all use: null prior and counter values dropped,
+``n_independent_runs`` <= 1 dropped; ``recency_decay`` is its clock half."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ FORMULA = (
     "clamp(prior + 0.35*signed_feedback*confidence + usage_bonus) * recency_decay(half_life=90d)"
 )
 BUILDER_VERSION = "opt-trace-0.1"
+TIERS = ("proven", "promising", "provisional", "cautionary")
+HALF_LIFE_DAYS = 90.0
+STRATEGY_PRIOR = 0.30  # a strategy whose prior has no parts
+ANTI_STRATEGY_PRIOR = 0.45  # an anti-strategy's prior before its own parts
 
 
 def _clamp(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
@@ -29,7 +34,7 @@ def _num(d: dict, key: str) -> float | None:
 def prior_score(record_type: str, prior: dict) -> float:
     kept = _num(prior, "corpus_kept_ratio")
     if record_type == "anti-strategy":
-        score = 0.45
+        score = ANTI_STRATEGY_PRIOR
         r = _num(prior, "rediscovered") or 1
         if r > 1:
             score += 0.30 * _clamp(math.log(r) / math.log(10))
@@ -60,7 +65,7 @@ def prior_score(record_type: str, prior: dict) -> float:
     if runs:
         parts.append((_clamp(math.log(max(1.0, runs)) / math.log(4)), 0.5))
     if not parts:
-        return 0.30
+        return STRATEGY_PRIOR
     return _clamp(sum(v * w for v, w in parts) / sum(w for _, w in parts))
 
 
@@ -103,3 +108,11 @@ def rank(record: dict) -> dict:
     else:
         tier = "promising"
     return {"score": score, "tier": tier, "formula": FORMULA, "builder_version": BUILDER_VERSION}
+
+
+def recency_decay(last_ts: float | None, now: float) -> float:
+    """The factor a score keeps ``now`` since its record was last used (``last_ts``, Unix
+    seconds): 1 when just used or never, halving towards 0.5 every ``HALF_LIFE_DAYS``."""
+    if last_ts is None or now <= last_ts:
+        return 1.0
+    return 0.5 + 0.5 * 0.5 ** ((now - last_ts) / 86400 / HALF_LIFE_DAYS)
