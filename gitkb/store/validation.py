@@ -25,7 +25,7 @@ from gitkb.store import Store
 from gitkb.store.gating import gate_context
 from gitkb.vcs.plain import git_dir_of
 
-if TYPE_CHECKING:  # type-only: importing it loads dulwich
+if TYPE_CHECKING:  # type-only here: importing it loads dulwich, which folder_trace alone needs
     from gitkb.trace.sources import TraceRepo
 
 
@@ -104,7 +104,7 @@ def context_for(
 def folder_trace(ctx: GateContext, folder: Path, trace: str | os.PathLike) -> TraceRepo:
     """The trace at ``trace`` under the label the folder's mined records name (when they
     name one), built with the options mining recorded in the folder's traces/<label>.json."""
-    from gitkb.trace.sources import open_trace, read_options
+    from gitkb.trace.sources import TraceRepo, open_trace, read_options
 
     repo, head, label = open_trace(Path(trace))
     named = {label_of(data) for _, data in ctx.parsed()} - {None}

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from gitkb.gates.registry import GATE_NAMES
+
 SCRIPT = ROOT / "bench" / "gpu_check.sh"
 HELPER = ROOT / "bench" / "gpu_check.py"
 BUNDLE = ROOT / "targets" / "nvidia" / "examples" / "triton_softmax"
@@ -90,7 +92,11 @@ def check_rehearsal(done, work: Path, cases: list[str]) -> None:
     table = done.stdout[done.stdout.index("REHEARSAL (dry run)") :]
     for label in ("device", "profiler", "run 1 (cold)", "run 2 (warm)", "records admitted"):
         assert f"   {label}" in table
-    assert "18 PASS" in table  # validate --full: relations and the index cache too
+    # validate --full runs every registered gate (relations and the index cache among them)
+    verdicts = json.loads((work / "validate.json").read_text())["gates"]
+    assert {gate["status"] for gate in verdicts} == {"PASS"}
+    assert [gate["gate"] for gate in verdicts] == list(GATE_NAMES)
+    assert f"{len(verdicts)} PASS" in table
     for case in cases:
         assert sum(line.split()[0] == case for line in table.splitlines()[1:] if line) == 2
     result = json.loads((work / "run-1" / "result.json").read_text())
