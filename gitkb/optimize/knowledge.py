@@ -34,7 +34,6 @@ from gitkb.trace.naming import sniff_dsl
 if TYPE_CHECKING:
     from gitkb.optimize.providers import Candidate
     from gitkb.optimize.setup import RunSetup
-    from gitkb.store import Store
 
 BUDGET_BYTES = 6000  # per record type, of the brief answer's JSON
 PER_TYPE = 5
