@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 
 NAME = "established-fact"
 
@@ -123,6 +123,12 @@ def _mechanism(text: str) -> Callable[[GateContext], bool]:
     return mutate
 
 
+GATE = Gate(
+    NAME, "store", "anti-strategies state a condition and a causal mechanism", check, alone=True
+)
+
+
+@GATE.case("missing-fact")
 def _missing_fact(ctx: GateContext) -> bool:
     payload = _anti_strategy_payload(ctx)
     if payload is None:
@@ -131,6 +137,7 @@ def _missing_fact(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("no-condition")
 def _no_condition(ctx: GateContext) -> bool:
     fact = _fact(ctx)
     if fact is None:
@@ -139,6 +146,7 @@ def _no_condition(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("short-mechanism")
 def _short_mechanism(ctx: GateContext) -> bool:
     fact = _fact(ctx)
     if fact is None:
@@ -147,28 +155,14 @@ def _short_mechanism(ctx: GateContext) -> bool:
     return True
 
 
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="anti-strategies state a condition and a causal mechanism",
-    check=check,
-    injections=(
-        Injection(
-            "established-fact/noise-band-mechanism",
-            _mechanism(
-                "All four block-size variants were flat within noise on H100 at these widths."
-            ),
-        ),
-        Injection(
-            "established-fact/consecutive-stall-mechanism",
-            _mechanism(
-                "The search stopped after the third consecutive stall, so the whole-row variant "
-                "was dropped from the sweep."
-            ),
-        ),
-        Injection("established-fact/missing-fact", _missing_fact),
-        Injection("established-fact/no-condition", _no_condition),
-        Injection("established-fact/short-mechanism", _short_mechanism),
+GATE.add(
+    "noise-band-mechanism",
+    _mechanism("All four block-size variants were flat within noise on H100 at these widths."),
+)
+GATE.add(
+    "consecutive-stall-mechanism",
+    _mechanism(
+        "The search stopped after the third consecutive stall, so the whole-row variant "
+        "was dropped from the sweep."
     ),
-    alone=True,
 )
