@@ -132,6 +132,18 @@ def mutation(
     return mutate
 
 
+def setting(
+    locate: Callable[[GateContext], dict | None], key: str, value: object
+) -> Callable[[GateContext], bool]:
+    """An injection case's ``mutate`` that sets ``key`` to ``value`` in the object
+    ``locate`` finds (``mutation``)."""
+
+    def edit(found: dict) -> None:
+        found[key] = value
+
+    return mutation(locate, edit)
+
+
 @dataclass(frozen=True)
 class Gate:
     name: str

@@ -10,9 +10,9 @@ list G (spec 5.3), so a record passes here only what both reference tools pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext
+from gitkb.gates import Finding, Gate, GateContext, setting
 
 NAME = "established-fact"
 
@@ -110,19 +110,6 @@ def _fact(ctx: GateContext) -> dict | None:
     return None if payload is None else payload.setdefault("established_fact", {})
 
 
-def _mechanism(text: str) -> Callable[[GateContext], bool]:
-    """An injection that states ``text`` as the anti-strategy's mechanism."""
-
-    def mutate(ctx: GateContext) -> bool:
-        fact = _fact(ctx)
-        if fact is None:
-            return False
-        fact["mechanism"] = text
-        return True
-
-    return mutate
-
-
 GATE = Gate(
     NAME, "store", "anti-strategies state a condition and a causal mechanism", check, alone=True
 )
@@ -146,23 +133,21 @@ def _no_condition(ctx: GateContext) -> bool:
     return True
 
 
-@GATE.case("short-mechanism")
-def _short_mechanism(ctx: GateContext) -> bool:
-    fact = _fact(ctx)
-    if fact is None:
-        return False
-    fact["mechanism"] = "  register spills to local memory  "
-    return True
-
-
 GATE.add(
     "noise-band-mechanism",
-    _mechanism("All four block-size variants were flat within noise on H100 at these widths."),
+    setting(
+        _fact,
+        "mechanism",
+        "All four block-size variants were flat within noise on H100 at these widths.",
+    ),
 )
 GATE.add(
     "consecutive-stall-mechanism",
-    _mechanism(
+    setting(
+        _fact,
+        "mechanism",
         "The search stopped after the third consecutive stall, so the whole-row variant "
-        "was dropped from the sweep."
+        "was dropped from the sweep.",
     ),
 )
+GATE.add("short-mechanism", setting(_fact, "mechanism", "  register spills to local memory  "))

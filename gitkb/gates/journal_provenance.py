@@ -22,10 +22,10 @@ headers alone, before any content is read."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext
+from gitkb.gates import Finding, Gate, GateContext, setting
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -223,17 +223,6 @@ def _granular(ctx: GateContext) -> dict | None:
     return extra if isinstance(extra, dict) else None
 
 
-def _set_journal(path: str) -> Callable[[GateContext], bool]:
-    def mutate(ctx: GateContext) -> bool:
-        extra = _granular(ctx)
-        if extra is None:
-            return False
-        extra["journal"] = path
-        return True
-
-    return mutate
-
-
 GATE = Gate(
     NAME,
     "trace",
@@ -264,6 +253,6 @@ def _unresolved_promotion(extra: dict) -> None:
     extra["promotion_commit"] = "0" * 40
 
 
-GATE.add("missing-journal", _set_journal("memory/long_horizon_e9999.json"))
-GATE.add("absolute-path", _set_journal("/etc/passwd"))
-GATE.add("traversal", _set_journal("memory/../../outside.json"))
+GATE.add("missing-journal", setting(_granular, "journal", "memory/long_horizon_e9999.json"))
+GATE.add("absolute-path", setting(_granular, "journal", "/etc/passwd"))
+GATE.add("traversal", setting(_granular, "journal", "memory/../../outside.json"))

@@ -9,10 +9,10 @@ A record that cites a trace commit without naming its trace is reported too."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext
+from gitkb.gates import Finding, Gate, GateContext, setting
 from gitkb.gates.trace_evidence import (
     first_mined,
     label_of,
@@ -83,17 +83,9 @@ def _first(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(raw_of(data).get("git_commit")))
 
 
-def _set_raw(key: str, value: object) -> Callable[[GateContext], bool]:
-    """An injection that sets ``evidence.raw.<key>`` of the first mined record."""
-
-    def mutate(ctx: GateContext) -> bool:
-        record_file = _first(ctx)
-        if record_file is None:
-            return False
-        record_file.data["evidence"]["raw"][key] = value
-        return True
-
-    return mutate
+def _raw(ctx: GateContext) -> dict | None:
+    record_file = _first(ctx)
+    return None if record_file is None else record_file.data["evidence"]["raw"]
 
 
 GATE = Gate(
@@ -137,6 +129,6 @@ def _other_trace_label(ctx: GateContext) -> bool:
     return _first(ctx) is not None
 
 
-GATE.add("unknown-commit", _set_raw("git_commit", UNKNOWN_COMMIT))
-GATE.add("trace-not-in-store", _set_raw("source_repo", "kernel_opt_999_never_mined"))
-GATE.add("source-repo-dropped", _set_raw("source_repo", None))
+GATE.add("unknown-commit", setting(_raw, "git_commit", UNKNOWN_COMMIT))
+GATE.add("trace-not-in-store", setting(_raw, "source_repo", "kernel_opt_999_never_mined"))
+GATE.add("source-repo-dropped", setting(_raw, "source_repo", None))
