@@ -207,11 +207,7 @@ def _record_of_type(ctx: GateContext, record_type: str) -> dict | None:
 
 
 GATE = Gate(
-    NAME,
-    "store",
-    "no absolute paths, emails, markdown page names or denylisted terms",
-    check,
-    alone=True,
+    NAME, "store", "no absolute paths, emails, .md pages or denylisted terms", check, alone=True
 )
 
 

@@ -115,22 +115,14 @@ GATE = Gate(
 )
 
 
-@GATE.case("missing-fact")
-def _missing_fact(ctx: GateContext) -> bool:
-    payload = _anti_strategy_payload(ctx)
-    if payload is None:
-        return False
+@GATE.edit("missing-fact", _anti_strategy_payload)
+def _missing_fact(payload: dict) -> None:
     payload.pop("established_fact", None)
-    return True
 
 
-@GATE.case("no-condition")
-def _no_condition(ctx: GateContext) -> bool:
-    fact = _fact(ctx)
-    if fact is None:
-        return False
+@GATE.edit("no-condition", _fact)
+def _no_condition(fact: dict) -> None:
     fact["condition"] = {"sm_arch": None, "shape_regime": "  ", "dtype": None, "toolchain": ""}
-    return True
 
 
 GATE.add(

@@ -37,11 +37,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 
 
 GATE = Gate(
-    NAME,
-    "store",
-    "ids are unique, match their file names and have five or more segments",
-    check,
-    alone=True,
+    NAME, "store", "ids are unique, five segments or more, and name their file", check, alone=True
 )
 
 

@@ -134,34 +134,22 @@ def _docs_page_in_lesson(ctx: GateContext) -> bool:
     return True
 
 
-@GATE.case("record-id-in-next-steps")
-def _record_id_in_next_steps(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+@GATE.edit("record-id-in-next-steps", _strategy)
+def _record_id_in_next_steps(strategy: dict) -> None:
     strategy["payload"]["next_steps"].append(
         "combine with nvidia.b200.triton.softmax.online-softmax-r01 on Blackwell"
     )
-    return True
 
 
-@GATE.case("stored-source-text")
-def _stored_source_text(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+@GATE.edit("stored-source-text", _strategy)
+def _stored_source_text(strategy: dict) -> None:
     implementation = strategy["payload"]["implementation"]
     implementation["source_text"] = implementation["snippet"]
     implementation["source_truncated"] = False
-    return True
 
 
-@GATE.case("records-path-in-gain-note")
-def _records_path_in_gain_note(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+@GATE.edit("records-path-in-gain-note", _strategy)
+def _records_path_in_gain_note(strategy: dict) -> None:
     strategy["worth"]["gain"]["note"] = (
         "baseline as in records/strategy/nvidia/hopper/triton/softmax/three-pass.json"
     )
-    return True

@@ -175,11 +175,7 @@ def _with_provenance(ctx: GateContext) -> dict:
 
 
 GATE = Gate(
-    NAME,
-    "store",
-    "the served record holds no evidence.raw values or engine-only keys",
-    check,
-    alone=True,
+    NAME, "store", "served records hold no evidence.raw value or engine-only key", check, alone=True
 )
 
 

@@ -192,11 +192,7 @@ def _strategy(ctx: GateContext) -> dict | None:
 
 
 GATE = Gate(
-    NAME,
-    "store",
-    "records read on their own; gains are relative, sourced and consistent",
-    check,
-    alone=True,
+    NAME, "store", "records stand alone; gains are relative, sourced, consistent", check, alone=True
 )
 
 
