@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
+from click.decorators import FC
 
 from gitkb.errors import RecordError
 from gitkb.store import Store
@@ -38,7 +39,7 @@ class StoreType(click.ParamType):
         return Store.open(value, missing_ok=self.missing_ok)
 
 
-def _store_option(kind: StoreType):
+def _store_option(kind: StoreType) -> Callable[[FC], FC]:
     return click.option(
         "--store",
         "store",
