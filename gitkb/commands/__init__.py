@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
+from click.decorators import FC
 
 from gitkb.errors import RecordError
 from gitkb.store import Store
 from gitkb.vcs import plain
+
+if TYPE_CHECKING:
+    from gitkb.store.writer import Admission
 
 
 class StoreType(click.ParamType):
@@ -33,7 +39,7 @@ class StoreType(click.ParamType):
         return Store.open(value, missing_ok=self.missing_ok)
 
 
-def _store_option(kind: StoreType):
+def _store_option(kind: StoreType) -> Callable[[FC], FC]:
     return click.option(
         "--store",
         "store",
@@ -47,11 +53,25 @@ def _store_option(kind: StoreType):
 
 store_option = _store_option(StoreType())
 store_option_if_any = _store_option(StoreType(missing_ok=True))
-# retract and unretract: the why and the who of a tombstone or its lifting.
-reason_option = click.option(
-    "--reason", required=True, help="Why (kept in the commit trailers and the ledger)."
-)
-by_option = click.option("--by", help="Who (default: the committer identity).")
+
+
+def tombstone_command(
+    name: str, change: Callable[[Store, str, str, str | None], Admission], summary: str
+) -> click.Command:
+    """retract and unretract: one commit that sets or lifts RECORD_ID's tombstone, with the
+    why (``--reason``) and the who (``--by``) in its trailers and the ledger."""
+
+    @click.command(name, help=summary)
+    @click.argument("record_id")
+    @click.option(
+        "--reason", required=True, help="Why (kept in the commit trailers and the ledger)."
+    )
+    @click.option("--by", help="Who (default: the committer identity).")
+    @store_option
+    def command(record_id: str, reason: str, by: str | None, store: Store) -> None:
+        echo_json(change(store, record_id, reason, by).as_json())
+
+    return command
 
 
 def echo_json(document: object) -> None:

@@ -2,11 +2,13 @@ import click
 
 from gitkb.commands import echo_json, input_name, read_input, store_option
 from gitkb.errors import GitkbError
+from gitkb.store import Store
 from gitkb.store.admission import ACTIONS, AUTO
 from gitkb.store.request import AdmitRequest
+from gitkb.store.writer import Admission
 
 
-def _report(admission, as_json: bool) -> None:
+def _report(admission: Admission, as_json: bool) -> None:
     if as_json:
         echo_json(admission.as_json())
     elif admission.commit:
@@ -34,7 +36,15 @@ def _report(admission, as_json: bool) -> None:
 @click.option("--trace-commit", help="The trace commit the record cites (KB-Trace-Commit trailer).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per admission.")
 @store_option
-def command(files, action, target, trace, trace_commit, as_json, store) -> None:
+def command(
+    files: tuple[str, ...],
+    action: str,
+    target: str | None,
+    trace: str | None,
+    trace_commit: str | None,
+    as_json: bool,
+    store: Store,
+) -> None:
     """Admit record FILES into the store, in order, one commit each ('-' reads stdin).
 
     The record-level gates run before anything is written. A refused record

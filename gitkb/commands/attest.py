@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.store import Store
 from gitkb.warmstart.attest import OUTCOMES, attested, parse_evidence
 
 
@@ -15,7 +16,9 @@ from gitkb.warmstart.attest import OUTCOMES, attested, parse_evidence
 @click.option("--by", help="Who attests (default: the committer identity).")
 @click.option("--evidence", multiple=True, metavar="K=V", help="Evidence to keep (repeatable).")
 @store_option
-def command(record_id, outcome, by, evidence, store) -> None:
+def command(
+    record_id: str, outcome: str, by: str | None, evidence: tuple[str, ...], store: Store
+) -> None:
     """Append one outcome for RECORD_ID to ledger/<id>.jsonl: one attest commit.
 
     Moves no ranking scalar; prints the ledger's counts and retire hint as JSON.

@@ -2,6 +2,7 @@ import click
 
 from gitkb.commands import echo_json, store_option
 from gitkb.errors import GitkbError
+from gitkb.store import Store
 
 
 @click.command("curate")
@@ -18,7 +19,7 @@ from gitkb.errors import GitkbError
 @click.option("--apply", is_flag=True, help="Make the pass's commits (retractions, cards).")
 @click.option("--by", help="Who (default: the committer identity).")
 @store_option
-def command(retire, cards, apply, by, store) -> None:
+def command(retire: bool, cards: bool, apply: bool, by: str | None, store: Store) -> None:
     """Act on the store's curation hints, as JSON; a dry run unless --apply."""
     if retire == cards:
         raise GitkbError("curate needs one pass to run: --retire or --cards", 2)

@@ -3,6 +3,7 @@ import click
 from gitkb.commands import echo_json, store_option
 from gitkb.importers import tlx_knowledge
 from gitkb.importers.geak.export import export_tree as export_geak
+from gitkb.store import Store
 
 
 @click.command("export")
@@ -16,7 +17,7 @@ from gitkb.importers.geak.export import export_tree as export_geak
     "target.json.",
 )
 @store_option
-def command(kind: str, directory: str, target_file: str | None, store) -> None:
+def command(kind: str, directory: str, target_file: str | None, store: Store) -> None:
     """Write the store into DIRECTORY in another tool's layout: gpu-wiki (records and
     index), tlx-knowledge (the TLX agent's <vendor>/<topic>/manifest.json and Markdown) or
     geak (a GEAK kb_artifacts tree, DIRECTORY/kb_artifacts/<gfx>/<kernel_class>/<slug>/

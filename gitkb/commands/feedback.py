@@ -2,6 +2,7 @@ import click
 
 from gitkb.commands import echo_json, store_option
 from gitkb.query.feedback import OUTCOMES, feedback
+from gitkb.store import Store
 
 
 @click.command("feedback")
@@ -11,7 +12,14 @@ from gitkb.query.feedback import OUTCOMES, feedback
 @click.option("--trace-commit", help="That version's commit in the trace.")
 @click.option("--by", help="Who reports (default: the git identity).")
 @store_option
-def command(record_id, outcome, trace, trace_commit, by, store) -> None:
+def command(
+    record_id: str,
+    outcome: str,
+    trace: str | None,
+    trace_commit: str | None,
+    by: str | None,
+    store: Store,
+) -> None:
     """Report what using RECORD_ID did: one line appended to its feedback log (one commit).
 
     The log (feedback/<id>.jsonl) is append-only and union-merged; an event is

@@ -2,6 +2,7 @@ import click
 
 from gitkb.commands import echo_json, store_option
 from gitkb.importers import IMPORTERS, import_tree
+from gitkb.store import Store
 
 
 @click.command("import")
@@ -12,7 +13,7 @@ from gitkb.importers import IMPORTERS, import_tree
     "--dry-run", is_flag=True, help="Print the plan (what would be written); write nothing."
 )
 @store_option
-def command(kind: str, directory: str, as_json: bool, dry_run: bool, store) -> None:
+def command(kind: str, directory: str, as_json: bool, dry_run: bool, store: Store) -> None:
     """Import another tool's records from DIRECTORY.
 
     gpu-wiki: a records tree (DIRECTORY/records/...) in one commit; records keep

@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.store import Store
 
 
 @click.command("list")
@@ -11,7 +12,15 @@ from gitkb.commands import echo_json, store_option
 @click.option("--operator", help="Operator family.")
 @click.option("--json", "as_json", is_flag=True, help="Print the index entries as JSON.")
 @store_option
-def command(type_, vendor, arch, dsl, operator, as_json, store) -> None:
+def command(
+    type_: str | None,
+    vendor: str | None,
+    arch: str | None,
+    dsl: str | None,
+    operator: str | None,
+    as_json: bool,
+    store: Store,
+) -> None:
     """List the store's records (read from the index)."""
     entries = store.list(type=type_, vendor=vendor, arch=arch, dsl=dsl, operator=operator)
     if as_json:

@@ -2,12 +2,13 @@ import click
 
 from gitkb import record
 from gitkb.commands import echo_json, input_name, read_input, store_option
+from gitkb.store import Store
 
 
 @click.command("match")
 @click.argument("file")
 @store_option
-def command(file: str, store) -> None:
+def command(file: str, store: Store) -> None:
     """Print every same-scope candidate for the record in FILE, as JSON.
 
     Scope is vendor, arch, dsl (`any` matches both ways) and operator family;

@@ -3,6 +3,7 @@ import click
 from gitkb.agents.registration import CLIENTS, config_block
 from gitkb.commands import store_option
 from gitkb.query.mcp_server import serve
+from gitkb.store import Store
 
 
 @click.command("mcp")
@@ -19,7 +20,7 @@ from gitkb.query.mcp_server import serve
     "`claude mcp add` line and .mcp.json), codex (config.toml) or json (the stdio command).",
 )
 @store_option
-def command(allow_write: bool, client: str | None, store) -> None:
+def command(allow_write: bool, client: str | None, store: Store) -> None:
     """Serve the store to coding agents as MCP tools over stdio: query, resolve, show,
     vocabulary, and each record as gitkb://record/<id>.
 

@@ -1,10 +1,13 @@
 import gc
 import sys
+from typing import TypedDict, Unpack
 
 import click
+from click.decorators import FC
 
 from gitkb.commands import echo_json, store_option_if_any
 from gitkb.record import DSLS
+from gitkb.store import Store
 from gitkb.trace.options import TraceOptions
 
 trace_options = [
@@ -33,13 +36,26 @@ trace_options = [
 ]
 
 
-def with_trace_options(func):
+def with_trace_options(func: FC) -> FC:
     for option in reversed(trace_options):
         func = option(func)
     return func
 
 
-def mine_options(non_target_kernels=(), **flags):
+class TraceFlags(TypedDict, total=False):
+    """The trace flags' values but --label and --non-target-kernel, by TraceOptions' names."""
+
+    vendor: str | None
+    arch: str | None
+    product: str | None
+    dsl: str | None
+    harness: str | None
+    operator: str | None
+
+
+def mine_options(
+    non_target_kernels: tuple[str, ...] = (), **flags: Unpack[TraceFlags]
+) -> TraceOptions:
     """The TraceOptions the trace flags (all but --label) give."""
     return TraceOptions(non_target_kernels=tuple(non_target_kernels), **flags)
 
@@ -69,7 +85,18 @@ def mine_options(non_target_kernels=(), **flags):
 @click.option("--dry-run", is_flag=True, help="Read, partition and distill; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @store_option_if_any
-def command(trace, label, distiller, stage_only, jobs, dry_run, as_json, store, **flags) -> None:
+def command(
+    trace: str,
+    label: str | None,
+    distiller: str,
+    stage_only: str | None,
+    jobs: int,
+    dry_run: bool,
+    as_json: bool,
+    store: Store | None,
+    non_target_kernels: tuple[str, ...],
+    **flags: Unpack[TraceFlags],
+) -> None:
     """Mine TRACE (a trace repository) into records: admitted into the store, one commit each."""
     from gitkb.mine.pipeline import mine
 
@@ -95,7 +122,7 @@ def command(trace, label, distiller, stage_only, jobs, dry_run, as_json, store, 
             trace,
             store=store,
             label=label,
-            options=mine_options(**flags),
+            options=mine_options(non_target_kernels, **flags),
             distiller=distiller,
             stage_only=stage_only,
             dry_run=dry_run,

@@ -1,6 +1,8 @@
+from collections.abc import Callable
 from pathlib import Path
 
 import click
+from click.decorators import FC
 
 from gitkb.optimize import loop, providers
 from gitkb.optimize.bundle import Budget
@@ -10,15 +12,15 @@ from gitkb.optimize.providers.warmstart import MODES as WARM_START_MODES
 class _UsageExitsOne(click.Command):
     """Usage errors exit 1 here, like every other setup error: 2 means "no winner"."""
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            exc.exit_code = 1
+            exc.exit_code = 1  # type: ignore[misc]  # click declares it on the class only
             raise
 
 
-def _budget_option(name: str, kind, help_text: str):
+def _budget_option(name: str, kind: click.ParamType, help_text: str) -> Callable[[FC], FC]:
     default = getattr(Budget, name)
     return click.option(
         f"--{name.replace('_', '-')}",
@@ -30,7 +32,7 @@ def _budget_option(name: str, kind, help_text: str):
     )
 
 
-def _file(flag: str, help_text: str):
+def _file(flag: str, help_text: str) -> Callable[[FC], FC]:
     return click.option(flag, type=click.Path(dir_okay=False), help=help_text)
 
 
@@ -151,32 +153,32 @@ def _file(flag: str, help_text: str):
 )
 @click.pass_context
 def command(
-    ctx,
-    bundle,
-    kernel,
-    harness,
-    cases,
-    target,
-    budget,
-    reference_kernel,
-    output,
-    arch,
-    bundle_roots,
-    provider,
-    harness_mode,
-    diagnostic_proton_intra_kernel,
-    model,
-    agent_command,
-    agent_bin,
-    agent_timeout,
-    replay_dir,
-    profile,
-    commit_winner,
-    vcs,
-    commit_message,
-    warm_start,
-    kb,
-    **budget_flags,
+    ctx: click.Context,
+    bundle: str | None,
+    kernel: str | None,
+    harness: str | None,
+    cases: str | None,
+    target: str | None,
+    budget: str | None,
+    reference_kernel: str | None,
+    output: str | None,
+    arch: str | None,
+    bundle_roots: tuple[str, ...],
+    provider: str,
+    harness_mode: str,
+    diagnostic_proton_intra_kernel: bool,
+    model: str | None,
+    agent_command: str | None,
+    agent_bin: str | None,
+    agent_timeout: float,
+    replay_dir: str | None,
+    profile: bool,
+    commit_winner: bool,
+    vcs: str,
+    commit_message: str | None,
+    warm_start: str,
+    kb: str | None,
+    **budget_flags: float | None,
 ) -> None:
     """Optimize a kernel with the harness and cases of BUNDLE (or --harness, --cases,
     --target); print the result as JSON.
@@ -190,7 +192,7 @@ def command(
     overrides the flags, which override BUNDLE's budget.json.
     """
 
-    def path(value):
+    def path(value: str | None) -> Path | None:
         return Path(value) if value else None
 
     config = loop.RunConfig(

@@ -1,8 +1,11 @@
+from typing import Unpack
+
 import click
 
 from gitkb.commands import echo_json, store_option_if_any
-from gitkb.commands.mine import mine_options, with_trace_options
+from gitkb.commands.mine import TraceFlags, mine_options, with_trace_options
 from gitkb.mine.reports import recon_markdown
+from gitkb.store import Store
 
 
 @click.command("recon")
@@ -10,7 +13,14 @@ from gitkb.mine.reports import recon_markdown
 @with_trace_options
 @click.option("--json", "as_json", is_flag=True, help="Print the recon as JSON.")
 @store_option_if_any
-def command(trace, label, as_json, store, **flags) -> None:
+def command(
+    trace: str,
+    label: str | None,
+    as_json: bool,
+    store: Store | None,
+    non_target_kernels: tuple[str, ...],
+    **flags: Unpack[TraceFlags],
+) -> None:
     """Read TRACE and print its evidence-density report; writes nothing."""
     from gitkb.mine.pipeline import run_recon
 
@@ -18,7 +28,7 @@ def command(trace, label, as_json, store, **flags) -> None:
         trace,
         store=store,
         label=label,
-        options=mine_options(**flags),
+        options=mine_options(non_target_kernels, **flags),
     )
     if as_json:
         echo_json(document)

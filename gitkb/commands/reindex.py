@@ -1,12 +1,13 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.store import Store
 
 
 @click.command("reindex")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_option
-def command(as_json: bool, store) -> None:
+def command(as_json: bool, store: Store) -> None:
     """Rebuild the index cache from the records; commits nothing.
 
     The index lives under the git directory (store format 2). In a store with a

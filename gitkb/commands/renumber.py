@@ -1,6 +1,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.store import Store
 
 
 @click.command("renumber")
@@ -11,7 +12,7 @@ from gitkb.commands import echo_json, store_option
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what moved as JSON.")
 @store_option
-def command(record_id: str, upstream: str | None, as_json: bool, store) -> None:
+def command(record_id: str, upstream: str | None, as_json: bool, store: Store) -> None:
     """Give this clone's admission of RECORD_ID a fresh id.
 
     When the server refuses a push because another clone admitted the same id, run this

@@ -7,6 +7,7 @@ from gitkb.commands import store_option
 from gitkb.errors import GitkbError
 from gitkb.layout import TRACE_REFS
 from gitkb.report import build_site, trace_ladder
+from gitkb.store import Store
 
 
 @click.command("report")
@@ -25,7 +26,7 @@ from gitkb.report import build_site, trace_ladder
     help="A bench/flywheel.py --json document to plot.",
 )
 @store_option
-def command(out_dir: str, flywheel_file: str | None, store) -> None:
+def command(out_dir: str, flywheel_file: str | None, store: Store) -> None:
     """Write the reviewer's summary of the store as a static site (HTML, inline SVG).
 
     One page for the store (records by type/arch/operator, admission history,

@@ -3,6 +3,7 @@
 import click
 
 from gitkb.commands import echo_json, store_option
+from gitkb.store import Store
 from gitkb.warmstart.curate import ANY_LANGUAGE, LANGUAGES
 from gitkb.warmstart.resolve import resolve
 
@@ -66,8 +67,19 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     help="Print only the page's GEAK service keys (geak:kernel:<gfx>:<kernel_name>:<backend>:"
     "rocm[:<major.minor>]).",
 )
-def command(kernel, arch, product, dsl, store, top_n, min_speedup, include_retired, out,
-            shape, geak_key) -> None:  # fmt: skip
+def command(
+    kernel: str,
+    arch: str | None,
+    product: str | None,
+    dsl: str | None,
+    store: Store,
+    top_n: int,
+    min_speedup: float,
+    include_retired: bool,
+    out: str | None,
+    shape: str,
+    geak_key: bool,
+) -> None:
     """Print the store's best same-hardware code for a kernel, as one JSON document.
 
     Exit 0 for every answer that is a fact about the store (read_reason says

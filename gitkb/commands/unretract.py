@@ -1,16 +1,6 @@
-import click
+from gitkb.commands import tombstone_command
+from gitkb.warmstart.retract import unretract
 
-from gitkb.commands import by_option, echo_json, reason_option, store_option
-
-
-@click.command("unretract")
-@click.argument("record_id")
-@reason_option
-@by_option
-@store_option
-def command(record_id, reason, by, store) -> None:
-    """Lift RECORD_ID's retraction: restore the status and score it had."""
-    from gitkb.warmstart.retract import unretract
-
-    admission = unretract(store, record_id, reason, by)
-    echo_json(admission.as_json())
+command = tombstone_command(
+    "unretract", unretract, "Lift RECORD_ID's retraction: restore the status and score it had."
+)

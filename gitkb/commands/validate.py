@@ -46,7 +46,15 @@ FINDINGS_SHOWN_PER_GATE = 12
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def command(
-    path, full, gate_names, staging, trace_path, store_path, injection_tests, history, as_json
+    path: str,
+    full: bool,
+    gate_names: tuple[str, ...],
+    staging: str | None,
+    trace_path: str | None,
+    store_path: str | None,
+    injection_tests: bool,
+    history: bool,
+    as_json: bool,
 ) -> None:
     """Run the gates on PATH: a store (its main), or a folder holding records/.
 

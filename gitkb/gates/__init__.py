@@ -1,7 +1,8 @@
 """The gate registry's shared interface: a gate is a named check over a context.
 
-Every gate module defines ``GATE = Gate(...)`` with its check and at least
-three injection cases: mutations of a valid context that the gate must report.
+Every gate module defines ``GATE = Gate(...)`` with its check, then declares at least
+three injection cases beside the mutations that make them (``Gate.case``, ``Gate.edit``,
+``Gate.add``): mutations of a valid context that the gate must report.
 The order and membership of gates live in ``registry.py``, one line per gate.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gitkb.gates.evidence_cache import EvidenceCache
@@ -113,6 +114,8 @@ class Injection:
 
 
 Target = TypeVar("Target")
+Mutate = TypeVar("Mutate", bound=Callable[[GateContext], bool])
+Edit = Callable[[Target], object]
 
 
 def mutation(
@@ -129,18 +132,60 @@ def mutation(
     return mutate
 
 
+def setting(
+    locate: Callable[[GateContext], dict | None], key: str, value: object
+) -> Callable[[GateContext], bool]:
+    """An injection case's ``mutate`` that sets ``key`` to ``value`` in the object
+    ``locate`` finds (``mutation``)."""
+
+    def edit(found: dict) -> None:
+        found[key] = value
+
+    return mutation(locate, edit)
+
+
 @dataclass(frozen=True)
 class Gate:
     name: str
     family: str  # "store" or "trace"
     description: str
     check: Callable[[GateContext], Iterable[Finding]]
-    injections: tuple[Injection, ...]
     record_level: bool = True  # runs on single records at admission and in the pre-commit hook
     full_only: bool = False
     # Reads nothing of its context but the records: a bulk admission may run it in a
     # worker process, ahead of the writer (``gitkb.store.screening``).
     alone: bool = False
+    # Filled by the module as it declares its cases, in that order (``add``).
+    _cases: list[Injection] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def injections(self) -> tuple[Injection, ...]:
+        return tuple(self._cases)
+
+    def add(self, case: str, mutate: Callable[[GateContext], bool]) -> None:
+        """Declare the injection case ``<gate>/<case>``."""
+        self._cases.append(Injection(f"{self.name}/{case}", mutate))
+
+    def case(self, case: str) -> Callable[[Mutate], Mutate]:
+        """Decorator: the function mutates a context for the case ``<gate>/<case>``."""
+
+        def declare(mutate: Mutate) -> Mutate:
+            self.add(case, mutate)
+            return mutate
+
+        return declare
+
+    def edit(
+        self, case: str, locate: Callable[[GateContext], Target | None]
+    ) -> Callable[[Edit[Target]], Edit[Target]]:
+        """Decorator: the function damages what ``locate`` finds, for the case
+        ``<gate>/<case>`` (``mutation``)."""
+
+        def declare(edit: Edit[Target]) -> Edit[Target]:
+            self.add(case, mutation(locate, edit))
+            return edit
+
+        return declare
 
     def run(self, ctx: GateContext) -> GateResult:
         if self.full_only and not ctx.full:

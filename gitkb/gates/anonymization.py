@@ -18,7 +18,7 @@ import bisect
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.record import dig
 from gitkb.trace.scrub import denylist_file, read_denylist
 
@@ -206,6 +206,12 @@ def _record_of_type(ctx: GateContext, record_type: str) -> dict | None:
     return None
 
 
+GATE = Gate(
+    NAME, "store", "no absolute paths, emails, .md pages or denylisted terms", check, alone=True
+)
+
+
+@GATE.case("home-path-in-observed")
 def _home_path_in_observed(ctx: GateContext) -> bool:
     payload = ctx.records[0].data["payload"]
     payload["observed"] = (
@@ -214,18 +220,21 @@ def _home_path_in_observed(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("email-in-lesson")
 def _email_in_lesson(ctx: GateContext) -> bool:
     payload = ctx.records[0].data["payload"]
     payload["lesson"] += " Questions to jane.doe@example.com."
     return True
 
 
+@GATE.case("markdown-page-in-trigger")
 def _markdown_page_in_trigger(ctx: GateContext) -> bool:
     retrieval = ctx.records[0].data["retrieval"]
     retrieval["triggers"].append("see layernorm-tuning-notes.md before changing BLOCK")
     return True
 
 
+@GATE.case("path-in-snippet-comment")
 def _path_in_snippet_comment(ctx: GateContext) -> bool:
     strategy = _record_of_type(ctx, "strategy")
     if strategy is None:
@@ -235,23 +244,8 @@ def _path_in_snippet_comment(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("home-path-in-locator")
 def _home_path_in_locator(ctx: GateContext) -> bool:
     retrieval = ctx.records[0].data["retrieval"]
     retrieval["locator"] = {"kernel_source": "/root/kernels/layernorm/whole_row.py"}
     return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="no absolute paths, emails, markdown page names or denylisted terms",
-    check=check,
-    injections=(
-        Injection("anonymization/home-path-in-observed", _home_path_in_observed),
-        Injection("anonymization/email-in-lesson", _email_in_lesson),
-        Injection("anonymization/markdown-page-in-trigger", _markdown_page_in_trigger),
-        Injection("anonymization/path-in-snippet-comment", _path_in_snippet_comment),
-        Injection("anonymization/home-path-in-locator", _home_path_in_locator),
-    ),
-    alone=True,
-)

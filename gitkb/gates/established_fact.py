@@ -10,9 +10,9 @@ list G (spec 5.3), so a record passes here only what both reference tools pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, setting
 
 NAME = "established-fact"
 
@@ -110,65 +110,36 @@ def _fact(ctx: GateContext) -> dict | None:
     return None if payload is None else payload.setdefault("established_fact", {})
 
 
-def _mechanism(text: str) -> Callable[[GateContext], bool]:
-    """An injection that states ``text`` as the anti-strategy's mechanism."""
-
-    def mutate(ctx: GateContext) -> bool:
-        fact = _fact(ctx)
-        if fact is None:
-            return False
-        fact["mechanism"] = text
-        return True
-
-    return mutate
-
-
-def _missing_fact(ctx: GateContext) -> bool:
-    payload = _anti_strategy_payload(ctx)
-    if payload is None:
-        return False
-    payload.pop("established_fact", None)
-    return True
-
-
-def _no_condition(ctx: GateContext) -> bool:
-    fact = _fact(ctx)
-    if fact is None:
-        return False
-    fact["condition"] = {"sm_arch": None, "shape_regime": "  ", "dtype": None, "toolchain": ""}
-    return True
-
-
-def _short_mechanism(ctx: GateContext) -> bool:
-    fact = _fact(ctx)
-    if fact is None:
-        return False
-    fact["mechanism"] = "  register spills to local memory  "
-    return True
-
-
 GATE = Gate(
-    name=NAME,
-    family="store",
-    description="anti-strategies state a condition and a causal mechanism",
-    check=check,
-    injections=(
-        Injection(
-            "established-fact/noise-band-mechanism",
-            _mechanism(
-                "All four block-size variants were flat within noise on H100 at these widths."
-            ),
-        ),
-        Injection(
-            "established-fact/consecutive-stall-mechanism",
-            _mechanism(
-                "The search stopped after the third consecutive stall, so the whole-row variant "
-                "was dropped from the sweep."
-            ),
-        ),
-        Injection("established-fact/missing-fact", _missing_fact),
-        Injection("established-fact/no-condition", _no_condition),
-        Injection("established-fact/short-mechanism", _short_mechanism),
-    ),
-    alone=True,
+    NAME, "store", "anti-strategies state a condition and a causal mechanism", check, alone=True
 )
+
+
+@GATE.edit("missing-fact", _anti_strategy_payload)
+def _missing_fact(payload: dict) -> None:
+    payload.pop("established_fact", None)
+
+
+@GATE.edit("no-condition", _fact)
+def _no_condition(fact: dict) -> None:
+    fact["condition"] = {"sm_arch": None, "shape_regime": "  ", "dtype": None, "toolchain": ""}
+
+
+GATE.add(
+    "noise-band-mechanism",
+    setting(
+        _fact,
+        "mechanism",
+        "All four block-size variants were flat within noise on H100 at these widths.",
+    ),
+)
+GATE.add(
+    "consecutive-stall-mechanism",
+    setting(
+        _fact,
+        "mechanism",
+        "The search stopped after the third consecutive stall, so the whole-row variant "
+        "was dropped from the sweep.",
+    ),
+)
+GATE.add("short-mechanism", setting(_fact, "mechanism", "  register spills to local memory  "))

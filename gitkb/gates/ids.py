@@ -6,7 +6,7 @@ import copy
 from collections import Counter
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.record import MIN_ID_SEGMENTS, is_id
 
 NAME = "ids"
@@ -36,6 +36,12 @@ def check(ctx: GateContext) -> Iterator[Finding]:
             )
 
 
+GATE = Gate(
+    NAME, "store", "ids are unique, five segments or more, and name their file", check, alone=True
+)
+
+
+@GATE.case("duplicate-id")
 def _duplicate(ctx: GateContext) -> bool:
     twin = copy.deepcopy(ctx.records[0])
     twin.path = twin.path.rsplit("/", 1)[0] + "/elsewhere/" + twin.path.rsplit("/", 1)[1]
@@ -43,11 +49,13 @@ def _duplicate(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("file-name-mismatch")
 def _rename(ctx: GateContext) -> bool:
     ctx.records[0].data["id"] += "-renamed"
     return True
 
 
+@GATE.case("too-few-segments")
 def _short(ctx: GateContext) -> bool:
     record_file = ctx.records[0]
     record_file.data["id"] = "nvidia.hopper.short"
@@ -55,23 +63,9 @@ def _short(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("uppercase-id")
 def _uppercase(ctx: GateContext) -> bool:
     record_file = ctx.records[0]
     record_file.data["id"] = record_file.data["id"].upper()
     record_file.path = record_file.path.rsplit("/", 1)[0] + f"/{record_file.data['id']}.json"
     return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="ids are unique, match their file names and have five or more segments",
-    check=check,
-    injections=(
-        Injection("ids/duplicate-id", _duplicate),
-        Injection("ids/file-name-mismatch", _rename),
-        Injection("ids/too-few-segments", _short),
-        Injection("ids/uppercase-id", _uppercase),
-    ),
-    alone=True,
-)

@@ -14,7 +14,7 @@ import copy
 import json
 from collections.abc import Callable, Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
+from gitkb.gates import Finding, Gate, GateContext, Skip
 from gitkb.record import dig
 from gitkb.record.index import INDEX_PATH
 
@@ -103,44 +103,36 @@ def _edit_first_entry(ctx: GateContext, edit: Callable[[dict, dict], object]) ->
     return True
 
 
+GATE = Gate(NAME, "store", "records/index.json agrees with the records", check, record_level=False)
+
+
+@GATE.case("missing-index")
 def _drop_index(ctx: GateContext) -> bool:
     ctx.index_raw = None
     return True
 
 
+@GATE.case("stale-score")
 def _stale_score(ctx: GateContext) -> bool:
     return _edit_first_entry(
         ctx, lambda _, e: e.update(worth_score=(e.get("worth_score") or 0) + 0.125)
     )
 
 
+@GATE.case("stale-retrieval")
 def _stale_retrieval(ctx: GateContext) -> bool:
     return _edit_first_entry(ctx, lambda _, e: e["retrieval"]["scope"].update(dsl="cuda-renamed"))
 
 
+@GATE.case("missing-entry")
 def _missing_entry(ctx: GateContext) -> bool:
     return _edit_first_entry(ctx, lambda index, e: index["records"].remove(e))
 
 
+@GATE.case("unindexed-record")
 def _unindexed_record(ctx: GateContext) -> bool:
     twin = copy.deepcopy(ctx.records[0])
     twin.data["id"] += "-new"
     twin.path = twin.path.replace(".json", "-new.json")
     ctx.records.append(twin)
     return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="records/index.json agrees with the records",
-    check=check,
-    injections=(
-        Injection("index/missing-index", _drop_index),
-        Injection("index/stale-score", _stale_score),
-        Injection("index/stale-retrieval", _stale_retrieval),
-        Injection("index/missing-entry", _missing_entry),
-        Injection("index/unindexed-record", _unindexed_record),
-    ),
-    record_level=False,
-)

@@ -22,10 +22,10 @@ headers alone, before any content is read."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext, setting
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -223,21 +223,20 @@ def _granular(ctx: GateContext) -> dict | None:
     return extra if isinstance(extra, dict) else None
 
 
-def _set_journal(path: str) -> Callable[[GateContext], bool]:
-    def mutate(ctx: GateContext) -> bool:
-        extra = _granular(ctx)
-        if extra is None:
-            return False
-        extra["journal"] = path
-        return True
-
-    return mutate
+GATE = Gate(
+    NAME,
+    "trace",
+    "granular long-horizon records cite a journal of the trace that backs them",
+    check,
+)
 
 
+@GATE.edit("unknown-experiment", _granular)
 def _unknown_experiment(extra: dict) -> None:
     extra["experiments"] = [*(extra.get("experiments") or []), 9999]
 
 
+@GATE.case("omitted-journal")
 def _omitted_journal(ctx: GateContext) -> bool:
     """A distiller that drops the citation from a record of a promotion."""
     record_file = first_mined(ctx, lambda data: isinstance(evidence_extra(data), dict))
@@ -247,29 +246,13 @@ def _omitted_journal(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.edit("unresolved-promotion", _granular)
 def _unresolved_promotion(extra: dict) -> None:
     for key in COMMIT_KEYS:
         extra.pop(key, None)
     extra["promotion_commit"] = "0" * 40
 
 
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="granular long-horizon records cite a journal of the trace that backs them",
-    check=check,
-    injections=(
-        Injection(
-            "journal-provenance/missing-journal", _set_journal("memory/long_horizon_e9999.json")
-        ),
-        Injection("journal-provenance/absolute-path", _set_journal("/etc/passwd")),
-        Injection("journal-provenance/traversal", _set_journal("memory/../../outside.json")),
-        Injection(
-            "journal-provenance/unknown-experiment", mutation(_granular, _unknown_experiment)
-        ),
-        Injection(
-            "journal-provenance/unresolved-promotion", mutation(_granular, _unresolved_promotion)
-        ),
-        Injection("journal-provenance/omitted-journal", _omitted_journal),
-    ),
-)
+GATE.add("missing-journal", setting(_granular, "journal", "memory/long_horizon_e9999.json"))
+GATE.add("absolute-path", setting(_granular, "journal", "/etc/passwd"))
+GATE.add("traversal", setting(_granular, "journal", "memory/../../outside.json"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.trace_evidence import first_mined, mined_records
 from gitkb.record import RECORDS_DIR
 
@@ -41,11 +41,18 @@ def check(ctx: GateContext) -> Iterator[Finding]:
             )
 
 
+GATE = Gate(
+    NAME, "trace", "mined records are filed under type/vendor/arch/dsl/operator_family", check
+)
+
+
+@GATE.edit("scope-mismatch", first_mined)
 def _scope_mismatch(record_file: RecordFile) -> None:
     scope = record_file.data["retrieval"]["scope"]
     scope["dsl"] = "triton" if scope.get("dsl") == "cuda" else "cuda"
 
 
+@GATE.edit("other-vendor-folder", first_mined)
 def _other_vendor_folder(record_file: RecordFile) -> bool:
     parts = record_file.path.split("/")
     if len(parts) < 4:
@@ -55,26 +62,12 @@ def _other_vendor_folder(record_file: RecordFile) -> bool:
     return True
 
 
+@GATE.edit("flat-file", first_mined)
 def _flat_file(record_file: RecordFile) -> None:
     record_file.path = f"{RECORDS_DIR}/{record_file.data['id']}.json"
 
 
+@GATE.edit("operator-family-changed", first_mined)
 def _operator_family_changed(record_file: RecordFile) -> None:
     scope = record_file.data["retrieval"]["scope"]
     scope["operator_family"] = "norm" if scope.get("operator_family") != "norm" else "softmax"
-
-
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="mined records are filed under type/vendor/arch/dsl/operator_family",
-    check=check,
-    injections=(
-        Injection("layout/scope-mismatch", mutation(first_mined, _scope_mismatch)),
-        Injection("layout/other-vendor-folder", mutation(first_mined, _other_vendor_folder)),
-        Injection("layout/flat-file", mutation(first_mined, _flat_file)),
-        Injection(
-            "layout/operator-family-changed", mutation(first_mined, _operator_family_changed)
-        ),
-    ),
-)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -65,35 +65,24 @@ def _claim_profiler(ctx: GateContext) -> RecordFile | None:
     return record_file
 
 
+GATE = Gate(
+    NAME, "trace", "a profiler-based bottleneck cites a usable capture of the kernel", check
+)
+
+
+@GATE.edit("unbacked-claim", packet_of_record(_claim_profiler))
 def _unbacked_claim(packet: Packet) -> None:
     packet.provenance["ncu_dirs"] = []
 
 
+@GATE.edit("unusable-capture", packet_of_record(_claim_profiler))
 def _unusable_capture(packet: Packet) -> None:
     """Captures are cited, but none measured the kernel under test."""
     packet.provenance["ncu_dirs"] = packet.provenance.get("ncu_dirs") or ["profiles/v1"]
     packet.usable_captures = []
 
 
+@GATE.edit("no-packet", _claim_profiler)
 def _no_packet(record_file: RecordFile) -> None:
     record_file.data["id"] += "-unmined"
     record_file.data["evidence"]["raw"]["version"] = "v9999"
-
-
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="a profiler-based bottleneck cites a usable capture of the kernel",
-    check=check,
-    injections=(
-        Injection(
-            "ncu-attribution/unbacked-claim",
-            mutation(packet_of_record(_claim_profiler), _unbacked_claim),
-        ),
-        Injection(
-            "ncu-attribution/unusable-capture",
-            mutation(packet_of_record(_claim_profiler), _unusable_capture),
-        ),
-        Injection("ncu-attribution/no-packet", mutation(_claim_profiler, _no_packet)),
-    ),
-)

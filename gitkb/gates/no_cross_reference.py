@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.anonymization import CODE_KEYS, MARKDOWN_PAGE, child_path
 
 NAME = "no-cross-reference"
@@ -125,51 +125,31 @@ def _strategy(ctx: GateContext) -> dict | None:
     return None
 
 
+GATE = Gate(NAME, "store", "records point at no repository page or other record", check, alone=True)
+
+
+@GATE.case("docs-page-in-lesson")
 def _docs_page_in_lesson(ctx: GateContext) -> bool:
     ctx.records[0].data["payload"]["lesson"] += " Details in docs/triton/layernorm-tuning.md."
     return True
 
 
-def _record_id_in_next_steps(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+@GATE.edit("record-id-in-next-steps", _strategy)
+def _record_id_in_next_steps(strategy: dict) -> None:
     strategy["payload"]["next_steps"].append(
         "combine with nvidia.b200.triton.softmax.online-softmax-r01 on Blackwell"
     )
-    return True
 
 
-def _stored_source_text(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+@GATE.edit("stored-source-text", _strategy)
+def _stored_source_text(strategy: dict) -> None:
     implementation = strategy["payload"]["implementation"]
     implementation["source_text"] = implementation["snippet"]
     implementation["source_truncated"] = False
-    return True
 
 
-def _records_path_in_gain_note(ctx: GateContext) -> bool:
-    strategy = _strategy(ctx)
-    if strategy is None:
-        return False
+@GATE.edit("records-path-in-gain-note", _strategy)
+def _records_path_in_gain_note(strategy: dict) -> None:
     strategy["worth"]["gain"]["note"] = (
         "baseline as in records/strategy/nvidia/hopper/triton/softmax/three-pass.json"
     )
-    return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="records point at no repository page or other record",
-    check=check,
-    injections=(
-        Injection("no-cross-reference/docs-page-in-lesson", _docs_page_in_lesson),
-        Injection("no-cross-reference/record-id-in-next-steps", _record_id_in_next_steps),
-        Injection("no-cross-reference/stored-source-text", _stored_source_text),
-        Injection("no-cross-reference/records-path-in-gain-note", _records_path_in_gain_note),
-    ),
-    alone=True,
-)

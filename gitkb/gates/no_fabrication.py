@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -146,6 +146,10 @@ def check(ctx: GateContext) -> Iterator[Finding]:
                 )
 
 
+GATE = Gate(NAME, "trace", "every number a mined record states occurs in its packet", check)
+
+
+@GATE.edit("invented-number", first_mined)
 def _invented_number(record_file: RecordFile) -> bool:
     data = record_file.data
     gain = (data.get("worth") or {}).get("gain") or {}
@@ -162,12 +166,14 @@ def _invented_number(record_file: RecordFile) -> bool:
     return False
 
 
+@GATE.edit("invented-signal-metric", first_mined)
 def _invented_signal(record_file: RecordFile) -> None:
     signals = record_file.data.setdefault("retrieval", {}).setdefault("signals", {})
     metrics = signals.get("metrics")
     signals["metrics"] = {**(metrics if isinstance(metrics, dict) else {}), "dram_pct": 93.17}
 
 
+@GATE.edit("invented-effect-geomean", first_mined)
 def _invented_effect(record_file: RecordFile) -> None:
     """A better absolute latency than the trace measured: warm start ranks by it."""
     raw = record_file.data.setdefault("evidence", {}).setdefault("raw", {})
@@ -175,31 +181,14 @@ def _invented_effect(record_file: RecordFile) -> None:
     raw["effect"] = {**effect, "new_geomean_us": 12.3457}
 
 
+@GATE.edit("no-packet", first_mined)
 def _unmatched_record(record_file: RecordFile) -> None:
     data = record_file.data
     data["id"] += "-unmined"
     data["evidence"]["raw"]["version"] = "v9999"
 
 
+@GATE.edit("evidence-lost", packet_of_record(first_mined))
 def _evidence_lost(packet: Packet) -> None:
     """The trace no longer states the record's numbers: the packet says nothing."""
     packet.agent_facing, packet.target, packet.diff, packet.kernel = {}, {}, None, None
-
-
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="every number a mined record states occurs in its packet",
-    check=check,
-    injections=(
-        Injection("no-fabrication/invented-number", mutation(first_mined, _invented_number)),
-        Injection("no-fabrication/invented-signal-metric", mutation(first_mined, _invented_signal)),
-        Injection(
-            "no-fabrication/invented-effect-geomean", mutation(first_mined, _invented_effect)
-        ),
-        Injection("no-fabrication/no-packet", mutation(first_mined, _unmatched_record)),
-        Injection(
-            "no-fabrication/evidence-lost", mutation(packet_of_record(first_mined), _evidence_lost)
-        ),
-    ),
-)

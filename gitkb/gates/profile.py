@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gitkb import schema
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.trace_evidence import first_mined, mined_records
 
 NAME = "profile"
@@ -24,40 +24,33 @@ def _mined_data(ctx: GateContext) -> dict | None:
     return None if record_file is None else record_file.data
 
 
+GATE = Gate(NAME, "trace", "mined records validate against the opt-trace-1.0 profile", check)
+
+
+@GATE.edit("generic-level", _mined_data)
 def _generic_level(data: dict) -> None:
     data["level"] = "generic"
 
 
+@GATE.edit("technique-card", _mined_data)
 def _technique_card(data: dict) -> None:
     data["type"] = "technique-card"
 
 
+@GATE.edit("missing-git-commit", _mined_data)
 def _drop_commit(data: dict) -> None:
     data["evidence"]["raw"].pop("git_commit", None)
 
 
+@GATE.edit("page-pointer", _mined_data)
 def _page_pointer(data: dict) -> None:
     data["evidence"]["raw"]["page_path"] = "kernel_wiki/softmax.md"
 
 
+@GATE.edit("gain-without-kind", _mined_data)
 def _gain_without_kind(data: dict) -> bool:
     gain = (data.get("worth") or {}).get("gain")
     if not isinstance(gain, dict):
         return False
     gain.pop("kind", None)
     return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="mined records validate against the opt-trace-1.0 profile",
-    check=check,
-    injections=(
-        Injection("profile/generic-level", mutation(_mined_data, _generic_level)),
-        Injection("profile/technique-card", mutation(_mined_data, _technique_card)),
-        Injection("profile/missing-git-commit", mutation(_mined_data, _drop_commit)),
-        Injection("profile/page-pointer", mutation(_mined_data, _page_pointer)),
-        Injection("profile/gain-without-kind", mutation(_mined_data, _gain_without_kind)),
-    ),
-)

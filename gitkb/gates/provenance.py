@@ -9,10 +9,10 @@ A record that cites a trace commit without naming its trace is reported too."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext, setting
 from gitkb.gates.trace_evidence import (
     first_mined,
     label_of,
@@ -83,19 +83,20 @@ def _first(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(raw_of(data).get("git_commit")))
 
 
-def _set_raw(key: str, value: object) -> Callable[[GateContext], bool]:
-    """An injection that sets ``evidence.raw.<key>`` of the first mined record."""
-
-    def mutate(ctx: GateContext) -> bool:
-        record_file = _first(ctx)
-        if record_file is None:
-            return False
-        record_file.data["evidence"]["raw"][key] = value
-        return True
-
-    return mutate
+def _raw(ctx: GateContext) -> dict | None:
+    record_file = _first(ctx)
+    return None if record_file is None else record_file.data["evidence"]["raw"]
 
 
+GATE = Gate(
+    NAME,
+    "trace",
+    "git_commit is a commit of the record's trace (refs/kb/traces/<source_repo>)",
+    check,
+)
+
+
+@GATE.case("commit-outside-trace")
 def _commit_outside_trace(ctx: GateContext) -> bool:
     """A real commit of the store (its main), which the trace does not hold."""
     record_file = _first(ctx)
@@ -105,6 +106,7 @@ def _commit_outside_trace(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("blob-not-commit")
 def _blob_not_commit(ctx: GateContext) -> bool:
     """An object the trace holds that is not a commit: a file at the cited commit."""
     record_file = _first(ctx)
@@ -121,24 +123,12 @@ def _blob_not_commit(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("label-mismatch")
 def _other_trace_label(ctx: GateContext) -> bool:
     ctx.trace_label = "kernel_opt_998_another_trace"
     return _first(ctx) is not None
 
 
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="git_commit is a commit of the record's trace (refs/kb/traces/<source_repo>)",
-    check=check,
-    injections=(
-        Injection("provenance/unknown-commit", _set_raw("git_commit", UNKNOWN_COMMIT)),
-        Injection(
-            "provenance/trace-not-in-store", _set_raw("source_repo", "kernel_opt_999_never_mined")
-        ),
-        Injection("provenance/commit-outside-trace", _commit_outside_trace),
-        Injection("provenance/blob-not-commit", _blob_not_commit),
-        Injection("provenance/source-repo-dropped", _set_raw("source_repo", None)),
-        Injection("provenance/label-mismatch", _other_trace_label),
-    ),
-)
+GATE.add("unknown-commit", setting(_raw, "git_commit", UNKNOWN_COMMIT))
+GATE.add("trace-not-in-store", setting(_raw, "source_repo", "kernel_opt_999_never_mined"))
+GATE.add("source-repo-dropped", setting(_raw, "source_repo", None))

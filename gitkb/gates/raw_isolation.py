@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.anonymization import child_path
 
 NAME = "raw-isolation"
@@ -174,6 +174,12 @@ def _with_provenance(ctx: GateContext) -> dict:
     return record
 
 
+GATE = Gate(
+    NAME, "store", "served records hold no evidence.raw value or engine-only key", check, alone=True
+)
+
+
+@GATE.case("commit-in-observed")
 def _commit_in_observed(ctx: GateContext) -> bool:
     record = _with_provenance(ctx)
     commit = record["evidence"]["raw"]["git_commit"]
@@ -181,6 +187,7 @@ def _commit_in_observed(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("source-repo-in-trigger")
 def _source_repo_in_trigger(ctx: GateContext) -> bool:
     record = _with_provenance(ctx)
     repo = record["evidence"]["raw"]["source_repo"]
@@ -188,34 +195,21 @@ def _source_repo_in_trigger(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("empty-file-path")
 def _empty_file_path(ctx: GateContext) -> bool:
     raw = ctx.records[0].data["evidence"].setdefault("raw", {})
     raw["file_paths"] = ["kernels/layernorm.py", ""]
     return True
 
 
+@GATE.case("raw-key-in-shape-contract")
 def _raw_key_in_shape_contract(ctx: GateContext) -> bool:
     problem = ctx.records[0].data["payload"]["problem"]
     problem["shape_contract"] = {"raw": "rows=4096 cols=16384 from the harness log"}
     return True
 
 
+@GATE.case("missing-gain")
 def _missing_gain(ctx: GateContext) -> bool:
     ctx.records[0].data["worth"].pop("gain", None)
     return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="the served record holds no evidence.raw values or engine-only keys",
-    check=check,
-    injections=(
-        Injection("raw-isolation/commit-in-observed", _commit_in_observed),
-        Injection("raw-isolation/source-repo-in-trigger", _source_repo_in_trigger),
-        Injection("raw-isolation/empty-file-path", _empty_file_path),
-        Injection("raw-isolation/raw-key-in-shape-contract", _raw_key_in_shape_contract),
-        Injection("raw-isolation/missing-gain", _missing_gain),
-    ),
-    alone=True,
-)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 
 NAME = "relations"
 
@@ -56,14 +56,27 @@ def _set_links(ctx: GateContext, **links: object) -> bool:
     return True
 
 
+GATE = Gate(
+    NAME,
+    "store",
+    "every record named in retrieval.links exists",
+    check,
+    record_level=False,
+    full_only=True,
+)
+
+
+@GATE.case("unknown-see-also")
 def _unknown_see_also(ctx: GateContext) -> bool:
     return _set_links(ctx, see_also=["nvidia.h100.triton.norm.anti.split-row-reduction-t07"])
 
 
+@GATE.case("unknown-parent-string")
 def _unknown_parent_string(ctx: GateContext) -> bool:
     return _set_links(ctx, parent="nvidia.h100.triton.norm.looped-two-read-s03")
 
 
+@GATE.case("deleted-target")
 def _deleted_target(ctx: GateContext) -> bool:
     """Link the first record to another one, then drop that one from the store."""
     if len(ctx.records) < 2 or ctx.records[1].data is None:
@@ -73,24 +86,9 @@ def _deleted_target(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("renamed-target")
 def _renamed_target(ctx: GateContext) -> bool:
     """A supersedes link that still names a record's id from before a rename."""
     if len(ctx.records) < 2 or ctx.records[1].data is None:
         return False
     return _set_links(ctx, supersedes=[ctx.records[1].data["id"] + "-v0"])
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="every record named in retrieval.links exists",
-    check=check,
-    injections=(
-        Injection("relations/unknown-see-also", _unknown_see_also),
-        Injection("relations/unknown-parent-string", _unknown_parent_string),
-        Injection("relations/deleted-target", _deleted_target),
-        Injection("relations/renamed-target", _renamed_target),
-    ),
-    record_level=False,
-    full_only=True,
-)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gitkb import schema
-from gitkb.gates import Finding, Gate, GateContext, Injection
+from gitkb.gates import Finding, Gate, GateContext
 
 NAME = "schema"
 
@@ -19,38 +19,30 @@ def check(ctx: GateContext) -> Iterator[Finding]:
             yield Finding(record_file.id, NAME, message, path)
 
 
+GATE = Gate(NAME, "store", "records validate against the clean-1.3 JSON Schema", check, alone=True)
+
+
+@GATE.case("unknown-level")
 def _set_level(ctx: GateContext) -> bool:
     ctx.records[0].data["level"] = "kernel"
     return True
 
 
+@GATE.case("missing-goal")
 def _drop_goal(ctx: GateContext) -> bool:
     ctx.records[0].data["payload"].pop("goal", None)
     return True
 
 
+@GATE.case("extra-scope-key")
 def _open_closed_block(ctx: GateContext) -> bool:
     ctx.records[0].data["retrieval"]["scope"]["gpu_count"] = 8
     return True
 
 
+@GATE.case("truncated-json")
 def _break_json(ctx: GateContext) -> bool:
     record_file = ctx.records[0]
     record_file.raw = record_file.raw[: len(record_file.raw) // 2]
     record_file.data, record_file.error = None, "malformed JSON: truncated"
     return True
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="records validate against the clean-1.3 JSON Schema",
-    check=check,
-    injections=(
-        Injection("schema/unknown-level", _set_level),
-        Injection("schema/missing-goal", _drop_goal),
-        Injection("schema/extra-scope-key", _open_closed_block),
-        Injection("schema/truncated-json", _break_json),
-    ),
-    alone=True,
-)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext
 
 NAME = "self-contained"
 
@@ -191,48 +191,38 @@ def _strategy(ctx: GateContext) -> dict | None:
     return None
 
 
+GATE = Gate(
+    NAME, "store", "records stand alone; gains are relative, sourced, consistent", check, alone=True
+)
+
+
+@GATE.case("blank-goal")
 def _blank_goal(ctx: GateContext) -> bool:
     ctx.records[0].data["payload"]["goal"] = "   "
     return True
 
 
+@GATE.edit("latency-in-gain-note", _strategy)
 def _latency_in_gain_note(strategy: dict) -> None:
     strategy["worth"]["gain"]["note"] = "geomean went from 53.6 us to 41.8 us"
 
 
+@GATE.edit("microsecond-metric", _strategy)
 def _microsecond_metric(strategy: dict) -> None:
     metric = strategy["worth"]["gain"]["metrics"][0]
     metric.update(unit="us", before=53.6, after=41.8)
 
 
+@GATE.edit("pct-not-headline", _strategy)
 def _pct_not_headline(strategy: dict) -> None:
     strategy["worth"]["gain"]["pct"] = 25.0
 
 
+@GATE.edit("diff-labelled-source", _strategy)
 def _diff_labelled_source(strategy: dict) -> None:
     strategy["payload"]["implementation"]["format"] = "source (verbatim)"
 
 
+@GATE.edit("missing-operator", _strategy)
 def _missing_operator(strategy: dict) -> None:
     strategy["payload"]["problem"]["operator"] = None
-
-
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="records read on their own; gains are relative, sourced and consistent",
-    check=check,
-    injections=(
-        Injection("self-contained/blank-goal", _blank_goal),
-        Injection(
-            "self-contained/latency-in-gain-note", mutation(_strategy, _latency_in_gain_note)
-        ),
-        Injection("self-contained/microsecond-metric", mutation(_strategy, _microsecond_metric)),
-        Injection("self-contained/pct-not-headline", mutation(_strategy, _pct_not_headline)),
-        Injection(
-            "self-contained/diff-labelled-source", mutation(_strategy, _diff_labelled_source)
-        ),
-        Injection("self-contained/missing-operator", mutation(_strategy, _missing_operator)),
-    ),
-    alone=True,
-)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
+from gitkb.gates import Finding, Gate, GateContext, Skip
 from gitkb.gates.trace_evidence import first_mined, is_mined, mined_records
 
 NAME = "store-overlap"
@@ -61,6 +61,10 @@ def _smallest_live_id(ctx: GateContext) -> str | None:
     return ids[0] if ids else None
 
 
+GATE = Gate(NAME, "trace", "a mined record's id is not already used in the live store", check)
+
+
+@GATE.case("known-id")
 def _known_id(ctx: GateContext) -> bool:
     record_file, live_id = first_mined(ctx), _smallest_live_id(ctx)
     if record_file is None or live_id is None:
@@ -70,6 +74,7 @@ def _known_id(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("second-copy")
 def _second_copy(ctx: GateContext) -> bool:
     """Validating: a record elsewhere in the tree reuses a live record's id."""
     record_file, live_id = first_mined(ctx), _smallest_live_id(ctx)
@@ -80,6 +85,7 @@ def _second_copy(ctx: GateContext) -> bool:
     return True
 
 
+@GATE.case("re-mined-insert")
 def _re_mined_insert(ctx: GateContext) -> bool:
     """Mining a trace again and inserting what is already there instead of confirming it."""
     record_file = first_mined(ctx)
@@ -92,16 +98,3 @@ def _re_mined_insert(ctx: GateContext) -> bool:
             record_file.data = copy.deepcopy(live.data)
             return True
     return False
-
-
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="a mined record's id is not already used in the live store",
-    check=check,
-    injections=(
-        Injection("store-overlap/known-id", _known_id),
-        Injection("store-overlap/second-copy", _second_copy),
-        Injection("store-overlap/re-mined-insert", _re_mined_insert),
-    ),
-)

@@ -20,7 +20,7 @@ import copy
 from collections.abc import Callable, Iterator
 
 from gitkb.errors import GitkbError
-from gitkb.gates import Finding, Gate, GateContext, Injection, Skip
+from gitkb.gates import Finding, Gate, GateContext, Skip
 from gitkb.gates import card_evidence as ce
 from gitkb.record import RecordFile, scope_of
 from gitkb.trace import techniques
@@ -200,6 +200,12 @@ def _kept_inflated(card: dict, evidence: list[dict]) -> None:
     card["payload"]["kept"] += 1
 
 
+GATE = Gate(
+    NAME, "store", "a technique card's numbers recompute from the live records it cites", check
+)
+
+
+@GATE.case("cites-retracted")
 def _cites_retracted(ctx: GateContext) -> bool:
     """A card admitted while one of its records is retracted."""
     made = _computed_card(ctx)
@@ -227,6 +233,7 @@ def _cited_twice(card: dict, evidence: list[dict]) -> None:
     card["retrieval"]["links"]["cited_records"].append(evidence[0]["id"])
 
 
+@GATE.case("other-vocabulary")
 def _other_vocabulary(ctx: GateContext) -> bool:
     """A card admitted with the number of a vocabulary this gitkb does not ship."""
     made = _computed_card(ctx)
@@ -241,22 +248,10 @@ def _one_trace(card: dict, evidence: list[dict]) -> None:
     evidence[1]["evidence"]["raw"]["source_repo"] = evidence[0]["evidence"]["raw"]["source_repo"]
 
 
-GATE = Gate(
-    name=NAME,
-    family="store",
-    description="a technique card's numbers recompute from the live records it cites",
-    check=check,
-    injections=(
-        Injection("technique-card/typical-gain-off", _breaking(_typical_gain_off)),
-        Injection("technique-card/kept-inflated", _breaking(_kept_inflated)),
-        Injection("technique-card/cites-retracted", _cites_retracted),
-        Injection("technique-card/wider-product", _breaking(_wider_product)),
-        Injection("technique-card/wider-level", _breaking(_wider_level)),
-        Injection(
-            "technique-card/numbers-without-citations", _breaking(_numbers_without_citations)
-        ),
-        Injection("technique-card/one-trace", _breaking(_one_trace)),
-        Injection("technique-card/cited-twice", _breaking(_cited_twice)),
-        Injection("technique-card/other-vocabulary", _other_vocabulary),
-    ),
-)
+GATE.add("typical-gain-off", _breaking(_typical_gain_off))
+GATE.add("kept-inflated", _breaking(_kept_inflated))
+GATE.add("wider-product", _breaking(_wider_product))
+GATE.add("wider-level", _breaking(_wider_level))
+GATE.add("numbers-without-citations", _breaking(_numbers_without_citations))
+GATE.add("one-trace", _breaking(_one_trace))
+GATE.add("cited-twice", _breaking(_cited_twice))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext, mutation
 from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace import techniques
@@ -115,24 +115,20 @@ def _claim(tag: str) -> Callable[[dict], None]:
 
 
 GATE = Gate(
-    name=NAME,
-    family="store",
-    description="a canonical technique tag claims only what the record's own diff shows",
-    check=check,
-    injections=(
-        # a technique the diff does not touch
-        Injection("technique-claim/unseen-signature", mutation(_strategy, _claim("num-warps-up"))),
-        # a technique the diff shows, in the opposite direction
-        Injection(
-            "technique-claim/wrong-direction", mutation(_strategy, _claim("online-softmax-removed"))
-        ),
-        # a second technique riding along with the one the diff shows
-        Injection(
-            "technique-claim/extra-technique",
-            mutation(_strategy, _claim("eviction-policy-evict-first+online-softmax")),
-        ),
-        # no diff: the sentence names no TMA
-        Injection("technique-claim/unnamed-words", mutation(_anti, _claim("tma-descriptors"))),
-    ),
+    NAME,
+    "store",
+    "a canonical technique tag claims only what the record's own diff shows",
+    check,
     alone=True,
 )
+
+# a technique the diff does not touch
+GATE.add("unseen-signature", mutation(_strategy, _claim("num-warps-up")))
+# a technique the diff shows, in the opposite direction
+GATE.add("wrong-direction", mutation(_strategy, _claim("online-softmax-removed")))
+# a second technique riding along with the one the diff shows
+GATE.add(
+    "extra-technique", mutation(_strategy, _claim("eviction-policy-evict-first+online-softmax"))
+)
+# no diff: the sentence names no TMA
+GATE.add("unnamed-words", mutation(_anti, _claim("tma-descriptors")))

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitkb.gates import Finding, Gate, GateContext, Injection, mutation
+from gitkb.gates import Finding, Gate, GateContext
 from gitkb.gates.trace_evidence import (
     evidence,
     first_mined,
@@ -103,11 +103,18 @@ def _quoting(ctx: GateContext) -> RecordFile | None:
     return first_mined(ctx, lambda data: bool(snippets(data)))
 
 
+GATE = Gate(
+    NAME, "trace", "quoted code occurs line by line in the trace's code at the cited commit", check
+)
+
+
+@GATE.edit("paraphrased-snippet", _quoting)
 def _paraphrased(record_file: RecordFile) -> None:
     invented = "+    acc = fused_rescale_accumulate(acc, x_tile, running_max)\n"
     _replace_snippet(record_file.data, invented)
 
 
+@GATE.edit("renamed-variable", _quoting)
 def _renamed_variable(record_file: RecordFile) -> bool:
     snippet = snippets(record_file.data)[0][1]
     lines = snippet.splitlines()
@@ -119,6 +126,7 @@ def _renamed_variable(record_file: RecordFile) -> bool:
     return False
 
 
+@GATE.edit("packet-without-code", packet_of_record(_quoting))
 def _packet_without_code(packet: Packet) -> None:
     packet.diff = packet.kernel = None
 
@@ -133,19 +141,3 @@ def _replace_snippet(data: dict, text: str) -> None:
         if isinstance(value, str):
             payload[key] = text
             return
-
-
-GATE = Gate(
-    name=NAME,
-    family="trace",
-    description="quoted code occurs line by line in the trace's code at the cited commit",
-    check=check,
-    injections=(
-        Injection("verbatim/paraphrased-snippet", mutation(_quoting, _paraphrased)),
-        Injection("verbatim/renamed-variable", mutation(_quoting, _renamed_variable)),
-        Injection(
-            "verbatim/packet-without-code",
-            mutation(packet_of_record(_quoting), _packet_without_code),
-        ),
-    ),
-)

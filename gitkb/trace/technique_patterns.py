@@ -70,17 +70,25 @@ def _top_level(pattern: str) -> tuple[list[str], int]:
     return [*parts, pattern[last:]], first_close
 
 
+def _literal_at(pattern: str, i: int) -> tuple[str, int] | None:
+    """The literal character that ``pattern`` holds at ``i`` and how many pattern characters
+    it takes (an escaped one, two); None where ``i`` starts no literal."""
+    c = pattern[i]
+    if c == "\\" and pattern[i + 1 : i + 2] and pattern[i + 1] in _LITERAL_ESCAPES:
+        return pattern[i + 1], 2
+    if c.isalnum() or c in _LITERAL_CHARS:
+        return c, 1
+    return None
+
+
 def _literal_prefix(pattern: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and pattern[i + 1 : i + 2] and pattern[i + 1] in _LITERAL_ESCAPES:
-            literal, step = pattern[i + 1], 2
-        elif c.isalnum() or c in _LITERAL_CHARS:
-            literal, step = c, 1
-        else:
+        found = _literal_at(pattern, i)
+        if found is None:
             break
+        literal, step = found
         after = pattern[i + step : i + step + 1]
         if after and after in "?*{":
             break
@@ -142,12 +150,9 @@ def _required_literal(pattern: str) -> str:
     pattern holds (lower case), read from its top-level sequence."""
     best, run, i = "", "", 0
     while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and pattern[i + 1 : i + 2] and pattern[i + 1] in _LITERAL_ESCAPES:
-            literal, step = pattern[i + 1], 2
-        elif c.isalnum() or c in _LITERAL_CHARS:
-            literal, step = c, 1
-        else:
+        found = _literal_at(pattern, i)
+        if found is None:
+            c = pattern[i]
             if c == "(":
                 i = _skip(pattern, i, ")")
             elif c == "[":
@@ -156,6 +161,7 @@ def _required_literal(pattern: str) -> str:
                 i += 2 if c == "\\" else 1
             best, run = max(best, run, key=len), ""
             continue
+        literal, step = found
         after = pattern[i + step : i + step + 1]
         if after and after in "?*{":
             best, run = max(best, run, key=len), ""

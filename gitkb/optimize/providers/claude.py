@@ -7,20 +7,16 @@ directory), allowed to read and edit files there; ``--agent-bin`` (or
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 from gitkb.optimize.providers import command
 
 
-class Provider(command.Provider):
+class Provider(command.AgentCli):
     name = "claude"
 
-    def _check_options(self) -> None:
-        pass
-
-    def argv(self, workspace, prompt_file, prompt):
-        executable = self.options.agent_bin or os.environ.get("GITKB_CLAUDE_BIN") or "claude"
-        model = ["--model", self.options.model] if self.options.model else []
+    def argv(self, workspace: Path, prompt_file: Path, prompt: str) -> list[str]:
+        executable, model = self.agent()
         return [
             executable,
             "-p",

@@ -7,20 +7,16 @@ model it uses.
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 from gitkb.optimize.providers import command
 
 
-class Provider(command.Provider):
+class Provider(command.AgentCli):
     name = "codex"
 
-    def _check_options(self) -> None:
-        pass
-
-    def argv(self, workspace, prompt_file, prompt):
-        executable = self.options.agent_bin or os.environ.get("GITKB_CODEX_BIN") or "codex"
-        model = ["--model", self.options.model] if self.options.model else []
+    def argv(self, workspace: Path, prompt_file: Path, prompt: str) -> list[str]:
+        executable, model = self.agent()
         return [
             executable,
             "exec",

@@ -201,3 +201,19 @@ def require_executable(executable: str, provider: str) -> str:
             "(install it, or name it with --agent-bin / --agent-command)"
         )
     return os.path.abspath(found)
+
+
+class AgentCli(Provider):
+    """A command provider whose argv is an agent CLI's own (the adapters subclass it):
+    the executable is ``--agent-bin``, else ``$GITKB_<NAME>_BIN``, else the provider's
+    name; ``--model`` passes on as the CLI's ``--model``."""
+
+    def _check_options(self) -> None:
+        pass  # the adapter writes the argv: there is no --agent-command to check
+
+    def agent(self) -> tuple[str, list[str]]:
+        """The executable and the model arguments of the agent's command line."""
+        executable = (
+            self.options.agent_bin or os.environ.get(f"GITKB_{self.name.upper()}_BIN") or self.name
+        )
+        return executable, (["--model", self.options.model] if self.options.model else [])
