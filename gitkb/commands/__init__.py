@@ -20,8 +20,9 @@ class StoreType(click.ParamType):
 
     name = "directory"
 
-    def __init__(self, missing_ok: bool = False) -> None:
+    def __init__(self, missing_ok: bool = False, writes: bool = False) -> None:
         self.missing_ok = missing_ok
+        self.writes = writes  # refuse at once a writer the store's [access] refuses
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
@@ -30,7 +31,10 @@ class StoreType(click.ParamType):
             return value  # type: ignore[return-value]  # already opened (a caller passing a Store)
         if self.missing_ok and plain.git_dir_of(value) is None:
             return None  # no repository, so no store
-        return Store.open(value, missing_ok=self.missing_ok)
+        store = Store.open(value, missing_ok=self.missing_ok)
+        if store is not None and self.writes:
+            store.require_signing()
+        return store
 
 
 def _store_option(kind: StoreType):
@@ -46,6 +50,8 @@ def _store_option(kind: StoreType):
 
 
 store_option = _store_option(StoreType())
+# The verbs that always write: a store requiring signatures refuses them before any work.
+writer_store_option = _store_option(StoreType(writes=True))
 store_option_if_any = _store_option(StoreType(missing_ok=True))
 # retract and unretract: the why and the who of a tombstone or its lifting.
 reason_option = click.option(

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, input_name, read_input, store_option
+from gitkb.commands import echo_json, input_name, read_input, writer_store_option
 from gitkb.errors import GitkbError
 from gitkb.store.admission import ACTIONS, AUTO
 from gitkb.store.request import AdmitRequest
@@ -33,7 +33,7 @@ def _report(admission, as_json: bool) -> None:
 @click.option("--trace", help="The trace label the record comes from (KB-Trace trailer).")
 @click.option("--trace-commit", help="The trace commit the record cites (KB-Trace-Commit trailer).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per admission.")
-@store_option
+@writer_store_option
 def command(files, action, target, trace, trace_commit, as_json, store) -> None:
     """Admit record FILES into the store, in order, one commit each ('-' reads stdin).
 

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, writer_store_option
 from gitkb.importers import IMPORTERS, import_tree
 
 
@@ -11,7 +11,7 @@ from gitkb.importers import IMPORTERS, import_tree
 @click.option(
     "--dry-run", is_flag=True, help="Print the plan (what would be written); write nothing."
 )
-@store_option
+@writer_store_option
 def command(kind: str, directory: str, as_json: bool, dry_run: bool, store) -> None:
     """Import another tool's records from DIRECTORY.
 

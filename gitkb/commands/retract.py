@@ -1,13 +1,13 @@
 import click
 
-from gitkb.commands import by_option, echo_json, reason_option, store_option
+from gitkb.commands import by_option, echo_json, reason_option, writer_store_option
 
 
 @click.command("retract")
 @click.argument("record_id")
 @reason_option
 @by_option
-@store_option
+@writer_store_option
 def command(record_id, reason, by, store) -> None:
     """Take RECORD_ID back: status deprecated, score 0; the record stays."""
     from gitkb.warmstart.retract import retract
