@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "examples": ("examples", "Print the paths of the example records shipped with gitkb."),
     "hook": ("hook", "Entry points the git hooks call (pre-commit, commit-msg, pre-receive)."),
     "hooks": ("hooks", "Install the gate hooks: local ones in a store, pre-receive on a server."),
+    "access": ("access", "Who may sign the store's commits, and their roles (signed)."),
     "resolve": ("resolve", "Offer the store's best same-hardware code for a kernel (JSON)."),
     "attest": ("attest", "Record a warm-start outcome in the record's ledger."),
     "query": ("query", "Ask the store what it knows: scoped, ranked knowledge for an agent."),

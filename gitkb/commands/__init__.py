@@ -26,8 +26,9 @@ class StoreType(click.ParamType):
 
     name = "directory"
 
-    def __init__(self, missing_ok: bool = False) -> None:
+    def __init__(self, missing_ok: bool = False, writes: bool = False) -> None:
         self.missing_ok = missing_ok
+        self.writes = writes  # refuse at once a writer the store's [access] refuses
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
@@ -36,7 +37,10 @@ class StoreType(click.ParamType):
             return value  # type: ignore[return-value]  # already opened (a caller passing a Store)
         if self.missing_ok and plain.git_dir_of(value) is None:
             return None  # no repository, so no store
-        return Store.open(value, missing_ok=self.missing_ok)
+        store = Store.open(value, missing_ok=self.missing_ok)
+        if store is not None and self.writes:
+            store.require_signing()
+        return store
 
 
 def _store_option(kind: StoreType) -> Callable[[FC], FC]:
@@ -52,6 +56,8 @@ def _store_option(kind: StoreType) -> Callable[[FC], FC]:
 
 
 store_option = _store_option(StoreType())
+# The verbs that always write: a store requiring signatures refuses them before any work.
+writer_store_option = _store_option(StoreType(writes=True))
 store_option_if_any = _store_option(StoreType(missing_ok=True))
 
 
@@ -67,7 +73,7 @@ def tombstone_command(
         "--reason", required=True, help="Why (kept in the commit trailers and the ledger)."
     )
     @click.option("--by", help="Who (default: the committer identity).")
-    @store_option
+    @writer_store_option
     def command(record_id: str, reason: str, by: str | None, store: Store) -> None:
         echo_json(change(store, record_id, reason, by).as_json())
 

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, input_name, read_input, store_option
+from gitkb.commands import echo_json, input_name, read_input, writer_store_option
 from gitkb.errors import GitkbError
 from gitkb.store import Store
 from gitkb.store.admission import ACTIONS, AUTO
@@ -35,7 +35,7 @@ def _report(admission: Admission, as_json: bool) -> None:
 @click.option("--trace", help="The trace label the record comes from (KB-Trace trailer).")
 @click.option("--trace-commit", help="The trace commit the record cites (KB-Trace-Commit trailer).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per admission.")
-@store_option
+@writer_store_option
 def command(
     files: tuple[str, ...],
     action: str,

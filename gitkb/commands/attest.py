@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, writer_store_option
 from gitkb.store import Store
 from gitkb.warmstart.attest import OUTCOMES, attested, parse_evidence
 
@@ -15,7 +15,7 @@ from gitkb.warmstart.attest import OUTCOMES, attested, parse_evidence
 )
 @click.option("--by", help="Who attests (default: the committer identity).")
 @click.option("--evidence", multiple=True, metavar="K=V", help="Evidence to keep (repeatable).")
-@store_option
+@writer_store_option
 def command(
     record_id: str, outcome: str, by: str | None, evidence: tuple[str, ...], store: Store
 ) -> None:

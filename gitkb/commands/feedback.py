@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, writer_store_option
 from gitkb.query.feedback import OUTCOMES, feedback
 from gitkb.store import Store
 
@@ -11,7 +11,7 @@ from gitkb.store import Store
 @click.option("--trace", help="The trace (label) whose version used the record.")
 @click.option("--trace-commit", help="That version's commit in the trace.")
 @click.option("--by", help="Who reports (default: the git identity).")
-@store_option
+@writer_store_option
 def command(
     record_id: str,
     outcome: str,

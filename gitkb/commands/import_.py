@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, writer_store_option
 from gitkb.importers import IMPORTERS, import_tree
 from gitkb.store import Store
 
@@ -12,7 +12,7 @@ from gitkb.store import Store
 @click.option(
     "--dry-run", is_flag=True, help="Print the plan (what would be written); write nothing."
 )
-@store_option
+@writer_store_option
 def command(kind: str, directory: str, as_json: bool, dry_run: bool, store: Store) -> None:
     """Import another tool's records from DIRECTORY.
 

@@ -1,6 +1,6 @@
 import click
 
-from gitkb.commands import echo_json, store_option
+from gitkb.commands import echo_json, writer_store_option
 from gitkb.store import Store
 
 
@@ -11,7 +11,7 @@ from gitkb.store import Store
     help="The server's main as this clone knows it (default: refs/remotes/origin/main).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what moved as JSON.")
-@store_option
+@writer_store_option
 def command(record_id: str, upstream: str | None, as_json: bool, store: Store) -> None:
     """Give this clone's admission of RECORD_ID a fresh id.
 

@@ -1,11 +1,11 @@
 import click
 
-from gitkb.commands import store_option
+from gitkb.commands import writer_store_option
 from gitkb.store import Store
 
 
 @click.command("upgrade")
-@store_option
+@writer_store_option
 def command(store: Store) -> None:
     """Upgrade a store to format 2: one `kb upgrade` commit takes records/index.json out
     of history (the index becomes a cache under the git directory). The first write to

@@ -91,6 +91,8 @@ def mine(
     admitting = not dry_run and stage_only is None
     if admitting and store is None:
         raise GitkbError("mining needs a store, --stage-only DIR or --dry-run", 2)
+    if admitting:
+        store.require_signing()
     options = with_store_config(store, options or TraceOptions())
     repo, head, ingested, choice = _ingest(trace, store, label, options)
     label = choice.label

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from gitkb import layout
 from gitkb import record as rec
+from gitkb.access import policy, signers
 from gitkb.gates import Finding
 from gitkb.record import strict
 from gitkb.util.resources import data_dir
@@ -54,6 +55,12 @@ def findings(repo: Repository, commit: CommitInfo, path: str) -> list[Finding]:
 
 
 def problem_of(path: str, raw: bytes, config_bytes: Callable[[], bytes | None]) -> str | None:
+    if path == signers.SIGNERS_PATH:
+        try:
+            signers.parse(raw)
+        except signers.SignersError as exc:
+            return exc.message
+        return None
     if path == layout.CONFIG_PATH:
         return config_problem(raw)
     if path == layout.GITIGNORE_PATH:
@@ -78,7 +85,7 @@ def config_problem(raw: bytes) -> str | None:
         config = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return f"is not valid TOML ({exc})"
-    unknown = sorted(set(config) - {"store", "refs"})
+    unknown = sorted(set(config) - {"store", "refs", "access"})
     if unknown:
         return f"has a table gitkb does not read: [{unknown[0]}]"
     store = config.get("store")
@@ -97,6 +104,8 @@ def config_problem(raw: bytes) -> str | None:
     limit = store.get("max_record_bytes", strict.MAX_RECORD_BYTES)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= _MAX_LIMIT:
         return f"[store] max_record_bytes is a whole number of bytes up to {_MAX_LIMIT}"
+    if "access" in config and (problem := policy.table_problem(config["access"])):
+        return problem
     refs = config.get("refs", {})
     if not isinstance(refs, dict) or set(refs) - {"allow"}:
         return "[refs] holds one key, allow"

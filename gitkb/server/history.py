@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from gitkb import layout
 from gitkb import record as rec
+from gitkb.access.signers import SIGNERS_PATH
 from gitkb.gates import Finding
 from gitkb.gates.anonymization import NAME, private_leaks
 from gitkb.record import strict
@@ -61,10 +62,13 @@ PATH_CLASSES = {
     "trace-options": re.compile(rf"traces/(?P<label>{_LABEL})\.json"),
     "report": re.compile(rf"reports/(?P<label>{_LABEL})/{_LABEL}"),
     "control": re.compile("|".join(re.escape(p) for p in control.CONTROL_FILES)),
+    "access": re.compile(re.escape(SIGNERS_PATH)),
 }
 FOLDERS = re.compile(
-    rf"records(?:/{_SLUG}){{0,5}}|ledger|feedback|conflicts|traces|reports(?:/{_LABEL})?"
+    rf"records(?:/{_SLUG}){{0,5}}|ledger|feedback|conflicts|traces|reports(?:/{_LABEL})?|access"
 )
+# Files held to gitkb's own rendering (``gitkb.server.control``).
+_RENDERED = ("control", "access")
 # Folders whose names may hold capitals, so two names may differ in case only.
 _CASED = ("traces", "reports")
 _JSON_CLASSES = ("record", "conflict", "trace-options")
@@ -111,9 +115,11 @@ ACTIONS = {
     "init": Allowed(add=_F({"control"})),
     "upgrade": Allowed(add=_F({"control"}), replace=_F({"control"}), delete=_F({"index"})),
     "config": Allowed(replace=_F({"control"})),
+    # git kb access: the signers and gitkb.toml's [access] roles, in one commit.
+    "access": Allowed(add=_F({"access"}), replace=_F({"access", "control"})),
 }
-# Actions that name a source, not one record, in KB-Record.
-BULK_ACTIONS = ("import", "init", "upgrade", "config")
+# Actions that name a source (or a principal), not one record, in KB-Record.
+BULK_ACTIONS = ("import", "init", "upgrade", "config", "access")
 # Actions whose KB-Record is a trace label, and the path classes that label files.
 LABEL_ACTIONS = {"trace": "trace-options", "report": "report"}
 # What a log line may be: ledger events and feedback kinds gitkb writes.
@@ -352,11 +358,11 @@ def _file_findings(
         return []  # the trailer rule reported it
     allowed = ACTIONS[action]
     if change.kind == "add" and cls in allowed.add:
-        return control.findings(repo, commit, path) if cls == "control" else []
+        return control.findings(repo, commit, path) if cls in _RENDERED else []
     if change.kind == "modify" and cls in allowed.replace:
         if cls == "record" and allowed.fields:
             return _field_findings(repo, change, allowed.fields, f"kb {action}")
-        return control.findings(repo, commit, path) if cls == "control" else []
+        return control.findings(repo, commit, path) if cls in _RENDERED else []
     verb = {"add": "add", "modify": "change"}[change.kind]
     what = f"kb {action} may not {verb} {path} (a {cls} file)"
     return [Finding(rid, "history", what)]

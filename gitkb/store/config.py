@@ -29,6 +29,7 @@ class StoreConfig:
 _TABLES = {
     "store": ("name", "format", "schema", "max_record_bytes", "allowed_refs"),
     "mine": ("non_target_kernels",),
+    "access": ("require_signed", "curators", "admins"),  # gitkb.access.policy reads it
 }
 
 

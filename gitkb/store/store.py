@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from gitkb import layout
 from gitkb import record as rec
+from gitkb.access.policy import policy_of, require_signer
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH, Index
 from gitkb.store import config as store_config
@@ -297,6 +298,13 @@ class Store:
         from gitkb.store import admission
 
         return admission.check_record(self.view(), record, path, action)
+
+    def require_signing(self) -> None:
+        """Refuse, before any work, to write into a store that requires signed commits
+        when git is not set to sign them ([access] require_signed)."""
+        policy = policy_of(self.config())
+        if policy.require_signed:
+            require_signer(policy, self.repo.signer(), str(self.location))
 
     def commit(
         self, builds: builtins.list[Builder], on_refusal: str = "stop"

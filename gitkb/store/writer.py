@@ -51,6 +51,7 @@ class WritableStore(Protocol):
     def config(self, commit: str | None = None) -> dict: ...
     def upgrade_change(self, view: StoreView) -> Change: ...
     def write_work_tree_index(self, force: bool = False) -> str | None: ...
+    def require_signing(self) -> None: ...
 
 
 @dataclass
@@ -154,6 +155,7 @@ def write(store: WritableStore, builds: list[Builder], on_refusal: str = "stop")
     admissions: list[Admission] = []
     if not builds:
         return admissions
+    store.require_signing()
     repo = store.repo
     try:
         with worktree.writer_lock(repo) as recovered:
@@ -187,6 +189,7 @@ def rewrite(store: WritableStore, build: Callable[[str], tuple[str, set[str]]]) 
     commits and returns the new tip and the paths it changed; main then moves by
     compare-and-swap (``git kb renumber`` rewrites commits not yet pushed, nothing else
     rewrites history). Returns (old tip, new tip)."""
+    store.require_signing()
     repo = store.repo
     try:
         with worktree.writer_lock(repo) as recovered:

@@ -2,6 +2,8 @@
 
 C git writes the objects, so a trace of a thousand commits is built in a fraction of a
 second and every object in it is git's own (what a miner reads from a real trace).
+fast-import cannot sign: where git is set to sign, each commit is written again through
+the signing path (``Repository.rewrite_commit``), parents first.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitkb.errors import GitkbError
+from gitkb.vcs.repository import Repository
 
 FILE_MODE = "100644"
 LINK_MODE = "120000"
@@ -93,6 +96,27 @@ def import_commits(
         mark, sha = line.split()
         ids[int(mark.lstrip(":"))] = sha
     marks.unlink()
+    ids = _signed(path, commits, ids)
     if not bare and commits:
         _git("checkout", "-q", "-f", "main", cwd=path)
     return ids
+
+
+def _signed(path: Path, commits: Sequence[ImportedCommit], ids: dict[int, str]) -> dict[int, str]:
+    """The commits as written again signed, where git is set to sign (else as they are),
+    each ref moved to its signed tip."""
+    repo = Repository.open(path)
+    if not commits or repo.signer() is None:
+        return ids
+    signed: dict[str, str] = {}
+    tips: dict[str, tuple[str, str]] = {}
+    with repo.batch():
+        for c in commits:
+            old = ids[c.mark]
+            info = repo.commit(old)
+            parents = [signed.get(p, p) for p in info.parents]
+            signed[old] = repo.rewrite_commit(old, parents, {}, info.message)
+            tips[c.ref] = (old, signed[old])
+    for ref, (old, new) in tips.items():
+        repo.update_ref(ref, old, new, reason="gitkb: sign")
+    return {mark: signed[sha] for mark, sha in ids.items()}

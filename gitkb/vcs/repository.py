@@ -29,6 +29,7 @@ from dulwich.repo import Repo
 
 from gitkb.errors import GitkbError, NotARepository, RefMoved, os_reason
 from gitkb.util import log
+from gitkb.vcs import signing
 from gitkb.vcs.fallback import DULWICH_UNREADABLE, apply_delta, commit_info
 from gitkb.vcs.objects import COMMIT, TREE, TYPE_NAMES, Unreadable, tree
 from gitkb.vcs.objects.commit import CommitInfo, parse_commit
@@ -74,6 +75,7 @@ class Repository:
         self._delta_bases: dict[bytes, bytes] = {}  # a batch's tree -> the tree it replaced
         self._deflated: dict[bytes, bytes] = {}  # a batch's blobs, deflated for its pack
         self._committer: str | None = None  # a batch's committer identity
+        self._signer: signing.Signer | None = None  # and signer, read once for its commits
         # Refs as a push will leave them (ref -> sha, None: deleted); see with_refs().
         self._ref_overrides: dict[str, str | None] = {}
         self._recent_raw: dict[bytes, bytes] = {}  # see _raw()
@@ -418,7 +420,7 @@ class Repository:
         Refs must only be moved after the block."""
         self._pending, self._delta_bases, self._deflated = {}, {}, {}
         # Read once for the batch's commits (the environment lookups cost more than a commit).
-        self._committer = identity()
+        self._committer, self._signer = identity(), self.signer()
         try:
             yield
             if self._pending:
@@ -426,7 +428,7 @@ class Repository:
                 write_pack(pack_dir, self._pending.values(), self._delta_bases, self._deflated)
                 self._objects._update_pack_cache()  # dulwich has no public way to see a pack
         finally:
-            self._pending, self._deflated, self._committer = None, {}, None
+            self._pending, self._deflated, self._committer, self._signer = None, {}, None, None
 
     def write_blob(self, data: bytes, ahead: Mapping[bytes, bytes] | None = None) -> str:
         """Write one blob; ``ahead``: zlib streams (``deflate``) already made of some
@@ -521,8 +523,7 @@ class Repository:
         commit.author_timezone = commit.commit_timezone = offset
         commit.encoding = b"UTF-8"
         commit.message = _b(message)
-        self.add_object(commit)
-        return commit.id.decode()
+        return self._add_commit(commit)
 
     def rewrite_commit(
         self, sha: str, parents: list[str], edits: Mapping[str, bytes | None], message: str
@@ -541,6 +542,17 @@ class Repository:
                      "commit_timezone", "encoding"):  # fmt: skip
             setattr(commit, name, getattr(original, name))
         commit.message = _b(message)
+        return self._add_commit(commit)
+
+    def signer(self) -> signing.Signer | None:
+        """Who signs this repository's commits, as git's configuration says (None: unsigned)."""
+        return signing.settings_of(self._repo.get_config_stack()).signer()
+
+    def _add_commit(self, commit: Commit) -> str:
+        """Store ``commit``, signed first where git's configuration asks for it."""
+        signer = self._signer if self._pending is not None else self.signer()
+        if signer is not None:
+            commit.gpgsig = signer.sign(commit.as_raw_string()).rstrip(b"\n")
         self.add_object(commit)
         return commit.id.decode()
 
@@ -585,15 +597,3 @@ class Repository:
             raise RefMoved(f"{ref} is at {current}, which {source_sha} does not descend from")
         self.update_ref(ref, current, source_sha, reason="gitkb: copy trace")
         return source_sha
-
-    # ----------------------------------------------------------------- work tree
-
-    def head_branch(self) -> str | None:
-        """The branch HEAD names, when HEAD is symbolic."""
-        try:
-            target = self._repo.refs.read_ref(b"HEAD")
-        except KeyError:
-            return None
-        if target and target.startswith(b"ref: "):
-            return target[5:].strip().decode()
-        return None

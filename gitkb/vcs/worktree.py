@@ -29,7 +29,7 @@ def sync_work_tree(repo: Repository, branch_ref: str, commit: str, paths: list[s
     """After a commit written without a work tree, bring the checked-out files and the
     index entries of ``paths`` up to ``commit`` (only when HEAD is on ``branch_ref``)."""
     work_tree = repo.work_tree
-    if work_tree is None or repo.head_branch() != branch_ref:
+    if work_tree is None or head_branch(repo) != branch_ref:
         return
     from dulwich.index import index_entry_from_stat  # a bare store never loads it
 
@@ -47,6 +47,15 @@ def sync_work_tree(repo: Repository, branch_ref: str, commit: str, paths: list[s
         atomic_write(target, repo.blob(sha), tmp_dir=repo.git_dir / WORK_TREE_TMP)
         index[key] = index_entry_from_stat(os.lstat(target), sha.encode(), FILE_MODE)
     index.write()
+
+
+def head_branch(repo: Repository) -> str | None:
+    """The branch HEAD names, when HEAD is symbolic (read from git's own HEAD file)."""
+    try:
+        target = (repo.git_dir / "HEAD").read_text("utf-8", "replace").strip()
+    except OSError:
+        return None
+    return target[5:].strip() if target.startswith("ref: ") else None
 
 
 # ----------------------------------------------------------------- locking
@@ -118,7 +127,7 @@ def _clear_stale_locks(repo: Repository) -> None:
 def repair_work_tree(repo: Repository, branch_ref: str) -> None:
     """Bring every checked-out file whose index entry lags ``branch_ref`` up to it:
     after a writer died between moving the ref and updating the work tree."""
-    if repo.work_tree is None or repo.head_branch() != branch_ref:
+    if repo.work_tree is None or head_branch(repo) != branch_ref:
         return
     tip = repo.resolve(branch_ref)
     if tip is None:

@@ -255,6 +255,8 @@ def _retire(card_id_: str, reason: str, who: str):
 
 def cards_pass(store, apply: bool = False, by: str | None = None) -> dict:
     """The cards pass as JSON: the plan, and with ``apply`` the commits it made."""
+    if apply:
+        store.require_signing()
     plan = plan_cards(store.view())
     report = {
         "applied": apply,

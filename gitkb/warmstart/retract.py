@@ -145,6 +145,8 @@ def retire_pass(store, apply: bool = False, by: str | None = None) -> dict:
     """List the records whose retire hint fired; with ``apply``, retract each with the hint
     as the reason, one commit each. A record whose hint no longer fires by the time it is
     written (a validation landed meanwhile) is skipped and said so."""
+    if apply:
+        store.require_signing()
     listed = retire_candidates(store.view())
     report = {"applied": apply, "records": listed, "retracted": 0}
     if not apply or not listed:

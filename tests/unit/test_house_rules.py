@@ -24,6 +24,7 @@ LAYERS = (
     "targets",  # the hardware token tables
     "schema",
     "vcs",
+    "access",  # the store's signers and roles, as gitkb renders them
     "trace",  # reading a trace
     "store.cache",  # the derived SQLite index
     "gates",

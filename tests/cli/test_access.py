@@ -1,0 +1,90 @@
+"""`git kb access`: the signers and roles of a store, each change one signed commit the
+history rules accept only in gitkb's own rendering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import git, kb
+from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, sign_with, verify_commit
+
+from gitkb.store import Store
+from gitkb.vcs.trailers import format_message
+
+pytestmark = [needs_ssh_keygen, pytest.mark.slow]
+
+
+def ok(done) -> bytes:
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
+
+
+def one_line(done) -> str:
+    lines = done.stderr.decode().strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1, lines
+    assert lines[0].startswith("gitkb: ")
+    return lines[0]
+
+
+def test_access_init_add_revoke_show(tmp_path):
+    keys = tmp_path / "keys"
+    alice, bob = make_key(keys, "alice"), make_key(keys, "bob")
+    store = Store.init(tmp_path / "kb")
+    where = ["--store", str(store.location)]
+    unsigned = kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where)
+    assert "git is not set to sign" in one_line(unsigned)
+    assert "access is off" in one_line(kb("access", "add", "bob", "--key", f"{bob}.pub", *where))
+    sign_with(alice, "-C", str(store.location))
+    ok(kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where))
+    again = kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where)
+    assert "access is on already" in one_line(again)
+    ok(kb("access", "add", "bob", "--key", f"{bob}.pub", "--role", "curator", *where))
+    assert "listed already" in one_line(kb("access", "add", "bob", "--key", f"{bob}.pub", *where))
+    assert "no principal" in one_line(kb("access", "add", "b b", "--key", f"{bob}.pub", *where))
+    bad_key = tmp_path / "bad.pub"
+    bad_key.write_text("ssh-ed25519 not-base64\n")
+    assert "bad.pub: " in one_line(kb("access", "add", "carol", "--key", str(bad_key), *where))
+    ok(kb("access", "revoke", "bob", "--at", "2026-01-01", *where))
+    assert "lists no carol" in one_line(kb("access", "revoke", "carol", *where))
+
+    shown = json.loads(ok(kb("access", "show", "--json", *where)))
+    assert shown["enabled"] and shown["require_signed"]
+    assert [(s["principal"], s["role"], s["valid_before"]) for s in shown["signers"]] == [
+        ("alice", "admin", ""),
+        ("bob", "curator", "20260101000000Z"),
+    ]
+    text = ok(kb("access", "show", *where)).decode()
+    assert "bob curator SHA256:" in text and "valid-before 20260101000000Z" in text
+    config = (store.location / "gitkb.toml").read_text()
+    assert '[access]\nrequire_signed = true\ncurators = [\n    "bob",\n]' in config
+    signers = allowed_signers(tmp_path / "allowed", ("alice", alice))
+    subjects = git("log", "--format=%H %s", "main", cwd=store.location).stdout.splitlines()
+    assert [s.split(" ", 1)[1] for s in subjects] == [
+        "kb access bob", "kb access bob", "kb access alice", f"kb init {store.location.name}"
+    ]  # fmt: skip
+    for line in subjects[:3]:
+        assert verify_commit(store.location, line.split()[0], signers).returncode == 0
+    assert b"0 commits break" in ok(kb("validate", "--history", str(store.location)))
+
+
+def test_the_history_rules_refuse_an_allowed_signers_gitkb_did_not_write(tmp_path):
+    store = Store.init(tmp_path / "kb")
+    (store.location / "access").mkdir()
+    good = 'alice namespaces="git" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEoIUtfzuGjIVTUbZ+R7nNW10pBX53SywJPLTBjS+5nb\n'  # noqa: E501
+    (store.location / "access" / "allowed_signers").write_text(good + "mallory * ssh-ed25519 x\n")
+    git("add", "-A", cwd=store.location)
+    message = format_message("kb access alice", "", [("KB-Action", "access"),
+                                                      ("KB-Record", "alice")])  # fmt: skip
+    git("commit", "-q", "-m", message, cwd=store.location)
+    done = kb("validate", "--history", str(store.location))
+    assert done.returncode == 1
+    assert b"access/allowed_signers: line 2: the options start" in done.stdout
+    # and a hand-made [access] table
+    git("reset", "-q", "--hard", "HEAD~", cwd=store.location)
+    config = store.location / "gitkb.toml"
+    config.write_text(config.read_text() + "\n[access]\nrequire_signed = 1\n")
+    git("commit", "-qam", format_message("kb config access", "", [("KB-Action", "config")]),
+        cwd=store.location)  # fmt: skip
+    done = kb("validate", "--history", str(store.location))
+    assert done.returncode == 1 and b"[access] holds exactly" in done.stdout
