@@ -21,8 +21,6 @@ from gitkb.vcs.revisions import commit_of
 # Which rule a refusal line names: ``<ref> <commit>: <subject>: <rule>: <what>``
 # (``receive.PushCheck``), the subject a record id, a path, a trace label or ``-``.
 _LINE = re.compile(r"(?P<ref>\S+) (?P<commit>[0-9a-f]{40}): (?P<subject>.*?): (?P<rule>[\w-]+): ")
-# A record file, ledger or feedback log named after the id it belongs to.
-_ID_FILE = re.compile(r"(?:records/.+|ledger|feedback)/(?P<id>[^/]+)\.jsonl?")
 
 
 @dataclass(frozen=True)
@@ -141,13 +139,13 @@ def check_range(repo: Repository, base: str, head: str) -> Verdict:
 def _range_files(
     repo: Repository, base: str, head: str
 ) -> tuple[dict[str, str], dict[tuple[str, str], list[str]]]:
-    """The files the range changes, by the id they are named after (a record's own file
-    first), and each (trace label, commit) its records cite, with the ids citing it."""
+    """The files the range changes, by the subject the rules name them by
+    (``layout.id_of``: a record's own file first), and each (trace label, commit) its
+    records cite, with the ids citing it."""
     paths: dict[str, str] = {}
     citing: dict[tuple[str, str], list[str]] = {}
     for change in treediff.changes(repo, base, head):
-        matched = _ID_FILE.fullmatch(change.path)
-        key = matched["id"] if matched else change.path
+        key = layout.id_of(change.path)
         if rec.is_record_path(change.path) or key not in paths:
             paths[key] = change.path
         if change.new_sha is None or not rec.is_record_path(change.path):

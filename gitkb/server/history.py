@@ -64,6 +64,7 @@ PATH_CLASSES = {
 }
 FOLDERS = re.compile(
     rf"records(?:/{_SLUG}){{0,5}}|ledger|feedback|conflicts|traces|reports(?:/{_LABEL})?"
+    r"|\.github|\.github/workflows"
 )
 # Folders whose names may hold capitals, so two names may differ in case only.
 _CASED = ("traces", "reports")
@@ -110,7 +111,7 @@ ACTIONS = {
     "report": Allowed(add=_F({"report"}), replace=_F({"report"})),
     "init": Allowed(add=_F({"control"})),
     "upgrade": Allowed(add=_F({"control"}), replace=_F({"control"}), delete=_F({"index"})),
-    "config": Allowed(replace=_F({"control"})),
+    "config": Allowed(add=_F({"control"}), replace=_F({"control"})),
 }
 # Actions that name a source, not one record, in KB-Record.
 BULK_ACTIONS = ("import", "init", "upgrade", "config")
