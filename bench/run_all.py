@@ -24,6 +24,7 @@ SCRIPTS = {
     "admit.py": ["--records", "500"],
     "validate.py": ["--records", "2000"],
     "pre_receive.py": ["--sizes", "300", "3000"],
+    "check.py": ["--records", "2000"],
     "mine.py": ["--versions", "300", "--episodes", "60"],
     "resolve.py": ["--records", "2000"],
     "optimize.py": ["--candidates", "10"],

@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "upgrade": ("upgrade", "Upgrade a store to format 2 (the index leaves history)."),
     "renumber": ("renumber", "Give this clone's unpushed admission of an id a fresh id."),
     "validate": ("validate", "Run the gates on a store or a records folder."),
+    "check": ("check", "The verdict the server would give a push of HEAD onto BASE."),
+    "ci": ("ci", "Commit the forge workflow (github, gitlab) that runs check on each request."),
     "import": ("import_", "Import another tool's records (gpu-wiki, geak)."),
     "export": ("export", "Export the store in another tool's layout (gpu-wiki, tlx-knowledge)."),
     "schema": ("schema", "Show, check or regenerate the opt-trace-1.0 profile."),

@@ -6,6 +6,7 @@ config is parsed and held to the keys gitkb reads."""
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,13 +24,21 @@ if TYPE_CHECKING:
 PRE_COMMIT_PATH = ".pre-commit-config.yaml"
 GITATTRIBUTES_PATH = ".gitattributes"
 README_PATH = "README.md"
+# The workflow of each forge that runs no server hooks (``git kb ci FORGE``).
+CI_FILES = {"github": ".github/workflows/gitkb.yml", "gitlab": ".gitlab-ci.yml"}
+_CI_TEMPLATES = {"github": "github-workflow.yml", "gitlab": "gitlab-ci.yml"}
 CONTROL_FILES = (
     layout.CONFIG_PATH,
     PRE_COMMIT_PATH,
     GITATTRIBUTES_PATH,
     layout.GITIGNORE_PATH,
     README_PATH,
+    *CI_FILES.values(),
 )
+# Where a CI template names the gitkb release it installs, and what such a name may be:
+# a workflow written by an older gitkb stays what that gitkb rendered.
+_VERSION_MARK = "@GITKB_VERSION@"
+_VERSION = r"[0-9]+(?:\.[0-9]+){1,3}(?:(?:a|b|rc|\.post|\.dev)[0-9]+)*"
 # The one line gitkb writes into .gitignore.
 _IGNORED = f"/{layout.WORK_TREE_INDEX}"
 _FORMATS = (layout.FORMAT_1, layout.FORMAT_2)
@@ -45,6 +54,27 @@ def template(name: str) -> bytes:
         README_PATH: "README.md",
     }
     return (data_dir("templates") / "store" / files[name]).read_bytes()
+
+
+def _ci_template(forge: str) -> str:
+    return (data_dir("templates") / "ci" / _CI_TEMPLATES[forge]).read_text(encoding="utf-8")
+
+
+def ci_file(forge: str, version: str) -> bytes:
+    """The CI workflow gitkb writes for ``forge``, installing gitkb ``version``."""
+    return _ci_template(forge).replace(_VERSION_MARK, version).encode()
+
+
+def _ci_problem(path: str, raw: bytes) -> str | None:
+    forge = next(f for f, p in CI_FILES.items() if p == path)
+    template = _ci_template(forge)
+    # The template with each version mark standing for one version, the same throughout.
+    parts = [re.escape(part) for part in template.split(_VERSION_MARK)]
+    pattern = f"(?P<v>{_VERSION})".join(parts[:2]) + "".join("(?P=v)" + part for part in parts[2:])
+    text = raw.decode("utf-8", "replace")
+    if re.fullmatch(pattern, text):
+        return None
+    return f"is not the workflow `git kb ci {forge}` writes (it runs on every pull request)"
 
 
 def findings(repo: Repository, commit: CommitInfo, path: str) -> list[Finding]:
@@ -67,6 +97,8 @@ def problem_of(path: str, raw: bytes, config_bytes: Callable[[], bytes | None]) 
         lines = {line.strip() for line in raw.decode("utf-8", "replace").splitlines()}
         extra = sorted(lines - {"", _IGNORED})
         return f"holds {extra[0]!r}; gitkb ignores {_IGNORED} only" if extra else None
+    if path in CI_FILES.values():
+        return _ci_problem(path, raw)
     if path == README_PATH:
         try:
             name = tomllib.loads((config_bytes() or b"").decode())["store"]["name"]

@@ -66,6 +66,7 @@ PATH_CLASSES = {
 }
 FOLDERS = re.compile(
     rf"records(?:/{_SLUG}){{0,5}}|ledger|feedback|conflicts|traces|reports(?:/{_LABEL})?|access"
+    r"|\.github|\.github/workflows"
 )
 # Files held to gitkb's own rendering (``gitkb.server.control``).
 _RENDERED = ("control", "access")
@@ -114,7 +115,7 @@ ACTIONS = {
     "report": Allowed(add=_F({"report"}), replace=_F({"report"})),
     "init": Allowed(add=_F({"control"})),
     "upgrade": Allowed(add=_F({"control"}), replace=_F({"control"}), delete=_F({"index"})),
-    "config": Allowed(replace=_F({"control"})),
+    "config": Allowed(add=_F({"control"}), replace=_F({"control"})),
     # git kb access: the signers and gitkb.toml's [access] roles, in one commit.
     "access": Allowed(add=_F({"access"}), replace=_F({"access", "control"})),
 }

@@ -64,7 +64,7 @@ def check_push(updates: list[RefUpdate], repo: Repository) -> PushCheck:
             changed: dict[str, rec.RecordFile] = {}
             findings = _check_branch(pushed, cache, ids, update, held, config, changed)
             if update.ref == layout.BRANCH:
-                check.cited |= {pair for r in changed.values() for pair in _cites(r.data)}
+                check.cited |= {pair for r in changed.values() for pair in cites(r.data)}
         else:
             what = (
                 f"{update.ref} is no ref this store takes (main and refs/kb/traces/*; "
@@ -278,7 +278,7 @@ def _reaches(repo: Repository, tip: str | None, commit: str) -> bool:
     return tip is not None and repo.has_object(commit) and repo.is_ancestor(commit, tip)
 
 
-def _cites(record: dict | None) -> set[tuple[str, str]]:
+def cites(record: dict | None) -> set[tuple[str, str]]:
     """The (trace label, trace commit) a record's evidence cites, if any."""
     raw = rec.dig(record, "evidence", "raw")
     if isinstance(raw, dict):

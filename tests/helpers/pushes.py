@@ -9,7 +9,7 @@ from gitkb import record as rec
 from gitkb.layout import BRANCH
 from gitkb.store import Store
 from gitkb.vcs.trailers import format_message
-from helpers.run import git
+from helpers.run import git, kb, put_git_kb_on_path
 
 
 def push(store: Store, *refspecs: str, url: str = "origin"):
@@ -42,3 +42,14 @@ def refused(done, server: Path, commit: str, gate: str) -> str:
     assert f"gitkb: refs/heads/main {commit}: " in output and f": {gate}: " in output, output
     assert not has_object(server, commit), "a refused push leaves no objects on the server"
     return output
+
+
+def hooked_server_and_clone(tmp_path: Path, monkeypatch) -> tuple[Path, Store]:
+    """A bare store with the server hook installed (`git-kb` on the PATH its hook sees),
+    and a clone of it to push from."""
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    server = tmp_path / "server.git"
+    Store.init(server, bare=True)
+    assert kb("hooks", "install", "--server", str(server)).returncode == 0
+    git("clone", "-q", f"file://{server}", str(tmp_path / "work"))
+    return server, Store.open(tmp_path / "work")

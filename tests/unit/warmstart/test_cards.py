@@ -10,8 +10,9 @@ import json
 import statistics
 
 import pytest
-from helpers import git, kb, put_git_kb_on_path
+from helpers import git, kb
 from helpers.campaigns import CAMPAIGNS, VECTOR_FAILED, curate, rmsnorm_trace
+from helpers.pushes import hooked_server_and_clone
 
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused
@@ -158,12 +159,7 @@ def test_the_card_gate_refuses_a_defective_card_at_admission(mined, how):
 
 @pytest.mark.slow
 def test_the_server_refuses_a_pushed_card_whose_numbers_are_not_its_evidence(tmp_path, monkeypatch):
-    put_git_kb_on_path(tmp_path, monkeypatch)
-    server = tmp_path / "server.git"
-    Store.init(server, bare=True)
-    assert kb("hooks", "install", "--server", str(server)).returncode == 0
-    git("clone", "-q", f"file://{server}", str(tmp_path / "work"))
-    work = Store.open(tmp_path / "work")
+    _, work = hooked_server_and_clone(tmp_path, monkeypatch)
     for campaign in CAMPAIGNS:
         mine(rmsnorm_trace(tmp_path / "traces", *campaign), store=work)
     curate(work, "--apply")
