@@ -3,6 +3,7 @@ tests craft them; ``refused`` checks a refusal the way every such test reads one
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from gitkb import record as rec
@@ -42,3 +43,18 @@ def refused(done, server: Path, commit: str, gate: str) -> str:
     assert f"gitkb: refs/heads/main {commit}: " in output and f": {gate}: " in output, output
     assert not has_object(server, commit), "a refused push leaves no objects on the server"
     return output
+
+
+def forge_edit(store: Store, admitted: dict) -> str:
+    """An ``insert`` over the already admitted record ``admitted``, its gain raised (the
+    gates see nothing wrong; the history rules refuse any edit of an admitted record)."""
+    record = json.loads(rec.dumps(admitted))
+    record["worth"]["gain"]["pct"] = record["worth"]["gain"]["metrics"][0]["delta_pct"] = 99.0
+    trailers = [("KB-Action", "insert"), ("KB-Record", record["id"])]
+    return forge(store, record_edits({rec.path_for(record): record}),
+                 f"kb insert {record['id']}", trailers)  # fmt: skip
+
+
+def gitkb_lines(done) -> list[str]:
+    """The ``gitkb:`` lines a push's client saw (relayed by git as ``remote: gitkb: ...``)."""
+    return [line for line in (done.stdout + done.stderr).splitlines() if "gitkb: " in line]
