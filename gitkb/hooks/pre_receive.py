@@ -4,16 +4,23 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping
 
 from gitkb.errors import GitkbError
 from gitkb.server.receive import RefUpdate, announce, check_push, transaction_problems
+from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, Repository
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 # The state of a reference transaction in which its ref locks are held.
 PREPARED = "prepared"
+# Where each host names who pushed: gitolite sets GL_USER for the key it let in; a web
+# server that authenticated the request hands git http-backend (and so its hooks)
+# REMOTE_USER. The host decides who may push at all; gitkb only names them.
+HOST_IDENTITIES = ("GL_USER", "REMOTE_USER")
 
 
 def parse_updates(lines: Iterable[str], strict: bool = True) -> list[RefUpdate]:
@@ -48,7 +55,20 @@ def pre_receive(lines: list[str], repo: Repository) -> list[str]:
     check = check_push(updates, repo)
     if not check.problems:
         announce(updates, repo, check.cited)
+    else:
+        via, pusher = pusher_of(os.environ)
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        receiving.log_refusal(repo, receiving.Refusal(at, pusher, via, tuple(check.problems)))
     return check.problems
+
+
+def pusher_of(environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(variable, user): who the host says is pushing, or (None, None) where the
+    transport names no one (file://, git daemon)."""
+    for name in HOST_IDENTITIES:
+        if environ.get(name):
+            return name, environ[name]
+    return None, None
 
 
 def reference_transaction(state: str, lines: list[str], repo: Repository) -> list[str]:

@@ -8,6 +8,10 @@ pre-receive hook therefore leaves a plan: the trace refs this push will move (ol
 new) and the trace commits its move of main needs them for. A plan lives as long as
 its ``receive-pack`` does; the reference-transaction hooks read the plans, and the
 ``.lock`` files git holds on refs, to decide with the locks held.
+
+Every refused push also leaves one line in the server's refusal log
+(``gitkb-refusals.jsonl`` in the git directory): when, who the host says pushed, and
+the refusal lines the client saw.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from gitkb.vcs.repository import Repository
 
 PLANS_DIR = "gitkb-pushes"
+REFUSALS_LOG = "gitkb-refusals.jsonl"
 
 
 @dataclass(frozen=True)
@@ -90,3 +95,48 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refused push, as the server's refusal log keeps it."""
+
+    at: str  # when, UTC, ISO 8601 to the second
+    pusher: str | None  # who the host says pushed (None: the transport names no one)
+    via: str | None  # the host's variable that named them: GL_USER, REMOTE_USER
+    problems: tuple[str, ...]  # the refusal lines the client saw, without "gitkb: "
+
+
+def log_refusal(repo: Repository, refusal: Refusal) -> None:
+    """Append ``refusal`` to the repository's refusal log, one JSON line in one write (so
+    concurrent pushes' lines never interleave)."""
+    line = json.dumps(
+        {
+            "at": refusal.at,
+            "pusher": refusal.pusher,
+            "via": refusal.via,
+            "problems": list(refusal.problems),
+        }
+    )
+    fd = os.open(repo.git_dir / REFUSALS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{line}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def refusals(repo: Repository) -> list[Refusal]:
+    """The refusal log, oldest first (a line that does not parse is skipped)."""
+    try:
+        lines = (repo.git_dir / REFUSALS_LOG).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            out.append(Refusal(entry["at"], entry["pusher"], entry["via"],
+                               tuple(entry["problems"])))  # fmt: skip
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out

@@ -3,6 +3,7 @@ tests craft them; ``refused`` checks a refusal the way every such test reads one
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from gitkb import record as rec
@@ -53,3 +54,18 @@ def hooked_server_and_clone(tmp_path: Path, monkeypatch) -> tuple[Path, Store]:
     assert kb("hooks", "install", "--server", str(server)).returncode == 0
     git("clone", "-q", f"file://{server}", str(tmp_path / "work"))
     return server, Store.open(tmp_path / "work")
+
+
+def forge_edit(store: Store, admitted: dict) -> str:
+    """An ``insert`` over the already admitted record ``admitted``, its gain raised (the
+    gates see nothing wrong; the history rules refuse any edit of an admitted record)."""
+    record = json.loads(rec.dumps(admitted))
+    record["worth"]["gain"]["pct"] = record["worth"]["gain"]["metrics"][0]["delta_pct"] = 99.0
+    trailers = [("KB-Action", "insert"), ("KB-Record", record["id"])]
+    return forge(store, record_edits({rec.path_for(record): record}),
+                 f"kb insert {record['id']}", trailers)  # fmt: skip
+
+
+def gitkb_lines(done) -> list[str]:
+    """The ``gitkb:`` lines a push's client saw (relayed by git as ``remote: gitkb: ...``)."""
+    return [line for line in (done.stdout + done.stderr).splitlines() if "gitkb: " in line]
