@@ -119,7 +119,7 @@ class Haystack:
     (one string value). Paths are worked out only when something matched.
     """
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict) -> None:
         self.record = record
         prose: list[str] = []
         code: list[str] = []

@@ -86,7 +86,7 @@ def performance_table(baseline_cases: list[dict], winner_cases: list[dict]) -> s
     for base in baseline_cases:
         mine = winner.get(base["case_id"], {})
 
-        def fmt(value, digits=3):
+        def fmt(value, digits: int = 3):
             return "n/a" if value is None else f"{value:.{digits}f}"
 
         rows.append(

@@ -206,7 +206,7 @@ def evaluate(request):
     return response
 
 
-def main():
+def main() -> None:
     request = json.load(sys.stdin)
     response = evaluate(request)
     tmp = request["response"] + ".tmp"

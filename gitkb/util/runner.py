@@ -45,7 +45,7 @@ class Outcome:
         "timed_out",
     )
 
-    def __init__(self, argv, returncode, timed_out, seconds, strays=0, error=None):
+    def __init__(self, argv, returncode, timed_out, seconds, strays: int = 0, error=None) -> None:
         self.argv = argv
         self.returncode = returncode  # negative: killed by that signal; None: did not end
         self.timed_out = timed_out
