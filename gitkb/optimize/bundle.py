@@ -15,6 +15,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, NoReturn
 
 from gitkb import schema
 from gitkb.errors import GitkbError
@@ -190,7 +191,7 @@ class Bundle:
         return next(c for c in self.cases if c.case_id == case_id)
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> Any:  # JSON: the caller checks it against its schema
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -198,7 +199,7 @@ def _read_json(path: Path):
     except (OSError, UnicodeDecodeError) as exc:
         raise GitkbError(f"bundle file unreadable: {exc} ({path})") from None
 
-    def refuse_constant(name: str):
+    def refuse_constant(name: str) -> NoReturn:
         raise GitkbError(f"bundle file holds {name}, which is not a finite number ({path})")
 
     try:
@@ -209,7 +210,7 @@ def _read_json(path: Path):
         ) from None
 
 
-def _check(document, schema_name: str, path: Path) -> None:
+def _check(document: dict, schema_name: str, path: Path) -> None:
     problems = schema.errors(document, f"bundle/{schema_name}", limit=1)
     if problems:
         where, message = problems[0]

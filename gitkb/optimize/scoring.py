@@ -8,7 +8,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from gitkb.optimize.bundle import Case
 
 # A profiled duration this much worse than the baseline's blocks a promotion.
 PROFILE_REGRESSION_TOLERANCE = 0.01
@@ -148,7 +151,7 @@ class Score:
         return [c.case_id for c in self.cases if c.protected and not c.passed]
 
 
-def _profiled_duration(profile) -> float | None:
+def _profiled_duration(profile: dict | None) -> float | None:
     if isinstance(profile, dict):
         value = profile.get("duration_us")
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
@@ -156,7 +159,7 @@ def _profiled_duration(profile) -> float | None:
     return None
 
 
-def score(evaluation: dict, cases, baseline: Score | None) -> Score:
+def score(evaluation: dict, cases: Sequence[Case], baseline: Score | None) -> Score:
     """Turn a worker evaluation into per-case statistics; speedups against ``baseline``.
 
     ``baseline`` None scores the baseline itself (every speedup 1.0).
@@ -198,7 +201,7 @@ def score(evaluation: dict, cases, baseline: Score | None) -> Score:
     return Score(out, None if math.isnan(aggregate) else aggregate)
 
 
-def pooled(scores: list[Score], cases, baseline: Score | None) -> Score:
+def pooled(scores: list[Score], cases: Sequence[Case], baseline: Score | None) -> Score:
     """One score over several measurements of one source: each case's samples pooled (it
     passes only where every measurement passed), scored against ``baseline`` as one."""
     response = {

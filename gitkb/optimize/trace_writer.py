@@ -28,7 +28,7 @@ from gitkb.vcs.trailers import format_message
 BRANCH = "refs/heads/main"
 
 
-def dumps(document) -> bytes:
+def dumps(document: object) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 

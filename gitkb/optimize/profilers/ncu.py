@@ -69,7 +69,7 @@ def parse(text: str, kernel_pattern: str | None, metrics: Sequence[str] = ()) ->
     return out
 
 
-def summarize(raw, kernel_pattern: str | None) -> dict:
+def summarize(raw: object, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is the CSV text, or the absolute path of the file."""
     text = output_text(raw)
     if text is None:

@@ -67,10 +67,10 @@ def parse(
     return out
 
 
-def summarize(raw, kernel_pattern: str | None) -> dict:
+def summarize(raw: object, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is ``{"kernel_trace": ..., "counter_collection":
     ...}`` (CSV text or absolute paths) or the kernel trace alone."""
-    files = raw if isinstance(raw, dict) else {"kernel_trace": raw}
+    files: dict = raw if isinstance(raw, dict) else {"kernel_trace": raw}
     trace = output_text(files.get("kernel_trace"))
     if trace is None:
         raise ValueError("rocprofv3 output has no readable kernel_trace")

@@ -38,7 +38,7 @@ def assignment(source: str, name: str) -> ast.Assign | ast.AnnAssign | None:
     return found
 
 
-def current_value(source: str, name: str):
+def current_value(source: str, name: str) -> object:
     node = assignment(source, name)
     if node is None:
         raise GitkbError(
@@ -52,7 +52,7 @@ def current_value(source: str, name: str):
         ) from None
 
 
-def rewrite(source: str, name: str, value) -> str:
+def rewrite(source: str, name: str, value: object) -> str:
     """``source`` with the value of ``name``'s assignment replaced by ``repr(value)``."""
     node = assignment(source, name).value
     lines = source.splitlines(keepends=True)
@@ -66,7 +66,7 @@ def rewrite(source: str, name: str, value) -> str:
 class Provider(providers.Provider):
     name = "knobs"
 
-    def __init__(self, options, tunables) -> None:
+    def __init__(self, options: providers.ProviderOptions, tunables: dict[str, list]) -> None:
         super().__init__(options, tunables)
         if not tunables:
             raise GitkbError("the knobs provider needs tunables in target.json (target.json)")
@@ -75,7 +75,7 @@ class Provider(providers.Provider):
     def _settings(self, source: str) -> dict:
         return {name: current_value(source, name) for name in self.tunables}
 
-    def _order(self, name: str, values: list, current, moves: dict[str, int]) -> list:
+    def _order(self, name: str, values: list, current: object, moves: dict[str, int]) -> list:
         """``values`` in the order to try them from ``current``: declared order, unless the
         stored strategies moved this tunable one way (then that way, nearest first)."""
         way = moves.get(name, 0)
@@ -86,7 +86,7 @@ class Provider(providers.Provider):
         behind = values[:at][::-1] if way > 0 else values[at + 1 :]
         return [*ahead, *behind]
 
-    def propose(self, context):
+    def propose(self, context: providers.ProposalContext) -> providers.Candidate | None:
         self._proposed.add(source_key(context.best_source))
         self._proposed.add(source_key(context.baseline_source))
         current = self._settings(context.best_source)
