@@ -133,6 +133,15 @@ def mutation(
     return mutate
 
 
+def first_of_type(record_type: str) -> Callable[[GateContext], dict | None]:
+    """An injection case's ``locate``: the first parsed record of ``record_type``."""
+
+    def locate(ctx: GateContext) -> dict | None:
+        return next((data for _, data in ctx.parsed() if data.get("type") == record_type), None)
+
+    return locate
+
+
 def setting(
     locate: Callable[[GateContext], dict | None], key: str, value: object
 ) -> Callable[[GateContext], bool]:
