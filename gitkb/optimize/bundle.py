@@ -22,7 +22,11 @@ from gitkb.errors import GitkbError
 
 HARNESS_FUNCTIONS = ("build", "verify", "benchmark")
 # What the TLX agent fills into the target a harness's build() gets when target.json lacks it.
-TARGET_DEFAULTS = {"device": None, "environment": {}, "optimization_guidance": ""}
+TARGET_DEFAULTS: dict[str, object] = {
+    "device": None,
+    "environment": {},
+    "optimization_guidance": "",
+}
 # The canonical file names inside a (frozen) bundle folder.
 NAMES = {
     "harness": "harness.py",
@@ -130,12 +134,9 @@ def sources(
             kernel=kernel if kernel.is_file() else None,
             budget_given=budget is not None,
         )
-    missing = [
-        flag
-        for flag, value in (("--harness", harness), ("--cases", cases), ("--target", target))
-        if value is None
-    ]
-    if missing:
+    if harness is None or cases is None or target is None:
+        given = (("--harness", harness), ("--cases", cases), ("--target", target))
+        missing = [flag for flag, value in given if value is None]
         raise GitkbError(f"no bundle: give a BUNDLE folder, or {', '.join(missing)} as well")
     for flag, value in (("--harness", harness), ("--cases", cases), ("--target", target)):
         if not Path(value).is_file():

@@ -49,6 +49,8 @@ def _load_harness(path: str) -> ModuleType:
     # Helper modules beside the harness import as they would in the bundle folder.
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location("harness", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module can be loaded from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules["harness"] = module
     spec.loader.exec_module(module)

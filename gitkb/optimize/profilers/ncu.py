@@ -53,8 +53,9 @@ def parse(text: str, kernel_pattern: str | None, metrics: Sequence[str] = ()) ->
     out["launches"] = len(launches)
     wanted = list(dict.fromkeys([DURATION, *metrics]))
     for metric in wanted:
-        values = [profiler_number(r.get(metric, "")) for r in launches]
-        if metric not in header or any(v is None for v in values):
+        read = [profiler_number(r.get(metric, "")) for r in launches]
+        values = [v for v in read if v is not None]
+        if metric not in header or len(values) != len(read):
             out["metrics"][metric] = None
             out["diagnostics"].append(f"{metric}: not reported by this ncu run")
             continue

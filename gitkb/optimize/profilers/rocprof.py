@@ -75,5 +75,6 @@ def summarize(raw: object, kernel_pattern: str | None) -> dict:
     if trace is None:
         raise ValueError("rocprofv3 output has no readable kernel_trace")
     counters = output_text(files.get("counter_collection"))
-    names = files.get("counters") if isinstance(files.get("counters"), list) else []
+    named = files.get("counters")
+    names = named if isinstance(named, list) else []
     return parse(trace, kernel_pattern, counters, [str(n) for n in names])

@@ -38,14 +38,20 @@ def assignment(source: str, name: str) -> ast.Assign | ast.AnnAssign | None:
     return found
 
 
-def current_value(source: str, name: str) -> object:
+def _assigned(source: str, name: str) -> ast.expr:
+    """The value of ``name``'s winning assignment; an error when there is none."""
     node = assignment(source, name)
-    if node is None:
+    if node is None or node.value is None:
         raise GitkbError(
             f"tunable {name} has no top-level assignment in the kernel (target.json tunables)"
         )
+    return node.value
+
+
+def current_value(source: str, name: str) -> object:
+    value = _assigned(source, name)
     try:
-        return ast.literal_eval(node.value)
+        return ast.literal_eval(value)
     except ValueError:
         raise GitkbError(
             f"tunable {name} is not assigned a literal in the kernel (target.json tunables)"
@@ -54,11 +60,13 @@ def current_value(source: str, name: str) -> object:
 
 def rewrite(source: str, name: str, value: object) -> str:
     """``source`` with the value of ``name``'s assignment replaced by ``repr(value)``."""
-    node = assignment(source, name).value
+    node = _assigned(source, name)
     lines = source.splitlines(keepends=True)
-    # ast offsets are UTF-8 byte columns on 1-based lines.
+    # ast offsets are UTF-8 byte columns on 1-based lines; a parsed node has its end too.
+    end_line = node.end_lineno or node.lineno
+    end_col = node.end_col_offset or node.col_offset
     start = sum(len(line.encode()) for line in lines[: node.lineno - 1]) + node.col_offset
-    end = sum(len(line.encode()) for line in lines[: node.end_lineno - 1]) + node.end_col_offset
+    end = sum(len(line.encode()) for line in lines[: end_line - 1]) + end_col
     data = source.encode()
     return (data[:start] + repr(value).encode() + data[end:]).decode()
 
