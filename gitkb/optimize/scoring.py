@@ -193,11 +193,11 @@ def score(evaluation: dict, cases: Sequence[Case], baseline: Score | None) -> Sc
                 entry.speedup = 1.0
             else:
                 base = baseline.case(case.case_id)
-                if base.passed:
+                if base.passed and base.median_us is not None:
                     entry.speedup = base.median_us / entry.median_us
         out.append(entry)
-    scored = [c for c in out if c.speedup is not None]
-    aggregate = weighted_geomean([c.speedup for c in scored], [c.weight for c in scored])
+    scored = [(c.speedup, c.weight) for c in out if c.speedup is not None]
+    aggregate = weighted_geomean([s for s, _ in scored], [w for _, w in scored])
     return Score(out, None if math.isnan(aggregate) else aggregate)
 
 
@@ -237,7 +237,11 @@ def decide(
     failed = candidate.failed_protected()
     if failed:
         reasons.append(f"protected case failed: {', '.join(failed)}")
-    noisy = [f"{c.case_id} cv={c.cv:.3f}" for c in candidate.cases if c.passed and c.cv > max_cv]
+    noisy = [
+        f"{c.case_id} cv={c.cv:.3f}"
+        for c in candidate.cases
+        if c.passed and c.cv is not None and c.cv > max_cv
+    ]
     if noisy:
         reasons.append(f"{NOISY} (max_cv {max_cv}): {', '.join(noisy)}")
     for case in candidate.cases:
