@@ -55,6 +55,7 @@ class StoreReader(Protocol):
     def ids(self) -> list[str]: ...
     def rows_of(self, record_id: str) -> list[Row]: ...
     def read_record(self, record_id: str) -> RecordFile: ...
+    def read_file(self, path: str) -> bytes | None: ...
 
 
 class TraceSource(Protocol):
@@ -130,6 +131,15 @@ def mutation(
         return target is not None and edit(target) is not False
 
     return mutate
+
+
+def first_of_type(record_type: str) -> Callable[[GateContext], dict | None]:
+    """An injection case's ``locate``: the first parsed record of ``record_type``."""
+
+    def locate(ctx: GateContext) -> dict | None:
+        return next((data for _, data in ctx.parsed() if data.get("type") == record_type), None)
+
+    return locate
 
 
 def setting(

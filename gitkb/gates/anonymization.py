@@ -18,7 +18,7 @@ import bisect
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext
+from gitkb.gates import Finding, Gate, GateContext, first_of_type
 from gitkb.record import dig
 from gitkb.trace.scrub import denylist_file, read_denylist
 
@@ -119,7 +119,7 @@ class Haystack:
     (one string value). Paths are worked out only when something matched.
     """
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict) -> None:
         self.record = record
         prose: list[str] = []
         code: list[str] = []
@@ -199,13 +199,6 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 # --- injection cases ----------------------------------------------------------------------
 
 
-def _record_of_type(ctx: GateContext, record_type: str) -> dict | None:
-    for record_file in ctx.records:
-        if record_file.data is not None and record_file.data.get("type") == record_type:
-            return record_file.data
-    return None
-
-
 GATE = Gate(
     NAME, "store", "no absolute paths, emails, .md pages or denylisted terms", check, alone=True
 )
@@ -234,14 +227,10 @@ def _markdown_page_in_trigger(ctx: GateContext) -> bool:
     return True
 
 
-@GATE.case("path-in-snippet-comment")
-def _path_in_snippet_comment(ctx: GateContext) -> bool:
-    strategy = _record_of_type(ctx, "strategy")
-    if strategy is None:
-        return False
+@GATE.edit("path-in-snippet-comment", first_of_type("strategy"))
+def _path_in_snippet_comment(strategy: dict) -> None:
     implementation = strategy["payload"]["implementation"]
     implementation["snippet"] += "+    # copied from /Users/kim/work/softmax_v4.py\n"
-    return True
 
 
 @GATE.case("home-path-in-locator")

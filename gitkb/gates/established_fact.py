@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, setting
+from gitkb.gates import Finding, Gate, GateContext, first_of_type, setting
 
 NAME = "established-fact"
 
@@ -98,11 +98,8 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 
 
 def _anti_strategy_payload(ctx: GateContext) -> dict | None:
-    for record_file in ctx.records:
-        data = record_file.data
-        if data is not None and data.get("type") == "anti-strategy":
-            return data["payload"]
-    return None
+    anti = first_of_type("anti-strategy")(ctx)
+    return None if anti is None else anti["payload"]
 
 
 def _fact(ctx: GateContext) -> dict | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gitkb.gates import Finding, Gate, GateContext
+from gitkb.gates import Finding, Gate, GateContext, first_of_type
 
 NAME = "self-contained"
 
@@ -184,12 +184,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 # --- injection cases ----------------------------------------------------------------------
 
 
-def _strategy(ctx: GateContext) -> dict | None:
-    for record_file in ctx.records:
-        if record_file.data is not None and record_file.data.get("type") == "strategy":
-            return record_file.data
-    return None
-
+_strategy = first_of_type("strategy")
 
 GATE = Gate(
     NAME, "store", "records stand alone; gains are relative, sourced, consistent", check, alone=True

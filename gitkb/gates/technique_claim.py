@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gitkb.gates import Finding, Gate, GateContext, mutation
+from gitkb.gates import Finding, Gate, GateContext, first_of_type, mutation
 from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace import techniques
@@ -103,8 +103,7 @@ def _strategy(ctx: GateContext) -> dict | None:
     )
 
 
-def _anti(ctx: GateContext) -> dict | None:
-    return next((d for _, d in ctx.parsed() if d.get("type") == "anti-strategy"), None)
+_anti = first_of_type("anti-strategy")
 
 
 def _claim(tag: str) -> Callable[[dict], None]:

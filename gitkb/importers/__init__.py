@@ -8,6 +8,7 @@ one writing mechanism and lists what it could not import, with the reason.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -46,6 +47,8 @@ class ImporterModule(Protocol):
     def import_tree(self, store: Store, folder: Path, dry_run: bool = False) -> ImportReport: ...
 
 
-def import_tree(kind: str, store, folder, dry_run: bool = False) -> ImportReport:
+def import_tree(
+    kind: str, store: Store, folder: str | os.PathLike, dry_run: bool = False
+) -> ImportReport:
     module = importlib.import_module(f"gitkb.importers.{IMPORTERS[kind]}")
     return module.import_tree(store, folder, dry_run=dry_run)

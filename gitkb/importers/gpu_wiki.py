@@ -18,7 +18,9 @@ from gitkb.gates.registry import record_level
 from gitkb.importers import ImportReport
 from gitkb.record.index import INDEX_PATH
 from gitkb.server.history import bad_name
+from gitkb.store import Store
 from gitkb.store.admission import gates_figure, refuse_findings
+from gitkb.store.view import StoreView
 from gitkb.store.writer import Change
 from gitkb.util import log
 from gitkb.util.files import atomic_write
@@ -36,7 +38,7 @@ def linked_paths(folder: str | os.PathLike) -> list[str]:
     return found
 
 
-def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
+def import_tree(store: Store, folder: str | os.PathLike, dry_run: bool = False) -> ImportReport:
     linked = linked_paths(folder)
     if linked:
         raise RecordError(
@@ -48,7 +50,7 @@ def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
         raise RecordError(f"{folder}: no record files under records/")
     name = Path(folder).resolve().name
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         clashes = [f.id for f in files if f.id in view]
         if clashes:
             raise AdmissionRefused(
@@ -80,7 +82,7 @@ def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
                         commits=[admission.commit])  # fmt: skip
 
 
-def export_tree(store, folder: str | os.PathLike) -> int:
+def export_tree(store: Store, folder: str | os.PathLike) -> int:
     """Write every record at its path and the index under ``folder``; the record count."""
     out = Path(folder)
     if (out / rec.RECORDS_DIR).exists() and any((out / rec.RECORDS_DIR).iterdir()):

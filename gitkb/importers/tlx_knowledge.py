@@ -29,6 +29,7 @@ from pathlib import Path
 
 from gitkb import targets
 from gitkb.errors import GitkbError, writing
+from gitkb.store import Store
 from gitkb.trace import techniques
 from gitkb.util.files import atomic_write
 
@@ -138,7 +139,7 @@ def topics(records: Iterable[dict]) -> list[Topic]:
 # --------------------------------------------------------------------------- the documents
 
 
-def _one_line(value) -> str:
+def _one_line(value: object) -> str:
     """A scalar as one line of text (whitespace runs folded); "" for anything else."""
     return " ".join(str(value).split()) if isinstance(value, str | int | float) else ""
 
@@ -300,11 +301,11 @@ def context(
 # --------------------------------------------------------------------------- the export
 
 
-def store_records(store) -> list[dict]:
+def store_records(store: Store) -> list[dict]:
     return [f.data for f in store.record_files(store.tip) if f.data is not None]
 
 
-def export_tree(store, folder: str | os.PathLike, target: dict | None = None) -> int:
+def export_tree(store: Store, folder: str | os.PathLike, target: dict | None = None) -> int:
     """Write every topic's manifest and document under ``folder``; with ``target`` (a
     target.json) also the flat layout's ``optimization_guidance.md`` for it. The count of
     topics written."""

@@ -6,14 +6,18 @@ reports, written last so they tell what happened."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
+from gitkb.mine.distill import Attempt
 from gitkb.mine.labels import LabelChoice
 from gitkb.mine.result import MineResult, Outcome
+from gitkb.store import Store
 from gitkb.store.request import AdmitRequest
-from gitkb.store.writer import Change
+from gitkb.store.view import StoreView
+from gitkb.store.writer import Admission, Builder, Change
 from gitkb.trace.options import TraceOptions
 from gitkb.vcs.repository import Repository
 
@@ -26,7 +30,14 @@ def options_document(label: str, options: TraceOptions, choice: LabelChoice) -> 
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
 
 
-def admit(store, trace, result: MineResult, options: TraceOptions, ready, outcomes) -> None:
+def admit(
+    store: Store,
+    trace: str | Path,
+    result: MineResult,
+    options: TraceOptions,
+    ready: list[Attempt],
+    outcomes: list[Outcome],
+) -> None:
     """``ready``: the attempts whose records are to be admitted; ``outcomes``: what became
     of the others. Fills ``result.outcomes`` and ``result.reports``."""
     from gitkb.store.admission import AUTO, builder
@@ -61,7 +72,7 @@ def admit(store, trace, result: MineResult, options: TraceOptions, ready, outcom
         by_seg[packet.seg_id] = outcome
     order = [a.packet.seg_id for a in ready]
 
-    def reports(view) -> Change:
+    def reports(view: StoreView) -> Change:
         # The record builders ran just before this one, one admission each.
         records = view.admitted[len(view.admitted) - len(order) :]
         for seg_id, admission in zip(order, records, strict=True):
@@ -87,7 +98,7 @@ def admit(store, trace, result: MineResult, options: TraceOptions, ready, outcom
     store.commit([*builds, reports], on_refusal="skip")
 
 
-def _note_admission(outcome: Outcome, admission) -> None:
+def _note_admission(outcome: Outcome, admission: Admission) -> None:
     if admission.action == "refused":
         outcome.action, outcome.note = "skip", f"refused at admission: {admission.note}"
         return
@@ -98,7 +109,7 @@ def _note_admission(outcome: Outcome, admission) -> None:
         outcome.note = admission.note
 
 
-def _copy_trace(store, trace, head: str, label: str) -> None:
+def _copy_trace(store: Store, trace: str | Path, head: str, label: str) -> None:
     ref = layout.trace_ref(label)
     current = store.repo.resolve(ref)
     if current is not None and current != head and not _descends(trace, current, head):
@@ -109,17 +120,17 @@ def _copy_trace(store, trace, head: str, label: str) -> None:
     store.copy_trace(str(trace), head, ref)
 
 
-def _descends(trace, current: str, head: str) -> bool:
+def _descends(trace: str | Path, current: str, head: str) -> bool:
     trace_repo = Repository.open(trace)
     return trace_repo.has_object(current) and trace_repo.is_ancestor(current, head)
 
 
-def _options_change(label: str, head: str, data: bytes):
+def _options_change(label: str, head: str, data: bytes) -> Builder | None:
     """The run's options, kept on main so the trace gates rebuild the packets the way
     this run built them; a change only when something changed."""
     path = layout.TRACE_OPTIONS_PATH.format(label=label)
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         if view.repo.read(view.tip, path) == data:
             return Change("trace", label, {}, path=path, note="unchanged")
         return Change(

@@ -12,7 +12,7 @@ construction), as a preview; whatever is written, staged or admitted, meets them
 from __future__ import annotations
 
 from gitkb import record as rec
-from gitkb.gates import GateContext, run_gates
+from gitkb.gates import GateContext, StoreReader, TraceSource, run_gates
 from gitkb.gates.registry import record_level
 
 COVERED_BY_PROFILE = ("schema",)
@@ -22,7 +22,11 @@ BY_CONSTRUCTION = ("verbatim", "no-fabrication", "provenance", "ncu-attribution"
 
 
 def gate_findings(
-    records: list[dict], traces, store_view=None, label: str = "", preview: bool = False
+    records: list[dict],
+    traces: TraceSource | None,
+    store_view: StoreReader | None = None,
+    label: str = "",
+    preview: bool = False,
 ) -> list[list]:
     """The findings (``gitkb.gates.Finding``) of each record, in the order given."""
     files = [rec.RecordFile(rec.path_for(r), b"", r) for r in records]

@@ -16,6 +16,7 @@ from functools import cache
 from gitkb import layout, schema
 from gitkb.errors import GitkbError
 from gitkb.record.values import mapping
+from gitkb.store import Store
 from gitkb.trace import scrub
 from gitkb.trace.files import JsonProblem, parse_json
 from gitkb.trace.ingest import Ingest
@@ -95,7 +96,7 @@ def distinctive_label(ingested: Ingest) -> str:
     return f"kernel_opt_{operator}_{ingested.root[:7]}"
 
 
-def stored_label(store, ingested: Ingest) -> LabelChoice | None:
+def stored_label(store: Store | None, ingested: Ingest) -> LabelChoice | None:
     """The label the store holds this trace under (a trace ref whose tip is a commit of
     this trace: mined before, at this commit or an earlier one), as that run chose it."""
     if store is None:
@@ -125,7 +126,7 @@ def stored_label(store, ingested: Ingest) -> LabelChoice | None:
 
 
 def choose_label(
-    ingested: Ingest, own: str, own_basis: str, explicit: str | None, store
+    ingested: Ingest, own: str, own_basis: str, explicit: str | None, store: Store | None
 ) -> LabelChoice:
     """The run's label: ``--label``, else the store's, else the trace's own name unless
     it would collide or is private, else a distinctive one."""

@@ -15,16 +15,18 @@ from pathlib import Path
 
 from gitkb.errors import GitkbError, writing
 from gitkb.mine.checks import gate_findings
-from gitkb.mine.distill import distill_all, in_process
-from gitkb.mine.labels import choose_label
+from gitkb.mine.distill import Attempt, distill_all, in_process
+from gitkb.mine.labels import LabelChoice, choose_label
 from gitkb.mine.recon import recon
 from gitkb.mine.result import MineResult, Outcome
+from gitkb.store import Store
 from gitkb.trace.ingest import Ingest, ingest
 from gitkb.trace.ladder import build_ladder
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.packets import packets_from
 from gitkb.trace.partition import partition
 from gitkb.trace.sources import TraceRepo, open_trace, stated_label, usable_label
+from gitkb.vcs.repository import Repository
 
 __all__ = ["MineResult", "Outcome", "mine", "run_recon"]
 
@@ -35,7 +37,9 @@ def check_label(label: str | None) -> str | None:
     return label
 
 
-def _ingest(trace, store, label: str | None, options: TraceOptions):
+def _ingest(
+    trace: str | Path, store: Store | None, label: str | None, options: TraceOptions
+) -> tuple[Repository, str, Ingest, LabelChoice]:
     """Open and ingest the trace, then settle its label (rule 15): the packets are built
     under it, and nothing the records say depends on it."""
     repo, head, own = open_trace(trace)
@@ -46,7 +50,7 @@ def _ingest(trace, store, label: str | None, options: TraceOptions):
     return repo, head, ingested, choice
 
 
-def with_store_config(store, options: TraceOptions) -> TraceOptions:
+def with_store_config(store: Store | None, options: TraceOptions) -> TraceOptions:
     """Options the store's ``gitkb.toml`` sets (``[mine] non_target_kernels``), unless the
     command line set them."""
     if store is None or options.non_target_kernels:
@@ -57,7 +61,7 @@ def with_store_config(store, options: TraceOptions) -> TraceOptions:
     return options
 
 
-def _store_options(store, ingested: Ingest, options: TraceOptions) -> TraceOptions:
+def _store_options(store: Store | None, ingested: Ingest, options: TraceOptions) -> TraceOptions:
     """Options completed from the store: its ids and the traces it holds this operator from."""
     if store is None:
         return options
@@ -69,7 +73,12 @@ def _store_options(store, ingested: Ingest, options: TraceOptions) -> TraceOptio
     return options
 
 
-def run_recon(trace: str | Path, store=None, label: str | None = None, options=None) -> dict:
+def run_recon(
+    trace: str | Path,
+    store: Store | None = None,
+    label: str | None = None,
+    options: TraceOptions | None = None,
+) -> dict:
     """``git kb recon``: ingest and recon only; nothing is written."""
     options = with_store_config(store, options or TraceOptions())
     _, _, ingested, choice = _ingest(trace, store, label, options)
@@ -79,7 +88,7 @@ def run_recon(trace: str | Path, store=None, label: str | None = None, options=N
 
 def mine(
     trace: str | Path,
-    store=None,
+    store: Store | None = None,
     label: str | None = None,
     options: TraceOptions | None = None,
     distiller: str = "builtin",
@@ -145,7 +154,7 @@ def mine(
     return result
 
 
-def _sort(attempts) -> tuple[list[Outcome], list, list]:
+def _sort(attempts: list[Attempt]) -> tuple[list[Outcome], list, list]:
     """(outcomes of the skipped and refused, attempts ready to write, attempts refused)."""
     outcomes, ready, refused = [], [], []
     for attempt in attempts:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from gitkb import record as rec
 from gitkb.mine.labels import LabelChoice
 from gitkb.mine.longhorizon import long_horizon
+from gitkb.store import Store
 from gitkb.trace.ingest import Ingest
 from gitkb.trace.ladder import Ladder
 
 
-def store_coverage(store, slug: str, label: str) -> dict:
+def store_coverage(store: Store | None, slug: str, label: str) -> dict:
     """What the store already holds for this operator, grouped by the trace it came from."""
     if store is None:
         return {"store": None}
@@ -44,7 +45,9 @@ def store_coverage(store, slug: str, label: str) -> dict:
     }
 
 
-def recon(ingested: Ingest, ladder: Ladder, store=None, label: LabelChoice | None = None) -> dict:
+def recon(
+    ingested: Ingest, ladder: Ladder, store: Store | None = None, label: LabelChoice | None = None
+) -> dict:
     meta, rows = ingested.meta, ingested.rows
     dsl_runs: list[list] = []
     for row in rows:

@@ -15,15 +15,25 @@ from pathlib import Path
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.mine.admit import options_document
+from gitkb.mine.distill import Attempt
 from gitkb.mine.result import MineResult, Outcome
 from gitkb.record.index import INDEX_PATH, Index, index_entry
+from gitkb.trace.options import TraceOptions
+from gitkb.trace.packets import Packet
 from gitkb.util.files import atomic_write
 
 PACKETS_DIR = "packets/{label}"
 REFUSED_DIR = "refused/{label}"
 
 
-def stage(folder: Path, result: MineResult, options, packets, ready, refused) -> list[Outcome]:
+def stage(
+    folder: Path,
+    result: MineResult,
+    options: TraceOptions,
+    packets: list[Packet],
+    ready: list[Attempt],
+    refused: list[Attempt],
+) -> list[Outcome]:
     """Write the run into ``folder``; the outcomes of the staged records."""
     label = result.label
     index_path = folder / INDEX_PATH

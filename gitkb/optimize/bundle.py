@@ -15,13 +15,18 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, NoReturn
 
 from gitkb import schema
 from gitkb.errors import GitkbError
 
 HARNESS_FUNCTIONS = ("build", "verify", "benchmark")
 # What the TLX agent fills into the target a harness's build() gets when target.json lacks it.
-TARGET_DEFAULTS = {"device": None, "environment": {}, "optimization_guidance": ""}
+TARGET_DEFAULTS: dict[str, object] = {
+    "device": None,
+    "environment": {},
+    "optimization_guidance": "",
+}
 # The canonical file names inside a (frozen) bundle folder.
 NAMES = {
     "harness": "harness.py",
@@ -129,12 +134,9 @@ def sources(
             kernel=kernel if kernel.is_file() else None,
             budget_given=budget is not None,
         )
-    missing = [
-        flag
-        for flag, value in (("--harness", harness), ("--cases", cases), ("--target", target))
-        if value is None
-    ]
-    if missing:
+    if harness is None or cases is None or target is None:
+        given = (("--harness", harness), ("--cases", cases), ("--target", target))
+        missing = [flag for flag, value in given if value is None]
         raise GitkbError(f"no bundle: give a BUNDLE folder, or {', '.join(missing)} as well")
     for flag, value in (("--harness", harness), ("--cases", cases), ("--target", target)):
         if not Path(value).is_file():
@@ -190,7 +192,7 @@ class Bundle:
         return next(c for c in self.cases if c.case_id == case_id)
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> Any:  # JSON: the caller checks it against its schema
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -198,7 +200,7 @@ def _read_json(path: Path):
     except (OSError, UnicodeDecodeError) as exc:
         raise GitkbError(f"bundle file unreadable: {exc} ({path})") from None
 
-    def refuse_constant(name: str):
+    def refuse_constant(name: str) -> NoReturn:
         raise GitkbError(f"bundle file holds {name}, which is not a finite number ({path})")
 
     try:
@@ -209,7 +211,7 @@ def _read_json(path: Path):
         ) from None
 
 
-def _check(document, schema_name: str, path: Path) -> None:
+def _check(document: dict, schema_name: str, path: Path) -> None:
     problems = schema.errors(document, f"bundle/{schema_name}", limit=1)
     if problems:
         where, message = problems[0]

@@ -86,7 +86,7 @@ def performance_table(baseline_cases: list[dict], winner_cases: list[dict]) -> s
     for base in baseline_cases:
         mine = winner.get(base["case_id"], {})
 
-        def fmt(value, digits=3):
+        def fmt(value: float | None, digits: int = 3) -> str:
             return "n/a" if value is None else f"{value:.{digits}f}"
 
         rows.append(
@@ -225,7 +225,13 @@ def commit_winner(
     return result
 
 
-def _commit(plan, winner, message, reverify, result) -> None:
+def _commit(
+    plan: CommitPlan,
+    winner: bytes,
+    message: str,
+    reverify: Callable[[bytes], tuple[bool, str]],
+    result: CommitResult,
+) -> None:
     repo, snap = plan.repo, plan.snapshot
     if repo.head() != snap.head:
         raise RefMoved(f"HEAD moved during the run: was {snap.head}, now {repo.head()}")

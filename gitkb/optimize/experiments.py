@@ -11,6 +11,7 @@ from __future__ import annotations
 from gitkb.optimize import outputs, profilers
 from gitkb.optimize.evaluate import Measurement
 from gitkb.optimize.providers import Candidate
+from gitkb.optimize.scoring import Score
 from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.trace_writer import dumps, lesson
 
@@ -23,11 +24,11 @@ REVIEW_FIELDS = (
 )
 
 
-def fmt(value, digits: int = 3) -> str:
+def fmt(value: object, digits: int = 3) -> str:
     return "nan" if value is None else f"{value:.{digits}f}"
 
 
-def _ncu_part(profile) -> str:
+def _ncu_part(profile: dict | None) -> str:
     parsed = (profile.get("parsed") or {}).get("ncu") if isinstance(profile, dict) else None
     duration = parsed.get("duration_us") if isinstance(parsed, dict) else None
     return "ncu=unavailable" if duration is None else f"ncu.duration_us={duration:.3f}"
@@ -83,7 +84,7 @@ def announce(setup: RunSetup, exp_id: str, candidate: Candidate) -> None:
         setup.say(f"[gitkb] {exp_id} {label}: {text[:400]}")
 
 
-def numbers(score) -> str:
+def numbers(score: Score | None) -> str:
     if score is None:
         return "not measured"
     cases = ", ".join(

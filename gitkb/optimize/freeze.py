@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _walk(root: Path, exclude: tuple[Path, ...]):
+def _walk(root: Path, exclude: tuple[Path, ...]) -> Iterator[tuple[str, Path]]:
     """(relative slash path, path) of every file under ``root``, skipping tooling folders
     and ``exclude`` (an output folder inside the bundle, say)."""
     seen_folders: set[str] = set()

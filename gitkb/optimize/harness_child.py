@@ -21,6 +21,9 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 # Profile payloads larger than this are written to a file and referenced (TLX's limit).
 MAX_INLINE_PROFILE_BYTES = 1_000_000
@@ -32,7 +35,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}\n" + "".join(frames[-3:])[-2000:]
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     """A value as a diagnostic names it: its repr (clipped) and its type."""
     text = repr(value)
     if len(text) > 120:
@@ -42,17 +45,19 @@ def _shown(value) -> str:
     return f"{text} ({name})"
 
 
-def _load_harness(path):
+def _load_harness(path: str) -> ModuleType:
     # Helper modules beside the harness import as they would in the bundle folder.
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location("harness", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module can be loaded from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules["harness"] = module
     spec.loader.exec_module(module)
     return module
 
 
-def _as_list(value):
+def _as_list(value: object) -> list[str]:
     if value is None or (isinstance(value, str) and not value):
         return []
     if isinstance(value, list | tuple):
@@ -60,7 +65,7 @@ def _as_list(value):
     return [str(value)]
 
 
-def _build(harness, source, target):
+def _build(harness: ModuleType, source: str, target: str) -> tuple[bool, object, list[str]]:
     result = harness.build(source, target)
     if isinstance(result, dict) and "success" in result:
         diagnostics = _as_list(result.get("diagnostics"))
@@ -77,7 +82,7 @@ def _build(harness, source, target):
     return True, result, []
 
 
-def _verify(harness, artifact, case):
+def _verify(harness: ModuleType, artifact: object, case: dict) -> tuple[bool, list[str], object]:
     result = harness.verify(artifact, case)
     if isinstance(result, dict):
         diagnostics = _as_list(result.get("diagnostics"))
@@ -92,7 +97,9 @@ def _verify(harness, artifact, case):
     return False, [f"verify returned {_shown(result)}; {PASSES}"], None
 
 
-def _benchmark(harness, artifact, case, repetitions):
+def _benchmark(
+    harness: ModuleType, artifact: object, case: dict, repetitions: int
+) -> tuple[list[float], dict]:
     result = harness.benchmark(artifact, case, repetitions)
     extra = {}
     if isinstance(result, dict):
@@ -112,7 +119,7 @@ def _benchmark(harness, artifact, case, repetitions):
     return clean, extra
 
 
-def _takes_request(function) -> bool:
+def _takes_request(function: Callable[..., object]) -> bool:
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
@@ -125,7 +132,7 @@ def _takes_request(function) -> bool:
     return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
-def safe_case_id(case_id) -> str:
+def safe_case_id(case_id: object) -> str:
     """A case id as a folder name: unsafe runs of characters become ``-``; a name that had
     to change (or is long) gets 8 hex digits of its SHA-1, so two ids never share a folder
     (the TLX agent's naming)."""
@@ -137,7 +144,7 @@ def safe_case_id(case_id) -> str:
     return f"{safe[:80].rstrip('._-') or 'case'}-{digest}"
 
 
-def case_request(request, case_id):
+def case_request(request: dict, case_id: object) -> dict:
     """The run's profile request for one case: its own ``artifacts_dir``, created."""
     folder = request.get("artifacts_dir")
     if not folder:
@@ -147,7 +154,7 @@ def case_request(request, case_id):
     return dict(request, artifacts_dir=folder)
 
 
-def _profile(harness, artifact, case, request):
+def _profile(harness: ModuleType, artifact: object, case: dict, request: dict) -> object:
     profile = harness.profile
     request = case_request(request, case["case_id"])
     try:
@@ -169,8 +176,8 @@ def _profile(harness, artifact, case, request):
     return json.loads(text)
 
 
-def evaluate(request):
-    response = {"build": {"success": False, "diagnostics": []}, "cases": []}
+def evaluate(request: dict) -> dict:
+    response: dict[str, Any] = {"build": {"success": False, "diagnostics": []}, "cases": []}
     try:
         harness = _load_harness(request["harness"])
     except BaseException as exc:  # noqa: BLE001 - report, do not crash
@@ -206,7 +213,7 @@ def evaluate(request):
     return response
 
 
-def main():
+def main() -> None:
     request = json.load(sys.stdin)
     response = evaluate(request)
     tmp = request["response"] + ".tmp"

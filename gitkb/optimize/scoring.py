@@ -8,7 +8,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from gitkb.optimize.bundle import Case
 
 # A profiled duration this much worse than the baseline's blocks a promotion.
 PROFILE_REGRESSION_TOLERANCE = 0.01
@@ -148,7 +151,7 @@ class Score:
         return [c.case_id for c in self.cases if c.protected and not c.passed]
 
 
-def _profiled_duration(profile) -> float | None:
+def _profiled_duration(profile: dict | None) -> float | None:
     if isinstance(profile, dict):
         value = profile.get("duration_us")
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
@@ -156,7 +159,7 @@ def _profiled_duration(profile) -> float | None:
     return None
 
 
-def score(evaluation: dict, cases, baseline: Score | None) -> Score:
+def score(evaluation: dict, cases: Sequence[Case], baseline: Score | None) -> Score:
     """Turn a worker evaluation into per-case statistics; speedups against ``baseline``.
 
     ``baseline`` None scores the baseline itself (every speedup 1.0).
@@ -190,15 +193,15 @@ def score(evaluation: dict, cases, baseline: Score | None) -> Score:
                 entry.speedup = 1.0
             else:
                 base = baseline.case(case.case_id)
-                if base.passed:
+                if base.passed and base.median_us is not None:
                     entry.speedup = base.median_us / entry.median_us
         out.append(entry)
-    scored = [c for c in out if c.speedup is not None]
-    aggregate = weighted_geomean([c.speedup for c in scored], [c.weight for c in scored])
+    scored = [(c.speedup, c.weight) for c in out if c.speedup is not None]
+    aggregate = weighted_geomean([s for s, _ in scored], [w for _, w in scored])
     return Score(out, None if math.isnan(aggregate) else aggregate)
 
 
-def pooled(scores: list[Score], cases, baseline: Score | None) -> Score:
+def pooled(scores: list[Score], cases: Sequence[Case], baseline: Score | None) -> Score:
     """One score over several measurements of one source: each case's samples pooled (it
     passes only where every measurement passed), scored against ``baseline`` as one."""
     response = {
@@ -234,7 +237,11 @@ def decide(
     failed = candidate.failed_protected()
     if failed:
         reasons.append(f"protected case failed: {', '.join(failed)}")
-    noisy = [f"{c.case_id} cv={c.cv:.3f}" for c in candidate.cases if c.passed and c.cv > max_cv]
+    noisy = [
+        f"{c.case_id} cv={c.cv:.3f}"
+        for c in candidate.cases
+        if c.passed and c.cv is not None and c.cv > max_cv
+    ]
     if noisy:
         reasons.append(f"{NOISY} (max_cv {max_cv}): {', '.join(noisy)}")
     for case in candidate.cases:

@@ -29,7 +29,7 @@ from gitkb.util import log
 from gitkb.util.resources import data_dir
 
 if TYPE_CHECKING:
-    from gitkb.optimize.commit import CommitPlan
+    from gitkb.optimize.commit import CommitPlan, CommitResult
     from gitkb.store import Store
 
 REFERENCE_KERNEL_VARIABLE = "TLX_REFERENCE_KERNEL_PATH"
@@ -170,7 +170,7 @@ class CommitRefused(GitkbError):
     """The winner could never be committed (the kernel is in no repository, untracked ...):
     refused before anything runs, with the TLX agent's exit 3 and a failed ``auto_commit``."""
 
-    def __init__(self, result) -> None:
+    def __init__(self, result: CommitResult) -> None:
         super().__init__(result.diagnostics)
         self.result = result
 

@@ -28,7 +28,7 @@ from gitkb.vcs.trailers import format_message
 BRANCH = "refs/heads/main"
 
 
-def dumps(document) -> bytes:
+def dumps(document: object) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
@@ -109,7 +109,7 @@ def performance(
     """The ``performance`` block of one measured version (numbers of its passing cases);
     ``reference``: the aggregate of the trace's v0 (1.0 unless it is adopted code)."""
     measured = [c for c in score.cases if c.passed]
-    medians = [c.median_us for c in measured]
+    medians = [c.median_us for c in measured if c.median_us is not None]
     geomean = weighted_geomean(medians, [1.0] * len(medians)) if medians else None
     block = {
         "latency_us": geomean,
@@ -165,7 +165,7 @@ def memory_record(
     record = {
         "version": f"v{version}",
         "performance": performance(score, baseline or score, incumbent_aggregate, reference)
-        if measured
+        if measured and score is not None
         else {
             "measurement_status": "not_evaluated_or_incomplete",
             "measurement_subject": "unavailable",

@@ -66,7 +66,7 @@ def _tail(path: Path, limit: int = 600) -> str:
     return text.replace("\n", " | ")
 
 
-def _is_sample(value) -> bool:
+def _is_sample(value: object) -> bool:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -75,7 +75,7 @@ def _is_sample(value) -> bool:
     )
 
 
-def checked(response) -> dict | None:
+def checked(response: object) -> dict | None:
     """The child's response if it has the shape the child writes, else None. A case that
     claims to pass must say so with the boolean true and carry only finite positive samples;
     one that does not is failed here, with the reason."""

@@ -23,15 +23,16 @@ from gitkb.record import scope_of
 from gitkb.report import cards as card_pages
 from gitkb.report.ladder import LadderPoint, ladder_svg, legend
 from gitkb.report.pages import Link, page, record_page_name, table, trace_page_name
+from gitkb.store import Store
 from gitkb.util.files import atomic_write
 from gitkb.warmstart.attest import parse_ledger, retire_hint
 
 RECORD_ACTIONS = ("insert", "confirm", "conflict", "import", "retract", "unretract")
 
 
-def _attestations(store, tip: str) -> list[list[object]]:
+def _attestations(store: Store, tip: str) -> list[list[object]]:
     """One row per attested record: outcome counts and the retire hint, from the ledger."""
-    rows = []
+    rows: list[list[object]] = []
     for path, sha in store.repo.list_tree(tip, "ledger"):
         counts = parse_ledger(path, store.repo.blob(sha)).counts()
         if not counts["recalls"]:
@@ -46,8 +47,8 @@ def _attestations(store, tip: str) -> list[list[object]]:
     return rows
 
 
-def _conflicts(store, tip: str) -> list[list[object]]:
-    rows = []
+def _conflicts(store: Store, tip: str) -> list[list[object]]:
+    rows: list[list[object]] = []
     for path, sha in store.repo.list_tree(tip, "conflicts"):
         try:
             queued = json.loads(store.repo.blob(sha))
@@ -65,7 +66,15 @@ def _record_link(record_id: str, linked: set[str]) -> object:
     return Link(record_id, record_page_name(record_id)) if record_id in linked else record_id
 
 
-def _index_page(store, tip, entries, history, labels, linked: set[str], extra: str = "") -> str:
+def _index_page(
+    store: Store,
+    tip: str,
+    entries: list[dict],
+    history: list[dict],
+    labels: list[str],
+    linked: set[str],
+    extra: str = "",
+) -> str:
     by_type = Counter(str(e.get("type")) for e in entries)
     by_arch = Counter(f"{scope_of(e).get('vendor')}/{scope_of(e).get('arch')}" for e in entries)
     by_operator = Counter(str(scope_of(e).get("operator_family") or "(none)") for e in entries)
@@ -141,7 +150,7 @@ def _record_page(record: dict, label: str, history: list[dict]) -> str:
 
 
 def build_site(
-    store, out: Path, ladders: dict[str, list[LadderPoint]], flywheel: dict | None = None
+    store: Store, out: Path, ladders: dict[str, list[LadderPoint]], flywheel: dict | None = None
 ) -> list[Path]:
     """Write the site into ``out``; ``ladders`` maps a trace label to its version ladder,
     ``flywheel`` is a ``bench/flywheel.py --json`` document to plot (None: not given)."""

@@ -12,12 +12,13 @@ import html
 import json
 
 from gitkb.report.pages import Link, page, record_page_name, table
+from gitkb.store.view import StoreView
 
 CARD_TYPE = "technique-card"
 COLD, WARM = "#8c959f", "#1a7f37"
 
 
-def live_cards(view) -> list[dict]:
+def live_cards(view: StoreView) -> list[dict]:
     """The live computed technique cards (those citing records), by id."""
     out = []
     for entry in view.entries():
@@ -48,7 +49,7 @@ def cards_table(cards: list[dict]) -> str:
     return table(headers, rows)
 
 
-def card_page(card: dict, view, linked: set[str]) -> str:
+def card_page(card: dict, view: StoreView, linked: set[str]) -> str:
     """One card: its numbers, its caveats, and each supporting record with what it says."""
     payload = card.get("payload") or {}
     facts = [[name, payload.get(name)] for name in (

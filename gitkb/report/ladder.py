@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from gitkb.layout import trace_ref
+from gitkb.store import Store
 
 # Ladder point kinds, drawn in this order (later on top): colour and legend text.
 KIND_STYLE = {
@@ -31,7 +32,7 @@ class LadderPoint:
     reference: bool = False  # the terminal reference kernel, or a milestone's snapshot
 
 
-def trace_ladder(store, label: str) -> list[LadderPoint]:
+def trace_ladder(store: Store, label: str) -> list[LadderPoint]:
     """The version ladder of a trace the store holds, rebuilt from its copied commits
     by the mining stages (ingest, ladder) exactly as mining saw it."""
     from gitkb.trace.ingest import ingest

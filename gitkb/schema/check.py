@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 Check = Callable[[object], bool]
 
@@ -135,7 +136,8 @@ def compile_schema(root: dict) -> Check:
             return None
         return tuple(_PLAIN_CLASSES[n] for n in names)
 
-    def keyword_check(keyword: str, value, schema: dict) -> Check | None:
+    # ``value``: the keyword's own value in the schema (a type name, a bound, a list ...).
+    def keyword_check(keyword: str, value: Any, schema: dict) -> Check | None:
         if keyword == "type":
             names = value if isinstance(value, list) else [value]
             tests = [_TYPES[n] for n in names]

@@ -24,7 +24,7 @@ from gitkb.layout import BRANCH, TRACE_REFS, TRACE_REFSPEC
 from gitkb.optimize import loop
 from gitkb.store import Store
 from gitkb.util.resources import data_dir
-from gitkb.vcs.push import push
+from gitkb.vcs.push import PushResult, push
 from gitkb.vcs.trailers import format_message
 
 EXAMPLE = ("cpu", "examples", "blocked_matmul")
@@ -82,10 +82,10 @@ class _Demo:
     def detail(self, text: str) -> None:
         self.say(f"      {text}")
 
-    def push(self, repo: Path, refspecs: list[str]):
+    def push(self, repo: Path, refspecs: list[str]) -> PushResult:
         return push(repo, str(self.paths["server"]), refspecs, env=self.env)
 
-    def clone(self, dest: Path):
+    def clone(self, dest: Path) -> Store:
         """A bare clone of the server's main and trace refs, through the VCS layer."""
         from gitkb.vcs.repository import Repository
 
@@ -109,7 +109,14 @@ class _Demo:
         sync_work_tree(repo, BRANCH, commit, ["kernel.py"])
         return path / "kernel.py"
 
-    def optimize(self, output: Path, kernel: Path, budget: dict, **warm) -> dict:
+    def optimize(
+        self,
+        output: Path,
+        kernel: Path,
+        budget: dict,
+        warm_start: str = "off",
+        kb: str | None = None,
+    ) -> dict:
         lines: list[str] = []
         config = loop.RunConfig(
             bundle=self.paths["bundle"],
@@ -118,7 +125,8 @@ class _Demo:
             provider="knobs",
             budget_flags=budget,
             progress=lines.append,
-            **warm,
+            warm_start=warm_start,
+            kb=kb,
         )
         result = loop.run(config)
         (output / "progress.log").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -97,7 +97,7 @@ class ExampleTrace:
     commits: dict[str, str]  # v0, v1, v2 (the promotion), capture
 
 
-def _memory(n: int, description: str, **extra) -> dict:
+def _memory(n: int, description: str, **extra: object) -> dict:
     geomean = GEOMEANS[n]
     return {
         "version": f"v{n}",
@@ -349,7 +349,7 @@ def mined_records(trace: ExampleTrace) -> list[dict]:
     return [online, reciprocal]
 
 
-def sample_store(workdir: str | Path):
+def sample_store(workdir: str | Path) -> tuple[Store, rec.RecordFile]:
     """A store holding the example trace under ``refs/kb/traces/<label>`` with the first
     milestone admitted; returns (store, the second milestone's record file, not admitted)."""
     workdir = Path(workdir)

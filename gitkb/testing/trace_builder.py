@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gitkb.testing.trace_files import (
     AUTHOR,
@@ -98,7 +99,7 @@ class Trace:
             self.kernel = value if isinstance(value, str) else ""
         return self._marks
 
-    def worktree(self, path: str, content) -> None:
+    def worktree(self, path: str, content: object) -> None:
         """A file left in the work tree and never committed (git-excluded profiles, attempts)."""
         self.worktree_files[path] = content
 
@@ -156,7 +157,7 @@ class Trace:
         dsl: str = "triton",
         memory_later: bool = False,
         kernel: str | None = None,
-        **memory_fields,
+        **memory_fields: Any,
     ) -> int:
         """``v<N>: committed (+X%)``: kernel.py changes; memory in the same commit, or in a
         follow-up ``v<N>: record memory`` commit when ``memory_later``."""
@@ -181,7 +182,7 @@ class Trace:
         *,
         next_direction: str = "",
         body: str = "",
-        **memory_fields,
+        **memory_fields: Any,
     ) -> int:
         """``v<N>: reverted (<reason>) — dead-end recorded: a, b``: memory only, no kernel."""
         subject = f"v{n}: reverted ({reason}) — dead-end recorded"
@@ -195,7 +196,7 @@ class Trace:
 
     # ----------------------------------------------------------------- long-horizon producer
 
-    def v0_two_commit(self, geomean: float, **memory_fields) -> int:
+    def v0_two_commit(self, geomean: float, **memory_fields: Any) -> int:
         """``V0: baseline kernel`` (code) then ``V0: record baseline measurement`` (memory)."""
         self.commit("V0: baseline kernel", {"kernel.py": kernel_source(0, "any")})
         memory_fields.setdefault("category", "baseline")
@@ -206,7 +207,7 @@ class Trace:
             author=LONG_HORIZON_AUTHOR,
         )
 
-    def v1_two_commit(self, geomean: float, framework: str = "triton", **memory_fields) -> int:
+    def v1_two_commit(self, geomean: float, framework: str = "triton", **memory_fields: Any) -> int:
         """V1 C1 (kernel + solution) then the C2 pin (framework_baseline.json + memory)."""
         self.commit(
             f"v1: framework baseline ({framework}) replacing the V0 PyTorch wrapper",
@@ -232,7 +233,7 @@ class Trace:
         improvement_pct: float,
         description: str,
         experiments: list[dict] | None = None,
-        **memory_fields,
+        **memory_fields: Any,
     ) -> int:
         """``episode <E>: promote verified long-horizon candidate``: squash of kernel.py plus
         ``memory/long_horizon_e<EEEE>.json`` (attempt + journal) and ``memory/v<N>.json``."""

@@ -70,7 +70,7 @@ def memory(
     open_directions: list | None = None,
     performance: dict | None = None,
     expected_impact: str = "",
-    **extra,
+    **extra: object,
 ) -> dict:
     """A ``memory/v<N>.json`` document; ``performance`` keys override the defaults."""
     perf: dict = {}

@@ -65,7 +65,9 @@ def read_captures(files: TraceFiles, non_target: tuple[str, ...], kernels: dict)
     return captures
 
 
-def _judge(files: TraceFiles, entries: dict, non_target: tuple[str, ...], source: str):
+def _judge(
+    files: TraceFiles, entries: dict, non_target: tuple[str, ...], source: str
+) -> tuple[str | None, bool, str]:
     summary = (files.read(entries["summary.txt"]) or b"").decode("utf-8", "replace")
     found = _KERNEL_LINE.search(summary)
     kernel = found.group(1).strip() if found else None

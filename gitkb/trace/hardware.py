@@ -9,10 +9,11 @@ from gitkb import targets
 from gitkb.record.values import mapping
 from gitkb.trace import TraceError
 from gitkb.trace.files import TraceFiles
+from gitkb.trace.options import TraceOptions
 
 
 def resolve_hardware(
-    files: TraceFiles, options, earlier: Iterable[tuple[str, object]] = ()
+    files: TraceFiles, options: TraceOptions, earlier: Iterable[tuple[str, object]] = ()
 ) -> tuple[str, str, str | None, str]:
     """(vendor, arch, product, which token or flag decided). ``earlier``: (commit,
     solution.json) of older commits, newest first, read only when the tip's solution.json
@@ -60,7 +61,7 @@ def _as_list(value: object) -> list[str]:
     return []
 
 
-def _from_flags(options) -> tuple[str, str, str | None, str]:
+def _from_flags(options: TraceOptions) -> tuple[str, str, str | None, str]:
     product_hw = targets.lookup(options.product) if options.product else None
     arch = options.arch or (product_hw.arch if product_hw else None)
     vendor = options.vendor or (product_hw.vendor if product_hw else None)

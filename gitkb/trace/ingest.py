@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from gitkb.record.values import mapping, stripped_text
@@ -79,7 +80,7 @@ class Ingest:
     kernel_texts: dict[str, str] = field(default_factory=dict)  # blob -> text, as read once
     _by_n: dict[int, VersionRow] = field(default_factory=dict, repr=False)
 
-    def texts(self):
+    def texts(self) -> Iterator[str]:
         """Every text a record or report may be built from, code included (rule 11)."""
         return _all_text(self.meta, self.rows, self.captures, self.kernel_sources.values())
 
@@ -172,7 +173,9 @@ def ingest(repo: Repository, tip: str, label: str, options: TraceOptions | None 
     )
 
 
-def _earlier_solutions(repo: Repository, files: TraceFiles, history: _History):
+def _earlier_solutions(
+    repo: Repository, files: TraceFiles, history: _History
+) -> Iterator[tuple[str, object]]:
     """(commit, solution.json) of each distinct earlier manifest, newest first."""
     seen: set[str] = set()
     for info in reversed(history.commits):
@@ -193,7 +196,9 @@ def _read_journals(files: TraceFiles, rows: list[VersionRow]) -> None:
     attach(rows, supervisor_journals(files))
 
 
-def _all_text(meta: TraceMeta, rows: list[VersionRow], captures, kernels):
+def _all_text(
+    meta: TraceMeta, rows: list[VersionRow], captures: list[Capture], kernels: Iterable[str]
+) -> Iterator[str]:
     """Every text a record or report may be built from (rule 11), for the scrubber to learn
     the user names in it before anything is scrubbed."""
     yield meta.description
@@ -258,7 +263,7 @@ def _folder(entry: tuple[int, str] | None) -> str | None:
     return entry[1] if entry is not None and stat.S_ISDIR(entry[0]) else None
 
 
-def _memory_files(repo: Repository, change) -> list[tuple[str, str, int]]:
+def _memory_files(repo: Repository, change: treediff.PathChange) -> list[tuple[str, str, int]]:
     """(path, blob, mode) of what one changed memory/ entry added or modified; a changed
     subfolder (rare) is diffed in full."""
     if change.kind == "delete":
@@ -290,7 +295,9 @@ def _memory_change(history: _History, sha: str, path: str, blob: str, mode: int)
         history.non_version_files.append({"file": path, "reason": "not a version name"})
 
 
-def _row(repo, files, history: _History, n: int) -> tuple[VersionRow, str | None]:
+def _row(
+    repo: Repository, files: TraceFiles, history: _History, n: int
+) -> tuple[VersionRow, str | None]:
     """Version ``n``'s row and its kernel source (None when unreadable)."""
     row = VersionRow(version=f"v{n}", n=n)
     event = history.first_add.get(n)
@@ -343,7 +350,9 @@ def _row(repo, files, history: _History, n: int) -> tuple[VersionRow, str | None
     return row, _kernel_source(repo, files, history, row)
 
 
-def _kernel_source(repo, files: TraceFiles, history: _History, row: VersionRow) -> str | None:
+def _kernel_source(
+    repo: Repository, files: TraceFiles, history: _History, row: VersionRow
+) -> str | None:
     commit = row.code_sha or row.sha
     if commit is None:
         return None
@@ -377,7 +386,7 @@ def _kernel_source(repo, files: TraceFiles, history: _History, row: VersionRow) 
     return text
 
 
-def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
+def _operator(files: TraceFiles, definition: dict, options: TraceOptions) -> tuple[str, str]:
     """The operator's name and where it came from (rule 12): the flag, the definition, else
     the kernel's entry point; never the trace label."""
     if options.operator:
@@ -392,7 +401,13 @@ def _operator(files: TraceFiles, definition: dict, options) -> tuple[str, str]:
     return "unknown", "no --operator, no definition.json name, no kernel entry point"
 
 
-def _meta(files: TraceFiles, label: str, tip: str, hardware, options) -> TraceMeta:
+def _meta(
+    files: TraceFiles,
+    label: str,
+    tip: str,
+    hardware: tuple[str, str, str | None, str],
+    options: TraceOptions,
+) -> TraceMeta:
     vendor, arch, product, hardware_basis = hardware
     definition = mapping(files.json("definition.json"))
     name, operator_basis = _operator(files, definition, options)

@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from gitkb.trace.files import TraceFiles
-from gitkb.trace.ingest import Ingest, ingest
+from gitkb.trace.ingest import Ingest, TraceMeta, ingest
 from gitkb.trace.ladder import Ladder, build_ladder
 from gitkb.trace.memory import VersionRow
 from gitkb.trace.options import TraceOptions
@@ -163,7 +163,7 @@ def packets_from(
     return [_packet(repo, ingested, ladder, segment, options, comparable) for segment in segments]
 
 
-def _gpu(meta) -> str:
+def _gpu(meta: TraceMeta) -> str:
     product = (meta.product or "any").upper()
     return f"{product} ({meta.vendor} {meta.arch})"
 

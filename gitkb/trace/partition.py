@@ -10,6 +10,7 @@ terminal reference kernel. Ids are allocated per marker above the store's existi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gitkb.trace import facts
@@ -148,7 +149,13 @@ def experiment_cause(experiment: dict) -> str:
     return ""
 
 
-def _deadends(ingest: Ingest, ladder: Ladder, rows: dict, name, precheck) -> list[Segment]:
+def _deadends(
+    ingest: Ingest,
+    ladder: Ladder,
+    rows: dict,
+    name: Callable[[str], str],
+    precheck: Callable[[str], str],
+) -> list[Segment]:
     """Legacy dead-ends: a listed lever each; a prose dead-end once, or once per recorded
     pitfall when its cause sits only there (rule 13); curated pitfalls of every version
     that is not a dead-end."""
@@ -249,7 +256,9 @@ def _long_horizon_row(row: VersionRow) -> bool:
     return bool(row.long_horizon_status) or row.episode is not None
 
 
-def _long_horizon(ingest: Ingest, ladder: Ladder, name, precheck) -> list[Segment]:
+def _long_horizon(
+    ingest: Ingest, ladder: Ladder, name: Callable[[str], str], precheck: Callable[[str], str]
+) -> list[Segment]:
     """Every stated lesson of a long-horizon run (rule 13): each rejected experiment of any
     episode, promoted or not, and a ``candidate_ready`` candidate the supervisor's A/B
     verification rejected. Blocked (infrastructure) episodes teach nothing of the kernel."""
@@ -288,7 +297,9 @@ def _long_horizon(ingest: Ingest, ladder: Ladder, name, precheck) -> list[Segmen
     return segments
 
 
-def _rejected_candidate(row: VersionRow, name, precheck) -> Segment:
+def _rejected_candidate(
+    row: VersionRow, name: Callable[[str], str], precheck: Callable[[str], str]
+) -> Segment:
     """A finished candidate the supervisor's A/B verification refused: the episode's one
     lever, its cause in the journal's own words, the gate failure saying by how much."""
     kept = [e for e in row.experiments if not _rejected(e)]

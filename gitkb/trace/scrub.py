@@ -26,9 +26,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar, cast
 
 from gitkb.errors import GitkbError
+
+# A JSON-like value: scrubbing keeps its shape (strings stay strings, lists lists).
+Json = TypeVar("Json")
 
 DENYLIST_VARIABLES = ("GITKB_DENYLIST", "ATREX_WIKI_DENYLIST")
 PRIVATE_TERM = "a private identifier"
@@ -274,11 +279,11 @@ class Scrubber:
                 out.append(line)
         return "\n".join(out)
 
-    def value(self, node):
+    def value(self, node: Json) -> Json:
         """``text`` on every string inside a JSON-like value (keys kept)."""
         return _walk(node, self.text)
 
-    def private_value(self, node):
+    def private_value(self, node: Json) -> Json:
         """``private`` on every string inside a JSON-like value (keys kept)."""
         return _walk(node, self.private)
 
@@ -319,11 +324,12 @@ def _alternation(terms: tuple[str, ...], words: bool = False) -> re.Pattern | No
     return re.compile(rf"\b(?:{body})\b" if words else body, re.IGNORECASE)
 
 
-def _walk(node, change):
+def _walk(node: Json, change: Callable[[str], str]) -> Json:
+    """``node`` with ``change`` applied to every string in it: the same shape back."""
     if isinstance(node, str):
-        return change(node)
+        return cast(Json, change(node))
     if isinstance(node, list):
-        return [_walk(v, change) for v in node]
+        return cast(Json, [_walk(v, change) for v in node])
     if isinstance(node, dict):
-        return {k: _walk(v, change) for k, v in node.items()}
+        return cast(Json, {k: _walk(v, change) for k, v in node.items()})
     return node

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol
 
 from gitkb import layout
 from gitkb.errors import GitkbError, NotARepository
@@ -65,10 +66,19 @@ def read_options(raw: bytes | None) -> TraceOptions:
         return TraceOptions()
 
 
+class RepositoryHolder(Protocol):
+    """What ``StoreTraces`` reads of a store view (``gitkb.store.view.StoreView`` is one;
+    this layer sits below the store)."""
+
+    @property
+    def repo(self) -> Repository: ...
+    def read_file(self, path: str) -> bytes | None: ...
+
+
 class StoreTraces:
     """The traces a store holds; ``view`` is a store view (a pushed commit's, in a hook)."""
 
-    def __init__(self, view) -> None:
+    def __init__(self, view: RepositoryHolder) -> None:
         self.view = view
 
     def tip(self, label: str) -> tuple[str | None, str]:
@@ -119,7 +129,9 @@ class TraceRepo:
         self._commits = commits
 
     @classmethod
-    def open(cls, path: str | Path, label: str | None = None, options=None) -> TraceRepo:
+    def open(
+        cls, path: str | Path, label: str | None = None, options: TraceOptions | None = None
+    ) -> TraceRepo:
         repo, head, default = open_trace(path)
         return cls(repo, head, label or default, options)
 

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import IO, Any
 
 from gitkb.util import log, supervisor
 from gitkb.util.supervisor import KILL_GRACE_S, TOKEN_VARIABLE, signal_all
@@ -45,7 +46,15 @@ class Outcome:
         "timed_out",
     )
 
-    def __init__(self, argv, returncode, timed_out, seconds, strays=0, error=None):
+    def __init__(
+        self,
+        argv: list[str],
+        returncode: int | None,
+        timed_out: bool,
+        seconds: float,
+        strays: int = 0,
+        error: str | None = None,
+    ) -> None:
         self.argv = argv
         self.returncode = returncode  # negative: killed by that signal; None: did not end
         self.timed_out = timed_out
@@ -78,10 +87,10 @@ def run(
     argv: list[str],
     *,
     timeout_s: float,
-    cwd=None,
+    cwd: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
-    stdin=None,
-    output=None,
+    stdin: str | os.PathLike[str] | bytes | None = None,
+    output: str | os.PathLike[str] | None = None,
     output_cap: OutputCap | None = None,
     capture: bool = False,
     grace_s: float = KILL_GRACE_S,
@@ -165,7 +174,7 @@ class _CappedOutput:
     tail are written when the command is done. The file never holds more than the cap
     and the notice, however much the command prints."""
 
-    def __init__(self, path, cap: OutputCap) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, cap: OutputCap) -> None:
         self._fh = open(path, "wb")
         self._cap = cap
         self._written = 0  # bytes of the head written
@@ -174,12 +183,12 @@ class _CappedOutput:
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
 
-    def drain(self, pipe) -> None:
+    def drain(self, pipe: IO[bytes]) -> None:
         """Read ``pipe`` on a thread until every writer has closed it."""
         self._reader = threading.Thread(target=self._read, args=(pipe,), daemon=True)
         self._reader.start()
 
-    def _read(self, pipe) -> None:
+    def _read(self, pipe: IO[bytes]) -> None:
         with pipe:
             while chunk := os.read(pipe.fileno(), 1 << 16):
                 self._write(chunk)
@@ -217,18 +226,18 @@ class _CappedOutput:
 class _opened:
     """``open(path, mode)`` as a context manager that yields None for a None path."""
 
-    def __init__(self, path, mode: str) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, mode: str) -> None:
         self.fh = open(path, mode) if path is not None else None
 
-    def __enter__(self):
+    def __enter__(self) -> IO[Any] | None:
         return self.fh
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.fh is not None:
             self.fh.close()
 
 
-def _await(process, backstop_s: float, grace_s: float, token: str) -> None:
+def _await(process: subprocess.Popen[bytes], backstop_s: float, grace_s: float, token: str) -> None:
     """Wait for the supervisor; on an interrupt, let it clean up first, then re-raise."""
     try:
         _wait_exit(process, backstop_s)
@@ -247,7 +256,7 @@ def _await(process, backstop_s: float, grace_s: float, token: str) -> None:
         raise
 
 
-def _wait_exit(process, timeout_s: float) -> None:
+def _wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None:
     """``process.wait(timeout)`` without its polling sleeps (up to 50 ms each): a pidfd
     becomes readable the moment the process exits (Linux 5.3+)."""
     try:
@@ -270,7 +279,7 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _read(path) -> bytes:
+def _read(path: str | os.PathLike[str] | None) -> bytes:
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -278,7 +287,9 @@ def _read(path) -> bytes:
         return b""
 
 
-def _read_status(path: str, argv, seconds: float, supervisor_code) -> Outcome:
+def _read_status(
+    path: str, argv: list[str], seconds: float, supervisor_code: int | None
+) -> Outcome:
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().split("\n")

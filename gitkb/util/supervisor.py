@@ -18,6 +18,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import NoReturn
 
 KILL_GRACE_S = 2.0
 TOKEN_VARIABLE = "GITKB_RUN_TOKEN"
@@ -63,7 +66,7 @@ def live_descendants(root: int) -> list[int]:
     return found
 
 
-def signal_all(pids, sig: int) -> None:
+def signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
@@ -151,8 +154,8 @@ def _supervise(args: list[str]) -> int:
     status_path, timeout_s, grace_s, parent = args[0], float(args[1]), float(args[2]), int(args[3])
     argv = args[5:]
 
-    def stop(why):
-        def handler(signum, frame):
+    def stop(why: str) -> Callable[[int, FrameType | None], NoReturn]:
+        def handler(signum: int, frame: FrameType | None) -> NoReturn:
             raise _Stop(why)
 
         return handler

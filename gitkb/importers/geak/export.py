@@ -18,12 +18,15 @@ from pathlib import Path
 from gitkb import record as rec
 from gitkb.errors import GitkbError, writing
 from gitkb.layout import ledger_path
+from gitkb.store import Store
 from gitkb.util.files import atomic_write
 from gitkb.warmstart import curate, geak
-from gitkb.warmstart.attest import parse_ledger
+from gitkb.warmstart.attest import Ledger, parse_ledger
 
 
-def _candidate(record: dict, path: str, ledger_raw: bytes | None):
+def _candidate(
+    record: dict, path: str, ledger_raw: bytes | None
+) -> tuple[curate.CodeRecord, Ledger]:
     """The record as resolve sees it (speedup, counts from its ledger), and its ledger."""
     ledger = parse_ledger(ledger_path(record["id"]), ledger_raw)
     scope = rec.scope_of(record)
@@ -35,7 +38,7 @@ def _candidate(record: dict, path: str, ledger_raw: bytes | None):
     return found, ledger
 
 
-def export_tree(store, folder: str | os.PathLike) -> dict:
+def export_tree(store: Store, folder: str | os.PathLike) -> dict:
     """Write the tree under ``folder``/kb_artifacts; what was written and what was not."""
     out = Path(folder) / "kb_artifacts"
     if out.exists() and any(out.iterdir()):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 
 from gitkb import record as rec
+from gitkb import targets
 from gitkb.importers.geak.reader import Entry, count, mapping, stamp_of
 from gitkb.record.values import number_or_numeric_string
 from gitkb.record.worth import ANTI_STRATEGY_PRIOR, FORMULA, STRATEGY_PRIOR
@@ -110,7 +111,7 @@ def dsl_of(language: str) -> str:
     return language if language in _DSLS else "any"
 
 
-def record_id(hardware, language: str, kernel: str, exp_id: str) -> str:
+def record_id(hardware: targets.Hardware, language: str, kernel: str, exp_id: str) -> str:
     """The id of an entry's strategy, from its path alone (page, language, kernel, exp id),
     so a re-import finds it without reading the entry. A language clean-1.3 cannot name
     (HIP, CK) is spelled in the tail, so two languages' entries never share an id."""

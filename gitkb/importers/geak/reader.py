@@ -193,13 +193,13 @@ def _linked(name: str) -> str:
     return f"{what} a symlink; an import never follows one"
 
 
-def store_root(folder) -> Path:
+def store_root(folder: str | os.PathLike) -> Path:
     """The tree's root: ``folder``, or its ``kb_artifacts`` folder when it has one."""
     root = Path(folder)
     return root / "kb_artifacts" if (root / "kb_artifacts").is_dir() else root
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> object:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)
 

@@ -23,7 +23,9 @@ unretract``'s. ``dry_run`` returns the plan and writes nothing.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
@@ -32,6 +34,9 @@ from gitkb.importers.geak import mapper, reader
 from gitkb.layout import ledger_path
 from gitkb.record.signature import content_signature
 from gitkb.record.values import array
+from gitkb.store import Store
+from gitkb.store.view import StoreView
+from gitkb.store.writer import Builder, Change
 from gitkb.warmstart import geak
 from gitkb.warmstart.attest import appended, confirm_change, parse_ledger
 from gitkb.warmstart.curate import RETIRED_STATUSES, page_of
@@ -75,7 +80,9 @@ def _skip(report: ImportReport, where: str, exc: reader.Skip) -> None:
     report.skipped.append({"entry": where, "reason": str(exc)})
 
 
-def _read(view, root, report: ImportReport) -> tuple[int, list[tuple[reader.Entry, dict]]]:
+def _read(
+    view: StoreView, root: Path, report: ImportReport
+) -> tuple[int, list[tuple[reader.Entry, dict]]]:
     """(entry, its strategy record) of every entry to compare with the store; the rest
     are skipped. An entry whose files are byte for byte those its record was imported
     from is not read again (its record id follows from its path): a re-import costs in
@@ -116,7 +123,7 @@ def _best_first(item: tuple[reader.Entry, dict]) -> tuple:
     return (-entry.speedup, entry.exp_id)
 
 
-def _gated(store, entry: reader.Entry, record: dict, report: ImportReport) -> list[dict]:
+def _gated(store: Store, entry: reader.Entry, record: dict, report: ImportReport) -> list[dict]:
     """The entry's record and its anti-strategies that pass the gates; the rest skipped."""
     kept: list[dict] = []
     for candidate in [record, *mapper.anti_strategies(entry, record)]:
@@ -130,7 +137,7 @@ def _gated(store, entry: reader.Entry, record: dict, report: ImportReport) -> li
     return kept
 
 
-def _twin_in_store(view, record: dict) -> tuple[str | None, set[str]]:
+def _twin_in_store(view: StoreView, record: dict) -> tuple[str | None, set[str]]:
     """The store's record holding the same code on the same page, if any, and the
     measurements (confirm keys) it has counted."""
     signature = content_signature(record)
@@ -143,7 +150,7 @@ def _twin_in_store(view, record: dict) -> tuple[str | None, set[str]]:
     return None, set()
 
 
-def plan(store, folder) -> tuple[ImportReport, list[Step]]:
+def plan(store: Store, folder: str | os.PathLike) -> tuple[ImportReport, list[Step]]:
     """The steps that bring the store up to the tree, against the store's tip."""
     root = reader.store_root(folder)
     report = ImportReport("geak", None)
@@ -163,7 +170,9 @@ def plan(store, folder) -> tuple[ImportReport, list[Step]]:
     return report, ordered
 
 
-def _compare(store, view, read, report: ImportReport) -> tuple[list[Step], dict[str, Step]]:
+def _compare(
+    store: Store, view: StoreView, read: list[tuple[reader.Entry, dict]], report: ImportReport
+) -> tuple[list[Step], dict[str, Step]]:
     """The tree's entries against the store: (steps on known records, inserts by id)."""
     steps: list[Step] = []
     # Entries the store has not seen, grouped by the code they carry on their page: the
@@ -209,7 +218,7 @@ def _insert_detail(entry: reader.Entry, record: dict) -> str:
     return f"{entry.speedup!r}x on {entry.gfx} {entry.language} {entry.kernel}{status}"
 
 
-def _known(view, entry: reader.Entry, record: dict, report: ImportReport) -> list[Step]:
+def _known(view: StoreView, entry: reader.Entry, record: dict, report: ImportReport) -> list[Step]:
     """What changed in GEAK since the entry's record was imported."""
     held = view.read_record(record["id"])
     if held.data is None:
@@ -243,10 +252,10 @@ def _known(view, entry: reader.Entry, record: dict, report: ImportReport) -> lis
     return steps
 
 
-def _import_change(root_name: str, inserts: list[Step], report: ImportReport):
+def _import_change(root_name: str, inserts: list[Step], report: ImportReport) -> Builder:
     from gitkb.store.writer import Change
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         edits: dict[str, bytes | None] = {}
         for step in inserts:
             if step.record_id in view:
@@ -274,8 +283,8 @@ def _import_change(root_name: str, inserts: list[Step], report: ImportReport):
     return build
 
 
-def _confirm_change(record_id: str, keys: list[str], entries: list[str]):
-    def build(view):
+def _confirm_change(record_id: str, keys: list[str], entries: list[str]) -> Builder:
+    def build(view: StoreView) -> Change:
         return confirm_change(
             view,
             record_id,
@@ -287,10 +296,10 @@ def _confirm_change(record_id: str, keys: list[str], entries: list[str]):
     return build
 
 
-def _attest_change(step: Step):
+def _attest_change(step: Step) -> Builder:
     from gitkb.store.writer import Change
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         lpath = ledger_path(step.record_id)
         ledger = parse_ledger(lpath, view.read_files([lpath]).get(lpath))
         new = mapper.attest_events(step.entry, ledger)
@@ -308,11 +317,11 @@ def _attest_change(step: Step):
     return build
 
 
-def _retract_change(step: Step):
+def _retract_change(step: Step) -> Builder:
     from gitkb.store.writer import Change
     from gitkb.warmstart.retract import retraction
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         entry = view.entry(step.record_id) or {}
         if entry.get("status") in RETIRED_STATUSES:
             return Change("retract", step.record_id, {}, note="already retracted, skipped")
@@ -321,7 +330,7 @@ def _retract_change(step: Step):
     return build
 
 
-def import_tree(store, folder, dry_run: bool = False) -> ImportReport:
+def import_tree(store: Store, folder: str | os.PathLike, dry_run: bool = False) -> ImportReport:
     """Bring the store up to the GEAK tree at ``folder`` (see the module text); with
     ``dry_run``, only the plan (``report.steps``)."""
     report, steps = plan(store, folder)

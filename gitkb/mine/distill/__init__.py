@@ -9,6 +9,7 @@ thin to fill.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,13 @@ class Attempt:
     retried: bool = False
 
 
-def distill_all(packets, distiller: str = "builtin", jobs: int = 1, progress=None, check=None):
+def distill_all(
+    packets: list[Packet],
+    distiller: str = "builtin",
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    check: Callable[[list[dict]], list[list[Finding]]] | None = None,
+) -> list[Attempt]:
     """Every packet distilled, in order. ``check(records)`` gives each record's gate
     findings (None: the gates run later, at admission); an external distiller whose
     record the gates refuse gets the findings back for one more try."""
@@ -90,7 +97,9 @@ def _tag(results: list[Distilled]) -> None:
             tag_record(result.record)
 
 
-def _judge(attempts: list[Attempt], check) -> None:
+def _judge(
+    attempts: list[Attempt], check: Callable[[list[dict]], list[list[Finding]]] | None
+) -> None:
     if check is None:
         return
     judged = [a for a in attempts if a.result.record is not None]

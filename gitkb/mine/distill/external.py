@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +33,11 @@ def brief_text() -> str:
 
 
 def run_all(
-    command: str, packets: list[Packet], jobs: int = 1, feedback: list | None = None, done=None
+    command: str,
+    packets: list[Packet],
+    jobs: int = 1,
+    feedback: list | None = None,
+    done: Callable[[], None] | None = None,
 ) -> list[Distilled]:
     """``run_external`` for each packet, ``jobs`` at a time, results in packet order;
     ``feedback[i]`` is packet i's previous attempt (None: a first try); ``done()`` is called
@@ -110,7 +115,7 @@ def run_external(command: str, packet: Packet, feedback: dict | None = None) -> 
         return Distilled(packet.seg_id, record, missing, skipped, distiller=command)
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -83,7 +83,7 @@ def summary(tool: str, pattern: str | None) -> dict:
     }
 
 
-def output_text(raw) -> str | None:
+def output_text(raw: object) -> str | None:
     """Raw text output, or the text of the absolute path it names; None when neither."""
     if not isinstance(raw, str):
         return None
@@ -125,7 +125,7 @@ def _kernel_pattern(payload: dict) -> str | None:
     return None
 
 
-def normalize(payload):
+def normalize(payload: object) -> object:
     """``payload`` with the raw profiler output it carries parsed (see the module docstring)."""
     if not isinstance(payload, dict):
         return payload
@@ -150,11 +150,11 @@ def normalize(payload):
     return out
 
 
-def _is_duration(value) -> bool:
+def _is_duration(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
-def evidence_line(profile) -> str:
+def evidence_line(profile: dict | None) -> str:
     """A compact line of a case's parsed profile for the reviewer's log ("" when none)."""
     if not isinstance(profile, dict):
         return ""

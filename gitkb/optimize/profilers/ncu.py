@@ -53,8 +53,9 @@ def parse(text: str, kernel_pattern: str | None, metrics: Sequence[str] = ()) ->
     out["launches"] = len(launches)
     wanted = list(dict.fromkeys([DURATION, *metrics]))
     for metric in wanted:
-        values = [profiler_number(r.get(metric, "")) for r in launches]
-        if metric not in header or any(v is None for v in values):
+        read = [profiler_number(r.get(metric, "")) for r in launches]
+        values = [v for v in read if v is not None]
+        if metric not in header or len(values) != len(read):
             out["metrics"][metric] = None
             out["diagnostics"].append(f"{metric}: not reported by this ncu run")
             continue
@@ -69,7 +70,7 @@ def parse(text: str, kernel_pattern: str | None, metrics: Sequence[str] = ()) ->
     return out
 
 
-def summarize(raw, kernel_pattern: str | None) -> dict:
+def summarize(raw: object, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is the CSV text, or the absolute path of the file."""
     text = output_text(raw)
     if text is None:

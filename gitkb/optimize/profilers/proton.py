@@ -18,7 +18,7 @@ from gitkb.optimize.profilers import NON_TARGET_KERNELS, matches, output_text, s
 TIME_KEYS_TO_US = {"time (ns)": 1e-3, "time (us)": 1.0, "time (ms)": 1e3, "time (s)": 1e6}
 
 
-def _root(document):
+def _root(document: object) -> dict:
     if isinstance(document, list):
         document = next((n for n in document if isinstance(n, dict) and "frame" in n), None)
     if not isinstance(document, dict) or "frame" not in document:
@@ -34,7 +34,7 @@ def _own_time_us(metrics: dict) -> float | None:
     return None
 
 
-def _leaves(node, found: dict[str, list[float]]) -> None:
+def _leaves(node: dict, found: dict[str, list[float]]) -> None:
     children = [c for c in node.get("children") or [] if isinstance(c, dict)]
     if children:
         for child in children:
@@ -51,7 +51,7 @@ def _leaves(node, found: dict[str, list[float]]) -> None:
     entry[1] += int(count) if isinstance(count, int | float) and count > 0 else 1
 
 
-def summarize(raw, kernel_pattern: str | None) -> dict:
+def summarize(raw: object, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is the hatchet document, its JSON text, or the
     absolute path of the ``.hatchet`` file."""
     document = raw
@@ -63,7 +63,7 @@ def summarize(raw, kernel_pattern: str | None) -> dict:
     return parse(document, kernel_pattern)
 
 
-def parse(document, kernel_pattern: str | None) -> dict:
+def parse(document: object, kernel_pattern: str | None) -> dict:
     """Summarize a hatchet document: the main kernel's time per launch, and the rest."""
     out = summary("proton", kernel_pattern)
     found: dict[str, list[float]] = {}

@@ -67,13 +67,14 @@ def parse(
     return out
 
 
-def summarize(raw, kernel_pattern: str | None) -> dict:
+def summarize(raw: object, kernel_pattern: str | None) -> dict:
     """The registry's interface: ``raw`` is ``{"kernel_trace": ..., "counter_collection":
     ...}`` (CSV text or absolute paths) or the kernel trace alone."""
-    files = raw if isinstance(raw, dict) else {"kernel_trace": raw}
+    files: dict = raw if isinstance(raw, dict) else {"kernel_trace": raw}
     trace = output_text(files.get("kernel_trace"))
     if trace is None:
         raise ValueError("rocprofv3 output has no readable kernel_trace")
     counters = output_text(files.get("counter_collection"))
-    names = files.get("counters") if isinstance(files.get("counters"), list) else []
+    named = files.get("counters")
+    names = named if isinstance(named, list) else []
     return parse(trace, kernel_pattern, counters, [str(n) for n in names])

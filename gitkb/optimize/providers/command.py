@@ -31,7 +31,7 @@ PROMPT = "prompt.md"
 _PLACEHOLDER = re.compile(r"\{(prompt_file|workspace|candidate|metadata|prompt|model)\}")
 
 
-def _fixed(value, digits: int = 3) -> str:
+def _fixed(value: float | None, digits: int = 3) -> str:
     """A number in fixed point with ``digits`` decimals; "n/a" for None."""
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -115,7 +115,7 @@ def read_metadata(path: Path) -> dict:
 class Provider(providers.Provider):
     name = "command"
 
-    def __init__(self, options, tunables) -> None:
+    def __init__(self, options: providers.ProviderOptions, tunables: dict[str, list]) -> None:
         super().__init__(options, tunables)
         self._check_options()
         # Found now, from the caller's folder: the agent runs in its workspace.
@@ -144,7 +144,7 @@ class Provider(providers.Provider):
             for part in shlex.split(self.options.agent_command)
         ]
 
-    def propose(self, context):
+    def propose(self, context: providers.ProposalContext) -> providers.Candidate | None:
         workspace = context.workspace
         workspace.mkdir(parents=True, exist_ok=True)
         candidate = workspace / CANDIDATE
@@ -171,9 +171,9 @@ class Provider(providers.Provider):
             return providers.Candidate(source=None, error=f"candidate.py unreadable: {exc}")
         metadata = read_metadata(workspace / METADATA)
         named = metadata.pop("kb_records", None)
-        candidate = providers.Candidate(source=source, **metadata)
-        candidate.cited = knowledge.cited(context.knowledge, named)
-        return candidate
+        proposed = providers.Candidate(source=source, **metadata)
+        proposed.cited = knowledge.cited(context.knowledge, named)
+        return proposed
 
     def _run(self, argv: list[str], workspace: Path, env: dict) -> str | None:
         outcome = runner.run(

@@ -38,27 +38,35 @@ def assignment(source: str, name: str) -> ast.Assign | ast.AnnAssign | None:
     return found
 
 
-def current_value(source: str, name: str):
+def _assigned(source: str, name: str) -> ast.expr:
+    """The value of ``name``'s winning assignment; an error when there is none."""
     node = assignment(source, name)
-    if node is None:
+    if node is None or node.value is None:
         raise GitkbError(
             f"tunable {name} has no top-level assignment in the kernel (target.json tunables)"
         )
+    return node.value
+
+
+def current_value(source: str, name: str) -> object:
+    value = _assigned(source, name)
     try:
-        return ast.literal_eval(node.value)
+        return ast.literal_eval(value)
     except ValueError:
         raise GitkbError(
             f"tunable {name} is not assigned a literal in the kernel (target.json tunables)"
         ) from None
 
 
-def rewrite(source: str, name: str, value) -> str:
+def rewrite(source: str, name: str, value: object) -> str:
     """``source`` with the value of ``name``'s assignment replaced by ``repr(value)``."""
-    node = assignment(source, name).value
+    node = _assigned(source, name)
     lines = source.splitlines(keepends=True)
-    # ast offsets are UTF-8 byte columns on 1-based lines.
+    # ast offsets are UTF-8 byte columns on 1-based lines; a parsed node has its end too.
+    end_line = node.end_lineno or node.lineno
+    end_col = node.end_col_offset or node.col_offset
     start = sum(len(line.encode()) for line in lines[: node.lineno - 1]) + node.col_offset
-    end = sum(len(line.encode()) for line in lines[: node.end_lineno - 1]) + node.end_col_offset
+    end = sum(len(line.encode()) for line in lines[: end_line - 1]) + end_col
     data = source.encode()
     return (data[:start] + repr(value).encode() + data[end:]).decode()
 
@@ -66,7 +74,7 @@ def rewrite(source: str, name: str, value) -> str:
 class Provider(providers.Provider):
     name = "knobs"
 
-    def __init__(self, options, tunables) -> None:
+    def __init__(self, options: providers.ProviderOptions, tunables: dict[str, list]) -> None:
         super().__init__(options, tunables)
         if not tunables:
             raise GitkbError("the knobs provider needs tunables in target.json (target.json)")
@@ -75,7 +83,7 @@ class Provider(providers.Provider):
     def _settings(self, source: str) -> dict:
         return {name: current_value(source, name) for name in self.tunables}
 
-    def _order(self, name: str, values: list, current, moves: dict[str, int]) -> list:
+    def _order(self, name: str, values: list, current: object, moves: dict[str, int]) -> list:
         """``values`` in the order to try them from ``current``: declared order, unless the
         stored strategies moved this tunable one way (then that way, nearest first)."""
         way = moves.get(name, 0)
@@ -86,7 +94,7 @@ class Provider(providers.Provider):
         behind = values[:at][::-1] if way > 0 else values[at + 1 :]
         return [*ahead, *behind]
 
-    def propose(self, context):
+    def propose(self, context: providers.ProposalContext) -> providers.Candidate | None:
         self._proposed.add(source_key(context.best_source))
         self._proposed.add(source_key(context.baseline_source))
         current = self._settings(context.best_source)

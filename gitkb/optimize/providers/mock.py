@@ -14,5 +14,5 @@ from gitkb.optimize import providers
 class Provider(providers.Provider):
     name = "mock"
 
-    def propose(self, context):
+    def propose(self, context: providers.ProposalContext) -> providers.Candidate | None:
         return providers.Candidate(source=context.best_source, change="mock-echo")

@@ -16,7 +16,7 @@ from gitkb.optimize.providers.command import read_metadata
 class Provider(providers.Provider):
     name = "replay"
 
-    def __init__(self, options, tunables) -> None:
+    def __init__(self, options: providers.ProviderOptions, tunables: dict[str, list]) -> None:
         super().__init__(options, tunables)
         folder = Path(options.replay_dir or "")
         if not options.replay_dir or not folder.is_dir():
@@ -25,7 +25,7 @@ class Provider(providers.Provider):
         if not self._files:
             raise GitkbError(f"no *.py candidates in the replay folder ({folder})")
 
-    def propose(self, context):
+    def propose(self, context: providers.ProposalContext) -> providers.Candidate | None:
         if not self._files:
             return None
         path = self._files.pop(0)

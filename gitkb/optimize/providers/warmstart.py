@@ -40,7 +40,7 @@ class Offered(providers.Candidate):
 class Provider(providers.Provider):
     name = "warm-start"
 
-    def __init__(self, options, tunables) -> None:
+    def __init__(self, options: providers.ProviderOptions, tunables: dict[str, list]) -> None:
         super().__init__(options, tunables)
         if not options.kb:
             raise GitkbError("--warm-start on|reference needs --kb STORE (the knowledge base)")
@@ -83,7 +83,7 @@ class Provider(providers.Provider):
         self._queue = offer_order(self.answer["ranks"], workload)
         return self.answer
 
-    def propose(self, context):
+    def propose(self, context: providers.ProposalContext) -> Offered | None:
         if not self._queue:
             return None
         rank = self._queue.pop(0)
@@ -151,7 +151,7 @@ def cold_start(reason: str, kernel_name: str) -> dict:
     }
 
 
-def open_kb(path: str):
+def open_kb(path: str) -> tuple[Store | None, str | None]:
     """The ``--kb`` store and, when it exists but cannot be read, why (then the store is
     None and the run starts cold). A path that is not a store is a setup error, never a
     cold start: a typo must not quietly lose the warm start."""
