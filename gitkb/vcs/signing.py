@@ -21,12 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dulwich.config import ConfigFile
+
 from gitkb.errors import GitkbError
 from gitkb.util import runner
 
 if TYPE_CHECKING:
     from dulwich.config import Config
 
+# The server's trust anchor: allowed-signers lines of the admins who may turn access
+# on, one value each, in the server repository's own config (never in history).
+_ANCHOR = ((b"gitkb",), b"admin")
 _SIGN_TIMEOUT_S = 60.0
 _VERIFY_TIMEOUT_S = 600.0
 
@@ -164,3 +169,30 @@ def verify(git_dir: Path, commits: list[str], allowed_signers: bytes) -> dict[st
         state = _STATES.get(letter, "bad")
         out[sha] = Signature(state, name[0] if name and state == "good" else "", key)
     return out
+
+
+def read_anchor(git_dir: Path) -> bytes:
+    """The server's anchor as an allowed-signers file (empty: none set)."""
+    try:
+        config = ConfigFile.from_path(str(git_dir / "config"))
+    except FileNotFoundError:
+        return b""
+    return b"".join(line + b"\n" for line in _anchor_lines(config))
+
+
+def write_anchor(git_dir: Path, lines: list[str]) -> None:
+    """Set the server's anchor to ``lines`` (allowed-signers lines), replacing any."""
+    path = str(git_dir / "config")
+    config = ConfigFile.from_path(path)
+    if _anchor_lines(config):
+        config.remove(*_ANCHOR)
+    for n, line in enumerate(lines):
+        (config.add if n else config.set)(*_ANCHOR, line.encode())
+    config.write_to_path(path)
+
+
+def _anchor_lines(config: ConfigFile) -> list[bytes]:
+    try:
+        return list(config.get_multivar(*_ANCHOR))
+    except KeyError:
+        return []

@@ -40,7 +40,9 @@ def test_access_init_add_revoke_show(tmp_path):
     again = kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where)
     assert "access is on already" in one_line(again)
     ok(kb("access", "add", "bob", "--key", f"{bob}.pub", "--role", "curator", *where))
-    assert "listed already" in one_line(kb("access", "add", "bob", "--key", f"{bob}.pub", *where))
+    taken = kb("access", "add", "bob", "--key", f"{bob}.pub", "--role", "curator", *where)
+    assert "as curator already" in one_line(taken)
+    assert "another signer" in one_line(kb("access", "add", "eve", "--key", f"{bob}.pub", *where))
     assert "no principal" in one_line(kb("access", "add", "b b", "--key", f"{bob}.pub", *where))
     bad_key = tmp_path / "bad.pub"
     bad_key.write_text("ssh-ed25519 not-base64\n")
