@@ -104,7 +104,7 @@ def findings(
             judged.append((commit, own))
     signatures: dict[str, Signature] = {}
     for raw, group in _by_rules(judged):
-        signatures.update(signing.verify(repo.git_dir, [c.sha for c in group], raw))
+        signatures.update(signing.verify({c.sha: repo.raw(c.sha) for c in group}, raw))
     out = []
     for commit, rules in judged:
         signature = signatures.get(commit.sha, Signature("bad"))
