@@ -90,3 +90,14 @@ def test_the_history_rules_refuse_an_allowed_signers_gitkb_did_not_write(tmp_pat
         cwd=store.location)  # fmt: skip
     done = kb("validate", "--history", str(store.location))
     assert done.returncode == 1 and b"[access] holds exactly" in done.stdout
+
+
+def test_the_server_anchor_takes_an_allowed_signers_file_and_names_a_bad_line(tmp_path):
+    server = tmp_path / "server.git"
+    Store.init(server, bare=True)
+    admins = tmp_path / "admins"
+    admins.write_text("# who may turn access on\nalice ssh-ed25519 not-a-key\n")
+    done = kb("hooks", "install", "--server", str(server), "--admins", str(admins))
+    assert "admins: line 2: the ssh-ed25519 key does not decode" in one_line(done)
+    done = kb("hooks", "install", str(server), "--admins", str(admins))
+    assert "pass it with --server" in one_line(done)

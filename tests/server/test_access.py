@@ -144,6 +144,10 @@ def test_a_merge_needs_the_role_of_its_net_change(team):
     team.store.admit(dumps(strategy(2)), "insert")
     git("merge", "-q", "--no-edit", "side", cwd=team.work)
     merge = team.store.tip
+    # validate --history on the clone gives the verdict the server gives
+    replayed = kb("validate", "--history", str(team.work))
+    assert replayed.returncode == 1
+    assert f"{merge[:12]} -: access: carol: a merge bringing a retract" in replayed.stdout.decode()
     team.refused(merge, "carol: a merge bringing a retract", "needs a curator's signature")
     # the same merge signed by the curator lands
     team.sign_as("bob")
