@@ -13,6 +13,11 @@ format 2): the push onto 10,000 records <= 1 s and <= 1.3x the push onto 1,000;
 ``--against REV`` also pushes into a third copy whose hook is gitkb as of REV (a git
 revision of this checkout, extracted beside the run), so the old hook's figures come
 from the same run as the new one's, with the ratio of the two (this/old) beside them.
+
+``--signed`` also pushes the same 50 admissions signed (ssh keys made by ssh-keygen)
+into a copy of the store with access on (``git kb access init``, the server's anchor
+naming its admin), so each commit's signature is checked against its parent's
+``access/allowed_signers``; target: <= 1.5x the unsigned push.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from gitkb.store.admission import AdmitRequest  # noqa: E402
 TARGET_PUSH_S = 1.0
 TARGET_RATIO_10K = 1.3
 TARGET_RATIO_100K = 1.5
+TARGET_SIGNED_RATIO = 1.5
 
 
 def git(*args: str, cwd: Path | None = None, env: dict | None = None):
@@ -101,12 +107,46 @@ def measure(work: Path, size: int, pushed: int, env: dict, against: Path | None)
     return {"plain": plain, "hooked": hooked, "hook": hook_alone, "old": old_hooked}
 
 
+def measure_signed(work: Path, size: int, pushed: int, env: dict) -> float:
+    """The hooked push of ``pushed`` signed admissions onto ``size`` records, access on."""
+    from gitkb.store import Store, access
+
+    keys = work / "keys"
+    keys.mkdir(exist_ok=True)
+    for name in ("admin", "contributor"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name,
+                        "-f", str(keys / name)], check=True)  # fmt: skip
+    key = {n: access.key_of((keys / f"{n}.pub").read_text(), n) for n in ("admin", "contributor")}
+    base = build_store(work / f"signed-base-{size}.git", size).location
+
+    def sign(repo: Path, name: str) -> None:
+        for option, value in (("commit.gpgsign", "true"), ("gpg.format", "ssh"),
+                              ("user.signingkey", str(keys / name))):  # fmt: skip
+            git("config", option, value, cwd=repo)
+
+    sign(base, "admin")
+    access.init(Store.open(base), "admin", key["admin"])
+    access.add(Store.open(base), "contributor", key["contributor"])
+    anchor = work / "admins"
+    anchor.write_text(f'admin namespaces="git" {(keys / "admin.pub").read_text()}')
+    server, client = work / f"signed-hooked-{size}.git", work / f"signed-client-{size}.git"
+    for target in (server, client):
+        git("clone", "-q", "--bare", str(base), str(target))
+    subprocess.run(["git-kb", "hooks", "install", "--server", str(server), "--admins",
+                    str(anchor)], env=env, check=True, capture_output=True)  # fmt: skip
+    sign(client, "contributor")
+    store = Store.open(client)
+    store.admit_many([AdmitRequest(raw) for raw in fresh_records(size, pushed)])
+    return timed_push(client, server, env)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--large", action="store_true", help="Add a 100,000-record store.")
     parser.add_argument("--push", type=int, default=50)
     parser.add_argument("--against", metavar="REV", help="Also time the hook of gitkb at REV.")
+    parser.add_argument("--signed", action="store_true", help="Also time a signed push.")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes) | ({100_000} if args.large else set()))
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +169,7 @@ def main() -> None:
                                      capture_output=True, check=True)  # fmt: skip
             subprocess.run(["tar", "-x", "-C", str(against)], input=archive.stdout, check=True)
         rows = {size: measure(work, size, args.push, env, against) for size in sizes}
+        signed = {s: measure_signed(work, s, args.push, env) for s in sizes if args.signed}
     print(f"push of {args.push} admissions (one commit each) into a bare store")
     against_head = f" {'hook of ' + args.against:>16} {'this/old':>10}" if args.against else ""
     print(f"{'store':>8} {'no hook':>9} {'with hook':>10} {'hook alone':>11}{against_head}")
@@ -151,6 +192,12 @@ def main() -> None:
             if rows[large]["old"] is not None:
                 old_ratio = rows[large]["old"] / rows[small]["old"]
                 print(f"ratio {large}/{small} with the hook of {args.against}: {old_ratio:.2f}")
+    for size, seconds in signed.items():
+        ratio = seconds / rows[size]["hooked"]
+        print(f"signed push onto {size}: {seconds:.2f}s, unsigned {rows[size]['hooked']:.2f}s: "
+              f"{ratio:.2f}x (target <= {TARGET_SIGNED_RATIO})")  # fmt: skip
+        figure(f"signed/unsigned push onto {size} records", ratio, "x", TARGET_SIGNED_RATIO,
+               "lower")  # fmt: skip
     for size, row in rows.items():
         print(f"hook share of the push at {size}: {row['hooked'] / row['plain']:.2f}x no-hook")
         if size >= 10000:

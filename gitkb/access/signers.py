@@ -118,6 +118,27 @@ def _signer(line: str) -> AllowedSigner:
     )
 
 
+def parse_anchor(text: str) -> list[AllowedSigner]:
+    """The admins of a server's anchor file (``--admins FILE``): allowed-signers lines as
+    a person writes them (comments, blank lines, options and key comments allowed), each
+    taken as principal and key; a line that names none is refused by number."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        at = next((n for n, word in enumerate(words) if word in KEY_TYPES), None)
+        if at not in (1, 2) or not PRINCIPAL.fullmatch(words[0]):
+            raise SignersError(f"line {number}: a line is a principal, options, then a key")
+        try:
+            found.append(AllowedSigner(words[0], *public_key(" ".join(words[at:]))))
+        except SignersError as exc:
+            raise SignersError(f"line {number}: {exc.message}") from None
+    if not found:
+        raise SignersError("names no admin")
+    return found
+
+
 def public_key(text: str) -> tuple[str, str]:
     """(key type, base64 key) of one OpenSSH public key line (its comment dropped)."""
     parts = text.strip().split()

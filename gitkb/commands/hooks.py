@@ -14,7 +14,16 @@ def command() -> None:
 @click.option("--gitea", is_flag=True, help="Server hook in Gitea's layout (hooks/pre-receive.d/).")
 @click.option("--gitlab", is_flag=True, help="Server hook in GitLab's layout (custom_hooks/).")
 @click.option("--force", is_flag=True, help="Replace an existing different hook.")
-def install(repo: str, server: bool, gitea: bool, gitlab: bool, force: bool) -> None:
+@click.option(
+    "--admins",
+    "admins",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --server: an allowed-signers file of the admins who may turn access on "
+    "(kept in the server repository's config, not in history).",
+)
+def install(
+    repo: str, server: bool, gitea: bool, gitlab: bool, force: bool, admins: str | None
+) -> None:
     """Install the hooks that run the gates.
 
     Without --server: the store's pre-commit and commit-msg hooks, through the
@@ -26,9 +35,11 @@ def install(repo: str, server: bool, gitea: bool, gitlab: bool, force: bool) -> 
 
     if gitea and gitlab:
         raise GitkbError("choose one of --gitea and --gitlab", 2)
+    if admins and not (server or gitea or gitlab):
+        raise GitkbError("--admins is the server's anchor: pass it with --server", 2)
     if server or gitea or gitlab:
         layout = "gitea" if gitea else "gitlab" if gitlab else "git"
-        target = hook_install.install_server(repo, layout, force=force)
+        target = hook_install.install_server(repo, layout, force=force, admins=admins)
         click.echo(f"installed the pre-receive hook: {target}")
     else:
         report = hook_install.install_local(repo)

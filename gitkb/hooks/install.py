@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gitkb.access import signers
+from gitkb.access.signers import SignersError
 from gitkb.errors import GitkbError
 from gitkb.layout import BRANCH
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.util.files import atomic_write
 from gitkb.util.resources import data_dir
+from gitkb.vcs import signing
 from gitkb.vcs.repository import Repository
 
 # Where each server expects a repository's pre-receive hook, under its git directory.
@@ -40,12 +43,19 @@ def server_shim(python: str | None = None, hook: str = "pre-receive") -> bytes:
     return shim.replace(_INTERPRETER_LINE, recorded, 1)
 
 
-def install_server(path: str | os.PathLike, layout: str = "git", force: bool = False) -> Path:
+def install_server(
+    path: str | os.PathLike,
+    layout: str = "git",
+    force: bool = False,
+    admins: str | os.PathLike | None = None,
+) -> Path:
     """Write the pre-receive shim into the bare repository at ``path``, recording this
     interpreter; return where it went. Another program already there is kept unless
-    ``force``; an earlier gitkb shim is replaced."""
+    ``force``; an earlier gitkb shim is replaced. ``admins``: an allowed-signers file
+    naming who may turn access on, kept in the repository's config (the anchor)."""
     if layout not in SERVER_LAYOUTS:
         raise GitkbError(f"unknown server layout {layout!r}; use {', '.join(SERVER_LAYOUTS)}", 2)
+    anchor = _anchor(admins) if admins is not None else None
     repo = Repository.open(path)
     if repo.work_tree is not None:
         raise GitkbError(
@@ -66,8 +76,22 @@ def install_server(path: str | os.PathLike, layout: str = "git", force: bool = F
             raise GitkbError(f"{transaction} exists and is not gitkb's hook; --force replaces it")
         atomic_write(transaction, server_shim(hook="reference-transaction"))
         transaction.chmod(0o755)
+    if anchor is not None:
+        signing.write_anchor(repo.git_dir, anchor)
     _warm_cache(repo)
     return target
+
+
+def _anchor(path: str | os.PathLike) -> list[str]:
+    """The allowed-signers lines of an ``--admins`` file, as gitkb renders them."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitkbError(f"{path}: cannot read the admins file ({exc})", 2) from None
+    try:
+        return [s.line() for s in signers.parse_anchor(text)]
+    except SignersError as exc:
+        raise GitkbError(f"{path}: {exc.message}", 2) from None
 
 
 def _warm_cache(repo: Repository) -> None:

@@ -22,12 +22,12 @@ from gitkb import record as rec
 from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.gates.registry import record_level
 from gitkb.gates.relations import dangling_links
-from gitkb.server import control, history
+from gitkb.server import access, control, history
 from gitkb.server.ids import IdLookup
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.config import max_record_bytes
 from gitkb.store.view import StoreView
-from gitkb.vcs import receiving
+from gitkb.vcs import receiving, signing
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
 
 
@@ -48,8 +48,14 @@ class PushCheck:
     cited: set[tuple[str, str]] = field(default_factory=set)
 
 
-def check_push(updates: list[RefUpdate], repo: Repository) -> PushCheck:
-    """Judge every ref update of a push and every commit it brings."""
+def check_push(
+    updates: list[RefUpdate], repo: Repository, anchor: bytes | None = None
+) -> PushCheck:
+    """The server's whole verdict on a push: every ref update, and every commit it brings
+    through the history rules, the access rules (``gitkb.server.access``; ``anchor``: the
+    admins who may turn access on, by default those the repository's config names) and
+    the record gates."""
+    anchor = signing.read_anchor(repo.git_dir) if anchor is None else anchor
     pushed = repo.with_refs({u.ref: u.new for u in updates})
     cache = IndexCache.of(repo)
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
@@ -62,7 +68,7 @@ def check_push(updates: list[RefUpdate], repo: Repository) -> PushCheck:
             findings = _check_trace_ref(pushed, update)
         elif update.ref == layout.BRANCH or control.allowed_ref(config, update.ref):
             changed: dict[str, rec.RecordFile] = {}
-            findings = _check_branch(pushed, cache, ids, update, held, config, changed)
+            findings = _check_branch(pushed, cache, ids, update, held, config, changed, anchor)
             if update.ref == layout.BRANCH:
                 check.cited |= {pair for r in changed.values() for pair in cites(r.data)}
         else:
@@ -94,6 +100,7 @@ def _check_branch(
     held: tuple,
     config: dict,
     changed: dict,
+    anchor: bytes,
 ) -> list[tuple[str, Finding]]:
     """Findings of a move of main (or an allowed branch); ``changed`` gets each record
     path the move adds or changes, as read at the new tip."""
@@ -125,6 +132,7 @@ def _check_branch(
             findings = history.check_commit(before, commit)
             findings += _gate_findings(before, cache, commit, changed)
             out += [(commit.sha, f) for f in findings]
+        out += access.findings(before, commits, anchor)
         tip = StoreView(repo, cache, update.new)
         for record_file in changed.values():
             if record_file.data is not None:
@@ -292,13 +300,16 @@ def cites(record: dict | None) -> set[tuple[str, str]]:
 
 
 def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
-    """``git kb validate --history``: the history rules replayed over every commit that
-    ``tip`` reaches, oldest first, as (commit, finding)."""
+    """``git kb validate --history``: the history and access rules replayed over every
+    commit that ``tip`` reaches, oldest first, as (commit, finding). The commit turning
+    access on answers to the repository's anchor where it has one, else to itself."""
     ids = IdLookup(repo)
     before = history.Before(repo, ids, max_record_bytes(_config(repo, tip)))
     out = []
-    for commit in _oldest_first(list(repo.walk(tip))):
+    commits = _oldest_first(list(repo.walk(tip)))
+    for commit in commits:
         out += [(commit.sha, f) for f in history.check_commit(before, commit)]
+    out += access.findings(before, commits, signing.read_anchor(repo.git_dir) or None)
     return out
 
 

@@ -88,17 +88,20 @@ def init(store: Store, admin: str, key: tuple[str, str]) -> Admission:
 
 def add(store: Store, principal: str, key: tuple[str, str], role: str = "contributor") -> Admission:
     """Let ``principal`` sign with ``key`` (another key of a principal: a rotation's
-    first step), as ``role``."""
+    first step), as ``role``; a key it holds already: its role changes."""
     _principal(principal)
     current = _enabled(store)
     new = AllowedSigner(principal, *key)
-    if any(s.key == new.key and not s.valid_before for s in current.signers):
-        raise GitkbError(f"{store.location}: that key is listed already ({new.fingerprint})")
+    live = [s for s in current.signers if s.key == new.key and not s.valid_before]
+    if any(s.principal != principal for s in live):
+        raise GitkbError(f"{store.location}: another signer holds that key ({new.fingerprint})")
     rules = current.policy
+    if live and rules.role_of(principal) == role:
+        raise GitkbError(f"{store.location}: {principal} signs with that key as {role} already")
     curators = set(rules.curators) - {principal} | ({principal} if role == "curator" else set())
     admins = set(rules.admins) - {principal} | ({principal} if role == "admin" else set())
     rules = Policy(rules.require_signed, tuple(sorted(curators)), tuple(sorted(admins)))
-    listed = [*current.signers, new]
+    listed = [*current.signers, *([] if live else [new])]
     return _write(store, principal, listed, rules, f"{principal} signs as {role}.")
 
 

@@ -9,7 +9,8 @@ object layer), ``pending`` (trees as a commit edits and a batch holds them),
 ``repository`` (a git repository: reads, commits without a work tree, batches stored as
 one pack, compare-and-swap refs), ``treediff`` (what differs between two trees),
 ``worktree`` (the writer lock, and the work tree following commits written without
-it), ``receiving``, ``trailers``, ``kernel_repo`` (the user's git or Mercurial
-repository a winner is committed into, with C git where hooks and signing apply) and
-``push`` (C git's push, where the server side is the component being driven).
+it), ``signing`` (commit signatures made and checked by git's ssh signing program,
+and the server's anchor), ``receiving``, ``trailers``, ``kernel_repo`` (the user's git
+or Mercurial repository a winner is committed into, with C git where hooks and signing
+apply) and ``push`` (C git's push, where the server side is the component being driven).
 """

@@ -7,19 +7,26 @@ it (``-Y sign -n git -f KEY FILE``; a literal key, ``key::ssh-...``, signs throu
 agent with ``-U``), so ``git verify-commit`` accepts it as one from ``git commit -S``.
 gitkb never reads the private key: the program does.
 
-Checking: ``verify`` asks C git (``git log`` with ``%G?``) for each commit's signature
-against an allowed-signers file, with the commit's own time as the moment checked
-(git passes it to ``ssh-keygen -Y verify``), so a key revoked later keeps the commits
-it signed while valid.
+Checking: ``verify`` runs ``ssh-keygen -Y verify`` on each commit as git does (the
+payload without its gpgsig header, the signer the allowed-signers file names for the
+key, the commit's own time as the moment checked), so a key revoked later keeps the
+commits it signed while valid; the commits of a push are checked in parallel.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import os
+import struct
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from dulwich.config import ConfigFile
 
 from gitkb.errors import GitkbError
 from gitkb.util import runner
@@ -27,7 +34,11 @@ from gitkb.util import runner
 if TYPE_CHECKING:
     from dulwich.config import Config
 
+# The server's trust anchor: allowed-signers lines of the admins who may turn access
+# on, one value each, in the server repository's own config (never in history).
+_ANCHOR = ((b"gitkb",), b"admin")
 _SIGN_TIMEOUT_S = 60.0
+_KEY_PREFIXES = ("ssh-", "ecdsa-", "sk-")  # an allowed-signers line's key type
 _VERIFY_TIMEOUT_S = 600.0
 
 
@@ -123,44 +134,147 @@ def _literal_key(key: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Signature:
-    """What git says of one commit's signature: ``state`` good (``principal``: the allowed
+    """What one commit's signature comes to: ``state`` good (``principal``: the allowed
     signer it names), unsigned, unmatched (a good signature by a key no line of the file
-    allows at the commit's time), expired key or bad; ``key`` the signing key's SHA256
-    fingerprint (``SHA256:...``), where git read one."""
+    allows at the commit's time) or bad; ``key`` the signing key's fingerprint
+    (``SHA256:...``), where the signature names one."""
 
     state: str
     principal: str = ""
     key: str = ""
 
 
-# git's %G? letters: G good and matched; U good, no principal matched (unknown, or
-# outside its valid-after/valid-before window); X, Y, R expired or revoked.
-_STATES = {"G": "good", "U": "unmatched", "N": "unsigned", "E": "unmatched",
-           "X": "expired key", "Y": "expired key", "R": "expired key", "B": "bad"}  # fmt: skip
+# One job per commit, as many at once as there are processors: ``ssh-keygen -Y verify``
+# with the signer the key names, at the commit's own time; where that fails,
+# ``check-novalidate`` tells a good signature outside the file's windows from a bad one.
+_VERIFY_SCRIPT = r"""
+cd "$1" && shift
+printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c '
+  who=$(cat {}.who)
+  if [ -n "$who" ] && ssh-keygen -Y verify -f allowed_signers -I "$who" -n git \
+       -s {}.sig "-Overify-time=$(cat {}.time)" < {}.payload >/dev/null 2>&1; then
+    echo "{} good"
+  elif ssh-keygen -Y check-novalidate -n git -s {}.sig < {}.payload >/dev/null 2>&1; then
+    echo "{} unmatched"
+  else
+    echo "{} bad"
+  fi'
+"""
 
 
-def verify(git_dir: Path, commits: list[str], allowed_signers: bytes) -> dict[str, Signature]:
-    """Each commit's signature checked by C git against ``allowed_signers`` (the bytes of
-    an OpenSSH allowed-signers file), in one ``git log`` for them all."""
-    if not commits:
-        return {}
-    with tempfile.TemporaryDirectory(prefix="gitkb-verify-") as scratch:
-        signers = Path(scratch) / "allowed_signers"
-        signers.write_bytes(allowed_signers)
-        argv = [
-            "git", f"--git-dir={git_dir}",
-            "-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={signers}",
-            "-c", "gpg.ssh.revocationFile=", "-c", "log.showSignature=false",
-            "log", "--no-walk=unsorted", "--stdin", "--format=%H %G? %GK %GS",
-        ]  # fmt: skip
-        listed = ("\n".join(commits) + "\n").encode()
-        done = runner.run(argv, timeout_s=_VERIFY_TIMEOUT_S, capture=True, stdin=listed)
-    if not done.ok:
-        why = done.stderr.decode("utf-8", "replace").strip()
-        raise GitkbError(f"git could not check the commits' signatures ({done.describe()}: {why})")
+def verify(commits: dict[str, bytes], allowed_signers: bytes) -> dict[str, Signature]:
+    """Each commit's signature (``commits``: id -> the commit object's bytes) checked by
+    ``ssh-keygen -Y verify`` against ``allowed_signers`` (an OpenSSH allowed-signers
+    file), as git checks one: the payload is the commit without its ``gpgsig`` header,
+    the time checked against the file's windows the commit's own."""
+    principals = _principals(allowed_signers)
     out: dict[str, Signature] = {}
-    for line in done.stdout.decode("utf-8", "replace").splitlines():
-        sha, letter, key, *name = line.split(" ", 3)
-        state = _STATES.get(letter, "bad")
-        out[sha] = Signature(state, name[0] if name and state == "good" else "", key)
+    with tempfile.TemporaryDirectory(prefix="gitkb-verify-") as scratch:
+        folder = Path(scratch)
+        (folder / "allowed_signers").write_bytes(allowed_signers)
+        jobs: dict[str, tuple[str, str]] = {}
+        for n, (sha, raw) in enumerate(commits.items()):
+            payload, signature, when = _split(raw)
+            if signature is None:
+                out[sha] = Signature("unsigned")
+                continue
+            key = _signing_key(signature)
+            who = principals.get(key, "")
+            name = str(n)
+            for suffix, data in ((".payload", payload), (".sig", signature),
+                                 (".who", who.encode()), (".time", when.encode())):  # fmt: skip
+                (folder / f"{name}{suffix}").write_bytes(data)
+            jobs[name] = (sha, key)
+        if jobs:
+            env = dict(os.environ, JOBS=str(os.cpu_count() or 1))
+            argv = ["sh", "-c", _VERIFY_SCRIPT, "verify", str(folder), *jobs]
+            done = runner.run(argv, timeout_s=_VERIFY_TIMEOUT_S, capture=True, env=env)
+            if not done.ok:
+                raise GitkbError(f"ssh-keygen could not check the signatures ({done.describe()})")
+            states = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+            for name, (sha, key) in jobs.items():
+                state = states.get(name, "bad")
+                who = principals.get(key, "") if state == "good" else ""
+                out[sha] = Signature(state, who, key)
     return out
+
+
+def _split(raw: bytes) -> tuple[bytes, bytes | None, str]:
+    """(payload, armored signature or None, committer time as UTC ``YYYYMMDDHHMMSSZ``)
+    of a commit object's bytes: the payload is the object without its gpgsig header."""
+    head, _, message = raw.partition(b"\n\n")
+    kept, signature, inside, when = [], [], False, ""
+    for line in head.split(b"\n"):
+        if line.startswith(b"gpgsig "):
+            signature.append(line[len(b"gpgsig ") :])
+            inside = True
+            continue
+        if inside and line.startswith(b" "):
+            signature.append(line[1:])
+            continue
+        inside = False
+        kept.append(line)
+        if line.startswith(b"committer "):
+            seconds = line.rsplit(b" ", 2)[-2]
+            stamp = time.gmtime(int(seconds)) if seconds.isdigit() else time.gmtime(0)
+            when = time.strftime("%Y%m%d%H%M%SZ", stamp)
+    payload = b"\n".join(kept) + b"\n\n" + message
+    return payload, (b"\n".join(signature) + b"\n") if signature else None, when
+
+
+def _signing_key(signature: bytes) -> str:
+    """The ``SHA256:`` fingerprint of the public key inside an armored SSH signature
+    (SSHSIG: magic, version, then the key as an SSH string); "" where there is none."""
+    lines = signature.decode("ascii", "replace").strip().splitlines()
+    try:
+        blob = base64.b64decode("".join(lines[1:-1]))
+        (length,) = struct.unpack(">I", blob[10:14])
+        key = blob[14 : 14 + length]
+    except (binascii.Error, struct.error, ValueError):
+        return ""
+    if not blob.startswith(b"SSHSIG") or len(key) != length:
+        return ""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key).digest()).decode().rstrip("=")
+
+
+def _principals(allowed_signers: bytes) -> dict[str, str]:
+    """Key fingerprint -> the first principal an allowed-signers file lists it for."""
+    found: dict[str, str] = {}
+    for line in allowed_signers.decode("utf-8", "replace").splitlines():
+        words = line.split()
+        at = next((n for n, w in enumerate(words) if w.startswith(_KEY_PREFIXES)), 0)
+        if 0 < at < len(words) - 1 and not words[0].startswith("#"):
+            try:
+                key = base64.b64decode(words[at + 1], validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            digest = base64.b64encode(hashlib.sha256(key).digest()).decode().rstrip("=")
+            found.setdefault("SHA256:" + digest, words[0].split(",")[0])
+    return found
+
+
+def read_anchor(git_dir: Path) -> bytes:
+    """The server's anchor as an allowed-signers file (empty: none set)."""
+    try:
+        config = ConfigFile.from_path(str(git_dir / "config"))
+    except FileNotFoundError:
+        return b""
+    return b"".join(line + b"\n" for line in _anchor_lines(config))
+
+
+def write_anchor(git_dir: Path, lines: list[str]) -> None:
+    """Set the server's anchor to ``lines`` (allowed-signers lines), replacing any."""
+    path = str(git_dir / "config")
+    config = ConfigFile.from_path(path)
+    if _anchor_lines(config):
+        config.remove(*_ANCHOR)
+    for n, line in enumerate(lines):
+        (config.add if n else config.set)(*_ANCHOR, line.encode())
+    config.write_to_path(path)
+
+
+def _anchor_lines(config: ConfigFile) -> list[bytes]:
+    try:
+        return list(config.get_multivar(*_ANCHOR))
+    except KeyError:
+        return []

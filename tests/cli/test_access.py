@@ -40,7 +40,9 @@ def test_access_init_add_revoke_show(tmp_path):
     again = kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where)
     assert "access is on already" in one_line(again)
     ok(kb("access", "add", "bob", "--key", f"{bob}.pub", "--role", "curator", *where))
-    assert "listed already" in one_line(kb("access", "add", "bob", "--key", f"{bob}.pub", *where))
+    taken = kb("access", "add", "bob", "--key", f"{bob}.pub", "--role", "curator", *where)
+    assert "as curator already" in one_line(taken)
+    assert "another signer" in one_line(kb("access", "add", "eve", "--key", f"{bob}.pub", *where))
     assert "no principal" in one_line(kb("access", "add", "b b", "--key", f"{bob}.pub", *where))
     bad_key = tmp_path / "bad.pub"
     bad_key.write_text("ssh-ed25519 not-base64\n")
@@ -88,3 +90,14 @@ def test_the_history_rules_refuse_an_allowed_signers_gitkb_did_not_write(tmp_pat
         cwd=store.location)  # fmt: skip
     done = kb("validate", "--history", str(store.location))
     assert done.returncode == 1 and b"[access] holds exactly" in done.stdout
+
+
+def test_the_server_anchor_takes_an_allowed_signers_file_and_names_a_bad_line(tmp_path):
+    server = tmp_path / "server.git"
+    Store.init(server, bare=True)
+    admins = tmp_path / "admins"
+    admins.write_text("# who may turn access on\nalice ssh-ed25519 not-a-key\n")
+    done = kb("hooks", "install", "--server", str(server), "--admins", str(admins))
+    assert "admins: line 2: the ssh-ed25519 key does not decode" in one_line(done)
+    done = kb("hooks", "install", str(server), "--admins", str(admins))
+    assert "pass it with --server" in one_line(done)

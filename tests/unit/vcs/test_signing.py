@@ -42,9 +42,8 @@ def test_a_file_key_signs_as_git_commit_does(tmp_path):
     with repo.batch():
         batched = repo.write_commit(sha, {"b.txt": b"b\n"}, "two\n")
     assert verify_commit(repo.git_dir, batched, signers).returncode == 0
-    assert signing.verify(repo.git_dir, [sha, batched], signers.read_bytes())[sha].principal == (
-        "alice"
-    )
+    raws = {c: repo.raw(c) for c in (sha, batched)}
+    assert signing.verify(raws, signers.read_bytes())[sha].principal == "alice"
 
 
 def test_a_literal_key_signs_through_the_agent(tmp_path, monkeypatch):
@@ -95,7 +94,8 @@ def test_verify_names_unsigned_unmatched_and_bad_commits(tmp_path):
     tampered = git("hash-object", "-w", "-t", "commit", "--stdin", cwd=repo.git_dir,
                    input=raw.replace("good", "evil")).stdout.strip()  # fmt: skip
     signers = allowed_signers(tmp_path / "signers", ("alice", alice)).read_bytes()
-    found = signing.verify(repo.git_dir, [unsigned, good, stranger, tampered], signers)
+    commits = (unsigned, good, stranger, tampered)
+    found = signing.verify({c: repo.raw(c) for c in commits}, signers)
     assert found[unsigned].state == "unsigned"
     assert (found[good].state, found[good].principal) == ("good", "alice")
     assert found[stranger].state == "unmatched" and found[stranger].key.startswith("SHA256:")

@@ -1,0 +1,207 @@
+"""Who may make a commit: its SSH signature, checked by git against the access files of
+its first parent (``access/allowed_signers``, ``gitkb.toml [access]``), so no commit
+grants itself a role; the role its change needs is the table in docs/hosting.md.
+
+* contributor: insert, confirm, conflict, attest, feedback, mining commits;
+* curator: and retract, unretract (a record's status or score, a ledger's retract
+  lines), technique cards (``curate --apply``);
+* admin: and every control file, ``access/*``, ``init``, ``upgrade``, ``config``.
+
+A merge needs the role of its net change against its first parent, signed on the
+merge. The commit that turns access on (its parent has no ``access/``) needs an admin
+the server's anchor names (``git kb hooks install --server --admins FILE``); where no
+anchor is given (``git kb validate --history`` on a clone) it answers to the admins it
+names itself. A store without ``access/`` is judged as before: signatures optional, no
+roles.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gitkb import layout
+from gitkb import record as rec
+from gitkb.access import policy, signers
+from gitkb.access.policy import Policy
+from gitkb.access.signers import SIGNERS_PATH, AllowedSigner, SignersError
+from gitkb.gates import Finding
+from gitkb.server import history
+from gitkb.vcs import signing
+from gitkb.vcs.repository import CommitInfo, Repository
+from gitkb.vcs.signing import Signature
+from gitkb.vcs.treediff import EntryChange
+
+ADMIN_ACTIONS = ("init", "upgrade", "config", "access")
+CURATOR_ACTIONS = ("retract", "unretract")
+CARD_TYPE = "technique-card"
+_RENDERED = ("control", "access")
+_CURATOR_EVENTS = ("retract", "unretract")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The access files at one commit: the signers file's bytes, its lines, the policy."""
+
+    raw: bytes
+    listed: tuple[AllowedSigner, ...]
+    policy: Policy
+
+    def who(self, signature: Signature) -> str:
+        """The principal a refusal names: the signer, or why there is none."""
+        if signature.state == "good":
+            return signature.principal
+        if signature.state == "unmatched":
+            known = any(s.fingerprint == signature.key for s in self.listed)
+            return "expired key" if known else "unknown key"
+        return {"bad": "bad signature"}.get(signature.state, signature.state)
+
+
+def rules_at(repo: Repository, commit: str | None) -> Rules | None:
+    """The access rules at ``commit``; None where access is off there (no signers file).
+    A file that does not parse allows no one (the history rules name its line)."""
+    raw = repo.read(commit, SIGNERS_PATH) if commit else None
+    if raw is None:
+        return None
+    try:
+        listed = tuple(signers.parse(raw))
+    except SignersError:
+        return Rules(b"", (), Policy(require_signed=True))
+    config = repo.read(commit, layout.CONFIG_PATH) if commit else None
+    try:
+        parsed = tomllib.loads((config or b"").decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        parsed = {}
+    return Rules(raw, listed, policy.policy_of(parsed))
+
+
+def findings(
+    before: history.Before, commits: list[CommitInfo], anchor: bytes | None
+) -> list[tuple[str, Finding]]:
+    """Each commit (oldest first) its signer may not make, as (commit, finding).
+    ``anchor``: the server's admins (allowed-signers bytes) for the commit that turns
+    access on; None: that commit answers to the admins it names itself."""
+    repo = before.repo
+    judged: list[tuple[CommitInfo, Rules]] = []
+    turning_on = set()
+    for commit in commits:
+        parent = commit.parents[0] if commit.parents else None
+        rules = rules_at(repo, parent)
+        if rules is not None:
+            judged.append((commit, rules))
+            continue
+        turned_on = rules_at(repo, commit.sha)
+        if turned_on is not None:
+            # Access is turned on: the anchor's admins (else the commit's own) decide.
+            turning_on.add(commit.sha)
+            own = Rules(turned_on.raw, turned_on.listed, turned_on.policy)
+            if anchor is not None:
+                listed = tuple(signers.parse_anchor(anchor.decode())) if anchor else ()
+                admins = tuple(sorted({s.principal for s in listed}))
+                own = Rules(signers.render(list(listed)), listed, Policy(True, (), admins))
+            judged.append((commit, own))
+    signatures: dict[str, Signature] = {}
+    for raw, group in _by_rules(judged):
+        signatures.update(signing.verify({c.sha: repo.raw(c.sha) for c in group}, raw))
+    out = []
+    for commit, rules in judged:
+        signature = signatures.get(commit.sha, Signature("bad"))
+        finding = _verdict(before, commit, rules, signature, commit.sha in turning_on)
+        if finding is not None:
+            out.append((commit.sha, finding))
+    return out
+
+
+def _by_rules(judged: Iterable[tuple[CommitInfo, Rules]]) -> list[tuple[bytes, list[CommitInfo]]]:
+    groups: dict[bytes, list[CommitInfo]] = {}
+    for commit, rules in judged:
+        groups.setdefault(rules.raw, []).append(commit)
+    return list(groups.items())
+
+
+def _verdict(
+    before: history.Before, commit: CommitInfo, rules: Rules, signature: Signature, first: bool
+) -> Finding | None:
+    needed, what = needed_role(before, commit)
+    if first:
+        needed, what = "admin", "turning access on"
+    who = rules.who(signature)
+    if signature.state == "good":
+        role = rules.policy.role_of(who)
+        if policy.at_least(role, needed):
+            return None
+        why = f"{who} is a {role}"
+    elif signature.state == "bad":
+        why = "the signature does not verify (the commit was changed after signing)"
+    elif rules.policy.require_signed:
+        why = "this store requires signed commits ([access] require_signed)"
+    elif needed == "contributor":
+        return None  # signatures optional: an unsigned contributor's change is anyone's
+    else:
+        why = "only a signed commit carries a role"
+    judge = (
+        "the server's anchor (git kb hooks install --server --admins FILE)"
+        if first
+        else f"{SIGNERS_PATH} at {(commit.parents or ('the root',))[0][:12]}"
+    )
+    article = "an" if needed == "admin" else "a"
+    line = f"{who}: {what} needs {article} {needed}'s signature ({why}; judged by {judge})"
+    return Finding("-", "access", line)
+
+
+def needed_role(before: history.Before, commit: CommitInfo) -> tuple[str, str]:
+    """(role, what) the change ``commit`` makes against its first parent needs: the
+    highest of its action's and its paths'."""
+    action = dict(commit.trailers).get("KB-Action") if len(commit.parents) < 2 else None
+    found = [("contributor", f"kb {action}" if action else "a merge")]
+    if action in ADMIN_ACTIONS:
+        found.append(("admin", f"kb {action}"))
+    elif action in CURATOR_ACTIONS:
+        found.append(("curator", f"kb {action}"))
+    merge = len(commit.parents) > 1
+    for change in before.changes(commit):
+        if not change.problem and not change.is_dir(change.new or change.old):
+            role, what = _path_role(before.repo, change)
+            found.append((role, f"a merge bringing {what}" if merge else what))
+    return max(found, key=lambda pair: policy.ROLES.index(pair[0]))
+
+
+def _path_role(repo: Repository, change: EntryChange) -> tuple[str, str]:
+    cls = history.path_class(change.path)
+    if cls is None or cls in _RENDERED:
+        return "admin", f"a change to {change.path}"
+    if cls == "record" and change.new is not None:
+        if change.kind == "add" and change.path.split("/")[1] == CARD_TYPE:
+            return "curator", f"a technique card ({layout.id_of(change.path)})"
+        if change.kind == "modify" and _status_moves(repo, change):
+            return "curator", f"a retraction or its lifting ({layout.id_of(change.path)})"
+    if cls == "ledger" and change.new is not None and _curator_lines(repo, change):
+        return "curator", f"a retract line in {change.path}"
+    return "contributor", ""
+
+
+def _status_moves(repo: Repository, change: EntryChange) -> bool:
+    """Whether a record edit moves its status or score (what retract and unretract own)."""
+    try:
+        old = json.loads(repo.blob(change.old[1])) if change.old else None
+        new = json.loads(repo.blob(change.new[1])) if change.new else None
+    except ValueError:
+        return True  # unreadable: the history rules refuse it; no lower role answers
+    return any(rec.dig(old, *f.split(".")) != rec.dig(new, *f.split("."))
+               for f in history.RETRACT_FIELDS)  # fmt: skip
+
+
+def _curator_lines(repo: Repository, change: EntryChange) -> bool:
+    old = repo.blob(change.old[1]) if change.old else b""
+    new = repo.blob(change.new[1]) if change.new else b""
+    added = new[len(old) :] if new.startswith(old) else new
+    for line in added.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the history rules refuse it
+        if isinstance(event, dict) and event.get("event") in _CURATOR_EVENTS:
+            return True
+    return False

@@ -1,0 +1,240 @@
+"""Who may push what: each pushed commit's SSH signature checked against its first
+parent's access files, by real pushes over file:// into a hooked bare store. Every
+attack is refused with one ``gitkb:`` line naming the commit, the principal (or
+unsigned / unknown key / expired key), the action and the role it needs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from helpers import git, kb, put_git_kb_on_path
+from helpers.pushes import forge, push, record_edits
+from helpers.records import strategy
+from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, public
+
+from gitkb.layout import BRANCH
+from gitkb.record import dumps, path_for
+from gitkb.store import Store
+from gitkb.store import access as store_access
+from gitkb.vcs import signing
+from gitkb.warmstart.attest import attest
+from gitkb.warmstart.retract import retract
+
+pytestmark = [needs_ssh_keygen, pytest.mark.slow]
+
+
+class Team:
+    """A hooked server whose anchor names alice, and a clone that turned access on:
+    alice admin, bob curator, carol contributor; mallory's key is listed nowhere."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        keys = tmp_path / "keys"
+        self.keys = {name: make_key(keys, name) for name in ("alice", "bob", "carol", "mallory")}
+        self.server = tmp_path / "server.git"
+        Store.init(self.server, bare=True)
+        anchor = allowed_signers(tmp_path / "admins", ("alice", self.keys["alice"]))
+        done = kb("hooks", "install", "--server", str(self.server), "--admins", str(anchor))
+        assert done.returncode == 0, done.stderr.decode()
+        self.work = tmp_path / "work"
+        git("clone", "-q", f"file://{self.server}", str(self.work))
+        for name, value in (("commit.gpgsign", "true"), ("gpg.format", "ssh")):
+            git("config", name, value, cwd=self.work)
+        self.sign_as("alice")
+        store_access.init(self.store, "alice", self._key("alice"))
+        store_access.add(self.store, "bob", self._key("bob"), "curator")
+        store_access.add(self.store, "carol", self._key("carol"))
+        self.record = strategy(1)
+        self.sign_as("carol")
+        self.store.admit(dumps(self.record), "insert")
+        self.accepted()
+
+    def _key(self, name: str) -> tuple[str, str]:
+        return store_access.key_of(public(self.keys[name]), name)
+
+    @property
+    def store(self) -> Store:
+        return Store.open(self.work)
+
+    def sign_as(self, name: str | None) -> None:
+        """Sign the clone's next commits as ``name`` (None: unsigned)."""
+        git("config", "commit.gpgsign", "false" if name is None else "true", cwd=self.work)
+        if name is not None:
+            git("config", "user.signingkey", str(self.keys[name]), cwd=self.work)
+
+    def accepted(self) -> None:
+        done = push(self.store)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def refused(self, commit: str, *words: str) -> str:
+        """Push main; it is refused by a line naming ``commit`` and ``words``; the clone
+        goes back to the server's main."""
+        done = push(self.store)
+        output = done.stdout + done.stderr
+        assert done.returncode != 0 and "pre-receive hook declined" in output, output
+        lines = [ln for ln in output.splitlines() if ln.startswith("remote: gitkb: ")]
+        line = next((ln for ln in lines if f" {commit}: -: access: " in ln), None)
+        assert line is not None, output
+        for word in words:
+            assert word in line, line
+        git("reset", "-q", "--hard", "origin/main", cwd=self.work)
+        return line
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch) -> Team:
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    return Team(tmp_path)
+
+
+def test_signed_roles_land_and_each_attack_is_refused_with_one_line(team):
+    # unsigned, when the store requires signatures
+    team.sign_as(None)  # (gitkb's own writers refuse to write so: a hand-made commit)
+    record = strategy(2)
+    sha = forge(team.store, record_edits({path_for(record): record}), f"kb insert {record['id']}",
+                [("KB-Action", "insert"), ("KB-Record", record["id"])])  # fmt: skip
+    team.refused(sha, "unsigned: kb insert needs a contributor's signature", "require_signed")
+    # a key no line lists
+    team.sign_as("mallory")
+    sha = team.store.admit(dumps(strategy(2)), "insert").commit
+    team.refused(sha, "unknown key: kb insert needs a contributor's")
+    # a contributor's valid signature on a retract, and on curate --apply
+    team.sign_as("carol")
+    sha = retract(team.store, team.record["id"], "I say so").commit
+    team.refused(sha, "carol: kb retract needs a curator's signature", "carol is a contributor")
+    for _ in range(2):
+        attest(team.store, team.record["id"], "not_reproduced", by="box")
+    done = kb("curate", "--retire", "--apply", "--store", str(team.work))
+    assert done.returncode == 0, done.stderr.decode()
+    team.refused(team.store.tip, "carol: kb retract needs a curator's")
+    # a contributor adding themself as admin
+    sha = store_access.add(team.store, "carol", team._key("carol"), "admin").commit
+    team.refused(sha, "carol: kb access needs an admin's signature")
+    # a commit that adds a key and uses it
+    team.sign_as("mallory")
+    sha = store_access.add(team.store, "mallory", team._key("mallory"), "admin").commit
+    team.refused(sha, "unknown key: kb access needs an admin's")
+    # a tampered signed commit: carol's admission with a byte of its message changed
+    team.sign_as("carol")
+    signed = team.store.admit(dumps(strategy(3)), "insert").commit
+    raw = git("cat-file", "commit", signed, cwd=team.work).stdout
+    forged = raw.replace("\n\nkb insert", "\n\nkb  insert", 1)
+    made = git("hash-object", "-w", "-t", "commit", "--stdin", cwd=team.work, input=forged)
+    tampered = made.stdout.strip()
+    git("update-ref", BRANCH, tampered, cwd=team.work)
+    team.refused(tampered, "bad signature: kb insert needs a contributor's")
+
+    # the happy paths: a curator retracts, an admin adds a signer
+    team.sign_as("bob")
+    retract(team.store, team.record["id"], "not reproduced")
+    team.sign_as("alice")
+    store_access.add(team.store, "dave", team._key("mallory"))
+    team.accepted()
+    assert Store.open(team.server).view().entry(team.record["id"])["status"] == "deprecated"
+
+
+def test_a_merge_needs_the_role_of_its_net_change(team):
+    base = team.store.tip
+    team.sign_as("bob")
+    retracted = retract(team.store, team.record["id"], "not reproduced").commit
+    git("branch", "side", retracted, cwd=team.work)
+    git("reset", "-q", "--hard", base, cwd=team.work)
+    team.sign_as("carol")
+    team.store.admit(dumps(strategy(2)), "insert")
+    git("merge", "-q", "--no-edit", "side", cwd=team.work)
+    merge = team.store.tip
+    # validate --history on the clone gives the verdict the server gives
+    replayed = kb("validate", "--history", str(team.work))
+    assert replayed.returncode == 1
+    assert f"{merge[:12]} -: access: carol: a merge bringing a retract" in replayed.stdout.decode()
+    team.refused(merge, "carol: a merge bringing a retract", "needs a curator's signature")
+    # the same merge signed by the curator lands
+    team.sign_as("bob")
+    team.store.admit(dumps(strategy(2)), "insert")
+    git("merge", "-q", "--no-edit", "side", cwd=team.work)
+    team.accepted()
+
+
+def test_an_admin_signed_commit_replayed_onto_another_base_is_refused(team):
+    base = team.store.tip
+    team.sign_as("alice")
+    admin_commit = store_access.add(team.store, "dave", team._key("mallory"), "admin").commit
+    git("reset", "-q", "--hard", base, cwd=team.work)
+    team.sign_as("carol")
+    other = team.store.admit(dumps(strategy(2)), "insert").commit
+    raw = git("cat-file", "commit", admin_commit, cwd=team.work).stdout
+    moved = raw.replace(f"parent {base}", f"parent {other}")
+    made = git("hash-object", "-w", "-t", "commit", "--stdin", cwd=team.work, input=moved)
+    replayed = made.stdout.strip()
+    git("update-ref", BRANCH, replayed, cwd=team.work)
+    team.refused(replayed, "bad signature: kb access needs an admin's")
+
+
+def test_a_revoked_key_signs_no_more_and_what_it_signed_stays_valid(team):
+    team.sign_as("carol")
+    earlier = team.store.admit(dumps(strategy(2)), "insert").commit
+    team.accepted()
+    team.sign_as("alice")
+    revoked = store_access.revoke(team.store, "carol", _now()).commit
+    team.accepted()
+    time.sleep(1.1)  # signatures are checked to the second
+    team.sign_as("carol")
+    sha = team.store.admit(dumps(strategy(3)), "insert").commit
+    team.refused(sha, "expired key: kb insert needs a contributor's")
+    # carol's earlier commit still verifies against the file as it is now
+    now = team.store.repo.read(revoked, "access/allowed_signers")
+    raw = {earlier: team.store.repo.raw(earlier)}
+    assert signing.verify(raw, now)[earlier].principal == "carol"
+    done = kb("validate", "--history", str(team.server))
+    assert done.returncode == 0, done.stdout.decode()
+
+
+def test_a_malformed_allowed_signers_is_refused_naming_its_line(team):
+    team.sign_as("alice")
+    good = team.store.repo.read(team.store.tip, "access/allowed_signers")
+    sha = forge(team.store, {"access/allowed_signers": good + b"eve * ssh-ed25519 AAAA\n"},
+                "kb access eve", [("KB-Action", "access"), ("KB-Record", "eve")])  # fmt: skip
+    done = push(team.store)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"gitkb: refs/heads/main {sha}: access/allowed_signers: control: " in output
+    assert "access/allowed_signers: line 4: " in output, output
+
+
+def test_turning_access_on_needs_an_admin_the_anchor_names(tmp_path, monkeypatch):
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    keys = tmp_path / "keys"
+    alice, mallory = make_key(keys, "alice"), make_key(keys, "mallory")
+    server = tmp_path / "server.git"
+    Store.init(server, bare=True)
+    anchor = allowed_signers(tmp_path / "admins", ("alice", alice))
+    assert kb("hooks", "install", "--server", str(server), "--admins", str(anchor)).returncode == 0
+    assert signing.read_anchor(server).decode().startswith('alice namespaces="git" ssh-ed25519')
+    work = tmp_path / "work"
+    git("clone", "-q", f"file://{server}", str(work))
+    for name, value in (("commit.gpgsign", "true"), ("gpg.format", "ssh"),
+                        ("user.signingkey", str(mallory))):  # fmt: skip
+        git("config", name, value, cwd=work)
+    store = Store.open(work)
+    sha = store_access.init(store, "mallory", store_access.key_of(public(mallory), "m")).commit
+    done = push(store)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert (
+        f"gitkb: refs/heads/main {sha}: -: access: unknown key: turning access on needs an admin's"
+        in output
+    )
+    assert "server's anchor" in output
+    # a store with no anchor at all: nobody turns access on through this server
+    bare = tmp_path / "plain.git"
+    Store.init(bare, bare=True)
+    assert kb("hooks", "install", "--server", str(bare)).returncode == 0
+    git("push", "-q", f"file://{bare}", "main", cwd=work, check=False)
+    assert Store.open(bare).repo.read(Store.open(bare).tip, "access/allowed_signers") is None
+
+
+def _now():
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC)
