@@ -36,7 +36,7 @@ CONTROL_FILES = (
 )
 # Where a CI template names the gitkb release it installs, and what such a name may be:
 # a workflow written by an older gitkb stays what that gitkb rendered.
-_VERSION_MARK = "@GITKB_VERSION@"
+_VERSION_MARK = "@gitkb-version@"
 _VERSION = r"[0-9]+(?:\.[0-9]+){1,3}(?:(?:a|b|rc|\.post|\.dev)[0-9]+)*"
 # The one line gitkb writes into .gitignore.
 _IGNORED = f"/{layout.WORK_TREE_INDEX}"
