@@ -231,3 +231,16 @@ def test_a_base_without_the_store_is_one_line(store):
     done = check(store, f"{empty}..{first}")
     err = done.stderr.decode()
     assert done.returncode == 1 and "holds no store (no gitkb.toml)" in err, err
+
+
+def test_github_format_of_a_clean_range_and_an_unwritable_summary(store, tmp_path):
+    base = store.tip
+    store.admit(rec.dumps(synthetic.strategy(10)), "insert")
+    done = check(store, f"{base}..main", "--format", "github")
+    assert done.returncode == 0 and done.stdout.startswith(b"::notice title=gitkb check::")
+    nowhere = tmp_path / "no-such-folder" / "summary.md"
+    done = check(
+        store, f"{base}..main", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(nowhere)}
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 1 and "cannot write there" in err and len(err.splitlines()) == 1
