@@ -231,3 +231,54 @@ def test_a_base_without_the_store_is_one_line(store):
     done = check(store, f"{empty}..{first}")
     err = done.stderr.decode()
     assert done.returncode == 1 and "holds no store (no gitkb.toml)" in err, err
+
+
+def test_github_format_of_a_clean_range_and_an_unwritable_summary(store, tmp_path):
+    base = store.tip
+    store.admit(rec.dumps(synthetic.strategy(10)), "insert")
+    done = check(store, f"{base}..main", "--format", "github")
+    assert done.returncode == 0 and done.stdout.startswith(b"::notice title=gitkb check::")
+    nowhere = tmp_path / "no-such-folder" / "summary.md"
+    done = check(
+        store, f"{base}..main", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(nowhere)}
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 1 and "cannot write there" in err and len(err.splitlines()) == 1
+
+
+def test_a_fork_s_mined_records_wait_on_its_trace_refs_then_pass(tmp_path):
+    """The pull-request flow: the records come with the fork's main, their traces under the
+    fork's refs/kb/traces/*; the check names the refs until they are fetched."""
+    from gitkb.mine.pipeline import mine
+    from gitkb.testing.trace import write_trace
+
+    Store.init(tmp_path / "base.git", bare=True)
+    git("clone", "-q", str(tmp_path / "base.git"), str(tmp_path / "fork"))
+    fork = Store.open(tmp_path / "fork")
+    mine(write_trace(tmp_path / "trace").path, store=fork, label="softmax-run")
+    labels = sorted(fork.repo.refs("refs/kb/traces/"))
+    assert labels == ["refs/kb/traces/softmax-run"]
+
+    git("clone", "-q", str(tmp_path / "base.git"), str(tmp_path / "pr"))
+    pr = Store.open(tmp_path / "pr")
+    git("fetch", "-q", str(tmp_path / "fork"), "main:refs/heads/pull", cwd=pr.location)
+    waiting = check(pr, "origin/main..pull")
+    assert waiting.returncode == 2, waiting.stdout.decode()
+    assert b"missing trace ref refs/kb/traces/softmax-run" in waiting.stdout
+
+    git("fetch", "-q", str(tmp_path / "fork"), "refs/kb/traces/*:refs/kb/traces/*", cwd=pr.location)
+    done = check(pr, "origin/main..pull")
+    assert done.returncode == 0, done.stdout.decode()
+
+
+def test_a_head_that_leaves_base_behind_is_refused_at_no_file(store):
+    first = store.tip
+    store.admit(rec.dumps(synthetic.strategy(11)), "insert")
+    ahead = store.tip
+    git("update-ref", "refs/heads/main", first, cwd=store.location)
+    store.admit(rec.dumps(synthetic.strategy(12)), "insert")
+    done = check(store, f"{ahead}..main", "--format", "gitlab")
+    assert done.returncode == 1
+    [issue] = json.loads(done.stdout)
+    assert "not a fast-forward" in issue["description"]
+    assert issue["location"]["path"] == "gitkb.toml"

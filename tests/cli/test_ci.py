@@ -3,6 +3,7 @@ against the forges' public schemas, and held by the history rules to gitkb's ren
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -97,8 +98,6 @@ def test_a_workflow_gitkb_did_not_render_is_refused(store, attack):
     commit = config_commit(store, path, raw)
     done = kb("check", f"{base}..main", "--store", str(store.location), "--format", "json")
     assert done.returncode == 1, done.stdout.decode()
-    import json
-
     [refusal] = json.loads(done.stdout)["refusals"]
     assert refusal["commit"] == commit and refusal["path"] == path, refusal
     if attack == "other workflow":
