@@ -23,6 +23,7 @@ ACCESS = {"server": {"alice": "RW", "bob": "R"}}  # alice contributes, bob only 
 
 @pytest.fixture
 def host(server, tmp_path):
+    """alice and bob, as ACCESS grants them, over sshd and gitolite3."""
     with gitolite_over_ssh(tmp_path, tmp_path, ACCESS, hook=server_shim()) as gitolite:
         yield gitolite
 
