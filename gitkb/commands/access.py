@@ -5,7 +5,7 @@ import click
 
 from gitkb.commands import echo_json, store_option, writer_store_option
 from gitkb.errors import GitkbError
-from gitkb.store import access
+from gitkb.store import Store, access
 from gitkb.store.writer import Admission
 
 _ROLE = click.Choice(["contributor", "curator", "admin"])
@@ -34,7 +34,7 @@ def _report(admission: Admission) -> None:
 @click.option("--admin", "admin", required=True, help="The first admin's principal.")
 @click.option("--key", "key", required=True, type=_KEY, help="The admin's public key file.")
 @writer_store_option
-def init(admin: str, key: Path, store) -> None:
+def init(admin: str, key: Path, store: Store) -> None:
     """Turn access on: ADMIN may sign, as admin, and every commit must be signed."""
     _report(access.init(store, admin, _key(key)))
 
@@ -44,7 +44,7 @@ def init(admin: str, key: Path, store) -> None:
 @click.option("--key", "key", required=True, type=_KEY, help="The signer's public key file.")
 @click.option("--role", type=_ROLE, default="contributor", show_default=True)
 @writer_store_option
-def add(principal: str, key: Path, role: str, store) -> None:
+def add(principal: str, key: Path, role: str, store: Store) -> None:
     """Let PRINCIPAL sign with the key, as ROLE."""
     _report(access.add(store, principal, _key(key), role))
 
@@ -54,7 +54,7 @@ def add(principal: str, key: Path, role: str, store) -> None:
 @click.option("--at", "at", type=click.DateTime(), help="When the keys stop (UTC; default now).")
 @click.option("--key", "key", type=_KEY, help="Revoke this key only (a rotation's last step).")
 @writer_store_option
-def revoke(principal: str, at: dt.datetime | None, key: Path | None, store) -> None:
+def revoke(principal: str, at: dt.datetime | None, key: Path | None, store: Store) -> None:
     """End PRINCIPAL's keys (valid-before): commits signed before stay valid."""
     when = at or dt.datetime.now(dt.UTC)
     _report(access.revoke(store, principal, when, _key(key) if key else None))
@@ -63,7 +63,7 @@ def revoke(principal: str, at: dt.datetime | None, key: Path | None, store) -> N
 @command.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @store_option
-def show(as_json: bool, store) -> None:
+def show(as_json: bool, store: Store) -> None:
     """The signers, their keys, windows and roles."""
     found = access.read(store)
     if as_json:

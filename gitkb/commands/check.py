@@ -4,7 +4,10 @@ import click
 
 from gitkb.commands import store_option
 from gitkb.errors import writing
+from gitkb.server import check_formats
+from gitkb.server.check import check_range, parse_range
 from gitkb.server.check_formats import FORMATS
+from gitkb.store import Store
 
 
 @click.command("check")
@@ -15,7 +18,7 @@ from gitkb.server.check_formats import FORMATS
     "(a Code Quality report) or sarif (SARIF 2.1.0).",
 )  # fmt: skip
 @store_option
-def command(revision_range, fmt, store) -> None:
+def command(revision_range: str, fmt: str, store: Store) -> None:
     """The verdict the server would give a push of HEAD onto BASE.
 
     Runs the server's own checks (history rules, access, gates, trace refs) over the
@@ -24,9 +27,6 @@ def command(revision_range, fmt, store) -> None:
     trace commits this repository lacks (each named). With --format github and
     GITHUB_STEP_SUMMARY set, a Markdown summary is appended to that file.
     """
-    from gitkb.server import check_formats
-    from gitkb.server.check import check_range, parse_range
-
     base, head = parse_range(store.repo, revision_range)
     verdict = check_range(store.repo, base, head)
     click.echo(check_formats.render(verdict, fmt))

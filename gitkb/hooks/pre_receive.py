@@ -52,7 +52,7 @@ def pre_receive(lines: list[str], repo: Repository) -> list[str]:
                 raise GitkbError(
                     f"pre-receive: {update.ref}: commit {sha} is not in the repository"
                 )
-    check = check_push(updates, repo)
+    check = check_push(updates, repo, receiving.pushed_bytes())
     if not check.problems:
         announce(updates, repo, check.cited)
     else:

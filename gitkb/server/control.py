@@ -15,7 +15,8 @@ from gitkb import layout
 from gitkb import record as rec
 from gitkb.access import policy, signers
 from gitkb.gates import Finding
-from gitkb.record import strict
+from gitkb.store import config as store_config
+from gitkb.store.config import StoreConfig
 from gitkb.util.resources import data_dir
 
 if TYPE_CHECKING:
@@ -112,46 +113,34 @@ def problem_of(path: str, raw: bytes, config_bytes: Callable[[], bytes | None]) 
 
 
 def config_problem(raw: bytes) -> str | None:
-    """What is wrong with ``gitkb.toml`` bytes: only the keys gitkb reads, of their types."""
+    """What is wrong with ``gitkb.toml`` bytes: only the keys gitkb reads, of their types
+    (the store's one reader, ``gitkb.store.config``), with the values gitkb writes."""
     try:
-        config = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return f"is not valid TOML ({exc})"
-    unknown = sorted(set(config) - {"store", "refs", "access"})
-    if unknown:
-        return f"has a table gitkb does not read: [{unknown[0]}]"
-    store = config.get("store")
-    if not isinstance(store, dict):
+    if not isinstance(data.get("store"), dict):
         return "has no [store] table"
-    extra = sorted(set(store) - {"name", "format", "schema", "max_record_bytes"})
-    if extra:
-        return f"[store] has a key gitkb does not read: {extra[0]}"
-    name = store.get("name")
-    if not isinstance(name, str) or not name.strip() or "\n" in name:
+    unread = store_config.problem(data)
+    if unread:
+        return unread
+    config = store_config.parse(data, layout.CONFIG_PATH)
+    if not config.name.strip() or "\n" in config.name:
         return "[store] name is one non-empty line"
-    if store.get("format") not in _FORMATS:
+    if config.format not in _FORMATS:
         return f"[store] format is one of {', '.join(_FORMATS)}"
-    if store.get("schema") != rec.SCHEMA_NAME:
+    if config.schema != rec.SCHEMA_NAME:
         return f"[store] schema is {rec.SCHEMA_NAME}"
-    limit = store.get("max_record_bytes", strict.MAX_RECORD_BYTES)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= _MAX_LIMIT:
+    if config.max_record_bytes > _MAX_LIMIT:
         return f"[store] max_record_bytes is a whole number of bytes up to {_MAX_LIMIT}"
-    if "access" in config and (problem := policy.table_problem(config["access"])):
+    if "access" in data and (problem := policy.table_problem(data["access"])):
         return problem
-    refs = config.get("refs", {})
-    if not isinstance(refs, dict) or set(refs) - {"allow"}:
-        return "[refs] holds one key, allow"
-    allow = refs.get("allow", [])
-    if not isinstance(allow, list) or not all(isinstance(p, str) for p in allow):
-        return "[refs] allow is a list of ref patterns"
-    for pattern in allow:
+    for pattern in config.allowed_refs:
         if not pattern.startswith("refs/") or pattern.startswith(layout.TRACE_REFS):
             return f"[refs] allow: {pattern!r} is no pattern of refs/ outside refs/kb/traces/"
     return None
 
 
-def allowed_ref(config: dict, ref: str) -> bool:
+def allowed_ref(config: StoreConfig, ref: str) -> bool:
     """Whether ``gitkb.toml`` lets ``ref`` (besides main and the trace refs) be pushed."""
-    refs = config.get("refs")
-    patterns = refs.get("allow", []) if isinstance(refs, dict) else []
-    return any(isinstance(p, str) and fnmatch.fnmatchcase(ref, p) for p in patterns)
+    return any(fnmatch.fnmatchcase(ref, pattern) for pattern in config.allowed_refs)

@@ -19,13 +19,16 @@ from dataclasses import dataclass, field
 
 from gitkb import layout
 from gitkb import record as rec
+from gitkb.errors import GitkbError
 from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.gates.registry import record_level
 from gitkb.gates.relations import dangling_links
 from gitkb.server import access, control, history
+from gitkb.server.bounds import Budget, OverBound
 from gitkb.server.ids import IdLookup
+from gitkb.store import config as store_config
 from gitkb.store.cache.index_cache import IndexCache
-from gitkb.store.config import max_record_bytes
+from gitkb.store.config import StoreConfig
 from gitkb.store.view import StoreView
 from gitkb.vcs import receiving, signing
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
@@ -49,12 +52,16 @@ class PushCheck:
 
 
 def check_push(
-    updates: list[RefUpdate], repo: Repository, anchor: bytes | None = None
+    updates: list[RefUpdate],
+    repo: Repository,
+    pushed_bytes: int = 0,
+    anchor: bytes | None = None,
 ) -> PushCheck:
     """The server's whole verdict on a push: every ref update, and every commit it brings
     through the history rules, the access rules (``gitkb.server.access``; ``anchor``: the
     admins who may turn access on, by default those the repository's config names) and
-    the record gates."""
+    the record gates, within the server's bounds (``pushed_bytes``: the size of the objects
+    it brought): past one, the check stops at a line saying which."""
     anchor = signing.read_anchor(repo.git_dir) if anchor is None else anchor
     pushed = repo.with_refs({u.ref: u.new for u in updates})
     cache = IndexCache.of(repo)
@@ -63,30 +70,57 @@ def check_push(
     config = _config(repo, held_main)
     ids = IdLookup(repo)
     check = PushCheck()
-    for update in updates:
-        if update.ref.startswith(layout.TRACE_REFS):
-            findings = _check_trace_ref(pushed, update)
-        elif update.ref == layout.BRANCH or control.allowed_ref(config, update.ref):
-            changed: dict[str, rec.RecordFile] = {}
-            findings = _check_branch(pushed, cache, ids, update, held, config, changed, anchor)
-            if update.ref == layout.BRANCH:
-                check.cited |= {pair for r in changed.values() for pair in cites(r.data)}
-        else:
-            what = (
-                f"{update.ref} is no ref this store takes (main and refs/kb/traces/*; "
-                "gitkb.toml [refs] allow names others)"
-            )
-            findings = [(update.new or ZERO_SHA, Finding("-", "refs", what))]
-        check.problems += [f"{update.ref} {sha}: {f.line()}" for sha, f in findings]
+    budget = Budget(config.bounds)
+    at = updates[0] if updates else None  # the update being checked, for a bound's line
+    try:
+        budget.brings_bytes(pushed_bytes)
+        for at in updates:
+            budget.tick()
+            findings = _check_update(pushed, cache, ids, at, held, config, budget, anchor, check)
+            check.problems += [f"{at.ref} {sha}: {f.line()}" for sha, f in findings]
+    except OverBound as over:
+        where = f"{at.ref} {at.new or ZERO_SHA}" if at else "-"
+        check.problems.append(f"{where}: {Finding('-', 'bounds', str(over)).line()}")
     return check
 
 
-def _config(repo: Repository, tip: str | None) -> dict:
+def _check_update(
+    pushed: Repository,
+    cache: IndexCache,
+    ids: IdLookup,
+    update: RefUpdate,
+    held: tuple,
+    config: StoreConfig,
+    budget: Budget,
+    anchor: bytes,
+    check: PushCheck,
+) -> list[tuple[str, Finding]]:
+    """The findings of one ref update; the trace commits a move of main cites go to
+    ``check.cited``."""
+    if update.ref.startswith(layout.TRACE_REFS):
+        return _check_trace_ref(pushed, update)
+    if update.ref == layout.BRANCH or control.allowed_ref(config, update.ref):
+        changed: dict[str, rec.RecordFile] = {}
+        findings = _check_branch(pushed, cache, ids, update, held, config, changed, budget, anchor)
+        if update.ref == layout.BRANCH:
+            check.cited |= {pair for r in changed.values() for pair in cites(r.data)}
+        return findings
+    what = (
+        f"{update.ref} is no ref this store takes (main and refs/kb/traces/*; "
+        "gitkb.toml [refs] allow names others)"
+    )
+    return [(update.new or ZERO_SHA, Finding("-", "refs", what))]
+
+
+def _config(repo: Repository, tip: str | None) -> StoreConfig:
+    """``gitkb.toml`` at ``tip`` through the store's one reader; where there is none, or it
+    cannot be read (a store pushed before its hooks were installed), no other refs and
+    the default bounds."""
     raw = repo.read(tip, layout.CONFIG_PATH) if tip else None
     try:
-        return tomllib.loads((raw or b"").decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return {}
+        return store_config.parse(tomllib.loads((raw or b"").decode()), str(repo.git_dir))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, GitkbError):
+        return store_config.UNREADABLE
 
 
 # --------------------------------------------------------------------------- branches
@@ -98,12 +132,14 @@ def _check_branch(
     ids: IdLookup,
     update: RefUpdate,
     held: tuple,
-    config: dict,
+    config: StoreConfig,
     changed: dict,
+    budget: Budget,
     anchor: bytes,
 ) -> list[tuple[str, Finding]]:
     """Findings of a move of main (or an allowed branch); ``changed`` gets each record
-    path the move adds or changes, as read at the new tip."""
+    path the move adds or changes, as read at the new tip. Each commit walked, record
+    file written and step taken is counted against ``budget``."""
     if update.new is None:
         what = (
             "the records branch cannot be deleted"
@@ -113,7 +149,11 @@ def _check_branch(
         return [(ZERO_SHA, Finding("-", "history", what))]
     # A new branch is checked from where it leaves what the repository already holds.
     exclude = (update.old,) if update.old else held
-    commits = _oldest_first(list(repo.walk(update.new, exclude=exclude)))
+    walked = []
+    for commit in repo.walk(update.new, exclude=exclude):
+        budget.brings_commit()
+        walked.append(commit)
+    commits = _oldest_first(walked)
     if update.old and update.new != update.old and not _descends(commits, update.old):
         what = f"not a fast-forward of {update.old}: the admission history is append-only"
         return [(update.new, Finding("-", "history", what))]
@@ -124,13 +164,14 @@ def _check_branch(
         # checks cost the push.
         with cache.snapshot(update.old):
             pass
-    before = history.Before(repo, ids, max_record_bytes(config))
+    before = history.Before(repo, ids, config.max_record_bytes)
     out: list[tuple[str, Finding]] = []
     base = commits[0].parents[0] if commits[0].parents else None
     with cache.snapshot(base, keep=False):
         for commit in commits:
+            budget.tick()
             findings = history.check_commit(before, commit)
-            findings += _gate_findings(before, cache, commit, changed)
+            findings += _gate_findings(before, cache, commit, changed, budget)
             out += [(commit.sha, f) for f in findings]
         out += access.findings(before, commits, anchor)
         tip = StoreView(repo, cache, update.new)
@@ -141,7 +182,11 @@ def _check_branch(
 
 
 def _gate_findings(
-    before_commit: history.Before, cache: IndexCache, commit: CommitInfo, changed: dict
+    before_commit: history.Before,
+    cache: IndexCache,
+    commit: CommitInfo,
+    changed: dict,
+    budget: Budget,
 ) -> list[Finding]:
     """The record gates on the records ``commit`` adds or changes, against the store
     before it. Ids are the history rules' (checked against the tree, naming both
@@ -153,6 +198,7 @@ def _gate_findings(
         for c in before_commit.changes(commit)
         if not c.problem and rec.is_record_path(c.path) and not c.is_dir(c.new or c.old)
     ]
+    budget.writes_records(sum(1 for c in changes if c.new is not None))
     checked = []
     for change in changes:
         if change.new is None or change.new[0] != 0o100644 or history.bad_name(change.path):
@@ -304,7 +350,7 @@ def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     commit that ``tip`` reaches, oldest first, as (commit, finding). The commit turning
     access on answers to the repository's anchor where it has one, else to itself."""
     ids = IdLookup(repo)
-    before = history.Before(repo, ids, max_record_bytes(_config(repo, tip)))
+    before = history.Before(repo, ids, _config(repo, tip).max_record_bytes)
     out = []
     commits = _oldest_first(list(repo.walk(tip)))
     for commit in commits:

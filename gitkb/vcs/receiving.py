@@ -82,6 +82,20 @@ def live_plans(repo: Repository) -> list[Plan]:
     return plans
 
 
+def pushed_bytes() -> int:
+    """Bytes of the objects this push brought, as the server holds them: git keeps a
+    push's pack (or its loose objects) in a quarantine folder until its pre-receive hook
+    has passed, and names it in GIT_QUARANTINE_PATH (0 where it names none: a hook run
+    by hand)."""
+    root = os.environ.get("GIT_QUARANTINE_PATH")
+    total = 0
+    for folder, _, names in os.walk(root) if root else ():
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
 def ref_locked(repo: Repository, ref: str) -> bool:
     """Whether some transaction holds git's lock on ``ref`` now."""
     return (repo.git_dir / f"{ref}.lock").exists()

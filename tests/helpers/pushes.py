@@ -69,3 +69,11 @@ def forge_edit(store: Store, admitted: dict) -> str:
 def gitkb_lines(done) -> list[str]:
     """The ``gitkb:`` lines a push's client saw (relayed by git as ``remote: gitkb: ...``)."""
     return [line for line in (done.stdout + done.stderr).splitlines() if "gitkb: " in line]
+
+
+def forge_config(store: Store, extra: str) -> str:
+    """A ``kb config`` commit appending ``extra`` (TOML tables) to the store's gitkb.toml."""
+    held = store.repo.read(store.tip, "gitkb.toml") or b""
+    trailers = [("KB-Action", "config"), ("KB-Record", "store")]
+    return forge(store, {"gitkb.toml": held + b"\n" + extra.encode()}, "kb config store",
+                 trailers)  # fmt: skip

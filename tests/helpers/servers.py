@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from gitkb.hooks.install import server_shim
+
 DAEMON_START_S = 10
 
 
@@ -247,3 +249,48 @@ def gitolite_over_ssh(tmp_path: Path, base: Path, access: dict[str, dict[str, st
     log = tmp_path / "sshd" / "sshd.log"
     with serving([str(SSHD), "-D", "-f", str(config), "-E", str(log)], port, "", log):
         yield Gitolite(home, base, port, login, keys)
+
+
+# --------------------------------------------------------------------------- every transport
+
+TRANSPORTS = ("file", "git-daemon", "smart-http", "ssh")
+MATRIX_USERS = ("alice", "bob")
+
+
+@dataclass(frozen=True)
+class Host:
+    """One bare store served over one transport: each user's ``Remote``, and the variable
+    the host names them by in the hook's environment (None: the transport names no one)."""
+
+    transport: str
+    remotes: dict[str, Remote]
+    via: str | None
+
+    def remote(self, user: str = MATRIX_USERS[0]) -> Remote:
+        return self.remotes[user]
+
+
+@contextlib.contextmanager
+def hosting(transport: str, server: Path, tmp_path: Path, users: tuple[str, ...] = MATRIX_USERS):
+    """Serve the bare store ``server`` (its hooks installed, under ``tmp_path``) over
+    ``transport``: file://, git daemon, smart HTTP with basic auth, or sshd with gitolite3
+    (gitkb's shim its repo-specific pre-receive hook, each user granted RW and a key of
+    their own). Yields a ``Host``; skips where the transport's server is missing."""
+    base, name = server.parent, server.name
+    if transport == "file":
+        yield Host(transport, {u: Remote(f"file://{server}") for u in users}, None)
+    elif transport == "git-daemon":
+        with git_daemon(base) as url:
+            yield Host(transport, {u: Remote(f"{url}/{name}") for u in users}, None)
+    elif transport == "smart-http":
+        words = {u: f"{u}-password" for u in users}
+        with smart_http(base, tmp_path, words) as url:
+            remotes = {u: http_remote(f"{url}/{name}", u, words[u]) for u in users}
+            yield Host(transport, remotes, "REMOTE_USER")
+    elif transport == "ssh":
+        repo = name.removesuffix(".git")
+        access = {repo: {u: "RW" for u in users}}
+        with gitolite_over_ssh(tmp_path, base, access, hook=server_shim()) as gitolite:
+            yield Host(transport, {u: gitolite.remote(u, repo) for u in users}, "GL_USER")
+    else:
+        raise ValueError(f"no transport {transport!r}; one of {', '.join(TRANSPORTS)}")

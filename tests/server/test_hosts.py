@@ -54,3 +54,27 @@ def test_a_push_over_file_names_no_pusher(server, clone):
     assert [(r.pusher, r.via) for r in logged] == [(None, None), (None, None)]
     assert logged[0].at.endswith("Z") and logged[0].problems == logged[1].problems
     assert git("rev-parse", "main", cwd=server).stdout.strip() != clone.tip
+
+
+def test_an_edit_of_an_admitted_record_is_refused_alike_over_every_transport(server, clone,
+                                                                             hosted):  # fmt: skip
+    record = synthetic.strategy(1)
+    clone.admit(rec.dumps(record), "insert")
+    alice = hosted.remote("alice")
+    done = push_to(clone.location, alice)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    commit = forge_edit(clone, record)
+    done = push_to(clone.location, alice)
+    assert done.returncode != 0
+    [line] = gitkb_lines(done)
+    said = line.split("gitkb: ", 1)[1].rstrip()
+    path = rec.path_for(record)
+    assert said == (
+        f"refs/heads/main {commit}: {record['id']}: history: "
+        f"kb insert may not change {path} (a record file)"
+    )
+    assert not has_object(server, commit)
+    [logged] = refusals(Repository.open(server))
+    pusher = "alice" if hosted.via else None
+    assert (logged.pusher, logged.via, logged.problems) == (pusher, hosted.via, (said,))

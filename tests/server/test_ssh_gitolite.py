@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from helpers import git
 from helpers.pushes import forge_edit, gitkb_lines, has_object
-from helpers.servers import gitolite_over_ssh, push_to
+from helpers.servers import GITOLITE_HOOK, gitolite_over_ssh, push_to
 
 from gitkb import record as rec
 from gitkb.hooks.install import server_shim
@@ -23,11 +23,16 @@ ACCESS = {"server": {"alice": "RW", "bob": "R"}}  # alice contributes, bob only 
 
 @pytest.fixture
 def host(server, tmp_path):
+    """alice and bob, as ACCESS grants them, over sshd and gitolite3."""
     with gitolite_over_ssh(tmp_path, tmp_path, ACCESS, hook=server_shim()) as gitolite:
         yield gitolite
 
 
 def test_a_contributors_insert_lands(server, clone, host):
+    hooks = server / "hooks"
+    assert (hooks / "pre-receive").is_symlink(), "gitolite's driver runs the repo's hooks"
+    assert (hooks / f"pre-receive.h00-{GITOLITE_HOOK}").resolve().read_bytes() == server_shim()
+    assert b"gitkb server hook" in (hooks / "reference-transaction").read_bytes()
     clone.admit(rec.dumps(synthetic.strategy(1)), "insert")
     done = push_to(clone.location, host.remote("alice", "server"))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -17,19 +17,23 @@ def test_a_new_store_reads_as_its_defaults(store):
     assert (config.format, config.schema) == ("gitkb-2", "clean-1.3")
     assert config.max_record_bytes == 1 << 20
     assert config.allowed_refs == () and config.non_target_kernels == ()
+    assert config.bounds == store_config.ServerBounds()
 
 
 def test_known_keys_are_typed():
     config = store_config.parse(
         {
-            "store": {**BASE["store"], "max_record_bytes": 4096, "allowed_refs": ["refs/heads/x"]},
+            "store": {**BASE["store"], "max_record_bytes": 4096},
+            "refs": {"allow": ["refs/heads/x"]},
             "mine": {"non_target_kernels": ["softmax_kernel"]},
+            "server": {"max_push_bytes": 1000, "max_push_commits": 3, "hook_seconds": 1},
         },
         "kb",
     )
     assert config.max_record_bytes == 4096
     assert config.allowed_refs == ("refs/heads/x",)
     assert config.non_target_kernels == ("softmax_kernel",)
+    assert config.bounds == store_config.ServerBounds(1000, 3, 20_000, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -50,10 +54,27 @@ def test_known_keys_are_typed():
             {"store": {**BASE["store"], "max_record_bytes": True}},
             "[store] max_record_bytes must be a positive integer",
         ),
+        ({**BASE, "refs": {"allow": [1]}}, "[refs] allow must be a list of ref patterns"),
         (
-            {"store": {**BASE["store"], "allowed_refs": [1]}},
-            "[store] allowed_refs must be a list of ref patterns",
+            {"store": {**BASE["store"], "allowed_refs": []}},
+            "unknown key [store] allowed_refs",
         ),
+        (
+            {**BASE, "server": {"max_push_commits": 0}},
+            "[server] max_push_commits must be a positive integer",
+        ),
+        (
+            {**BASE, "server": {"max_push_bytes": 1.5}},
+            "[server] max_push_bytes must be a positive integer",
+        ),
+        *(
+            (
+                {**BASE, "server": {"hook_seconds": seconds}},
+                "[server] hook_seconds must be a positive number of seconds",
+            )
+            for seconds in (0, -1.0, float("inf"), float("nan"), True, "60")
+        ),
+        ({**BASE, "server": {"max_push_size": 1}}, "unknown key [server] max_push_size"),
         ({"store": {"name": "kb", "format": "gitkb-2"}}, "[store] schema is missing"),
         ({"store": "kb"}, "store must be a table ([store])"),
     ],
