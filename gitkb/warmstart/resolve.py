@@ -106,9 +106,8 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
     filed on the caller's page and language only, so a same-named kernel elsewhere never
     makes the match ambiguous; failing that, among every kernel, to name the pages it is on."""
     with store.cache.snapshot(tip) as cache:
-        by_canonical: dict[str, set[str]] = {}
-        for name in cache.kernel_names():
-            by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
+        by_canonical = cache.remembered(("kernels_by_canonical",),
+                                        lambda: _by_canonical(cache.kernel_names()))  # fmt: skip
         related = curate.related_names(kernel, set(by_canonical))
         rows_of = {c: _usable(cache.kernel_rows(by_canonical[c])) for c in sorted(related)}
     on_page = {
@@ -128,6 +127,15 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
                 seen.add(row.path)
                 rows.append(row)
     return match, rows
+
+
+def _by_canonical(names: list[str]) -> dict[str, frozenset[str]]:
+    """The store's kernel names by canonical name (one commit's fact, kept while the cache
+    holds it: a server resolving again and again canonicalizes them once)."""
+    found: dict[str, set[str]] = {}
+    for name in names:
+        found.setdefault(curate.canonical_kernel(name), set()).add(name)
+    return {canonical: frozenset(held) for canonical, held in found.items()}
 
 
 def _filed_on(hardware: targets.Hardware, language: str | None, row: KernelRow) -> bool:
