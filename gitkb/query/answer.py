@@ -26,6 +26,7 @@ from gitkb.layout import feedback_path, id_of
 from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
 from gitkb.store.cache import queries
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.store import Store
 from gitkb.util import log
 
@@ -43,7 +44,9 @@ class Reader:
     """One query's reads of the store at one commit: candidates from the cache, enriched
     once each with what ranking must fold in (their feedback)."""
 
-    def __init__(self, store: Store, cache, request: scope.Request, now: float | None) -> None:
+    def __init__(
+        self, store: Store, cache: IndexCache, request: scope.Request, now: float | None
+    ) -> None:
         self.view = store.view(cache.commit)
         self.cache = cache
         self.request = request

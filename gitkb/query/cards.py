@@ -12,17 +12,24 @@ label, and keeps its rank: a GPU-wiki store answers as GPU-wiki's own tool does)
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # type-only: rank imports the pool, which this module's callers load
+    from gitkb.query.rank import Hit
+    from gitkb.query.scope import Scope
 
 CARD_TYPE = "technique-card"
 COUNTED = ("attempts", "kept", "success_rate_pct", "typical_gain_pct", "best_gain_pct")
 
 
-def broad(scope) -> bool:
+def broad(scope: Scope) -> bool:
     """A family or a symptom asked about with no operator and no record type."""
     return bool(scope.family or scope.symptom) and scope.operator is None and scope.type is None
 
 
-def cards_first(hits: list, scope, read: Callable[[list[str]], dict[str, dict]]) -> list:
+def cards_first(
+    hits: list[Hit], scope: Scope, read: Callable[[list[str]], dict[str, dict]]
+) -> list[Hit]:
     """``hits`` (ranked, best first) with the cards that cite their evidence moved ahead,
     in rank order, when the question is broad; ``read(paths)`` gives the records (only
     the cards' are read). A hand-written card keeps its rank."""

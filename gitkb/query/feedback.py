@@ -21,6 +21,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
@@ -30,6 +31,12 @@ from gitkb.record.values import json_number
 from gitkb.record.worth import rank, recency_decay
 from gitkb.vcs.plain import identity
 from gitkb.warmstart.attest import appended, one_line, parse_ledger
+
+# type-only: the write path loads dulwich, and ``builder`` imports it when it runs
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+    from gitkb.store.view import StoreView
+    from gitkb.store.writer import Admission, Builder, Change
 
 OUTCOMES = ("helped", "no-effect", "misleading")
 COUNTER_NAMES = rec.COUNTERS
@@ -117,7 +124,7 @@ def key_for(trace: str | None, trace_commit: str | None, by: str) -> str:
     return f"trace:{trace}@{trace_commit}" if trace else f"by:{by}"
 
 
-def _checked(record_id: str, outcome: str, trace: str | None, trace_commit: str | None):
+def _checked(record_id: str, outcome: str, trace: str | None, trace_commit: str | None) -> None:
     if outcome not in OUTCOMES:
         raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
     if bool(trace) != bool(trace_commit):
@@ -130,7 +137,14 @@ def _checked(record_id: str, outcome: str, trace: str | None, trace_commit: str 
         raise GitkbError(f"{record_id!r} is not a record id", 2)
 
 
-def event(record_id: str, outcome: str, key: str, by: str, trace=None, trace_commit=None) -> dict:
+def event(
+    record_id: str,
+    outcome: str,
+    key: str,
+    by: str,
+    trace: str | None = None,
+    trace_commit: str | None = None,
+) -> dict:
     """One feedback line (the GPU-wiki event shape: ts, record_id, kind, source, key,
     counts; and gitkb's outcome, reporter and trace)."""
     now = time.time()
@@ -150,7 +164,13 @@ def event(record_id: str, outcome: str, key: str, by: str, trace=None, trace_com
     return line
 
 
-def builder(record_id: str, outcome: str, trace=None, trace_commit=None, by=None):
+def builder(
+    record_id: str,
+    outcome: str,
+    trace: str | None = None,
+    trace_commit: str | None = None,
+    by: str | None = None,
+) -> Builder:
     """The store write (a ``Change`` builder) that appends one feedback event, or nothing
     when its key already holds that outcome."""
     from gitkb.store.writer import Change
@@ -159,7 +179,7 @@ def builder(record_id: str, outcome: str, trace=None, trace_commit=None, by=None
     who = one_line(by) if by and by.strip() else identity()
     key = key_for(trace, trace_commit, who)
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         if record_id not in view:
             raise GitkbError(f"no record {record_id} in {view.location}")
         path = feedback_path(record_id)
@@ -191,13 +211,20 @@ def builder(record_id: str, outcome: str, trace=None, trace_commit=None, by=None
     return build
 
 
-def feedback(store, record_id: str, outcome: str, trace=None, trace_commit=None, by=None):
+def feedback(
+    store: Store,
+    record_id: str,
+    outcome: str,
+    trace: str | None = None,
+    trace_commit: str | None = None,
+    by: str | None = None,
+) -> Admission:
     """Append one feedback event to the record's log: one ``feedback`` commit, or none when
     its key is already recorded."""
     return store.commit([builder(record_id, outcome, trace, trace_commit, by)])[0]
 
 
-def summary(store, record_id: str) -> dict:
+def summary(store: Store, record_id: str) -> dict:
     """A record's feedback as counted: outcomes, the counters it adds, unreadable lines."""
     view = store.view()
     if record_id not in view:

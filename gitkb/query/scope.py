@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field, replace
 
 from gitkb import targets
 from gitkb.errors import GitkbError
 from gitkb.record.worth import TIERS
 from gitkb.store.cache import vocabulary
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.targets import vendor_of
 
 RANK_MODES = ("blend", "text", "importance")
@@ -127,7 +128,7 @@ class Scope:
         return replace(self, request=replace(self.request, cross_arch=True))
 
 
-def normalize_terms(terms) -> tuple[str, ...]:
+def normalize_terms(terms: Iterable[str]) -> tuple[str, ...]:
     """Free-text terms: split on whitespace, lowercased."""
     return tuple(t.lower() for t in " ".join(terms).split())
 
@@ -137,7 +138,7 @@ def fold(value: str) -> str:
     return "".join(c for c in value.strip().lower() if c in _FOLDED)
 
 
-def near_misses(value: str, known) -> list[str]:
+def near_misses(value: str, known: Iterable[str]) -> list[str]:
     """The known values a rejected one most likely meant: containment either way, then
     close spellings."""
     ordered = sorted(known)
@@ -153,7 +154,7 @@ class Vocabulary:
     """The store's own values for each filter, asked only as far as a check needs: a value
     the store holds is one indexed lookup; the whole vocabulary is read for a miss."""
 
-    def __init__(self, cache) -> None:
+    def __init__(self, cache: IndexCache) -> None:
         self.cache = cache
         self._values: dict[str, Set[str]] = {}
 
@@ -243,7 +244,7 @@ def resolve_arch(vocabulary: Vocabulary, value: str) -> str:
     )
 
 
-def resolve(cache, request: Request) -> Scope:
+def resolve(cache: IndexCache, request: Request) -> Scope:
     """The request's scope in the store's spelling; raises (exit 2) on an unknown value."""
     vocabulary = Vocabulary(cache)
     arch = resolve_arch(vocabulary, request.arch) if request.arch else None
@@ -284,7 +285,7 @@ def resolve(cache, request: Request) -> Scope:
     return scope
 
 
-def listing(cache, name: str, like: str | None = None) -> tuple[list[str], list[str]]:
+def listing(cache: IndexCache, name: str, like: str | None = None) -> tuple[list[str], list[str]]:
     """The store's values of one vocabulary (``--list-*``): selectable tokens, then the
     free-text values (a sentence is matchable as text, not selectable), ``like`` filtering."""
     values = sorted(Vocabulary(cache).values(name))

@@ -14,12 +14,19 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import ledger_path
 from gitkb.record import strict
 from gitkb.vcs.plain import identity
+
+# type-only: the store and its write path load dulwich; the writes import it as they run
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+    from gitkb.store.view import StoreView
+    from gitkb.store.writer import Admission, Change
 
 OUTCOMES = ("validated", "failed", "not_reproduced", "inapplicable")
 # outcome -> the count it feeds
@@ -91,7 +98,7 @@ def parse_ledger(path: str, raw: bytes | None) -> Ledger:
     return ledger
 
 
-def read_ledger(store, record_id: str, commit: str | None = None) -> Ledger:
+def read_ledger(store: Store | StoreView, record_id: str, commit: str | None = None) -> Ledger:
     """The ledger of ``record_id`` in a store (at ``commit``, default its tip) or a store
     view, read from the index cache."""
     path = ledger_path(record_id)
@@ -155,12 +162,12 @@ def one_line(text: str) -> str:
 
 
 def attest(
-    store,
+    store: Store,
     record_id: str,
     outcome: str,
     by: str | None = None,
     evidence: dict[str, str] | None = None,
-):
+) -> Admission:
     """Append one outcome to the record's ledger as an ``attest`` admission (one commit)."""
     if outcome not in OUTCOMES:
         raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
@@ -168,7 +175,7 @@ def attest(
 
     from gitkb.store.writer import Change
 
-    def build(view) -> Change:
+    def build(view: StoreView) -> Change:
         if record_id not in view:
             raise GitkbError(f"no record {record_id} in {store.location}")
         ledger = read_ledger(view, record_id)
@@ -190,7 +197,7 @@ def attest(
 
 
 def attested(
-    store, record_id: str, outcome: str, by: str | None = None,
+    store: Store, record_id: str, outcome: str, by: str | None = None,
     evidence: dict[str, str] | None = None,
 ) -> dict:  # fmt: skip
     """``attest``, then the ledger as that commit left it: what ``git kb attest`` prints
@@ -207,7 +214,9 @@ def attested(
     }
 
 
-def confirm_change(view, record_id: str, keys: list[str], body: str, trailers: list):
+def confirm_change(
+    view: StoreView, record_id: str, keys: list[str], body: str, trailers: list[tuple[str, str]]
+) -> Change:
     """The ``confirm`` change counting each of ``keys`` once on ``record_id``
     (``worth.track.confirm_keys``), the record otherwise unchanged; an empty change when
     every key is counted already."""
@@ -231,13 +240,13 @@ def confirm_change(view, record_id: str, keys: list[str], body: str, trailers: l
     )
 
 
-def confirm_adoption(store, record_id: str, trace: str, trace_commit: str):
+def confirm_adoption(store: Store, record_id: str, trace: str, trace_commit: str) -> Admission:
     """Count a run that adopted ``record_id``'s code (and validated it on its box) as one
     confirmation of the record: one ``confirm`` commit, counted once per trace and commit
     (``worth.track.confirm_keys``), the record otherwise unchanged. Adopting store code is
     evidence for that record, never a new one."""
 
-    def build(view):
+    def build(view: StoreView) -> Change:
         return confirm_change(
             view,
             record_id,

@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitkb import record as rec
 from gitkb.gates import card_evidence as ce
 from gitkb.record.worth import rank
 from gitkb.store.admission import check_record, refuse_findings
-from gitkb.store.writer import Change
+from gitkb.store.writer import Builder, Change
 from gitkb.trace import techniques
 from gitkb.vcs.plain import identity
+
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+    from gitkb.store.view import StoreView
 
 BUILDER_VERSION = "gitkb-cards-2"
 # How a card states a part's direction (a named value stands as it is).
@@ -65,7 +70,7 @@ class CardPlan:
         return [s for s in self.steps if s.action != "unchanged"]
 
 
-def _read(view, types: tuple[str, ...]) -> dict[str, dict]:
+def _read(view: StoreView, types: tuple[str, ...]) -> dict[str, dict]:
     rows = [r for t in types for r in view.scoped_rows(type=t) if r.id is not None]
     raw = view.read_files([r.path for r in rows])
     out = {}
@@ -193,7 +198,7 @@ def _same(card: dict, fresh: dict) -> bool:
     )
 
 
-def plan_cards(view) -> CardPlan:
+def plan_cards(view: StoreView) -> CardPlan:
     """What the cards pass would write on ``view``."""
     evidence = _read(view, ce.EVIDENCE_TYPES)
     stored = _read(view, (ce.CARD_TYPE,))
@@ -230,8 +235,8 @@ def plan_cards(view) -> CardPlan:
     return plan
 
 
-def _insert(card: dict):
-    def build(view) -> Change:
+def _insert(card: dict) -> Builder:
+    def build(view: StoreView) -> Change:
         path = rec.path_for(card)
         gates, findings = check_record(view, card, path, "insert")
         if findings:
@@ -247,13 +252,13 @@ def _insert(card: dict):
     return build
 
 
-def _retire(card_id_: str, reason: str, who: str):
+def _retire(card_id_: str, reason: str, who: str) -> Builder:
     from gitkb.warmstart.retract import retraction
 
     return lambda view: retraction(view, card_id_, reason, who)
 
 
-def cards_pass(store, apply: bool = False, by: str | None = None) -> dict:
+def cards_pass(store: Store, apply: bool = False, by: str | None = None) -> dict:
     """The cards pass as JSON: the plan, and with ``apply`` the commits it made."""
     if apply:
         store.require_signing()

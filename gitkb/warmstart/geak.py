@@ -42,7 +42,7 @@ SCHEME, DOMAIN, FRAMEWORK, NO_VERSION = "geak", "kernel", "rocm", "unspecified"
 
 
 @cache
-def _pattern(text: str):
+def _pattern(text: str) -> re.Pattern[str]:
     """``text`` compiled, on first use: resolve off a gfx page loads no ``re``."""
     return re.compile(text)
 

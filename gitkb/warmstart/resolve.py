@@ -18,6 +18,7 @@ cold-starts a run.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from gitkb import targets
@@ -106,9 +107,8 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
     filed on the caller's page and language only, so a same-named kernel elsewhere never
     makes the match ambiguous; failing that, among every kernel, to name the pages it is on."""
     with store.cache.snapshot(tip) as cache:
-        by_canonical: dict[str, set[str]] = {}
-        for name in cache.kernel_names():
-            by_canonical.setdefault(curate.canonical_kernel(name), set()).add(name)
+        by_canonical = cache.remembered(("kernels_by_canonical",),
+                                        lambda: _by_canonical(cache.kernel_names()))  # fmt: skip
         related = curate.related_names(kernel, set(by_canonical))
         rows_of = {c: _usable(cache.kernel_rows(by_canonical[c])) for c in sorted(related)}
     on_page = {
@@ -128,6 +128,15 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
                 seen.add(row.path)
                 rows.append(row)
     return match, rows
+
+
+def _by_canonical(names: list[str]) -> dict[str, frozenset[str]]:
+    """The store's kernel names by canonical name (one commit's fact, kept while the cache
+    holds it: a server resolving again and again canonicalizes them once)."""
+    found: dict[str, set[str]] = {}
+    for name in names:
+        found.setdefault(curate.canonical_kernel(name), set()).add(name)
+    return {canonical: frozenset(held) for canonical, held in found.items()}
 
 
 def _filed_on(hardware: targets.Hardware, language: str | None, row: KernelRow) -> bool:
@@ -158,7 +167,8 @@ def _usable(found: list[KernelRow]) -> list[KernelRow]:
     return rows
 
 
-def _answer(store: Store, tip, kernel, top_n, min_speedup, include_retired, dsl, source) -> dict:
+def _answer(store: Store, tip: str, kernel: str, top_n: int, min_speedup: float,
+            include_retired: bool, dsl: str | None, source: str | None) -> dict:  # fmt: skip
     return {
         "read_reason": None,
         "store": store.where,
@@ -338,7 +348,8 @@ def _resolve(store: Store, kernel: str, hardware: targets.Hardware | None, langu
     return answer
 
 
-def _shaped(answer: dict, shape: str, ranks: list, language, out) -> dict:
+def _shaped(answer: dict, shape: str, ranks: list[curate.CodeRecord], language: str | None,
+            out: str | None) -> dict:  # fmt: skip
     """``answer`` in the shape asked for; GEAK's writes its ``--out`` tree first."""
     if shape != "geak":
         return answer
@@ -350,7 +361,8 @@ def _shaped(answer: dict, shape: str, ranks: list, language, out) -> dict:
     return geak.answer(answer, ranks, language, str(root), prose)
 
 
-def _on_page(hardware: targets.Hardware, vendor, arch, page) -> bool:
+def _on_page(hardware: targets.Hardware, vendor: str | None, arch: str | None,
+             page: str | None) -> bool:  # fmt: skip
     """Whether a record measured on ``page`` (filed under ``vendor``/``arch``) is on the
     caller's page: the same product page when the caller names one (a record naming no
     product is not known to match), else the same vendor and arch."""
@@ -367,7 +379,7 @@ def _file(path: str) -> Path | None:
     return Path(path)
 
 
-def _fits(kernel_file: Path | None):
+def _fits(kernel_file: Path | None) -> Callable[[curate.CodeRecord], bool | None] | None:
     """Whether a candidate's code fits the caller's kernel file: a strategy whose diff does
     not apply there is reference only; None (no verdict) without a kernel file."""
     if kernel_file is None:

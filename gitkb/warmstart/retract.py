@@ -12,6 +12,8 @@ retracts each with the hint as its reason, one commit each.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gitkb import record as rec
 from gitkb.errors import AdmissionRefused, GitkbError
 from gitkb.layout import ledger_path
@@ -27,10 +29,16 @@ from gitkb.warmstart.attest import (
     retire_hint,
 )
 
+if TYPE_CHECKING:
+    from gitkb.store.store import Store
+    from gitkb.store.view import StoreView
+    from gitkb.store.writer import Admission, Builder
+    from gitkb.warmstart.attest import Ledger
+
 RETIRE_PASS = "retire pass"  # how a retire-pass reason begins
 
 
-def _load(view, record_id):
+def _load(view: StoreView, record_id: str) -> tuple[str, dict]:
     loaded = view.read_record(record_id)
     if loaded.data is None:
         raise GitkbError(
@@ -39,7 +47,9 @@ def _load(view, record_id):
     return loaded.path, loaded.data
 
 
-def _change(view, action, record_id, path, record, ledger, event, body, trailers) -> Change:
+def _change(view: StoreView, action: str, record_id: str, path: str, record: dict,
+            ledger: Ledger, event: dict, body: str,
+            trailers: list[tuple[str, str]]) -> Change:  # fmt: skip
     _, findings = check_record(view, record, path, action)
     if findings:
         raise refuse_findings(f"{action} {record_id}", findings, record_id)
@@ -63,7 +73,7 @@ def _who(by: str | None) -> str:
     return one_line(by) if by and by.strip() else identity()
 
 
-def retraction(view, record_id: str, reason: str, who: str) -> Change:
+def retraction(view: StoreView, record_id: str, reason: str, who: str) -> Change:
     """The ``retract`` change of ``record_id`` against ``view`` (record and ledger line)."""
     path, record = _load(view, record_id)
     ledger = read_ledger(view, record_id)
@@ -84,17 +94,17 @@ def retraction(view, record_id: str, reason: str, who: str) -> Change:
     return _change(view, "retract", record_id, path, record, ledger, event, body, trailers)
 
 
-def retract(store, record_id: str, reason: str, by: str | None = None):
+def retract(store: Store, record_id: str, reason: str, by: str | None = None) -> Admission:
     """Tombstone ``record_id``: one ``retract`` commit (record and ledger line)."""
     reason, who = _require_reason(reason), _who(by)
     return store.commit([lambda view: retraction(view, record_id, reason, who)])[0]
 
 
-def unretract(store, record_id: str, reason: str, by: str | None = None):
+def unretract(store: Store, record_id: str, reason: str, by: str | None = None) -> Admission:
     """Lift a tombstone: restore the status and score the retraction recorded."""
     reason, who = _require_reason(reason), _who(by)
 
-    def build(view):
+    def build(view: StoreView) -> Change:
         path, record = _load(view, record_id)
         ledger = read_ledger(view, record_id)
         open_retraction = ledger.open_retraction()
@@ -124,7 +134,7 @@ def unretract(store, record_id: str, reason: str, by: str | None = None):
 # ----------------------------------------------------------------- the retire pass
 
 
-def retire_candidates(view) -> list[dict]:
+def retire_candidates(view: StoreView) -> list[dict]:
     """The unretracted records whose ledger's retire hint fired, by id: id, type, hint and
     the ledger's counts. Reads the ledgers from the index cache."""
     live = [e for e in view.entries() if e.get("status") != RETIRED_STATUS]
@@ -141,7 +151,7 @@ def retire_candidates(view) -> list[dict]:
     return found
 
 
-def retire_pass(store, apply: bool = False, by: str | None = None) -> dict:
+def retire_pass(store: Store, apply: bool = False, by: str | None = None) -> dict:
     """List the records whose retire hint fired; with ``apply``, retract each with the hint
     as the reason, one commit each. A record whose hint no longer fires by the time it is
     written (a validation landed meanwhile) is skipped and said so."""
@@ -153,8 +163,8 @@ def retire_pass(store, apply: bool = False, by: str | None = None) -> dict:
         return report
     who = _who(by)
 
-    def builder(item: dict):
-        def build(view) -> Change:
+    def builder(item: dict) -> Builder:
+        def build(view: StoreView) -> Change:
             hint = retire_hint(read_ledger(view, item["id"]).counts())
             entry = view.entry(item["id"]) or {}
             if hint is None or entry.get("status") == RETIRED_STATUS:

@@ -33,7 +33,14 @@ def lose_object(repo: Path, sha: str) -> None:
 def forge_cache_row(db: sqlite3.Connection, path: str, raw: bytes) -> None:
     """Write into an index cache (its open database ``db``) the rows the cache itself would
     keep for ``raw`` at ``path``, consistent with each other, whatever main holds."""
-    from gitkb.store.cache.rows import ENTRY_AT, RECORD_COLUMNS, RECORD_WIDTH, row_values
+    from gitkb.store.cache.rows import (
+        ENTRY_AT,
+        KERNEL_COLUMNS,
+        RECORD_COLUMNS,
+        RECORD_WIDTH,
+        kernel_entries,
+        row_values,
+    )
     from gitkb.vcs.plain import blob_id
 
     values, kernels, arches = row_values(path, blob_id(raw), raw)
@@ -42,5 +49,9 @@ def forge_cache_row(db: sqlite3.Connection, path: str, raw: bytes) -> None:
     kept = values[:ENTRY_AT] + values[ENTRY_AT + 1 :]
     db.execute(f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ({marks})", kept)
     db.execute("INSERT INTO entries VALUES (?, ?)", (path, values[ENTRY_AT]))
-    db.executemany("INSERT INTO kernels VALUES (?, ?)", [(k, path) for k in kernels])
+    columns = ", ".join(("name", *KERNEL_COLUMNS))
+    marks = ", ".join("?" * (1 + len(KERNEL_COLUMNS)))
+    db.executemany(
+        f"INSERT INTO kernels ({columns}) VALUES ({marks})", kernel_entries(values, kernels)
+    )
     db.executemany("INSERT INTO arches VALUES (?, ?)", [(a, path) for a in arches])

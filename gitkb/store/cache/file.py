@@ -12,16 +12,18 @@ import os
 import sqlite3
 import zlib
 
+from gitkb.store.cache.rows import KERNEL_COLUMNS
 from gitkb.trace.vocabulary_version import version as vocabulary_version
 
 FILE_NAME = "index.sqlite3"
-LAYOUT_VERSION = "12"  # bump when the tables, or what a row or an entry holds, change
+LAYOUT_VERSION = "13"  # bump when the tables, or what a row or an entry holds, change
 _BUSY_TIMEOUT_MS = 120_000
 _MMAP_BYTES = 1 << 30
 # worth.rank.score as ranking reads it: a number in [0, 1], 0 when missing (records_rank
 # is ordered by it: gitkb.store.cache.queries reads a large pool from its most important end).
 IMPORTANCE = "(CASE WHEN worth > 1 THEN 1.0 WHEN worth >= 0 THEN worth ELSE 0.0 END)"
 
+_KERNEL_COLUMNS = ", ".join(KERNEL_COLUMNS)
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, raw BLOB);
@@ -72,7 +74,12 @@ CREATE INDEX IF NOT EXISTS records_signature ON records(signature);
 CREATE INDEX IF NOT EXISTS records_scope ON records(vendor, arch, family);
 CREATE INDEX IF NOT EXISTS records_episode ON records(episode_key);
 CREATE INDEX IF NOT EXISTS records_source ON records(source);
-CREATE TABLE IF NOT EXISTS kernels (name TEXT NOT NULL, path TEXT NOT NULL);
+-- a record's KernelRow under each name it files code under, clustered by name: resolve
+-- reads a kernel's rows as one run of this table, not one records row per path (its
+-- columns are the records table's, as a KernelRow reads them: ``rows.KERNEL_COLUMNS``)
+CREATE TABLE IF NOT EXISTS kernels (name TEXT NOT NULL, {kernel_columns},
+    PRIMARY KEY (name, path)) WITHOUT ROWID;
+-- the names alone (resolve's list of kernels reads this, not the rows)
 CREATE INDEX IF NOT EXISTS kernels_name ON kernels(name);
 CREATE INDEX IF NOT EXISTS kernels_path ON kernels(path);
 CREATE INDEX IF NOT EXISTS records_dsl ON records(dsl);
@@ -91,7 +98,7 @@ CREATE INDEX IF NOT EXISTS arches_path ON arches(path);
 """
 # One script, one transaction: two processes creating the cache at once both succeed.
 _CREATE = (
-    f"BEGIN IMMEDIATE;{_TABLES.format(importance=IMPORTANCE)}"
+    f"BEGIN IMMEDIATE;{_TABLES.format(importance=IMPORTANCE, kernel_columns=_KERNEL_COLUMNS)}"
     "INSERT OR IGNORE INTO meta VALUES ('layout', '{}');COMMIT;"
 )
 

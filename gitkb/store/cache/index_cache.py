@@ -51,6 +51,7 @@ from gitkb.store.cache.rows import (
     KernelRow,
     Row,
     RowValues,
+    kernel_entries,
     kernel_row,
     row_values,
     without_techniques,
@@ -70,6 +71,9 @@ _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 _VERIFIED = 1024  # blobs whose bytes ``files`` keeps once checked (forgotten all at once)
 _FACTS = 4096  # facts ``remembered`` keeps of one commit (forgotten all at once)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
+# a kernels row: the name, then a KernelRow's columns (``kernel_entries``)
+_KERNEL_INSERT = (f"INSERT OR REPLACE INTO kernels (name, {', '.join(KERNEL_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * (1 + len(KERNEL_COLUMNS)))})")  # fmt: skip
 
 
 def _note(text: str, *args: object) -> None:
@@ -394,7 +398,7 @@ class IndexCache:
                 rows.append(values[:ENTRY_AT] + values[ENTRY_AT + 1 :])
                 if values[ENTRY_AT] is not None:
                     entries.append((path, values[ENTRY_AT]))
-                kernels += [(name, path) for name in names]
+                kernels += kernel_entries(values, names)
                 arches += [(arch, path) for arch in archs]
         db = self._db
         db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
@@ -411,7 +415,7 @@ class IndexCache:
             db.executemany("DELETE FROM entries WHERE path = ?", replaced)
             db.executemany(f"INSERT OR REPLACE {insert}", rows)
         db.executemany("INSERT INTO entries VALUES (?, ?)", entries)
-        db.executemany("INSERT INTO kernels VALUES (?, ?)", kernels)
+        db.executemany(_KERNEL_INSERT, kernels)
         db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
 
     def apply_edits(
@@ -498,9 +502,10 @@ class IndexCache:
         if not names:
             return []
         marks = ", ".join("?" * len(names))
+        # one run of the kernels table per name; a record filed under two of them, once
         found = self._query(
-            f"SELECT {', '.join(KERNEL_COLUMNS)} FROM records "
-            f"WHERE path IN (SELECT path FROM kernels WHERE name IN ({marks})) ORDER BY path",
+            f"SELECT DISTINCT {', '.join(KERNEL_COLUMNS)} FROM kernels "
+            f"WHERE name IN ({marks}) ORDER BY path",
             tuple(names),
         )
         return [kernel_row(values) for values in found]

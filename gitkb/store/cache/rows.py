@@ -74,6 +74,8 @@ class KernelRow:
 _OWN = tuple(f.name for f in fields(KernelRow))[:-1]
 # The columns a KernelRow is read from: its own, then its CurationFacts'.
 KERNEL_COLUMNS = (*_OWN, *CURATION_COLUMNS)
+# Where each of them sits in a row of ``COLUMNS`` (the kernels table repeats them).
+_KERNEL_AT = tuple(COLUMNS.split(", ").index(column) for column in KERNEL_COLUMNS)
 _NO_CURATION = (None,) * len(CURATION_COLUMNS)
 _REPRODUCTIONS = tuple(f.name for f in fields(CurationFacts)).index("reproductions")
 
@@ -86,6 +88,13 @@ def kernel_row(values: tuple) -> KernelRow:
         held = (*held[:_REPRODUCTIONS], int(held[_REPRODUCTIONS]), *held[_REPRODUCTIONS + 1 :])
         facts = CurationFacts(*held)
     return KernelRow(*(*own, facts))
+
+
+def kernel_entries(values: tuple, names: list[str]) -> list[tuple]:
+    """The kernels table's rows of one record (``values``, a row of ``COLUMNS``): its
+    ``KERNEL_COLUMNS`` under each name it files code under, once each."""
+    held = tuple(values[at] for at in _KERNEL_AT)
+    return [(name, *held) for name in dict.fromkeys(names)]
 
 
 def _curation(data: dict) -> tuple:

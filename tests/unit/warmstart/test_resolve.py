@@ -401,3 +401,16 @@ def test_a_diff_that_does_not_apply_is_reference_only(bare_store, tmp_path):
     only = tmp_path / "only"
     nothing = resolve(bare_store, str(kernel), product="h100", min_speedup=1.2, out=only)
     assert nothing["read_reason"] == "reference_only" and nothing["ranks"] == []
+
+
+def test_a_store_kept_open_resolves_what_main_gained_since(bare_store):
+    """A long-lived reader (the MCP server) keeps the store's kernel names while the cache
+    holds one commit: a kernel another process admits is resolved by the next call."""
+    admit(bare_store, strategy(1))
+    assert resolve(bare_store, "triton_softmax.py", product="h100")["read_reason"] == "read"
+    missing = resolve(bare_store, "triton_layernorm.py", product="h100")
+    assert missing["read_reason"] == "kernel_not_found"
+    admit(Store.open(bare_store.location), strategy(2, kernel="layernorm", pct=25.0))
+    found = resolve(bare_store, "triton_layernorm.py", product="h100")
+    assert found["read_reason"] == "read" and found["commit"] != missing["commit"]
+    assert ids(found) == [strategy(2, kernel="layernorm")["id"]]
