@@ -20,9 +20,10 @@ from dulwich.pack import apply_delta as dulwich_apply_delta
 from gitkb.vcs.objects import Unreadable
 from gitkb.vcs.objects.commit import CommitInfo
 
-# What dulwich raises reading a damaged object, pack or index.
+# What dulwich raises reading a damaged object, pack or index (OverflowError: an index
+# entry's offset past any file).
 DULWICH_UNREADABLE = (KeyError, ValueError, OSError, IndexError, TypeError, AssertionError,
-                      zlib.error, struct.error, ChecksumMismatch, ApplyDeltaError,
+                      OverflowError, zlib.error, struct.error, ChecksumMismatch, ApplyDeltaError,
                       FileFormatException, WrongObjectException, PackFileDisappeared)  # fmt: skip
 
 
