@@ -5,14 +5,15 @@ unsigned / unknown key / expired key), the action and the role it needs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
-from pathlib import Path
 
 import pytest
 from helpers import git, kb, put_git_kb_on_path
 from helpers.pushes import forge, push, record_edits
 from helpers.records import strategy
 from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, public
+from helpers.teams import Team
 
 from gitkb.layout import BRANCH
 from gitkb.record import dumps, path_for
@@ -23,63 +24,6 @@ from gitkb.warmstart.attest import attest
 from gitkb.warmstart.retract import retract
 
 pytestmark = [needs_ssh_keygen, pytest.mark.slow]
-
-
-class Team:
-    """A hooked server whose anchor names alice, and a clone that turned access on:
-    alice admin, bob curator, carol contributor; mallory's key is listed nowhere."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        keys = tmp_path / "keys"
-        self.keys = {name: make_key(keys, name) for name in ("alice", "bob", "carol", "mallory")}
-        self.server = tmp_path / "server.git"
-        Store.init(self.server, bare=True)
-        anchor = allowed_signers(tmp_path / "admins", ("alice", self.keys["alice"]))
-        done = kb("hooks", "install", "--server", str(self.server), "--admins", str(anchor))
-        assert done.returncode == 0, done.stderr.decode()
-        self.work = tmp_path / "work"
-        git("clone", "-q", f"file://{self.server}", str(self.work))
-        for name, value in (("commit.gpgsign", "true"), ("gpg.format", "ssh")):
-            git("config", name, value, cwd=self.work)
-        self.sign_as("alice")
-        store_access.init(self.store, "alice", self._key("alice"))
-        store_access.add(self.store, "bob", self._key("bob"), "curator")
-        store_access.add(self.store, "carol", self._key("carol"))
-        self.record = strategy(1)
-        self.sign_as("carol")
-        self.store.admit(dumps(self.record), "insert")
-        self.accepted()
-
-    def _key(self, name: str) -> tuple[str, str]:
-        return store_access.key_of(public(self.keys[name]), name)
-
-    @property
-    def store(self) -> Store:
-        return Store.open(self.work)
-
-    def sign_as(self, name: str | None) -> None:
-        """Sign the clone's next commits as ``name`` (None: unsigned)."""
-        git("config", "commit.gpgsign", "false" if name is None else "true", cwd=self.work)
-        if name is not None:
-            git("config", "user.signingkey", str(self.keys[name]), cwd=self.work)
-
-    def accepted(self) -> None:
-        done = push(self.store)
-        assert done.returncode == 0, done.stdout + done.stderr
-
-    def refused(self, commit: str, *words: str) -> str:
-        """Push main; it is refused by a line naming ``commit`` and ``words``; the clone
-        goes back to the server's main."""
-        done = push(self.store)
-        output = done.stdout + done.stderr
-        assert done.returncode != 0 and "pre-receive hook declined" in output, output
-        lines = [ln for ln in output.splitlines() if ln.startswith("remote: gitkb: ")]
-        line = next((ln for ln in lines if f" {commit}: -: access: " in ln), None)
-        assert line is not None, output
-        for word in words:
-            assert word in line, line
-        git("reset", "-q", "--hard", "origin/main", cwd=self.work)
-        return line
 
 
 @pytest.fixture
@@ -109,11 +53,11 @@ def test_signed_roles_land_and_each_attack_is_refused_with_one_line(team):
     assert done.returncode == 0, done.stderr.decode()
     team.refused(team.store.tip, "carol: kb retract needs a curator's")
     # a contributor adding themself as admin
-    sha = store_access.add(team.store, "carol", team._key("carol"), "admin").commit
+    sha = store_access.add(team.store, "carol", team.key("carol"), "admin").commit
     team.refused(sha, "carol: kb access needs an admin's signature")
     # a commit that adds a key and uses it
     team.sign_as("mallory")
-    sha = store_access.add(team.store, "mallory", team._key("mallory"), "admin").commit
+    sha = store_access.add(team.store, "mallory", team.key("mallory"), "admin").commit
     team.refused(sha, "unknown key: kb access needs an admin's")
     # a tampered signed commit: carol's admission with a byte of its message changed
     team.sign_as("carol")
@@ -129,7 +73,7 @@ def test_signed_roles_land_and_each_attack_is_refused_with_one_line(team):
     team.sign_as("bob")
     retract(team.store, team.record["id"], "not reproduced")
     team.sign_as("alice")
-    store_access.add(team.store, "dave", team._key("mallory"))
+    store_access.add(team.store, "dave", team.key("mallory"))
     team.accepted()
     assert Store.open(team.server).view().entry(team.record["id"])["status"] == "deprecated"
 
@@ -159,7 +103,7 @@ def test_a_merge_needs_the_role_of_its_net_change(team):
 def test_an_admin_signed_commit_replayed_onto_another_base_is_refused(team):
     base = team.store.tip
     team.sign_as("alice")
-    admin_commit = store_access.add(team.store, "dave", team._key("mallory"), "admin").commit
+    admin_commit = store_access.add(team.store, "dave", team.key("mallory"), "admin").commit
     git("reset", "-q", "--hard", base, cwd=team.work)
     team.sign_as("carol")
     other = team.store.admit(dumps(strategy(2)), "insert").commit
@@ -176,7 +120,7 @@ def test_a_revoked_key_signs_no_more_and_what_it_signed_stays_valid(team):
     earlier = team.store.admit(dumps(strategy(2)), "insert").commit
     team.accepted()
     team.sign_as("alice")
-    revoked = store_access.revoke(team.store, "carol", _now()).commit
+    revoked = store_access.revoke(team.store, "carol", dt.datetime.now(dt.UTC)).commit
     team.accepted()
     time.sleep(1.1)  # signatures are checked to the second
     team.sign_as("carol")
@@ -232,9 +176,3 @@ def test_turning_access_on_needs_an_admin_the_anchor_names(tmp_path, monkeypatch
     assert kb("hooks", "install", "--server", str(bare)).returncode == 0
     git("push", "-q", f"file://{bare}", "main", cwd=work, check=False)
     assert Store.open(bare).repo.read(Store.open(bare).tip, "access/allowed_signers") is None
-
-
-def _now():
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC)
