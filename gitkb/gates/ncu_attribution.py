@@ -7,13 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gitkb.gates import Finding, Gate, GateContext
-from gitkb.gates.trace_evidence import (
-    evidence,
-    first_mined,
-    mined_records,
-    packet_of_record,
-    require_traces,
-)
+from gitkb.gates import trace_evidence as te
 
 if TYPE_CHECKING:
     from gitkb.record import RecordFile
@@ -30,12 +24,12 @@ def basis(data: dict) -> object:
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-    records = mined_records(ctx)
-    require_traces(ctx)
+    records = te.mined_records(ctx)
+    te.require_traces(ctx)
     for record_file, data in records:
         if basis(data) != "profiler":
             continue
-        found = evidence(ctx, data)
+        found = te.evidence(ctx, data)
         packet = found.packet
         if packet is None:
             yield Finding(record_file.id, NAME, f"basis is profiler, but {found.problem}", FIELD)
@@ -56,7 +50,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 
 
 def _claim_profiler(ctx: GateContext) -> RecordFile | None:
-    record_file = first_mined(ctx)
+    record_file = te.first_mined(ctx)
     if record_file is None:
         return None
     summary = record_file.data["evidence"].setdefault("summary", {})
@@ -70,12 +64,12 @@ GATE = Gate(
 )
 
 
-@GATE.edit("unbacked-claim", packet_of_record(_claim_profiler))
+@GATE.edit("unbacked-claim", te.packet_of_record(_claim_profiler))
 def _unbacked_claim(packet: Packet) -> None:
     packet.provenance["ncu_dirs"] = []
 
 
-@GATE.edit("unusable-capture", packet_of_record(_claim_profiler))
+@GATE.edit("unusable-capture", te.packet_of_record(_claim_profiler))
 def _unusable_capture(packet: Packet) -> None:
     """Captures are cited, but none measured the kernel under test."""
     packet.provenance["ncu_dirs"] = packet.provenance.get("ncu_dirs") or ["profiles/v1"]

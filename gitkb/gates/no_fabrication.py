@@ -18,13 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gitkb.gates import Finding, Gate, GateContext
-from gitkb.gates.trace_evidence import (
-    evidence,
-    first_mined,
-    mined_records,
-    packet_of_record,
-    require_traces,
-)
+from gitkb.gates import trace_evidence as te
 from gitkb.record import dig
 
 if TYPE_CHECKING:
@@ -118,10 +112,10 @@ def _texts(node: object, out: list[str]) -> None:
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-    records = mined_records(ctx)
-    require_traces(ctx)
+    records = te.mined_records(ctx)
+    te.require_traces(ctx)
     for record_file, data in records:
-        found = evidence(ctx, data)
+        found = te.evidence(ctx, data)
         if found.packet is None:
             yield Finding(
                 record_file.id,
@@ -149,7 +143,7 @@ def check(ctx: GateContext) -> Iterator[Finding]:
 GATE = Gate(NAME, "trace", "every number a mined record states occurs in its packet", check)
 
 
-@GATE.edit("invented-number", first_mined)
+@GATE.edit("invented-number", te.first_mined)
 def _invented_number(record_file: RecordFile) -> bool:
     data = record_file.data
     gain = (data.get("worth") or {}).get("gain") or {}
@@ -166,14 +160,14 @@ def _invented_number(record_file: RecordFile) -> bool:
     return False
 
 
-@GATE.edit("invented-signal-metric", first_mined)
+@GATE.edit("invented-signal-metric", te.first_mined)
 def _invented_signal(record_file: RecordFile) -> None:
     signals = record_file.data.setdefault("retrieval", {}).setdefault("signals", {})
     metrics = signals.get("metrics")
     signals["metrics"] = {**(metrics if isinstance(metrics, dict) else {}), "dram_pct": 93.17}
 
 
-@GATE.edit("invented-effect-geomean", first_mined)
+@GATE.edit("invented-effect-geomean", te.first_mined)
 def _invented_effect(record_file: RecordFile) -> None:
     """A better absolute latency than the trace measured: warm start ranks by it."""
     raw = record_file.data.setdefault("evidence", {}).setdefault("raw", {})
@@ -181,14 +175,14 @@ def _invented_effect(record_file: RecordFile) -> None:
     raw["effect"] = {**effect, "new_geomean_us": 12.3457}
 
 
-@GATE.edit("no-packet", first_mined)
+@GATE.edit("no-packet", te.first_mined)
 def _unmatched_record(record_file: RecordFile) -> None:
     data = record_file.data
     data["id"] += "-unmined"
     data["evidence"]["raw"]["version"] = "v9999"
 
 
-@GATE.edit("evidence-lost", packet_of_record(first_mined))
+@GATE.edit("evidence-lost", te.packet_of_record(te.first_mined))
 def _evidence_lost(packet: Packet) -> None:
     """The trace no longer states the record's numbers: the packet says nothing."""
     packet.agent_facing, packet.target, packet.diff, packet.kernel = {}, {}, None, None

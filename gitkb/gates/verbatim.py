@@ -18,13 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gitkb.gates import Finding, Gate, GateContext
-from gitkb.gates.trace_evidence import (
-    evidence,
-    first_mined,
-    mined_records,
-    packet_of_record,
-    require_traces,
-)
+from gitkb.gates import trace_evidence as te
 from gitkb.trace.scrub import PLACEHOLDERS
 
 if TYPE_CHECKING:
@@ -60,13 +54,13 @@ def snippets(data: dict) -> list[tuple[str, str]]:
 
 
 def check(ctx: GateContext) -> Iterator[Finding]:
-    records = mined_records(ctx)
-    require_traces(ctx)
+    records = te.mined_records(ctx)
+    te.require_traces(ctx)
     for record_file, data in records:
         quoted = snippets(data)
         if not quoted:
             continue
-        packet = evidence(ctx, data).packet
+        packet = te.evidence(ctx, data).packet
         if packet is None:
             continue
         code = fold(packet.code)
@@ -100,7 +94,7 @@ def _scrubbed_from(line: str, code_lines: list[str]) -> bool:
 
 
 def _quoting(ctx: GateContext) -> RecordFile | None:
-    return first_mined(ctx, lambda data: bool(snippets(data)))
+    return te.first_mined(ctx, lambda data: bool(snippets(data)))
 
 
 GATE = Gate(
@@ -126,7 +120,7 @@ def _renamed_variable(record_file: RecordFile) -> bool:
     return False
 
 
-@GATE.edit("packet-without-code", packet_of_record(_quoting))
+@GATE.edit("packet-without-code", te.packet_of_record(_quoting))
 def _packet_without_code(packet: Packet) -> None:
     packet.diff = packet.kernel = None
 

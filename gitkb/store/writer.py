@@ -10,7 +10,8 @@ meanwhile, the chunk is built again on the new tip.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -155,12 +156,8 @@ def write(store: WritableStore, builds: list[Builder], on_refusal: str = "stop")
     admissions: list[Admission] = []
     if not builds:
         return admissions
-    store.require_signing()
-    repo = store.repo
     try:
-        with worktree.writer_lock(repo) as recovered:
-            if recovered:
-                worktree.repair_work_tree(repo, layout.BRANCH)
+        with _writer_lock(store):
             pending = list(builds)
             if store.format == layout.FORMAT_1 and store.upgrade_change not in pending:
                 logger.warning("%s uses store format 1 (a committed index): upgrading it first "
@@ -189,12 +186,9 @@ def rewrite(store: WritableStore, build: Callable[[str], tuple[str, set[str]]]) 
     commits and returns the new tip and the paths it changed; main then moves by
     compare-and-swap (``git kb renumber`` rewrites commits not yet pushed, nothing else
     rewrites history). Returns (old tip, new tip)."""
-    store.require_signing()
     repo = store.repo
     try:
-        with worktree.writer_lock(repo) as recovered:
-            if recovered:
-                worktree.repair_work_tree(repo, layout.BRANCH)
+        with _writer_lock(store):
             tip = store.tip
             with repo.batch():
                 new, touched = build(tip)
@@ -206,6 +200,17 @@ def rewrite(store: WritableStore, build: Callable[[str], tuple[str, set[str]]]) 
             f"{store.location}: cannot write to the store ({os_reason(exc)})"
         ) from None
     return tip, new
+
+
+@contextlib.contextmanager
+def _writer_lock(store: WritableStore) -> Iterator[None]:
+    """The store's writer lock, held once the writer may sign as the store requires (no
+    work before that refusal), with a work tree an interrupted writer left repaired."""
+    store.require_signing()
+    with worktree.writer_lock(store.repo) as recovered:
+        if recovered:
+            worktree.repair_work_tree(store.repo, layout.BRANCH)
+        yield
 
 
 def _write_chunk(
