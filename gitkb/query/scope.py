@@ -91,6 +91,11 @@ class Request:
             raise GitkbError(f"--rank must be one of {', '.join(RANK_MODES)}", 2)
         if self.tier is not None and self.tier not in TIERS:
             raise GitkbError(f"--tier must be one of {', '.join(TIERS)}", 2)
+        words = len(normalize_terms(self.terms))
+        if words > MAX_TERMS:
+            raise GitkbError(
+                f"a query holds at most {MAX_TERMS} words; this one holds {words:,}", 2
+            )
         return self
 
 
@@ -126,6 +131,12 @@ class Scope:
     def widened(self) -> Scope:
         """This scope reaching the vendor's other architectures too (``--cross-arch``)."""
         return replace(self, request=replace(self.request, cross_arch=True))
+
+
+# Each word is one condition of the cache's SQL, and SQLite refuses an expression over
+# 1,000 deep: a longer query is refused in words, before any SQL (one word of any length
+# is answered).
+MAX_TERMS = 256
 
 
 def normalize_terms(terms: Iterable[str]) -> tuple[str, ...]:
@@ -248,8 +259,6 @@ def resolve(cache: IndexCache, request: Request) -> Scope:
     """The request's scope in the store's spelling; raises (exit 2) on an unknown value."""
     vocabulary = Vocabulary(cache)
     arch = resolve_arch(vocabulary, request.arch) if request.arch else None
-    if arch:
-        pass
     scope = Scope(
         request=request,
         terms=normalize_terms(request.terms),

@@ -510,3 +510,25 @@ def test_a_term_is_a_literal_substring_whatever_characters_it_holds(tmp_path):
         doc = answer.query(store, Request(terms=(term,), any_term=True, limit=10))
         matched = sorted(ids(doc)) if doc["result"]["kind"] == "matches" else []
         assert matched == wanted, (term, doc["result"])
+
+
+def test_a_term_of_100000_characters_is_answered_and_too_many_words_refused(tmp_path):
+    """Past SQLite's GLOB pattern limit (50,000 bytes) one word is still a substring test:
+    found where the text holds it, an empty answer where none does. Past 256 words a query
+    is refused in one line (exit 2), never exit 70."""
+    store = Store.init(tmp_path / "kb")
+    record = synthetic.strategy(1, families=1)
+    record["payload"]["goal"] = "Rows-stay-in-registers." * 5_000
+    store.admit(rec.dumps(record), "insert")
+    for term, served in ((record["payload"]["goal"][:100_000], 1), ("q" * 100_000, 0)):
+        done = kb("query", "--store", str(store.location), "--json", "--max-bytes", "10000000",
+                  "--limit", "1", term)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert [r["id"] for r in answer["records"]][:served] == [record["id"]] * served
+        assert (answer["result"]["kind"] == "fallback") is (served == 0)
+    done = kb("query", "--store", str(store.location), "Rows stay in registers. " * 4_000)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "gitkb: error: a query holds at most 256 words; this one holds 16,000\n"
+    )
