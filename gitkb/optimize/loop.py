@@ -477,7 +477,7 @@ def _finish(loop: _Loop, stopping: str) -> RunResult:
     runoff = loop.runoff()
     best = state.best  # the runoff may have picked a runner-up
     if best.id != "baseline":
-        final, revalidation = revalidate(setup, best, base)
+        final, revalidation = revalidate(setup, best, base.score)
         if revalidation["passed"]:
             winner = best
             if setup.config.diagnostic_proton_intra_kernel:
@@ -506,7 +506,7 @@ def _finish(loop: _Loop, stopping: str) -> RunResult:
     write_back = None
     if setup.kb is not None:
         write_back = (
-            writeback.write_back(setup, state.adopted)
+            writeback.write_back(setup, setup.kb, state.adopted)
             if winner
             else {"attempted": False, "reason": "no winner"}
         )
@@ -543,8 +543,8 @@ def run(config: RunConfig) -> RunResult:
         return RunResult(refused.result.as_json(), EXIT_COMMIT_FAILED)
     state = RunState(seen={scoring.source_key(setup.baseline_source)})
     if setup.warm is not None:
-        state.warm = warm.offer(setup)
-    briefing = knowledge.brief(setup) if config.kb else None
+        state.warm = warm.offer(setup, setup.warm)
+    briefing = knowledge.brief(setup, config.kb) if config.kb else None
     base = None
     try:
         base = validate(setup, state)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitkb.optimize.providers import Candidate
+from gitkb.optimize.providers.warmstart import Provider as WarmProvider
 from gitkb.optimize.scoring import Score
 
 
@@ -51,6 +52,7 @@ class WarmStart:
 
     report: dict
     references: Path  # the audit folder's prose for the round providers
+    provider: WarmProvider  # the store it offers from and attests to
     adopted_source: str | None = None
 
     @property
