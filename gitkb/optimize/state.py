@@ -74,8 +74,8 @@ class RunState:
     validation: dict | None = None  # what the bundle validation found
     warm: WarmStart | None = None
     # every correct measurement (warm-start offers too), for the final runoff:
-    # (aggregate, experiment id, candidate)
-    measured: list[tuple[float, str, Candidate]] = field(default_factory=list)
+    # (aggregate, experiment id, candidate, its source)
+    measured: list[tuple[float, str, Candidate, str]] = field(default_factory=list)
 
     @property
     def adopted(self) -> dict | None:
