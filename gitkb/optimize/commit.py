@@ -292,6 +292,8 @@ def winner_message(
 ) -> tuple[str, str]:
     """(subject, message) of a run's winner commit: the subject asked for, else the
     experiment's title, else a default; the performance table and the trace trailers."""
+    if final.aggregate is None:  # revalidation passes only a score with passing cases
+        raise GitkbError("the winner has no aggregate speedup to commit")
     subject = subject or experiment.get("commit_title") or f"Optimize {kernel_name} with TLX agent"
     summary = experiment.get("commit_summary") or experiment.get("change") or ""
     message = build_message(

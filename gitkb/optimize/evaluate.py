@@ -20,6 +20,8 @@ from gitkb.optimize.trace_writer import dumps
 # nvidia) where the backend has one, as the TLX agent resolves it.
 DEFAULT_TOOLS = ("proton_launch", "native_profiler")
 DIAGNOSTIC_TOOLS = ("proton_intra_kernel",)
+# A harness run's error names why it gave no response; this is the line when it names none.
+NO_RESPONSE = "the harness gave no response"
 
 
 @dataclass
@@ -111,9 +113,9 @@ def measure(
 ) -> Measurement:
     """Evaluate and score against ``baseline`` (None: this is the baseline)."""
     evaluation = evaluate(setup, source, exp_id, level, reason)
-    if evaluation.error:
-        return Measurement(None, [evaluation.error], level=level)
     response = evaluation.response
+    if evaluation.error is not None or response is None:
+        return Measurement(None, [evaluation.error or NO_RESPONSE], level=level)
     if not response["build"]["success"]:
         why = "; ".join(response["build"]["diagnostics"]) or "no diagnostics"
         return Measurement(None, [f"build failed: {why}"], level=level)
@@ -133,16 +135,18 @@ def diagnose(setup: RunSetup, source: str, exp_id: str, reason: str) -> dict[str
     if request is None:
         return {}
     evaluation = evaluate(setup, source, f"{exp_id}-diagnostic", "deep", reason, request)
-    error = evaluation.error
-    if error is None and not evaluation.response["build"]["success"]:
-        error = "build failed: " + "; ".join(evaluation.response["build"]["diagnostics"])
-    if error is not None:
-        return {c.case_id: {"error": error} for c in setup.bundle.cases}
-    return {c["case_id"]: c["profile"] for c in evaluation.response["cases"] if "profile" in c}
+    error, response = evaluation.error, evaluation.response
+    if error is None and response is not None and not response["build"]["success"]:
+        error = "build failed: " + "; ".join(response["build"]["diagnostics"])
+    if error is not None or response is None:
+        return {c.case_id: {"error": error or NO_RESPONSE} for c in setup.bundle.cases}
+    return {c["case_id"]: c["profile"] for c in response["cases"] if "profile" in c}
 
 
 def merge_diagnostics(measurement: Measurement, diagnostics: dict[str, dict]) -> None:
     """Each case's diagnostic profile under ``diagnostic_proton_intra_kernel`` (TLX's key)."""
+    if measurement.score is None:
+        return  # nothing was measured: no case to add a profile to
     for case in measurement.score.cases:
         if case.case_id in diagnostics:
             case.profile = dict(

@@ -89,11 +89,11 @@ class Briefing:
         )
 
 
-def brief(setup: RunSetup) -> Briefing:
-    """Ask the store about the kernel (``gather``) and, when it is open, select TLX's
-    knowledge documents for the target."""
+def brief(setup: RunSetup, store_path: str) -> Briefing:
+    """Ask the store at ``store_path`` (``--kb``) about the kernel (``gather``) and, when it
+    is open, select TLX's knowledge documents for the target."""
     found = gather(
-        setup.config.kb, hardware_tokens(setup.bundle.target)[0], setup.operator,
+        store_path, hardware_tokens(setup.bundle.target)[0], setup.operator,
         setup.baseline_source,
     )  # fmt: skip
     setup.say(
@@ -102,17 +102,17 @@ def brief(setup: RunSetup) -> Briefing:
     )
     if setup.kb is None:
         return Briefing(found)
-    context, files = tlx_context(setup)
+    context, files = tlx_context(setup, setup.kb)
     return Briefing(found, context, tuple(files))
 
 
-def tlx_context(setup: RunSetup) -> tuple[str, list[str]]:
+def tlx_context(setup: RunSetup, store: Store) -> tuple[str, list[str]]:
     """The store's knowledge as TLX's agent context: the documents ``git kb export
     tlx-knowledge`` writes, selected for this target by TLX's rule (the kernel's family
     beside the wider ones), joined widest first, headed by file, within 16 KiB; returns
     the text and the files."""
     target = setup.bundle.target
-    found = tlx_knowledge.topics(tlx_knowledge.store_records(setup.kb))
+    found = tlx_knowledge.topics(tlx_knowledge.store_records(store))
     context, files = tlx_knowledge.context(
         found, target.get("backend"), target.get("architecture"), setup.operator
     )
@@ -206,7 +206,7 @@ def knob_exclusions(
     for record in records:
         if record.get("type") != "anti-strategy":
             continue
-        payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+        payload = raw if isinstance(raw := record.get("payload"), dict) else {}
         texts = [t for t in (payload.get("attempted"), payload.get("change")) if isinstance(t, str)]
         here = _names_workload(" ".join(texts), cases)
         for text in texts:
@@ -234,8 +234,8 @@ def knob_moves(records: list[dict], tunables: dict) -> dict[str, int]:
     for record in records:
         if record.get("type") != "strategy":
             continue
-        payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
-        text = payload.get("change") if isinstance(payload.get("change"), str) else ""
+        payload = raw if isinstance(raw := record.get("payload"), dict) else {}
+        text = raw if isinstance(raw := payload.get("change"), str) else ""
         for found in _KNOB_MOVE.finditer(text):
             values = [repr(v) for v in tunables.get(found["name"], [])]
             a, b = found["a"], found["b"].rstrip(".,;")

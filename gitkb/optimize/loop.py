@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitkb.errors import GitkbError
 from gitkb.optimize import (
     commit,
     experiments,
@@ -24,6 +25,7 @@ from gitkb.optimize import (
     warm,
     writeback,
 )
+from gitkb.optimize import runoff as final_pick
 from gitkb.optimize.evaluate import Measurement, diagnose, measure, merge_diagnostics
 from gitkb.optimize.experiments import (
     announce,
@@ -46,12 +48,6 @@ from gitkb.optimize.validation import validate
 __all__ = ["RunConfig", "RunResult", "result_json", "run"]
 
 EXCLUSIONS_KEPT = 5
-# The final pick: the best and up to this many runners-up are measured again back to back.
-RUNOFF_CONTENDERS = 2
-RUNOFF_PASSES = 2  # the second pass in reverse order, so neither side always runs first
-# A runner-up first measured below this share of the best is not re-measured: one sample
-# under load can be off by a third, not by more.
-RUNOFF_BAND = 0.6
 EXIT_OK, EXIT_STOPPED, EXIT_NO_WINNER, EXIT_COMMIT_FAILED = 0, 1, 2, 3
 result_json = outputs.result_json
 
@@ -73,19 +69,29 @@ class _Loop:
         self.setup = setup
         self.state = state
         self.base = base
+        if base.score is None:  # validate refuses a baseline it could not measure
+            raise GitkbError("the baseline was not measured")
+        self.base_score = base.score
         self.briefing = briefing
+
+    @property
+    def best(self) -> BestSoFar:
+        """The best so far; ``record_baseline`` sets the first."""
+        if self.state.best is None:
+            raise GitkbError("the run has no best before its baseline is recorded")
+        return self.state.best
 
     # ------------------------------------------------------------------ the baseline
 
     def record_baseline(self) -> None:
         """The kernel as the run found it, measured: the first best."""
         setup, base = self.setup, self.base
-        base.score.aggregate = 1.0
+        self.base_score.aggregate = 1.0
         experiment = self.keep(record(setup, "baseline", 0, None, "baseline", None, base, [], 0))
         self.state.best = BestSoFar(
             id="baseline",
             source=setup.baseline_source,
-            score=base.score,
+            score=self.base_score,
             aggregate=1.0,
             version=0,
             experiment=experiment,
@@ -97,7 +103,7 @@ class _Loop:
         is the adopted record's code (``adopted``: its id), so mining files only what the
         run changed on top of it, measured against it; the adoption itself is the record's
         attestation and confirmation, never a technique of this run."""
-        setup, best = self.setup, self.state.best
+        setup, best = self.setup, self.best
         start = best.experiment
         if adopted is not None:
             start = dict(start, status="baseline", category="baseline", change="", hypothesis="")
@@ -124,7 +130,7 @@ class _Loop:
     # ------------------------------------------------------------------ rounds
 
     def context(self, exp_id: str) -> ProposalContext:
-        setup, state, best = self.setup, self.state, self.state.best
+        setup, state, best = self.setup, self.state, self.best
         briefing = self.briefing
         return ProposalContext(
             experiment_id=exp_id,
@@ -179,12 +185,12 @@ class _Loop:
             return
         exp_id = f"r{round_no:03d}-deep"
         found = measure(
-            setup, state.best.source, exp_id, "deep",
-            "a round without a promotion: deeper evidence for the next proposals", self.base.score,
+            setup, self.best.source, exp_id, "deep",
+            "a round without a promotion: deeper evidence for the next proposals", self.base_score,
         )  # fmt: skip
         if found.measured and found.profiles:
-            state.best = dataclasses.replace(state.best, profiles=found.profiles)
-        setup.say(f"[gitkb] {exp_id} deep profile of {state.best.id} after a dry round")
+            state.best = dataclasses.replace(self.best, profiles=found.profiles)
+        setup.say(f"[gitkb] {exp_id} deep profile of {self.best.id} after a dry round")
 
     # ------------------------------------------------------------------ one candidate
 
@@ -198,20 +204,21 @@ class _Loop:
     ) -> Judgement:
         """Check, evaluate and decide one candidate; record it; commit it to the trace
         (``traced``; a warm-start candidate is not: its verdict is an attestation)."""
-        setup, state, best = self.setup, self.state, self.state.best
+        setup, state, best = self.setup, self.state, self.best
         parent = best.id
         announce(setup, exp_id, candidate)
-        if candidate.source is None:
+        source = candidate.source
+        if source is None:
             why = candidate.error or "the provider produced no candidate"
             return self.not_evaluated(candidate, exp_id, round_no, why)
-        refusal = scoring.precheck(candidate.source, best.source, state.seen)
+        refusal = scoring.precheck(source, best.source, state.seen)
         if refusal:  # never evaluated: TLX's "failed", as for a candidate that raised
             return self.not_evaluated(candidate, exp_id, round_no, f"pre-evaluation: {refusal}")
-        state.seen.add(scoring.source_key(candidate.source))
+        state.seen.add(scoring.source_key(source))
         setup.say(stage_line(exp_id, "evaluating"))
         state.version += traced
         version = state.version if traced else None
-        measurement, verdict = self.measure_and_decide(candidate, exp_id, best.aggregate)
+        measurement, verdict = self.measure_and_decide(candidate, source, exp_id, best.aggregate)
         status, diagnostics = "failed", measurement.diagnostics
         if verdict is not None:
             status = "promoted" if verdict.promoted else "rejected"
@@ -232,24 +239,25 @@ class _Loop:
         decide_line(setup, exp, best.aggregate)
         score = measurement.score
         if score is not None and score.aggregate is not None and score.protected_pass:
-            state.measured.append((score.aggregate, exp_id, candidate))
-        if traced:
+            state.measured.append((score.aggregate, exp_id, candidate, source))
+        promoted = _best(exp, source, measurement, version) if status == "promoted" else None
+        if version is not None:  # traced
             memory = self.trace_memory(version, exp, measurement, best.aggregate)
-            if status != "promoted":
+            if promoted is None:
                 sha = experiments.trace_rejection(setup, exp, measurement, version, memory)
             else:
-                sha = self.trace_promotion(version, exp, candidate, measurement, best.aggregate)
+                sha = self.trace_promotion(
+                    version, exp, candidate, measurement, promoted, best.aggregate
+                )
             self.feedback(candidate, exp, status, sha)
-        if status != "promoted":
-            return Judgement(status, exp)
-        return Judgement(status, exp, _best(exp, candidate, measurement, version))
+        return Judgement(status, exp, promoted)
 
     def trace_memory(
         self, version: int, exp: dict, measurement: Measurement, incumbent: float
     ) -> dict:
         """The trace's memory file for one experiment, measured against ``incumbent``."""
         evidence = experiments.profiler_evidence(self.setup, measurement.profiles)
-        memory = memory_record(version, exp, measurement.score, self.base.score, incumbent,
+        memory = memory_record(version, exp, measurement.score, self.base_score, incumbent,
                                evidence, self.setup.trace.reference)  # fmt: skip
         # the trace names the knowledge-base records the proposal drew on, or ruled out
         memory["kb_cited"], memory["kb_excluded_by"] = exp["kb_cited"], exp["kb_excluded_by"]
@@ -257,19 +265,20 @@ class _Loop:
 
     def trace_promotion(
         self, version: int, exp: dict, candidate: Candidate, measurement: Measurement,
-        incumbent: float,
+        promoted: BestSoFar, incumbent: float,
     ) -> str:  # fmt: skip
-        """Commit a promoted candidate to the trace (its gain over ``incumbent``); its sha."""
+        """Commit a promoted candidate (its new best ``promoted``) to the trace, with its
+        gain over ``incumbent``; its sha."""
         memory = self.trace_memory(version, exp, measurement, incumbent)
         title = candidate.commit_title or candidate.change or exp["id"]
-        gain_pct = (measurement.score.aggregate / incumbent - 1) * 100 if incumbent else 0.0
-        return self.setup.trace.promoted(version, candidate.source, memory, title, gain_pct)
+        gain_pct = (promoted.aggregate / incumbent - 1) * 100 if incumbent else 0.0
+        return self.setup.trace.promoted(version, promoted.source, memory, title, gain_pct)
 
     def not_evaluated(
         self, candidate: Candidate, exp_id: str, round_no: int, why: str
     ) -> Judgement:
         """A candidate with no source, or one refused before evaluation: ``failed``."""
-        best = self.state.best
+        best = self.best
         exp = self.keep(
             record(self.setup, exp_id, round_no, best.id, "failed", candidate, None, [why], None)
         )
@@ -298,26 +307,25 @@ class _Loop:
             )
 
     def measure_and_decide(
-        self, candidate: Candidate, exp_id: str, best_aggregate: float
+        self, candidate: Candidate, source: str, exp_id: str, best_aggregate: float
     ) -> tuple[Measurement, scoring.Verdict | None]:
         """Measure (deep for a scheduling hypothesis), decide, and re-measure with a deep
         profile when the candidate sits near the threshold or its benchmark and profile
         disagree; returns (measurement, verdict or None when nothing was measured)."""
-        setup, base = self.setup, self.base.score
+        setup, base = self.setup, self.base_score
         budget = setup.budget
         level, reason = "summary", "candidate"
         if profiling.scheduling(candidate.hypothesis, candidate.change):
             level, reason = "deep", "a scheduling hypothesis needs stall and occupancy evidence"
-        measurement = measure(setup, candidate.source, exp_id, level, reason, base)
-        if not measurement.measured:
+        measurement = measure(setup, source, exp_id, level, reason, base)
+        if measurement.score is None:
             return measurement, None
-        verdict = scoring.decide(
-            measurement.score, base, best_aggregate, budget.min_speedup, budget.max_cv
-        )
+        score = measurement.score
+        verdict = scoring.decide(score, base, best_aggregate, budget.min_speedup, budget.max_cv)
         again = "near-threshold rerun" if verdict.rerun else None
         if again is None and level != "deep":
-            disagree = profiling.disagreement(measurement.score, base)
-            if disagree and profiling.worth_a_deeper_look(measurement.score, budget.min_speedup):
+            disagree = profiling.disagreement(score, base)
+            if disagree and profiling.worth_a_deeper_look(score, budget.min_speedup):
                 again = f"benchmark and profile disagree ({disagree[0]})"
         if again is None:
             return measurement, verdict
@@ -325,17 +333,13 @@ class _Loop:
             line = stage_line(exp_id, "near-threshold-profiling")
             setup.say(f"{line} diagnostics=reason=near_threshold")
         setup.say(f"[gitkb] {exp_id} measured again with a deep profile: {again}")
-        measurement = measure(setup, candidate.source, f"{exp_id}-rerun", "deep", again, base)
-        if not measurement.measured:
+        measurement = measure(setup, source, f"{exp_id}-rerun", "deep", again, base)
+        if measurement.score is None:
             return measurement, None
         return measurement, scoring.decide(
-            measurement.score,
-            base,
-            best_aggregate,
-            budget.min_speedup,
-            budget.max_cv,
+            measurement.score, base, best_aggregate, budget.min_speedup, budget.max_cv,
             allow_rerun=False,
-        )
+        )  # fmt: skip
 
     def judge_offered(self, offered: Candidate, exp_id: str) -> Judgement:
         """A warm-start candidate, judged like a round candidate (round 0), kept out of the
@@ -350,52 +354,29 @@ class _Loop:
     def runoff(self) -> dict | None:
         """The final pick: the best and its closest runners-up (correct, each measured once
         before, a warm-start offer or a round candidate alike) measured again in
-        ``RUNOFF_PASSES`` back-to-back passes (the second in reverse order), each scored on
+        ``final_pick.PASSES`` back-to-back passes (the second in reverse order), each scored on
         its pooled samples, so that one unlucky sample under load does not leave the optimum
         behind a worse setting. A runner-up whose pooled score passes the promotion rules
         against the best's becomes the best (a new version of the trace). Returns the report
         (None: no runner-up to re-measure, or no time left)."""
-        setup, best, base = self.setup, self.state.best, self.base.score
-        contenders, keys = [], {scoring.source_key(best.source)}
-        for aggregate, exp_id, candidate in sorted(self.state.measured, key=lambda m: -m[0]):
-            key = scoring.source_key(candidate.source)
-            if key in keys or aggregate < best.aggregate * RUNOFF_BAND:
-                continue
-            keys.add(key)
-            contenders.append((aggregate, exp_id, candidate))
-        contenders = contenders[:RUNOFF_CONTENDERS]
-        if not contenders or setup.elapsed() > setup.budget.max_total_seconds:
+        setup, best, base = self.setup, self.best, self.base_score
+        runners = final_pick.contenders(self.state.measured, best)
+        if not runners or setup.elapsed() > setup.budget.max_total_seconds:
             return None
         why = "the final pick: measured again beside the runners-up, on equal terms"
-        sources = [(best.id, best.source)] + [(e, c.source) for _, e, c in contenders]
+        sources = [(best.id, best.source)] + [(r.exp_id, r.source) for r in runners]
         passes: list[list[Measurement]] = [[] for _ in sources]
-        for number in range(RUNOFF_PASSES):
+        for number in range(final_pick.PASSES):
             order = range(len(sources)) if number % 2 == 0 else reversed(range(len(sources)))
             for index in order:
                 exp_id, source = sources[index]
                 folder = f"runoff-{exp_id}" + (f"-{number + 1}" if number else "")
                 passes[index].append(measure(setup, source, folder, "summary", why, base))
-        pooled = [self.pooled(found) for found in passes]
-        fresh = pooled[0].score.aggregate if pooled[0] is not None else None
-        if pooled[0] is not None and not pooled[0].score.protected_pass:
-            fresh = None
-        ran: list[dict] = []  # each contender's figures, in order
+        pooled = [final_pick.pooled(found, setup.bundle.cases, base) for found in passes]
+        first = pooled[0][1] if pooled[0] is not None else None
+        fresh = first.aggregate if first is not None and first.protected_pass else None
+        ran, picked = final_pick.pick(runners, pooled[1:], fresh, base, setup.budget)
         report: dict = {"best": best.id, "best_again": fresh, "contenders": ran, "picked": None}
-        picked = None
-        for (aggregate, exp_id, candidate), found in zip(contenders, pooled[1:], strict=True):
-            verdict = None
-            if found is not None:
-                verdict = scoring.decide(
-                    found.score, base, fresh or 0.0, setup.budget.min_speedup, setup.budget.max_cv,
-                    allow_rerun=False,
-                )  # fmt: skip
-            won = verdict is not None and verdict.promoted
-            ran.append(
-                {"experiment": exp_id, "first": aggregate, "won": won,
-                 "again": found.score.aggregate if found is not None else None}
-            )  # fmt: skip
-            if won and (picked is None or found.score.aggregate > picked[1].score.aggregate):
-                picked = (exp_id, found, candidate)
         setup.say(
             f"[gitkb] runoff: {best.id} again {experiments.fmt(fresh, 4)}x; "
             + ", ".join(f"{c['experiment']} {experiments.fmt(c['again'], 4)}x"
@@ -405,62 +386,58 @@ class _Loop:
             report["picked"] = self.promote_runoff(*picked, fresh or 0.0)
         return report
 
-    def pooled(self, found: list[Measurement]) -> Measurement | None:
-        """One measurement over a source's runoff passes (None unless every pass measured)."""
-        if not all(m.measured for m in found):
-            return None
-        last = found[-1]
-        score = scoring.pooled([m.score for m in found], self.setup.bundle.cases, self.base.score)
-        return Measurement(score, last.diagnostics, last.metrics, last.profiles, last.level)
-
     def promote_runoff(
-        self, exp_id: str, found: Measurement, candidate: Candidate, incumbent: float
+        self, runner: final_pick.Contender, found: Measurement, aggregate: float, incumbent: float
     ) -> str:
-        """The runner-up the runoff picked, committed to the trace as a new version over the
-        best (its gain against the best's fresh measurement); returns its experiment id."""
-        setup, best = self.setup, self.state.best
+        """The runner-up the runoff picked (its pooled ``aggregate``), committed to the trace
+        as a new version over the best (its gain against the best's fresh measurement);
+        returns its experiment id."""
+        setup, best, exp_id, candidate = self.setup, self.best, runner.exp_id, runner.candidate
         new_id = f"runoff-{exp_id}"
         self.state.version += 1
         diagnostics = [
-            f"runoff: {found.score.aggregate:.4f}x against {best.id}'s {incumbent:.4f}x, "
-            f"{RUNOFF_PASSES} passes back to back, samples pooled (first measured {exp_id})"
+            f"runoff: {aggregate:.4f}x against {best.id}'s {incumbent:.4f}x, "
+            f"{final_pick.PASSES} passes back to back, samples pooled (first measured {exp_id})"
         ]
         round_no = setup.budget.max_rounds + 1
         exp = record(setup, new_id, round_no, best.id, "promoted", candidate, found,
                      diagnostics, self.state.version)  # fmt: skip
         self.keep(exp)
         decide_line(setup, exp, incumbent)
-        sha = self.trace_promotion(self.state.version, exp, candidate, found, incumbent)
+        promoted = _best(exp, runner.source, found, self.state.version)
+        sha = self.trace_promotion(self.state.version, exp, candidate, found, promoted, incumbent)
         self.feedback(candidate, exp, "promoted", sha)
-        self.state.best = _best(exp, candidate, found, self.state.version)
+        self.state.best = promoted
         return new_id
 
     def reverify(self, merged: bytes) -> tuple[bool, str]:
         """The merged file of a dirty target, through the harness: protected cases must pass."""
         found = measure(
             self.setup, merged.decode("utf-8", "replace"), "commit-reverify", "summary",
-            "the target was dirty: re-validate the merged file", self.base.score,
+            "the target was dirty: re-validate the merged file", self.base_score,
         )  # fmt: skip
-        if not found.measured:
+        score = found.score
+        if score is None:
             return False, "; ".join(found.diagnostics)
-        cases = [c.as_json() for c in found.score.cases]  # TLX keeps this one at the root
+        cases = [c.as_json() for c in score.cases]  # TLX keeps this one at the root
         (self.setup.output / "commit_revalidation.json").write_bytes(
-            experiments.dumps(outputs.performance(cases, found.score.aggregate))
+            experiments.dumps(outputs.performance(cases, score.aggregate))
         )
-        if not found.score.protected_pass:
-            return False, f"protected cases failed: {', '.join(found.score.failed_protected())}"
+        if not score.protected_pass:
+            return False, f"protected cases failed: {', '.join(score.failed_protected())}"
         return True, ""
 
 
-def _best(
-    exp: dict, candidate: Candidate, measurement: Measurement, version: int | None
-) -> BestSoFar:
+def _best(exp: dict, source: str, measurement: Measurement, version: int | None) -> BestSoFar:
     """A promoted candidate as the code the next proposals start from."""
+    score = measurement.score
+    if score is None or score.aggregate is None:  # decide promotes only a scored aggregate
+        raise GitkbError(f"{exp['id']} was promoted without an aggregate speedup")
     return BestSoFar(
         id=exp["id"],
-        source=candidate.source,
-        score=measurement.score,
-        aggregate=measurement.score.aggregate,
+        source=source,
+        score=score,
+        aggregate=score.aggregate,
         version=version,
         experiment=exp,
         profiles=measurement.profiles,
@@ -470,16 +447,16 @@ def _best(
 def _finish(loop: _Loop, stopping: str) -> RunResult:
     """Revalidate the finalist, commit it, write back; write the outputs."""
     setup, state, base = loop.setup, loop.state, loop.base
-    best = state.best
     winner: BestSoFar | None = None
     final: Measurement | None = None
+    final_score: Score | None = None  # the winner's, revalidated
     revalidation: dict | None = None
-    runoff = loop.runoff()
-    best = state.best  # the runoff may have picked a runner-up
+    runoff_report = loop.runoff()
+    best = loop.best  # the runoff may have picked a runner-up
     if best.id != "baseline":
-        final, revalidation = revalidate(setup, best, base)
-        if revalidation["passed"]:
-            winner = best
+        final, revalidation = revalidate(setup, best, loop.base_score)
+        if revalidation["passed"] and final.score is not None:
+            winner, final_score = best, final.score
             if setup.config.diagnostic_proton_intra_kernel:
                 traces = diagnose(setup, winner.source, "final", "final_winner_diagnostic")
                 merge_diagnostics(final, traces)
@@ -487,26 +464,28 @@ def _finish(loop: _Loop, stopping: str) -> RunResult:
             stopping = "finalist_revalidation_failed"
             if state.warm is not None:
                 warm.recheck_failed(setup, state.warm, revalidation)
-    final_cases = (final if winner else base).score.cases
+    final_cases = (final_score if final_score is not None else loop.base_score).cases
     setup.say(
         progress_line(
             {
                 "id": "final",
                 "status": "revalidated" if winner else "baseline",
-                "aggregate_speedup": final.score.aggregate if winner else 1.0,
+                "aggregate_speedup": final_score.aggregate if final_score is not None else 1.0,
                 "cases": [c.as_json() for c in final_cases],
             }
         )
     )
     commit_result = None
-    if winner is not None and setup.plan is not None:
+    if winner is not None and final_score is not None and setup.plan is not None:
         setup.frozen.verify("before the winner commit")
-        commit_result = _commit_run_winner(setup, winner, base.score, final.score, loop.reverify)
+        commit_result = _commit_run_winner(
+            setup, setup.plan, winner, loop.base_score, final_score, loop.reverify
+        )
     ending = outputs.Ending(stopping, winner, final, commit_result, revalidation)
     write_back = None
     if setup.kb is not None:
         write_back = (
-            writeback.write_back(setup, state.adopted)
+            writeback.write_back(setup, setup.kb, state.adopted)
             if winner
             else {"attempted": False, "reason": "no winner"}
         )
@@ -516,8 +495,8 @@ def _finish(loop: _Loop, stopping: str) -> RunResult:
     if state.warm is not None:
         document.update(warm.speedups(state.warm, winner, document["final"]["aggregate_speedup"]))
         document["warm_start"] = state.warm.report
-    if runoff is not None:
-        document["runoff"] = runoff
+    if runoff_report is not None:
+        document["runoff"] = runoff_report
     if write_back is not None:
         document["write_back"] = write_back
     if loop.briefing is not None:
@@ -543,8 +522,8 @@ def run(config: RunConfig) -> RunResult:
         return RunResult(refused.result.as_json(), EXIT_COMMIT_FAILED)
     state = RunState(seen={scoring.source_key(setup.baseline_source)})
     if setup.warm is not None:
-        state.warm = warm.offer(setup)
-    briefing = knowledge.brief(setup) if config.kb else None
+        state.warm = warm.offer(setup, setup.warm)
+    briefing = knowledge.brief(setup, config.kb) if config.kb else None
     base = None
     try:
         base = validate(setup, state)
@@ -554,18 +533,19 @@ def run(config: RunConfig) -> RunResult:
         loop = _Loop(setup, state, base, briefing)
         loop.record_baseline()
         adopted = None
-        if config.warm_start == "on":
+        warm_start = state.warm
+        if config.warm_start == "on" and warm_start is not None:
             adopted = warm.adopt(
                 setup,
-                state.warm,
-                lambda exp_id: setup.warm.propose(loop.context(exp_id)),
+                warm_start,
+                lambda exp_id: warm_start.provider.propose(loop.context(exp_id)),
                 loop.judge_offered,
                 setup.budget.candidates_per_round,
             )
-            state.warm_slots_spent = warm.evaluations(state.warm)
+            state.warm_slots_spent = warm.evaluations(warm_start)
             if adopted is not None:
                 state.best = adopted
-        loop.start_trace(state.adopted["record"] if adopted else None)
+        loop.start_trace(state.adopted["record"] if adopted and state.adopted else None)
         return _finish(loop, loop.rounds())
     except BundleChanged as exc:
         setup.say(f"[gitkb] run stopped: {exc.message}")
@@ -576,17 +556,21 @@ def run(config: RunConfig) -> RunResult:
 
 def _commit_run_winner(
     setup: RunSetup,
+    plan: commit.CommitPlan,
     winner: BestSoFar,
     base_score: Score,
     final_score: Score,
     reverify: Callable[[bytes], tuple[bool, str]],
 ) -> dict:
-    """Commit a run's revalidated winner with its message; write ``auto_commit.json``."""
+    """Commit a run's revalidated winner (as ``plan`` found its target) with its message;
+    write ``auto_commit.json``."""
+    if setup.trace.head is None:  # the trailers cite the trace: it starts before any round
+        raise GitkbError("the run's trace has no commit for the winner to cite")
     subject, message = commit.winner_message(
         setup.config.commit_message, winner.experiment, setup.kernel.name, base_score,
         final_score, setup.trace_label, setup.trace.head,
     )  # fmt: skip
-    result = commit.commit_winner(setup.plan, winner.source.encode("utf-8"), message, reverify)
+    result = commit.commit_winner(plan, winner.source.encode("utf-8"), message, reverify)
     document = result.as_json()
     (setup.output / "auto_commit.json").write_bytes(dumps(document))
     if result.success:

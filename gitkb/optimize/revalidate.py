@@ -18,16 +18,16 @@ FINAL_ID = "final"
 
 
 def _judge(
-    setup: RunSetup, best: BestSoFar, base: Measurement, exp_id: str
+    setup: RunSetup, best: BestSoFar, base: scoring.Score, exp_id: str
 ) -> tuple[Measurement, bool, list[str], list[str]]:
     final = measure(
-        setup, best.source, exp_id, "deep", "finalist revalidation before the commit", base.score
+        setup, best.source, exp_id, "deep", "finalist revalidation before the commit", base
     )
-    if not final.measured:
+    if final.score is None:
         return final, False, final.diagnostics, []
     verdict = scoring.decide(
         final.score,
-        base.score,
+        base,
         1.0,  # against the baseline: the finalist must still beat it
         setup.budget.min_speedup,
         setup.budget.max_cv,
@@ -36,10 +36,11 @@ def _judge(
     return final, verdict.promoted, verdict.reasons, final.diagnostics
 
 
-def revalidate(setup: RunSetup, best: BestSoFar, base: Measurement) -> tuple[Measurement, dict]:
-    """Re-measure ``best``; returns the measurement and the verdict block (``passed``,
-    ``reasons``, ``aggregate_speedup``). When timing noise is the only rule it fails, one
-    more set of fresh samples decides (a loaded machine is not evidence either way)."""
+def revalidate(setup: RunSetup, best: BestSoFar, base: scoring.Score) -> tuple[Measurement, dict]:
+    """Re-measure ``best`` against the baseline's score ``base``; returns the measurement
+    and the verdict block (``passed``, ``reasons``, ``aggregate_speedup``). When timing
+    noise is the only rule it fails, one more set of fresh samples decides (a loaded
+    machine is not evidence either way)."""
     final, passed, reasons, diagnostics = _judge(setup, best, base, FINAL_ID)
     if not passed and reasons and all(r.startswith(scoring.NOISY) for r in reasons):
         setup.say(f"[gitkb] final {best.id} timing unstable ({reasons[0]}): measuring it again")
@@ -50,7 +51,7 @@ def revalidate(setup: RunSetup, best: BestSoFar, base: Measurement) -> tuple[Mea
         "experiment": best.id,
         "passed": passed,
         "reasons": reasons,
-        "aggregate_speedup": final.score.aggregate if final.measured else None,
+        "aggregate_speedup": final.score.aggregate if final.score is not None else None,
         "promoted_at": best.aggregate,
     }
     if passed:
@@ -63,15 +64,18 @@ def revalidate(setup: RunSetup, best: BestSoFar, base: Measurement) -> tuple[Mea
     failed = dict(
         best.experiment, status="rejected", diagnostics=[f"finalist revalidation failed: {why}"]
     )
-    if best.version:  # v0 (adopted warm-start code) is the trace's start, no step to revert
+    # v0 (adopted warm-start code) is the trace's start, no step to revert; a later version
+    # exists only once the trace has started.
+    start_source = setup.trace.start_source
+    if best.version and start_source is not None:
         setup.trace.revalidation_failed(
             best.version,
-            setup.trace.start_source,
+            start_source,
             memory_record(
                 best.version,
                 failed,
                 final.score,
-                base.score,
+                base,
                 None,
                 profiler_evidence(setup, final.profiles),
                 setup.trace.reference,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitkb.optimize.providers import Candidate
+from gitkb.optimize.providers.warmstart import Provider as WarmProvider
 from gitkb.optimize.scoring import Score
 
 
@@ -51,6 +52,7 @@ class WarmStart:
 
     report: dict
     references: Path  # the audit folder's prose for the round providers
+    provider: WarmProvider  # the store it offers from and attests to
     adopted_source: str | None = None
 
     @property
@@ -72,8 +74,8 @@ class RunState:
     validation: dict | None = None  # what the bundle validation found
     warm: WarmStart | None = None
     # every correct measurement (warm-start offers too), for the final runoff:
-    # (aggregate, experiment id, candidate)
-    measured: list[tuple[float, str, Candidate]] = field(default_factory=list)
+    # (aggregate, experiment id, candidate, its source)
+    measured: list[tuple[float, str, Candidate, str]] = field(default_factory=list)
 
     @property
     def adopted(self) -> dict | None:

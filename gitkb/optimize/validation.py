@@ -16,10 +16,12 @@ a broken candidate is never a reason to refuse a bundle the TLX agent accepts.
 from __future__ import annotations
 
 import ast
+from typing import NoReturn
 
 from gitkb.errors import GitkbError
 from gitkb.optimize import outputs
 from gitkb.optimize.evaluate import Measurement, measure
+from gitkb.optimize.scoring import Score
 from gitkb.optimize.setup import RunSetup
 from gitkb.optimize.state import RunState
 
@@ -49,8 +51,8 @@ def broken_candidate(source: str) -> str:
     return source + "\n".join([*block, ""])
 
 
-def _noisy(measurement: Measurement, max_cv: float) -> str:
-    cases = [c for c in measurement.score.cases if c.passed and c.cv > max_cv]
+def _noisy(score: Score, max_cv: float) -> str:
+    cases = [c for c in score.cases if c.passed and c.cv is not None and c.cv > max_cv]
     return ", ".join(f"{c.case_id} cv={c.cv:.3f}" for c in cases)
 
 
@@ -64,7 +66,7 @@ def _rejected_by(broken: Measurement) -> str:
 
 def _refuse(
     setup: RunSetup, state: RunState, base: Measurement, stopping: str, why: str, exp_id: str
-) -> None:
+) -> NoReturn:
     outputs.write(setup, state, outputs.Ending(stopping), base)
     raise GitkbError(f"{why} (details: {setup.output / 'experiments' / exp_id})")
 
@@ -74,8 +76,8 @@ def validate(setup: RunSetup, state: RunState) -> Measurement:
     returns the baseline measurement."""
     budget = setup.budget
     base = measure(setup, setup.baseline_source, "baseline", "deep", "baseline", None)
-    if not base.measured or not base.score.protected_pass:
-        failed = base.score.failed_protected() if base.measured else []
+    if base.score is None or not base.score.protected_pass:
+        failed = base.score.failed_protected() if base.score is not None else []
         # One line: each diagnostic's first line; the harness's traceback stays on file.
         why = "; ".join(d.strip().splitlines()[0] for d in base.diagnostics if d.strip())
         why = why or f"protected cases failed: {', '.join(failed)}"
@@ -87,14 +89,15 @@ def validate(setup: RunSetup, state: RunState) -> Measurement:
             f"the baseline does not pass its protected cases: {why[:500]}",
             "baseline",
         )
-    noisy = _noisy(base, budget.max_cv)
+    score = base.score
+    noisy = _noisy(score, budget.max_cv)
     if noisy:
         # Noise is often a passing load on the machine: one fresh set of samples decides.
         setup.say(f"[gitkb] baseline timing unstable ({noisy}): measuring it again")
         again = measure(setup, setup.baseline_source, "baseline-2", "deep", "baseline again", None)
-        if again.measured and again.score.protected_pass:
-            base = again
-        noisy = _noisy(base, budget.max_cv)
+        if again.score is not None and again.score.protected_pass:
+            base, score = again, again.score
+        noisy = _noisy(score, budget.max_cv)
         if noisy:
             setup.say(
                 f"[gitkb] warning: the baseline's timing is not stable within max_cv "
@@ -103,15 +106,17 @@ def validate(setup: RunSetup, state: RunState) -> Measurement:
             )
     broken = measure(
         setup, broken_candidate(setup.baseline_source), BROKEN_ID, "summary",
-        "a deliberately broken candidate: build or verify must reject it", base.score,
+        "a deliberately broken candidate: build or verify must reject it", score,
     )  # fmt: skip
-    accepted = broken.measured and all(c.passed for c in broken.score.cases)
+    accepted = broken.score is not None and all(c.passed for c in broken.score.cases)
     functions = bool(breakable(setup.baseline_source))
     state.validation = {
         "baseline_builds": True,
         "protected_cases_pass": True,
         "baseline_stable": not noisy,
-        "baseline_max_cv": max((c.cv for c in base.score.cases if c.passed), default=None),
+        "baseline_max_cv": max(
+            (c.cv for c in score.cases if c.passed and c.cv is not None), default=None
+        ),
         "broken_candidate": "functions raise" if functions else "raises on import",
         "broken_candidate_rejected": not accepted,
         "broken_candidate_rejected_by": None if accepted else _rejected_by(broken),

@@ -23,13 +23,13 @@ from gitkb.record.curation import workload_key
 from gitkb.warmstart.references import note_tried
 
 
-def offer(setup: RunSetup) -> WarmStart:
-    """Resolve the kernel against the store into ``warm_start/``; returns the findings so
-    far (what was offered; nothing judged yet)."""
+def offer(setup: RunSetup, provider: warmstart.Provider) -> WarmStart:
+    """Resolve the kernel against the store of ``provider`` into ``warm_start/``; returns
+    the findings so far (what was offered; nothing judged yet)."""
     folder = setup.output / "warm_start"
 
     workload = workload_key([c.case_id for c in setup.bundle.cases])
-    answer = setup.warm.offer(
+    answer = provider.offer(
         setup.operator, hardware_tokens(setup.bundle.target)[0], setup.baseline_source, folder,
         workload,
     )  # fmt: skip
@@ -54,7 +54,7 @@ def offer(setup: RunSetup) -> WarmStart:
         f"read_reason={answer['read_reason']} offered={len(answer['ranks'])}"
         + (f" (cold start: {answer['read_error']})" if answer.get("read_error") else "")
     )
-    return WarmStart(report, references)
+    return WarmStart(report, references, provider)
 
 
 def adopt(
@@ -72,7 +72,7 @@ def adopt(
     does, while a later rank is this workload's optimum). ``propose(exp_id)`` asks the
     warm-start provider for its next candidate; ``judge(candidate, exp_id)`` runs it
     through the loop's gate and returns its judgement."""
-    judged: dict[str, tuple[str, str]] = {}  # source key -> (outcome, experiment)
+    judged: dict[str | None, tuple[str, str]] = {}  # source key -> (outcome, experiment)
     verified: list[tuple[float, int, warmstart.Offered, Judgement]] = []
     index = 0
     while evaluations(warm_start) < slots:
@@ -115,7 +115,7 @@ def adopt(
         if experiment["diagnostics"] and verdict != "validated" and same_as is None:
             evidence["reason"] = " ".join(experiment["diagnostics"][0].split())[:200]
         try:
-            entry["attest_commit"] = setup.warm.attest(offered, verdict, evidence)
+            entry["attest_commit"] = warm_start.provider.attest(offered, verdict, evidence)
         except GitkbError as exc:  # the run's verdict stands; the ledger says why not
             entry["attest_error"] = exc.message
         warm_start.report["candidates"].append(entry)
@@ -164,7 +164,9 @@ def recheck_failed(
         evidence["aggregate_speedup"] = f"{revalidation['aggregate_speedup']:.4f}"
     found = {"record": adopted["record"], "outcome": "failed", "attest_commit": None}
     try:
-        found["attest_commit"] = setup.warm.attest_record(adopted["record"], "failed", evidence)
+        found["attest_commit"] = warm_start.provider.attest_record(
+            adopted["record"], "failed", evidence
+        )
     except GitkbError as exc:
         found["attest_error"] = exc.message
     adopted["recheck"] = found
@@ -175,7 +177,9 @@ def recheck_failed(
 def _note_tried(setup: RunSetup, warm_start: WarmStart) -> None:
     """The judged ranks that were not adopted go under "Reference only" in the audit
     folder's index, with their outcome: the round providers read their prose, not code."""
-    prose = {r["id"]: r.get("prose_path") for r in (setup.warm.answer or {}).get("ranks", [])}
+    prose = {
+        r["id"]: r.get("prose_path") for r in (warm_start.provider.answer or {}).get("ranks", [])
+    }
     tried = [
         dict(c, prose_path=prose.get(c["record"]))
         for c in warm_start.report["candidates"]

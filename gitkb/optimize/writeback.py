@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from gitkb.errors import GitkbError
 from gitkb.optimize.setup import RunSetup
+from gitkb.store import Store
 from gitkb.warmstart.attest import confirm_adoption
 
 
-def _confirm_adopted(setup: RunSetup, adopted: dict) -> dict:
+def _confirm_adopted(setup: RunSetup, store: Store, adopted: dict) -> dict:
     """Confirm the adopted record (``adopted``: the warm start's report entry)."""
     found = {"record": adopted["record"], "action": "confirm", "commit": None}
+    start = setup.trace.start
+    if start is None:  # a trace that never started has no run to confirm the record with
+        return dict(found, error="the run's trace has no v0 commit")
     try:
-        admission = confirm_adoption(
-            setup.kb, adopted["record"], setup.trace_label, setup.trace.start
-        )
+        admission = confirm_adoption(store, adopted["record"], setup.trace_label, start)
     except GitkbError as exc:  # the attestation stands; say why the count did not land
         setup.say(f"[gitkb] write-back: {adopted['record']} not confirmed: {exc.message[:200]}")
         return dict(found, error=exc.message)
@@ -29,15 +31,15 @@ def _confirm_adopted(setup: RunSetup, adopted: dict) -> dict:
     return found
 
 
-def write_back(setup: RunSetup, adopted: dict | None) -> dict:
-    """Confirm the adopted record (``adopted``: the warm start's entry for it, None when
-    nothing was adopted), then mine the run's own trace into the knowledge base under the
-    run's label."""
+def write_back(setup: RunSetup, store: Store, adopted: dict | None) -> dict:
+    """Into the opened knowledge base ``store``: confirm the adopted record (``adopted``:
+    the warm start's entry for it, None when nothing was adopted), then mine the run's own
+    trace into it under the run's label."""
     from gitkb.mine.pipeline import mine
 
-    confirmed = _confirm_adopted(setup, adopted) if adopted else None
+    confirmed = _confirm_adopted(setup, store, adopted) if adopted else None
     try:
-        result = mine(setup.output / "trace", store=setup.kb, label=setup.trace_label)
+        result = mine(setup.output / "trace", store=store, label=setup.trace_label)
     except GitkbError as exc:  # the win and its commit stand; say why nothing was kept
         setup.say(f"[gitkb] write-back failed: {exc.message[:200]}")
         failed = {"attempted": True, "success": False, "error": exc.message}
@@ -49,7 +51,7 @@ def write_back(setup: RunSetup, adopted: dict | None) -> dict:
         if o.action in ("insert", "confirm", "conflict")
     ]
     setup.say(
-        f"[gitkb] write-back into {setup.kb.location}: "
+        f"[gitkb] write-back into {store.location}: "
         + (
             f"confirmed the adopted {confirmed['record']}; "
             if confirmed and confirmed["commit"]
@@ -60,7 +62,7 @@ def write_back(setup: RunSetup, adopted: dict | None) -> dict:
     document = {
         "attempted": True,
         "success": True,
-        "store": str(setup.kb.location),
+        "store": str(store.location),
         "label": result.label,
         "counts": summary["counts"],
         "records": kept,

@@ -19,7 +19,7 @@ def write_ci(store: Store, forge: str) -> Admission:
     wanted = control.ci_file(forge, __version__)
 
     def build(view: StoreView) -> Change:
-        if store.repo.read(view.tip, path) == wanted:
+        if view.tip is not None and store.repo.read(view.tip, path) == wanted:
             return Change("config", f"ci-{forge}", {}, path=path, note="already up to date")
         return Change(
             "config",

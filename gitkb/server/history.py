@@ -81,6 +81,14 @@ def path_class(path: str) -> str | None:
     return next((name for name, p in PATH_CLASSES.items() if p.fullmatch(path)), None)
 
 
+def _label(cls: str, path: str) -> str:
+    """The label a labelled path class names in ``path`` (one ``path_class`` gave ``cls``)."""
+    match = PATH_CLASSES[cls].fullmatch(path)
+    if match is None:
+        raise ValueError(f"{path} is no {cls} path")
+    return match.group("label")
+
+
 # --------------------------------------------------------------------------- actions
 
 
@@ -229,7 +237,8 @@ def _merge_drop_findings(repo: Repository, commit: CommitInfo, judged: set[str])
 
 def _as_entry(change: PathChange) -> EntryChange:
     old = (change.old_mode, change.old_sha) if change.old_sha else None
-    return EntryChange(change.path, old, (change.new_mode, change.new_sha))
+    new = (change.new_mode, change.new_sha) if change.new_sha else None
+    return EntryChange(change.path, old, new)
 
 
 def _is_dir(change: EntryChange) -> bool:
@@ -318,7 +327,7 @@ def _action(commit: CommitInfo, files: list[EntryChange]) -> tuple[str | None, l
     for change in files:
         cls = path_class(change.path)
         if cls is not None and LABEL_ACTIONS.get(action) == cls:
-            label = PATH_CLASSES[cls].fullmatch(change.path).group("label")
+            label = _label(cls, change.path)
             if label not in named:
                 what = f"{change.path}: changed by a commit whose KB-Record names {_list(named)}"
                 findings.append(Finding(label, "trailers", what))
@@ -430,8 +439,8 @@ def _field_findings(
     """A record edit touches only ``fields``: every other field equal as parsed JSON."""
     rid = layout.id_of(change.path)
     try:
-        old = strict.loads(repo.blob(change.old[1]))
-        new = strict.loads(repo.blob(change.new[1]))
+        old = strict.loads(_blob(repo, change.old))
+        new = strict.loads(_blob(repo, change.new))
     except strict.StrictError as exc:
         return [Finding(rid, "fields", f"{change.path}: the stored record does not parse ({exc})")]
     if not isinstance(old, dict) or not isinstance(new, dict):
@@ -449,7 +458,7 @@ def _without(record: dict, fields: tuple[str, ...]) -> dict:
     out = copy.deepcopy(record)
     for dotted in fields:
         *parents, leaf = dotted.split(".")
-        node = out
+        node: object = out
         for key in parents:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict):
@@ -472,6 +481,11 @@ def _first_difference(a: object, b: object, at: str = "") -> str:
 _MISSING = object()
 
 
+def _blob(repo: Repository, side: tuple[int, str] | None) -> bytes:
+    """The bytes of one side of a change; a side with no entry reads as empty."""
+    return b"" if side is None else repo.blob(side[1])
+
+
 def _log_findings(
     repo: Repository,
     commit: CommitInfo,
@@ -483,8 +497,7 @@ def _log_findings(
     """Logs only grow: an ordinary commit appends lines its action may write, each a
     known kind of event; a merge keeps every parent's lines and adds none of its own."""
     rid = layout.id_of(change.path)
-    new = repo.blob(change.new[1])
-    old = repo.blob(change.old[1]) if change.old else b""
+    new, old = _blob(repo, change.new), _blob(repo, change.old)
     if merge:
         merged = Counter(new.splitlines())
         sides = [repo.read(p, change.path) or b"" for p in commit.parents]
@@ -540,8 +553,8 @@ def _id_findings(view: Before, commit: CommitInfo, files: list[EntryChange]) -> 
             findings.append(Finding(record_id, "ids", what, "id"))
             continue
         other = view.ids.holder(parent, record_id)
-        if other is None or other == path:
-            continue
+        if parent is None or other is None or other == path:
+            continue  # a root commit has no store before it
         first = admitting_commit(view.repo, parent, other)
         what = (
             f"already in the store at {other} (admitted by {first[:12]}); "

@@ -204,9 +204,7 @@ def _gate_findings(
         if change.new is None or change.new[0] != 0o100644 or history.bad_name(change.path):
             continue  # a deletion, or an entry the entry rules refuse
         sha = change.new[1]
-        record_file = rec.load(
-            change.path, before_commit.documents.pop(sha, None) or repo.blob(sha)
-        )
+        record_file = rec.load(change.path, before_commit.documents.pop(sha, b"") or repo.blob(sha))
         if record_file.data is None:
             continue  # the strict-document rule refuses it
         changed[change.path] = record_file
@@ -232,7 +230,8 @@ def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Fin
         def __contains__(self, record_id: object) -> bool:
             return isinstance(record_id, str) and record_id in tip
 
-    yield from dangling_links(record_file.id, record_file.data, _Ids())
+    if record_file.data is not None:  # the strict-document rule refuses one that is not
+        yield from dangling_links(record_file.id, record_file.data, _Ids())
 
 
 # --------------------------------------------------------------------------- trace refs

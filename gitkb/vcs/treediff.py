@@ -15,6 +15,7 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from dulwich.diff_tree import tree_changes as dulwich_tree_changes
 
@@ -56,7 +57,7 @@ class EntryChange:
     def kind(self) -> str:
         return "add" if self.old is None else "delete" if self.new is None else "modify"
 
-    def is_dir(self, side: tuple[int, str] | None) -> bool:
+    def is_dir(self, side: tuple[int, str] | None) -> TypeGuard[tuple[int, str]]:
         return side is not None and stat.S_ISDIR(side[0])
 
 

@@ -146,6 +146,8 @@ class Provider(providers.Provider):
 
     def propose(self, context: providers.ProposalContext) -> providers.Candidate | None:
         workspace = context.workspace
+        if workspace is None:  # the agent edits its candidate in a folder of its own
+            return providers.Candidate(source=None, error="no workspace folder for the agent")
         workspace.mkdir(parents=True, exist_ok=True)
         candidate = workspace / CANDIDATE
         candidate.write_text(context.best_source, encoding="utf-8")

@@ -119,6 +119,8 @@ class Provider(providers.Provider):
         return self.attest_record(offered.record_id, outcome, evidence)
 
     def attest_record(self, record_id: str, outcome: str, evidence: dict[str, str]) -> str | None:
+        if self.store is None:  # a cold start offers nothing, so it has nothing to attest
+            raise GitkbError(f"the knowledge base could not be read: {self.unreadable}")
         return attest(self.store, record_id, outcome, evidence=evidence).commit
 
 
@@ -151,12 +153,12 @@ def cold_start(reason: str, kernel_name: str) -> dict:
     }
 
 
-def open_kb(path: str) -> tuple[Store | None, str | None]:
+def open_kb(path: str) -> tuple[Store | None, str]:
     """The ``--kb`` store and, when it exists but cannot be read, why (then the store is
-    None and the run starts cold). A path that is not a store is a setup error, never a
-    cold start: a typo must not quietly lose the warm start."""
+    None and the run starts cold; empty when it reads). A path that is not a store is a
+    setup error, never a cold start: a typo must not quietly lose the warm start."""
     try:
-        return Store.open(path), None
+        return Store.open(path), ""
     except NotAStore as exc:
         raise GitkbError(f"--kb: {exc.message} ({path})") from None
     except GitkbError as exc:
