@@ -18,7 +18,6 @@ from typing import Protocol
 
 from gitkb.vcs.objects.pack import IDX_MAGIC, OFS_DELTA
 
-PACK_TMP_PREFIX = "tmp_gitkb_pack-"
 _NEW_OBJECT_LEVEL = 1  # zlib level of the objects a batch writes (see write_pack)
 _STORED_BELOW = 128  # smaller objects are written as a stored zlib block (see deflate)
 _DELTA_DEPTH = 50  # longest delta chain a batch writes (git's pack.depth default)
@@ -72,7 +71,10 @@ def write_pack(
     (``core.looseCompression``), which ``git gc`` later repacks at ``pack.compression``."""
     objects = list(objects)
     pack_dir.mkdir(exist_ok=True)
-    tmp = pack_dir / f"{PACK_TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+    # Temporaries named as git names its own (no .pack/.idx suffix, a tmp_ prefix): a
+    # writer killed mid-write leaves a file git neither opens as a pack nor keeps.
+    tmp = f"{os.getpid()}-{time.monotonic_ns()}"
+    tmp_pack, tmp_idx = pack_dir / f"tmp_pack_gitkb_{tmp}", pack_dir / f"tmp_idx_gitkb_{tmp}"
     bases = bases or {}
     deflated = deflated or {}
     based = set(bases.values())
@@ -103,14 +105,14 @@ def write_pack(
         offset += len(entry)
     data = b"".join(parts)
     checksum = hashlib.sha1(data).digest()
-    with open(f"{tmp}.pack", "xb") as fh:
+    with open(tmp_pack, "xb") as fh:
         fh.write(data)
         fh.write(checksum)
-    with open(f"{tmp}.idx", "xb") as fh:
+    with open(tmp_idx, "xb") as fh:
         fh.write(pack_index(sorted(entries), checksum))
     final = pack_dir / f"pack-{checksum.hex()}"
-    os.replace(f"{tmp}.pack", f"{final}.pack")
-    os.replace(f"{tmp}.idx", f"{final}.idx")
+    os.replace(tmp_pack, f"{final}.pack")
+    os.replace(tmp_idx, f"{final}.idx")
     return final
 
 
