@@ -111,8 +111,8 @@ def measure_signed(work: Path, size: int, pushed: int, env: dict) -> float:
     """The hooked push of ``pushed`` signed admissions onto ``size`` records, access on."""
     from gitkb.store import Store, access
 
-    keys = work / "keys"
-    keys.mkdir(exist_ok=True)
+    keys = work / f"keys-{size}"
+    keys.mkdir()
     for name in ("admin", "contributor"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name,
                         "-f", str(keys / name)], check=True)  # fmt: skip
