@@ -19,6 +19,7 @@ import base64
 import binascii
 import hashlib
 import os
+import re
 import struct
 import tempfile
 import time
@@ -147,19 +148,22 @@ class Signature:
 # One job per commit, as many at once as there are processors: ``ssh-keygen -Y verify``
 # with the signer the key names, at the commit's own time; where that fails,
 # ``check-novalidate`` tells a good signature outside the file's windows from a bad one.
+# One line a commit, "NAME PRINCIPAL TIME" (PRINCIPAL "-" where the key is listed for no
+# one), read as the arguments of one verifying shell each: no other process a commit.
 _VERIFY_SCRIPT = r"""
 cd "$1" && shift
-printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c '
-  who=$(cat {}.who)
-  if [ -n "$who" ] && ssh-keygen -Y verify -f allowed_signers -I "$who" -n git \
-       -s {}.sig "-Overify-time=$(cat {}.time)" < {}.payload >/dev/null 2>&1; then
-    echo "{} good"
-  elif ssh-keygen -Y check-novalidate -n git -s {}.sig < {}.payload >/dev/null 2>&1; then
-    echo "{} unmatched"
+printf '%s\n' "$@" | xargs -P "$JOBS" -L 1 sh -c '
+  if [ "$2" != - ] && ssh-keygen -Y verify -f allowed_signers -I "$2" -n git \
+       -s "$1.sig" "-Overify-time=$3" < "$1.payload" >/dev/null 2>&1; then
+    echo "$1 good"
+  elif ssh-keygen -Y check-novalidate -n git -s "$1.sig" < "$1.payload" >/dev/null 2>&1; then
+    echo "$1 unmatched"
   else
-    echo "{} bad"
-  fi'
+    echo "$1 bad"
+  fi' verify-one
 """
+# A principal as the job line may carry it (no blank, no quote xargs would read).
+_PLAIN_PRINCIPAL = re.compile(r"[A-Za-z0-9._+@-]+")
 
 
 def verify(commits: dict[str, bytes], allowed_signers: bytes) -> dict[str, Signature]:
@@ -172,7 +176,7 @@ def verify(commits: dict[str, bytes], allowed_signers: bytes) -> dict[str, Signa
     with tempfile.TemporaryDirectory(prefix="gitkb-verify-") as scratch:
         folder = Path(scratch)
         (folder / "allowed_signers").write_bytes(allowed_signers)
-        jobs: dict[str, tuple[str, str]] = {}
+        jobs: dict[str, tuple[str, str, str]] = {}
         for n, (sha, raw) in enumerate(commits.items()):
             payload, signature, when = _split(raw)
             if signature is None:
@@ -181,18 +185,19 @@ def verify(commits: dict[str, bytes], allowed_signers: bytes) -> dict[str, Signa
             key = _signing_key(signature)
             who = principals.get(key, "")
             name = str(n)
-            for suffix, data in ((".payload", payload), (".sig", signature),
-                                 (".who", who.encode()), (".time", when.encode())):  # fmt: skip
-                (folder / f"{name}{suffix}").write_bytes(data)
-            jobs[name] = (sha, key)
+            (folder / f"{name}.payload").write_bytes(payload)
+            (folder / f"{name}.sig").write_bytes(signature)
+            plain = who if _PLAIN_PRINCIPAL.fullmatch(who) else "-"
+            jobs[name] = (sha, key, f"{name} {plain} {when}")
         if jobs:
             env = dict(os.environ, JOBS=str(os.cpu_count() or 1))
-            argv = ["sh", "-c", _VERIFY_SCRIPT, "verify", str(folder), *jobs]
+            lines = [line for _, _, line in jobs.values()]
+            argv = ["sh", "-c", _VERIFY_SCRIPT, "verify", str(folder), *lines]
             done = runner.run(argv, timeout_s=_VERIFY_TIMEOUT_S, capture=True, env=env)
             if not done.ok:
                 raise GitkbError(f"ssh-keygen could not check the signatures ({done.describe()})")
             states = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
-            for name, (sha, key) in jobs.items():
+            for name, (sha, key, _) in jobs.items():
                 state = states.get(name, "bad")
                 who = principals.get(key, "") if state == "good" else ""
                 out[sha] = Signature(state, who, key)
