@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, budget, unmeasured_env
 
 
 def commit_msg_check(tmp_path: Path, message: str) -> subprocess.CompletedProcess[str]:
@@ -35,3 +35,32 @@ def test_a_commit_subject_is_at_most_72_characters(
 ) -> None:
     done = commit_msg_check(tmp_path, subject + "\n")
     assert (done.returncode == 0) is passes, done.stdout + done.stderr
+
+
+def test_a_quick_test_over_its_budget_is_told_to_be_marked_slow() -> None:
+    assert budget.over_budget(0.9, 1.2, 1.5) is None
+    assert "1.60 s of CPU" in (budget.over_budget(1.6, 1.7, 1.5) or "")
+    assert "12.0 s, over 10 s of waiting" in (budget.over_budget(0.1, 12.0, 1.5) or "")
+
+
+@pytest.mark.slow
+def test_the_suite_fails_a_slow_test_not_marked_slow(tmp_path: Path) -> None:
+    """tests/conftest.py, run over a test that works for 0.3 s of CPU against a budget of
+    0.1 s: failed unmarked, passed marked slow."""
+    (tmp_path / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    (tmp_path / "tests" / "test_work.py").write_text(
+        "import time\nimport pytest\n\n"
+        "def work():\n    end = time.process_time() + 0.3\n"
+        "    while time.process_time() < end:\n        pass\n\n"
+        "def test_unmarked():\n    work()\n\n"
+        "@pytest.mark.slow\ndef test_marked():\n    work()\n"
+    )
+    env = dict(unmeasured_env(), PYTHONPATH=str(ROOT / "tests"), **{budget.ENV: "0.1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "tests"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED tests/test_work.py::test_unmarked" in done.stdout
+    assert "1 failed, 1 passed" in done.stdout and "mark it @pytest.mark.slow" in done.stdout
