@@ -139,3 +139,16 @@ def test_the_checks_catch_an_outside_citation() -> None:
     assert DOCS_PAGE.findall("see docs/no-such-page.md §2") == ["no-such-page.md"]
     assert DOCS_PAGE.findall('(docs/warm-start.md, "Outcomes")') == ["warm-start.md"]
     assert DOCS_PAGE.findall('"ported from docs/x.md"') == []  # data, not a citation
+
+
+def test_the_readme_map_names_every_package() -> None:
+    """The README's architecture map names each package under gitkb/ and each module at
+    its top."""
+    text = _text(ROOT / "README.md")
+    block = text.split("\n## Architecture\n", 1)[1].split("```", 2)[1]
+    named = set(re.findall(r"[\w/]+/|\w+\.py", block))
+    package = ROOT / "gitkb"
+    ours = {f"{p.parent.name}/" for p in package.glob("*/__init__.py")}
+    ours |= {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    assert {"access/", "store/", "errors.py"} <= ours
+    assert sorted(ours - named) == []
