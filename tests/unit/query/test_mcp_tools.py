@@ -12,7 +12,7 @@ import sys
 import tomllib
 
 import pytest
-from helpers import ROOT, example_files, git, kb
+from helpers import ROOT, example_files, git, kb, write_git_kb
 
 from gitkb.store import Store
 
@@ -265,11 +265,7 @@ def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
     bad = kb("mcp", "--print-config", "cursor", "--store", where)
     assert bad.returncode == 2
     # the printed command starts the server: `git kb` finds `git-kb` on PATH, as installed
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = (ROOT / "gitkb" / "git-kb").read_text().split("\n", 1)[1]
-    (bin_dir / "git-kb").write_text(f"#!{sys.executable}\n{script}")
-    (bin_dir / "git-kb").chmod(0o755)
+    bin_dir = write_git_kb(tmp_path / "bin").parent
     steps = [named("show", {"record_id": STRATEGY})]
     seen, (shown,) = anyio.run(_session, claude["command"], claude["args"], _env(str(bin_dir)),
                                steps)  # fmt: skip
