@@ -1,7 +1,8 @@
 """`git kb mcp` beyond query, driven over stdio by the official SDK's client: resolve, show,
 vocabulary and the record resources (read-only, each answer checked against its tool's
 output schema), the write guard (feedback and attest only with --allow-write, through the
-CLI's own library path), hostile arguments, and `--print-config`'s blocks starting a server."""
+CLI's own library path, signed as git is set to sign and held to the store's access rules),
+hostile arguments, and `--print-config`'s blocks starting a server."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import os
 import shlex
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from helpers import ROOT, example_files, git, kb
+from helpers.signing import make_key, needs_ssh_keygen, public, sign_with, verify_commit
 
-from gitkb.store import Store
+from gitkb.store import Store, access
 
 pytestmark = pytest.mark.slow  # every test here starts servers: seconds (pyproject: markers)
 
@@ -241,6 +244,62 @@ def test_writes_only_with_allow_write_through_the_cli_writer(examples):
     mcp_attest = messages.split("\x00")[1]
     assert mcp_attest.strip().startswith(f"kb attest {STRATEGY}")
     assert "KB-Action: attest" in mcp_attest and "KB-Outcome: validated" in mcp_attest
+
+
+@pytest.fixture
+def signed(examples, tmp_path) -> tuple[Store, Path]:
+    """The example store with access on (alice its admin, signatures required) and git set
+    to sign as alice; returns the store and the store's own allowed-signers file."""
+    key = make_key(tmp_path / "keys", "alice")
+    sign_with(key)
+    access.init(examples, "alice@example.org", access.key_of(public(key), "alice.pub"))
+    signers = tmp_path / "allowed_signers"
+    where = str(examples.location)
+    signers.write_text(git("--git-dir", where, "show", "main:access/allowed_signers").stdout)
+    return examples, signers
+
+
+@needs_ssh_keygen
+def test_writes_sign_as_git_is_set_to_and_pass_the_access_rules(signed):
+    store, signers = signed
+    before = store.tip
+    seen, results = serve(
+        store,
+        named("feedback", {"record_id": STRATEGY, "outcome": "helped"}),
+        named("attest", {"record_id": STRATEGY, "outcome": "validated"}),
+        flags=("--allow-write",),
+    )
+    given, attested = (answer(called, seen["tools"]) for called in results)
+    log = git("--git-dir", str(store.location), "rev-list", f"{before}..main").stdout.split()
+    assert len(log) == 2 and given["commit"] == log[1]
+    assert attested["counts"]["validations"] == 1
+    for sha in log:
+        checked = verify_commit(store.location, sha, signers)
+        assert checked.returncode == 0, checked.stderr
+        assert 'Good "git" signature for alice@example.org' in checked.stderr
+    # the verdict a server would give a push of these commits: history, access, gates
+    verdict = kb("check", f"{before}..main", "--format", "json", "--store", str(store.location))
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+
+
+@needs_ssh_keygen
+def test_an_unsigned_writer_on_a_signed_store_gets_one_tool_error(signed):
+    store, _ = signed
+    git("config", "--global", "--unset", "commit.gpgsign")
+    before = store.tip
+    _, (given, attested, still) = serve(
+        store,
+        tool("feedback", {"record_id": STRATEGY, "outcome": "helped"}),
+        tool("attest", {"record_id": STRATEGY, "outcome": "validated"}),
+        tool("show", {"record_id": STRATEGY}),
+        flags=("--allow-write",),
+    )
+    for result in (given, attested):
+        lines = error_text(result).strip().splitlines()
+        assert len(lines) == 1 and "requires signed commits" in lines[0], lines
+        assert "commit.gpgsign" in lines[0] and "Traceback" not in lines[0]
+    assert not still.is_error and still.structured_content["id"] == STRATEGY
+    assert Store.open(store.location).tip == before
 
 
 def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
