@@ -27,6 +27,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 READ_TOOLS = ["query", "resolve", "show", "vocabulary"]
+LONG = "q" * 2000  # a hostile value as long as a text argument may be
 
 
 @pytest.fixture
@@ -180,16 +181,29 @@ def test_hostile_arguments_get_tool_errors_and_write_nothing(examples, tmp_path)
         tool("resolve", {"kernel": "softmax", "arch": "no-such-gpu"}),
         tool("vocabulary", {"name": "secrets"}),
         tool("no_such_tool", {}),
+        # the longest values the bounds let through: an error names them, never echoes them
+        tool("query", {"technique": LONG}),
+        tool("query", {"dsl": LONG}),
+        tool("query", {"arch": LONG}),
+        tool("resolve", {"kernel": "softmax", "arch": LONG}),
+        tool("resolve", {"kernel": "softmax", "product": LONG}),
+        tool("resolve", {"kernel": "softmax", "arch": "H100", "dsl": LONG}),
+        tool("resolve", {"kernel": "/" + LONG[:199], "arch": "H100"}),
+        tool("show", {"record_id": LONG[:200]}),
+        tool("show", {"record_id": LONG[:201]}),
+        tool("vocabulary", {"name": LONG}),
         resource("gitkb://record/..%2F..%2Fetc%2Fpasswd"),
         resource("gitkb://record/no.such.record"),
+        resource("gitkb://record/" + LONG),
+        resource("gitkb://record/" + LONG[:200]),
         tool("show", {"record_id": STRATEGY}),  # and the server still answers
     )
-    *hostile, unreadable, unknown_resource, still = results
+    *hostile, unreadable, unknown_resource, huge_resource, long_resource, still = results
     texts = [error_text(r) for r in hostile]
     assert "Unknown tool: feedback" in texts[0] and "Unknown tool: attest" in texts[1]
     assert "is a path" in texts[2] and "is a path" in texts[3]
     assert "is not a record id" in texts[4] and "is not a record id" in texts[5]
-    assert "no record no.such.record.at.all" in texts[6]
+    assert "no record 'no.such.record.at.all'" in texts[6]
     assert "valid string" in texts[7] and "required" in texts[8].lower()
     assert "at most 2000 characters" in texts[9]
     assert "valid integer" in texts[10] and "less than or equal to 100" in texts[11]
@@ -198,8 +212,20 @@ def test_hostile_arguments_get_tool_errors_and_write_nothing(examples, tmp_path)
     assert "greater than or equal to 1" in texts[14] and "valid number" in texts[15]
     assert "unknown arch" in texts[16] and "'vendor'" in texts[17]
     assert "Unknown tool: no_such_tool" in texts[18]
+    cut = f"{LONG[:80]!r}... (2,000 characters)"
+    for text, said in zip(texts[19:25], ("unknown technique", "unknown dsl", "unknown arch",
+                                         "unknown arch", "unknown hardware token",
+                                         "unknown --dsl"), strict=True):  # fmt: skip
+        assert f"{said} {cut}" in text, text
+    assert "is a path" in texts[25] and "(200 characters)" in texts[25]
+    assert f"no record {LONG[:80]!r}... (200 characters)" in texts[26]
+    assert "at most 200 characters" in texts[27] and "'vendor'" in texts[28]
     assert isinstance(unreadable, mcp.MCPError) and isinstance(unknown_resource, mcp.MCPError)
-    assert "no record no.such.record" in str(unknown_resource)
+    assert "no record 'no.such.record'" in str(unknown_resource)
+    assert "(2,000 characters) is not a record id (at most 200" in str(huge_resource)
+    assert f"no record {LONG[:80]!r}... (200 characters)" in str(long_resource)
+    for text in [*texts, str(huge_resource), str(long_resource)]:
+        assert LONG[:81] not in text, text
     assert not still.is_error and still.structured_content["id"] == STRATEGY
     for text in texts:
         assert "top_secret_body" not in text and "Traceback" not in text
