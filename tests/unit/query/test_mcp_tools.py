@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import tomllib
 from pathlib import Path
@@ -333,15 +332,13 @@ def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
     where = str(store.location.resolve())
     printed = {c: kb("mcp", "--print-config", c, "--store", where).stdout.decode()
                for c in ("claude", "codex", "json")}  # fmt: skip
-    add, _, project = printed["claude"].partition("\n")
-    words = shlex.split(add)
-    assert words[:5] == ["claude", "mcp", "add", "gitkb", "--"]
-    claude = json.loads(project)["mcpServers"]["gitkb"]
+    # each is a whole file's content, as printed: .mcp.json, config.toml, a JSON document
+    claude = json.loads(printed["claude"])["mcpServers"]["gitkb"]
     codex = tomllib.loads(printed["codex"])["mcp_servers"]["gitkb"]
     plain = json.loads(printed["json"])
     expected = ["git", "kb", "mcp", "--store", where]
-    assert words[5:] == expected
-    for block in (claude, codex, plain):
+    blocks = (claude, codex, plain)
+    for block in blocks:
         assert [block["command"], *block["args"]] == expected
     assert claude["type"] == "stdio" and plain["transport"] == "stdio"
     writer = json.loads(kb("mcp", "--print-config", "json", "--allow-write", "--store",
@@ -349,14 +346,14 @@ def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
     assert writer[-1] == "--allow-write"
     bad = kb("mcp", "--print-config", "cursor", "--store", where)
     assert bad.returncode == 2
-    # the printed command starts the server: `git kb` finds `git-kb` on PATH, as installed
+    # each printed command starts the server: `git kb` finds `git-kb` on PATH, as installed
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = (ROOT / "gitkb" / "git-kb").read_text().split("\n", 1)[1]
     (bin_dir / "git-kb").write_text(f"#!{sys.executable}\n{script}")
     (bin_dir / "git-kb").chmod(0o755)
     steps = [named("show", {"record_id": STRATEGY})]
-    seen, (shown,) = anyio.run(_session, claude["command"], claude["args"], _env(str(bin_dir)),
-                               steps)  # fmt: skip
-    assert sorted(seen["tools"]) == READ_TOOLS
-    assert answer(shown, seen["tools"])["id"] == STRATEGY
+    for command, *args in {(b["command"], *b["args"]) for b in blocks}:  # one: they agree
+        seen, (shown,) = anyio.run(_session, command, args, _env(str(bin_dir)), steps)
+        assert sorted(seen["tools"]) == READ_TOOLS
+        assert answer(shown, seen["tools"])["id"] == STRATEGY
