@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+# The most characters of a caller's value an error message quotes.
+ECHO_MAX = 80
+
 
 class GitkbError(Exception):
     """A failure the user can act on: the message says what is wrong and where."""
@@ -44,6 +47,15 @@ class AdmissionRefused(GitkbError):
         super().__init__(message)
         self.findings = findings or []
         self.record_id = record_id
+
+
+def echoed(value: str) -> str:
+    """A value the caller sent, as a message quotes it: its repr, and past ``ECHO_MAX``
+    characters its first ``ECHO_MAX`` and its length, so a long or hostile argument is named,
+    never sent back whole."""
+    if len(value) <= ECHO_MAX:
+        return repr(value)
+    return f"{value[:ECHO_MAX]!r}... ({len(value):,} characters)"
 
 
 def os_reason(exc: OSError) -> str:

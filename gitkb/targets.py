@@ -17,7 +17,7 @@ import zlib
 from dataclasses import dataclass
 from functools import cache
 
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.util.resources import data_path
 
 # Producers write LOCAL when they did not know the machine: it names no hardware.
@@ -151,7 +151,7 @@ def require(text: str) -> Hardware:
     found = lookup(text)
     if found is None:
         known = ", ".join(sorted(table()))
-        raise GitkbError(f"unknown hardware token {text!r}; known tokens: {known}", 2)
+        raise GitkbError(f"unknown hardware token {echoed(text)}; known tokens: {known}", 2)
     return found
 
 

@@ -1,9 +1,13 @@
 """The block each MCP client needs to start ``git kb mcp`` on a store (``--print-config``).
 
-- Claude Code: the ``claude mcp add`` line, and the project-scoped ``.mcp.json`` (its
-  ``mcpServers`` table; ``claude mcp add --scope project`` writes the same);
-- Codex: the ``[mcp_servers.gitkb]`` table of ``config.toml`` (``~/.codex/config.toml``,
-  or a trusted project's ``.codex/config.toml``);
+Each block is a whole file's content, usable as printed (redirected into the file, or
+merged into one that holds other servers):
+
+- Claude Code: the project-scoped ``.mcp.json`` at the project's root, its
+  ``mcpServers.gitkb`` entry (``type``, ``command``, ``args``), which ``claude mcp add
+  --scope project`` writes too;
+- Codex: the ``[mcp_servers.gitkb]`` table (``command``, ``args``) of ``config.toml``
+  (``~/.codex/config.toml``, or a trusted project's ``.codex/config.toml``);
 - any other client: the stdio command as JSON (``command``, ``args``).
 
 Every block starts the same command line: ``git kb mcp --store <absolute store path>``,
@@ -13,7 +17,6 @@ with ``--allow-write`` only when asked for.
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import tomli_w
@@ -33,10 +36,9 @@ def config_block(client: str, store: Path, allow_write: bool = False) -> str:
     """The text to print for ``client``, ending in a newline."""
     command, *args = command_line(store, allow_write)
     if client == "claude":
-        add = shlex.join(["claude", "mcp", "add", SERVER_NAME, "--", command, *args])
         project = {"mcpServers": {SERVER_NAME: {"type": "stdio", "command": command,
                                                 "args": args}}}  # fmt: skip
-        return f"{add}\n{json.dumps(project, indent=2)}\n"
+        return json.dumps(project, indent=2) + "\n"
     if client == "codex":
         return tomli_w.dumps({"mcp_servers": {SERVER_NAME: {"command": command, "args": args}}})
     if client == "json":

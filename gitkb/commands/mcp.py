@@ -16,8 +16,8 @@ from gitkb.store import Store
     "--print-config",
     "client",
     type=click.Choice(CLIENTS),
-    help="Print the block that registers this server with CLIENT, and exit: claude (the "
-    "`claude mcp add` line and .mcp.json), codex (config.toml) or json (the stdio command).",
+    help="Print the file content that registers this server with CLIENT, and exit: claude "
+    "(.mcp.json), codex (config.toml's [mcp_servers.gitkb]) or json (the stdio command).",
 )
 @store_option
 def command(allow_write: bool, client: str | None, store: Store) -> None:

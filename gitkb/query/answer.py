@@ -21,7 +21,7 @@ import random
 from functools import lru_cache
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.layout import feedback_path, id_of
 from gitkb.query import budget, cards, pool, rank, scope, serve
 from gitkb.query.feedback import fold, folded_rank
@@ -264,7 +264,7 @@ def shown(store: Store, record_id: str) -> dict:
 def vocabulary(store: Store, name: str, like: str | None = None) -> dict:
     """The store's values of one filter (``--list-*``): tokens, then free-text values."""
     if name not in scope.LISTABLE:
-        raise GitkbError(f"cannot list {name!r}; lists: {', '.join(scope.LISTABLE)}", 2)
+        raise GitkbError(f"cannot list {echoed(name)}; lists: {', '.join(scope.LISTABLE)}", 2)
     with store.cache.snapshot(store.tip) as cache:
         tokens, prose = scope.listing(cache, name, like)
     return {"name": name, "values": tokens + prose, "free_text": prose}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.layout import FEEDBACK_DIR, feedback_path
 from gitkb.query.scope import RETIRED_STATUSES
 from gitkb.record.values import json_number
@@ -126,15 +126,15 @@ def key_for(trace: str | None, trace_commit: str | None, by: str) -> str:
 
 def _checked(record_id: str, outcome: str, trace: str | None, trace_commit: str | None) -> None:
     if outcome not in OUTCOMES:
-        raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
+        raise GitkbError(f"unknown outcome {echoed(outcome)}; use one of {', '.join(OUTCOMES)}", 2)
     if bool(trace) != bool(trace_commit):
         raise GitkbError("--trace and --trace-commit go together: the trace and its version", 2)
     if trace and (not _LABEL.fullmatch(trace) or ".." in trace):
-        raise GitkbError(f"--trace {trace!r} is not a trace label (letters, digits, ._/-)", 2)
+        raise GitkbError(f"--trace {echoed(trace)} is not a trace label (letters, digits, ._/-)", 2)
     if trace_commit and not _SHA.fullmatch(trace_commit):
-        raise GitkbError(f"--trace-commit {trace_commit!r} is not a commit id (hex)", 2)
+        raise GitkbError(f"--trace-commit {echoed(trace_commit)} is not a commit id (hex)", 2)
     if not rec.is_id(record_id):
-        raise GitkbError(f"{record_id!r} is not a record id", 2)
+        raise GitkbError(f"{echoed(record_id)} is not a record id", 2)
 
 
 def event(
@@ -181,7 +181,7 @@ def builder(
 
     def build(view: StoreView) -> Change:
         if record_id not in view:
-            raise GitkbError(f"no record {record_id} in {view.location}")
+            raise GitkbError(f"no record {echoed(record_id)} in {view.location}")
         path = feedback_path(record_id)
         raw = view.read_files([path]).get(path)
         held = fold(raw).keys.get(key)
@@ -228,7 +228,7 @@ def summary(store: Store, record_id: str) -> dict:
     """A record's feedback as counted: outcomes, the counters it adds, unreadable lines."""
     view = store.view()
     if record_id not in view:
-        raise GitkbError(f"no record {record_id} in {store.location}")
+        raise GitkbError(f"no record {echoed(record_id)} in {store.location}")
     path = feedback_path(record_id)
     folded = fold(view.read_files([path]).get(path))
     return {

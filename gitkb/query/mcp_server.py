@@ -22,7 +22,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.query import answer, mcp_schemas
 from gitkb.query.answer import shown
 from gitkb.query.answer import vocabulary as listed
@@ -103,10 +103,14 @@ def _dumps(document: object) -> str:
 
 
 def _record_id(record_id: str) -> str:
-    """A record id as the store spells them; anything else (a path, a URI) is refused
-    before the store is asked."""
-    if not rec.is_id(record_id):
-        raise GitkbError(f"{record_id[:80]!r} is not a record id", 2)
+    """A record id as the store spells them, at most ``ID_MAX`` characters (the bound every
+    tool's id argument has; a resource's id comes here unbounded); anything else (a path, a
+    URI) is refused before the store is asked."""
+    if len(record_id) > ID_MAX or not rec.is_id(record_id):
+        raise GitkbError(
+            f"{echoed(record_id)} is not a record id (at most {ID_MAX} characters: a-z or "
+            "0-9, then a-z, 0-9, '.', '_' or '-')", 2,
+        )  # fmt: skip
     return record_id
 
 
@@ -114,7 +118,7 @@ def _kernel_name(kernel: str) -> str:
     """A kernel name; a path (the server never reads the caller's files) is refused."""
     if any(c in kernel for c in "/\\\0") or kernel.strip() in (".", ".."):
         raise GitkbError(
-            f"kernel {kernel[:80]!r} is a path: the MCP resolve takes a kernel name "
+            f"kernel {echoed(kernel)} is a path: the MCP resolve takes a kernel name "
             "(e.g. triton_softmax.py), never a file to read", 2,
         )  # fmt: skip
     return kernel

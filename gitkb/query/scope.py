@@ -18,7 +18,7 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass, field, replace
 
 from gitkb import targets
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.record.worth import TIERS
 from gitkb.store.cache import vocabulary
 from gitkb.store.cache.index_cache import IndexCache
@@ -206,10 +206,10 @@ def unknown_value(name: str, value: str, known: Set[str]) -> str:
     said = f"; did you mean: {', '.join(near)}?" if near else ""
     if len(known) > _LISTED_AT_MOST:
         return (
-            f"unknown {name} {value!r}{said} ({len(known)} known values; search them with "
+            f"unknown {name} {echoed(value)}{said} ({len(known)} known values; search them with "
             f"--list-{_LIST_FLAGS[name]} --like SUBSTRING)"
         )
-    return f"unknown {name} {value!r}{said} (known: {', '.join(sorted(known)) or 'none'})"
+    return f"unknown {name} {echoed(value)}{said} (known: {', '.join(sorted(known)) or 'none'})"
 
 
 _LIST_FLAGS = {
@@ -240,7 +240,7 @@ def resolve_arch(vocabulary: Vocabulary, value: str) -> str:
     known = vocabulary.values("arch")
     if family:
         raise GitkbError(
-            f"no records for arch {value!r}: it resolves to {family}, which this store holds "
+            f"no records for arch {echoed(value)}: it resolves to {family}, which this store holds "
             f"no records for (it has: {', '.join(sorted(known))}). A gap in the store, not a "
             "bad query: another architecture's records do not apply here",
             2,
@@ -248,7 +248,7 @@ def resolve_arch(vocabulary: Vocabulary, value: str) -> str:
     near = near_misses(value, known)
     said = f"; did you mean: {', '.join(near)}?" if near else ""
     raise GitkbError(
-        f"unknown arch {value!r}{said} (store: {', '.join(sorted(known))}; also takes a "
+        f"unknown arch {echoed(value)}{said} (store: {', '.join(sorted(known))}; also takes a "
         "compute capability such as sm_90 or 9.0, a product such as h20 or mi300x, or a gfx "
         "id such as gfx942)",
         2,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import Row
 from gitkb.store.cache.source import Lie, RepoOpener
@@ -188,7 +188,7 @@ class StoreView:
                 self.cache.rebuild_at(self.tip)  # inside a write this raises: nothing lands
         if rows:
             raise GitkbError(f"{rows[0].path} is not in {self.location} at {self.tip}")
-        raise GitkbError(f"no record {record_id} in {self.location}")
+        raise GitkbError(f"no record {echoed(record_id)} in {self.location}")
 
     def _unlisted(self, record_id: str) -> bool:
         """Whether the tree at ``tip`` holds a record file named for ``record_id`` that the

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitkb import record as rec
-from gitkb.errors import GitkbError
+from gitkb.errors import GitkbError, echoed
 from gitkb.layout import ledger_path
 from gitkb.record import strict
 from gitkb.vcs.plain import identity
@@ -151,7 +151,9 @@ def parse_evidence(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not re.fullmatch(_EVIDENCE_KEY, key):
-            raise GitkbError(f"evidence {pair!r} is not KEY=VALUE (key: A-Z a-z 0-9 _ . -)", 2)
+            raise GitkbError(
+                f"evidence {echoed(pair)} is not KEY=VALUE (key: A-Z a-z 0-9 _ . -)", 2
+            )
         evidence[key] = value
     return evidence
 
@@ -170,14 +172,14 @@ def attest(
 ) -> Admission:
     """Append one outcome to the record's ledger as an ``attest`` admission (one commit)."""
     if outcome not in OUTCOMES:
-        raise GitkbError(f"unknown outcome {outcome!r}; use one of {', '.join(OUTCOMES)}", 2)
+        raise GitkbError(f"unknown outcome {echoed(outcome)}; use one of {', '.join(OUTCOMES)}", 2)
     who = one_line(by) if by and by.strip() else identity()
 
     from gitkb.store.writer import Change
 
     def build(view: StoreView) -> Change:
         if record_id not in view:
-            raise GitkbError(f"no record {record_id} in {store.location}")
+            raise GitkbError(f"no record {echoed(record_id)} in {store.location}")
         ledger = read_ledger(view, record_id)
         line = event_line("attest", outcome=outcome, by=who, evidence=evidence or None)
         data = appended(ledger, True, line)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitkb import targets
-from gitkb.errors import GitkbError, writing
+from gitkb.errors import GitkbError, echoed, writing
 from gitkb.layout import ledger_path
 from gitkb.record import load
 from gitkb.record.curation import CODE_TYPES, code_of, curation_facts
@@ -60,7 +60,7 @@ def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | No
         found = _token(product)
         if found is None:
             known = ", ".join(sorted(targets.table()))
-            raise GitkbError(f"unknown hardware token {product!r}; known tokens: {known}", 2)
+            raise GitkbError(f"unknown hardware token {echoed(product)}; known tokens: {known}", 2)
         return found
     if not arch:
         return None
@@ -70,7 +70,7 @@ def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | No
         if len(vendors) > 1:
             products = sorted(t for t, hw in targets.table().items() if hw.arch == wanted)
             raise GitkbError(
-                f"arch {arch!r} names hardware of several vendors ({', '.join(vendors)}); "
+                f"arch {echoed(arch)} names hardware of several vendors ({', '.join(vendors)}); "
                 f"name the hardware with --product ({', '.join(products)})",
                 2,
             )
@@ -78,7 +78,7 @@ def hardware_for(arch: str | None, product: str | None) -> targets.Hardware | No
     found = _token(wanted)
     if found is None:
         raise GitkbError(
-            f"unknown arch {arch!r}; known arches: {', '.join(sorted(targets.arches()))}; "
+            f"unknown arch {echoed(arch)}; known arches: {', '.join(sorted(targets.arches()))}; "
             f"known tokens: {', '.join(sorted(targets.table()))}",
             2,
         )
@@ -96,7 +96,7 @@ def language_for(kernel: str, dsl: str | None) -> tuple[str | None, str | None]:
         return None, "--dsl"
     if wanted not in curate.LANGUAGES:
         known = ", ".join((*curate.LANGUAGES, curate.ANY_LANGUAGE))
-        raise GitkbError(f"unknown --dsl {dsl!r}; known languages: {known}", 2)
+        raise GitkbError(f"unknown --dsl {echoed(dsl)}; known languages: {known}", 2)
     return wanted, "--dsl"
 
 

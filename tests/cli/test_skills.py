@@ -103,6 +103,36 @@ def test_every_command_a_skill_names_is_real():
         assert stale_options(done.stdout.decode(), options) == [], path
 
 
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def flags_of(command: click.Command) -> set[str]:
+    """Every long option of a command, and of each subcommand of a group."""
+    flags = {o for p in command.params if isinstance(p, click.Option)
+             for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}  # fmt: skip
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            flags |= flags_of(sub)
+    return flags
+
+
+def stray_flags(text: str) -> list[str]:
+    """The ``--flags`` anywhere in a skill (prose and examples alike) that no verb the
+    skill names with ``git kb`` takes."""
+    verbs = {verb_and_options(words)[0][0] for words in commands_named(text)}
+    taken: set[str] = {"--help"}
+    for verb in verbs:
+        taken |= flags_of(importlib.import_module(f"gitkb.commands.{COMMANDS[verb][0]}").command)
+    return sorted(set(FLAG.findall(text)) - taken)
+
+
+def test_every_flag_a_skill_mentions_belongs_to_a_verb_it_names():
+    for skill in skills.shipped():
+        assert stray_flags(skill.text.decode()) == [], skill.name
+    made_up = "Run `git kb query --arch sm_90`, or pass `--skill x` to your agent.\n"
+    assert stray_flags(made_up) == ["--skill"]
+
+
 @pytest.mark.slow
 def test_the_command_check_finds_a_stale_option():
     words = commands_named("```\ngit kb query --arch sm_90 --no-such-flag x\n```\n")[0]

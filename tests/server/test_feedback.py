@@ -63,7 +63,7 @@ def test_bad_feedback_is_one_clear_line(tmp_path):
     store = admitted_store(tmp_path / "kb")
     done = kb("feedback", "no.such.record.at.all", "--outcome", "helped",
               "--store", str(store.location))  # fmt: skip
-    assert done.returncode == 1 and b"no record no.such.record.at.all" in done.stderr
+    assert done.returncode == 1 and b"no record 'no.such.record.at.all'" in done.stderr
     assert give(store, "--outcome", "great").returncode == 2
     lone = give(store, "--outcome", "helped", "--trace", "run-1")
     assert lone.returncode == 2 and b"go together" in lone.stderr

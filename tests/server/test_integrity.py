@@ -618,7 +618,7 @@ def test_a_forged_row_in_a_clone_cache_is_not_served(tmp_path):
     with sqlite3.connect(store.git_dir / "gitkb-cache" / "index.sqlite3") as db:
         forge_cache_row(db, path, raw)
     done = kb("show", ghost["id"], "--store", str(store.location))
-    assert done.returncode == 1 and f"no record {ghost['id']}".encode() in done.stderr
+    assert done.returncode == 1 and f"no record {ghost['id']!r}".encode() in done.stderr
 
 
 @pytest.mark.slow

@@ -90,7 +90,7 @@ def test_mcp_serves_query_resolve_show_and_feedback(tmp_path):
     assert payload(given)["action"] == "feedback" and payload(given)["commit"]
     assert Store.open(store.location).log()[0]["action"] == "feedback"
     assert unknown.is_error and "unknown family 'softmx'" in unknown.content[0].text
-    assert missing.is_error and "no record no.such.record.at.all" in missing.content[0].text
+    assert missing.is_error and "no record 'no.such.record.at.all'" in missing.content[0].text
 
 
 def test_one_server_follows_main_as_it_moves(tmp_path):

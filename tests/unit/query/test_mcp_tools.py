@@ -1,20 +1,22 @@
 """`git kb mcp` beyond query, driven over stdio by the official SDK's client: resolve, show,
 vocabulary and the record resources (read-only, each answer checked against its tool's
 output schema), the write guard (feedback and attest only with --allow-write, through the
-CLI's own library path), hostile arguments, and `--print-config`'s blocks starting a server."""
+CLI's own library path, signed as git is set to sign and held to the store's access rules),
+hostile arguments, and `--print-config`'s blocks starting a server."""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from helpers import ROOT, example_files, git, kb, write_git_kb
+from helpers.signing import make_key, needs_ssh_keygen, public, sign_with, verify_commit
 
-from gitkb.store import Store
+from gitkb.store import Store, access
 
 pytestmark = pytest.mark.slow  # every test here starts servers: seconds (pyproject: markers)
 
@@ -24,6 +26,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 STRATEGY = "nvidia.h100.triton.softmax.online-rescale-two-pass-s01"
 READ_TOOLS = ["query", "resolve", "show", "vocabulary"]
+LONG = "q" * 2000  # a hostile value as long as a text argument may be
 
 
 @pytest.fixture
@@ -177,16 +180,29 @@ def test_hostile_arguments_get_tool_errors_and_write_nothing(examples, tmp_path)
         tool("resolve", {"kernel": "softmax", "arch": "no-such-gpu"}),
         tool("vocabulary", {"name": "secrets"}),
         tool("no_such_tool", {}),
+        # the longest values the bounds let through: an error names them, never echoes them
+        tool("query", {"technique": LONG}),
+        tool("query", {"dsl": LONG}),
+        tool("query", {"arch": LONG}),
+        tool("resolve", {"kernel": "softmax", "arch": LONG}),
+        tool("resolve", {"kernel": "softmax", "product": LONG}),
+        tool("resolve", {"kernel": "softmax", "arch": "H100", "dsl": LONG}),
+        tool("resolve", {"kernel": "/" + LONG[:199], "arch": "H100"}),
+        tool("show", {"record_id": LONG[:200]}),
+        tool("show", {"record_id": LONG[:201]}),
+        tool("vocabulary", {"name": LONG}),
         resource("gitkb://record/..%2F..%2Fetc%2Fpasswd"),
         resource("gitkb://record/no.such.record"),
+        resource("gitkb://record/" + LONG),
+        resource("gitkb://record/" + LONG[:200]),
         tool("show", {"record_id": STRATEGY}),  # and the server still answers
     )
-    *hostile, unreadable, unknown_resource, still = results
+    *hostile, unreadable, unknown_resource, huge_resource, long_resource, still = results
     texts = [error_text(r) for r in hostile]
     assert "Unknown tool: feedback" in texts[0] and "Unknown tool: attest" in texts[1]
     assert "is a path" in texts[2] and "is a path" in texts[3]
     assert "is not a record id" in texts[4] and "is not a record id" in texts[5]
-    assert "no record no.such.record.at.all" in texts[6]
+    assert "no record 'no.such.record.at.all'" in texts[6]
     assert "valid string" in texts[7] and "required" in texts[8].lower()
     assert "at most 2000 characters" in texts[9]
     assert "valid integer" in texts[10] and "less than or equal to 100" in texts[11]
@@ -195,8 +211,20 @@ def test_hostile_arguments_get_tool_errors_and_write_nothing(examples, tmp_path)
     assert "greater than or equal to 1" in texts[14] and "valid number" in texts[15]
     assert "unknown arch" in texts[16] and "'vendor'" in texts[17]
     assert "Unknown tool: no_such_tool" in texts[18]
+    cut = f"{LONG[:80]!r}... (2,000 characters)"
+    for text, said in zip(texts[19:25], ("unknown technique", "unknown dsl", "unknown arch",
+                                         "unknown arch", "unknown hardware token",
+                                         "unknown --dsl"), strict=True):  # fmt: skip
+        assert f"{said} {cut}" in text, text
+    assert "is a path" in texts[25] and "(200 characters)" in texts[25]
+    assert f"no record {LONG[:80]!r}... (200 characters)" in texts[26]
+    assert "at most 200 characters" in texts[27] and "'vendor'" in texts[28]
     assert isinstance(unreadable, mcp.MCPError) and isinstance(unknown_resource, mcp.MCPError)
-    assert "no record no.such.record" in str(unknown_resource)
+    assert "no record 'no.such.record'" in str(unknown_resource)
+    assert "(2,000 characters) is not a record id (at most 200" in str(huge_resource)
+    assert f"no record {LONG[:80]!r}... (200 characters)" in str(long_resource)
+    for text in [*texts, str(huge_resource), str(long_resource)]:
+        assert LONG[:81] not in text, text
     assert not still.is_error and still.structured_content["id"] == STRATEGY
     for text in texts:
         assert "top_secret_body" not in text and "Traceback" not in text
@@ -243,20 +271,74 @@ def test_writes_only_with_allow_write_through_the_cli_writer(examples):
     assert "KB-Action: attest" in mcp_attest and "KB-Outcome: validated" in mcp_attest
 
 
+@pytest.fixture
+def signed(examples, tmp_path) -> tuple[Store, Path]:
+    """The example store with access on (alice its admin, signatures required) and git set
+    to sign as alice; returns the store and the store's own allowed-signers file."""
+    key = make_key(tmp_path / "keys", "alice")
+    sign_with(key)
+    access.init(examples, "alice@example.org", access.key_of(public(key), "alice.pub"))
+    signers = tmp_path / "allowed_signers"
+    where = str(examples.location)
+    signers.write_text(git("--git-dir", where, "show", "main:access/allowed_signers").stdout)
+    return examples, signers
+
+
+@needs_ssh_keygen
+def test_writes_sign_as_git_is_set_to_and_pass_the_access_rules(signed):
+    store, signers = signed
+    before = store.tip
+    seen, results = serve(
+        store,
+        named("feedback", {"record_id": STRATEGY, "outcome": "helped"}),
+        named("attest", {"record_id": STRATEGY, "outcome": "validated"}),
+        flags=("--allow-write",),
+    )
+    given, attested = (answer(called, seen["tools"]) for called in results)
+    log = git("--git-dir", str(store.location), "rev-list", f"{before}..main").stdout.split()
+    assert len(log) == 2 and given["commit"] == log[1]
+    assert attested["counts"]["validations"] == 1
+    for sha in log:
+        checked = verify_commit(store.location, sha, signers)
+        assert checked.returncode == 0, checked.stderr
+        assert 'Good "git" signature for alice@example.org' in checked.stderr
+    # the verdict a server would give a push of these commits: history, access, gates
+    verdict = kb("check", f"{before}..main", "--format", "json", "--store", str(store.location))
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+
+
+@needs_ssh_keygen
+def test_an_unsigned_writer_on_a_signed_store_gets_one_tool_error(signed):
+    store, _ = signed
+    git("config", "--global", "--unset", "commit.gpgsign")
+    before = store.tip
+    _, (given, attested, still) = serve(
+        store,
+        tool("feedback", {"record_id": STRATEGY, "outcome": "helped"}),
+        tool("attest", {"record_id": STRATEGY, "outcome": "validated"}),
+        tool("show", {"record_id": STRATEGY}),
+        flags=("--allow-write",),
+    )
+    for result in (given, attested):
+        lines = error_text(result).strip().splitlines()
+        assert len(lines) == 1 and "requires signed commits" in lines[0], lines
+        assert "commit.gpgsign" in lines[0] and "Traceback" not in lines[0]
+    assert not still.is_error and still.structured_content["id"] == STRATEGY
+    assert Store.open(store.location).tip == before
+
+
 def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
     store = examples
     where = str(store.location.resolve())
     printed = {c: kb("mcp", "--print-config", c, "--store", where).stdout.decode()
                for c in ("claude", "codex", "json")}  # fmt: skip
-    add, _, project = printed["claude"].partition("\n")
-    words = shlex.split(add)
-    assert words[:5] == ["claude", "mcp", "add", "gitkb", "--"]
-    claude = json.loads(project)["mcpServers"]["gitkb"]
+    # each is a whole file's content, as printed: .mcp.json, config.toml, a JSON document
+    claude = json.loads(printed["claude"])["mcpServers"]["gitkb"]
     codex = tomllib.loads(printed["codex"])["mcp_servers"]["gitkb"]
     plain = json.loads(printed["json"])
     expected = ["git", "kb", "mcp", "--store", where]
-    assert words[5:] == expected
-    for block in (claude, codex, plain):
+    blocks = (claude, codex, plain)
+    for block in blocks:
         assert [block["command"], *block["args"]] == expected
     assert claude["type"] == "stdio" and plain["transport"] == "stdio"
     writer = json.loads(kb("mcp", "--print-config", "json", "--allow-write", "--store",
@@ -264,10 +346,10 @@ def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
     assert writer[-1] == "--allow-write"
     bad = kb("mcp", "--print-config", "cursor", "--store", where)
     assert bad.returncode == 2
-    # the printed command starts the server: `git kb` finds `git-kb` on PATH, as installed
+    # each printed command starts the server: `git kb` finds `git-kb` on PATH, as installed
     bin_dir = write_git_kb(tmp_path / "bin").parent
     steps = [named("show", {"record_id": STRATEGY})]
-    seen, (shown,) = anyio.run(_session, claude["command"], claude["args"], _env(str(bin_dir)),
-                               steps)  # fmt: skip
-    assert sorted(seen["tools"]) == READ_TOOLS
-    assert answer(shown, seen["tools"])["id"] == STRATEGY
+    for command, *args in {(b["command"], *b["args"]) for b in blocks}:  # one: they agree
+        seen, (shown,) = anyio.run(_session, command, args, _env(str(bin_dir)), steps)
+        assert sorted(seen["tools"]) == READ_TOOLS
+        assert answer(shown, seen["tools"])["id"] == STRATEGY

@@ -101,6 +101,9 @@ def test_unknown_values_fail_closed_with_the_near_misses(kbdir):
     assert "unknown type 'doc'" in out
     # spelling is forgiven, nothing more
     assert ask(kbdir, "--dsl", "Triton")["query"]["dsl"] == "triton"
+    # a long value is named by its start and length, never echoed whole
+    out = ask(kbdir, "--technique", "q" * 5000, code=2)["stderr"]
+    assert f"unknown technique {'q' * 80!r}... (5,000 characters)" in out and "q" * 81 not in out
 
 
 def test_only_the_served_projection_leaves_the_store(kbdir):
