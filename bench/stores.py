@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,12 +69,18 @@ GIT_KB = ["git", "kb"]
 def installed_env(work: Path, root: Path) -> dict:
     """The environment of a gitkb command timed as an installed gitkb runs: its bytecode
     compiled once, into a private cache folder under ``work``, and ``git kb`` running the
-    ``git-kb`` script that an install writes (its ``#!python`` line made this
-    interpreter's, as pip does)."""
+    ``git-kb`` script that an install writes: pip's wrapper of the ``[project.scripts]``
+    entry point, its ``#!`` line this interpreter."""
     bin_dir = work / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    script = (root / "gitkb" / "git-kb").read_text().split("\n", 1)[1]
-    (bin_dir / "git-kb").write_text(f"#!{sys.executable}\n{script}")
+    entry = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["git-kb"]
+    module, _, func = entry.partition(":")
+    (bin_dir / "git-kb").write_text(
+        f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
+        f"from {module} import {func}\nif __name__ == '__main__':\n"
+        "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+        f"    sys.exit({func}())\n"
+    )
     (bin_dir / "git-kb").chmod(0o755)
     env = dict(
         os.environ,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 import uuid
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-from helpers import live_with
+from helpers import budget, live_with
 
 TESTS = Path(__file__).parent
 KINDS = ("unit", "cli", "server", "e2e")
@@ -26,6 +28,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         kind = item.path.relative_to(TESTS).parts[0]
         if kind in KINDS:
             item.add_marker(kind)
+
+
+SPENT = pytest.StashKey[tuple[float, float]]()  # a test call's (CPU, wall) seconds
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    cpu, wall = budget.cpu_seconds(), time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        item.stash[SPENT] = (budget.cpu_seconds() - cpu, time.perf_counter() - wall)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A passing test not marked slow fails when its call was over the quick suite's budget
+    (helpers/budget.py); a traced run (coverage) is not judged."""
+    report = yield
+    if call.when == "call" and report.passed and item.get_closest_marker("slow") is None:
+        spent = item.stash.get(SPENT, None)
+        problem = spent and not budget.traced() and budget.over_budget(*spent, budget.cpu_budget())
+        if problem:
+            report.outcome = "failed"
+            report.longrepr = problem
+    return report
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gitkb.gates.evidence_cache import EvidenceCache
 from gitkb.record import RecordFile
+from gitkb.util.attributes import attributes
 
 if TYPE_CHECKING:
     # Types only: gates sit below the store and the trace readers that implement these.
@@ -36,12 +37,7 @@ class Finding:
         return f"{self.record_id}: {self.gate}: {where}{self.message}"
 
     def as_json(self) -> dict:
-        return {
-            "record": self.record_id,
-            "gate": self.gate,
-            "field": self.field,
-            "message": self.message,
-        }
+        return attributes(self, "record=record_id gate field message")
 
 
 class StoreReader(Protocol):

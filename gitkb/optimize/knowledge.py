@@ -30,6 +30,7 @@ from gitkb.query.feedback import builder
 from gitkb.query.scope import Request
 from gitkb.store import Store
 from gitkb.trace.naming import sniff_dsl
+from gitkb.util.attributes import attributes
 
 if TYPE_CHECKING:
     from gitkb.optimize.providers import Candidate
@@ -61,13 +62,7 @@ class Knowledge:
         return [r["id"] for r in self.records]
 
     def report(self) -> dict:
-        return {
-            "store": self.store,
-            "store_commit": self.commit,
-            "asked": self.asked,
-            "records": self.ids,
-            "notes": self.notes,
-        }
+        return attributes(self, "store store_commit=commit asked records=ids notes")
 
 
 @dataclass(frozen=True)

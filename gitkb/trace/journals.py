@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from gitkb.record.values import finite_number, mapping, stripped_text
 from gitkb.trace.files import MAX_EVIDENCE_BYTES, JsonProblem, TraceFiles, parse_json
+from gitkb.util.attributes import attributes
 
 SUPERVISOR_DIR = ".atrex_long_horizon"
 _EPISODE_FILE = re.compile(
@@ -35,11 +36,8 @@ class Journal:
 
     def excerpt(self) -> dict:
         """What a distiller is shown of the journal (scrubbed by the packet builder)."""
-        return {
-            "episode": self.episode,
-            "status": self.status,
-            "summary": self.summary,
-            "authoritative_improvement_pct": self.improvement_pct,
+        stated = "episode status summary authoritative_improvement_pct=improvement_pct"
+        return attributes(self, stated) | {
             "experiments": [
                 {k: str(e.get(k) or "") for k in ("index", "name", "hypothesis", "change")}
                 | {k: str(e.get(k) or "") for k in ("evidence", "result", "decision")}

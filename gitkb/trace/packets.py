@@ -17,6 +17,7 @@ from gitkb.trace.ladder import Ladder, build_ladder
 from gitkb.trace.memory import VersionRow
 from gitkb.trace.options import TraceOptions
 from gitkb.trace.partition import Segment, partition
+from gitkb.util.attributes import attributes
 from gitkb.vcs.repository import Repository
 
 DIFF_LIMIT = 60_000
@@ -72,19 +73,11 @@ class Packet:
 
     def as_json(self) -> dict:
         """The packet file a distiller reads (code siblings inline)."""
-        return {
-            "seg_id": self.seg_id,
-            "record_type": self.record_type,
-            "seg_kind": self.seg_kind,
-            "target": self.target,
-            "agent_facing": self.agent_facing,
-            "provenance": self.provenance,
-            "diff": self.diff,
-            "kernel": self.kernel,
-            "evidence_extra": self.evidence_extra,
-            "evidence_chars": self.evidence_chars,
-            "code_bytes": self.code_bytes,
-        }
+        return attributes(
+            self,
+            "seg_id record_type seg_kind target agent_facing provenance diff kernel "
+            "evidence_extra evidence_chars code_bytes",
+        )
 
     @property
     def code(self) -> str:

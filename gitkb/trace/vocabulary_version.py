@@ -1,30 +1,33 @@
-"""The technique vocabulary's version, read without parsing the vocabulary: the index
-cache asks it on every open (a read verb's start-up), so this loads nothing but ``os``
-and the shipped-data paths. The vocabulary itself is ``gitkb.trace.techniques``."""
+"""The technique vocabulary's version: the index cache asks it on every open (a read verb's
+start-up), so it is read here without building the vocabulary, which is
+``gitkb.trace.techniques``."""
 
 from __future__ import annotations
 
 import os
+import tomllib
+from functools import cache
 
 from gitkb.util.resources import data_path
 
 FILE_NAME = "techniques.toml"
-_KEY = b'version = "'
 
 
 def vocabulary_path() -> str:
     return os.path.join(data_path("targets"), FILE_NAME)
 
 
+@cache
 def version() -> str:
-    """The shipped vocabulary's ``version`` (its first key: a line ``version = "N"``), or
-    ``missing`` / ``unversioned``."""
+    """The shipped vocabulary's ``version``, or ``missing`` / ``unversioned`` (a file that
+    is not TOML states none: building the vocabulary says what is wrong with it). Read once
+    a process: the vocabulary ships with gitkb, as ``techniques.vocabulary()`` reads it."""
     try:
         with open(vocabulary_path(), "rb") as fh:
-            raw = fh.read()
+            document = tomllib.load(fh)
     except OSError:
         return "missing"
-    for line in raw.splitlines():
-        if line.startswith(_KEY) and line.rstrip().endswith(b'"'):
-            return line.rstrip()[len(_KEY) : -1].decode("utf-8", "replace")
-    return "unversioned"
+    except tomllib.TOMLDecodeError:
+        return "unversioned"
+    stated = document.get("version")
+    return stated if isinstance(stated, str) and stated else "unversioned"

@@ -12,37 +12,31 @@ import sys
 # The optimizer's live lines: a channel of their own, printed as they are ("[gitkb] ...").
 LIVE_LOGGER = "gitkb.optimize.live"
 _TOP = "gitkb"
-_levels = {"top": 20}  # logging.INFO; -q: WARNING, -v: DEBUG
 
 
 def logger(name: str) -> logging.Logger:
     """The logger ``name`` (under ``gitkb``), its notes reaching stderr."""
     top = logging.getLogger(_TOP)
     if not top.handlers:
-        top.addHandler(_stderr_handler())
-        top.setLevel(_levels["top"])
+        top.addHandler(_Stderr())
+        top.setLevel(logging.INFO)
         top.propagate = False
     return logging.getLogger(name)
 
 
 def set_verbosity(verbose: bool, quiet: bool) -> None:
     """``-q``: warnings only (no notes, no live lines); ``-v``: debug notes too."""
-    _levels["top"] = 30 if quiet else 10 if verbose else 20
-    if "logging" in sys.modules:  # already loaded: a logger may have been handed out
-        logger(_TOP).setLevel(_levels["top"])
+    logger(_TOP).setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
 
 
-def _stderr_handler() -> logging.Handler:
-    class Stderr(logging.Handler):
-        """One line per record on ``sys.stderr`` as it is when the record comes (a caller
-        may have swapped it); the notes read ``gitkb: ...``, the live lines as they are."""
+class _Stderr(logging.Handler):
+    """One line per record on ``sys.stderr`` as it is when the record comes (a caller may
+    have swapped it); the notes read ``gitkb: ...``, the live lines as they are."""
 
-        def emit(self, record: logging.LogRecord) -> None:
-            try:
-                text = self.format(record)
-                print(text if record.name == LIVE_LOGGER else f"gitkb: {text}", file=sys.stderr)
-                sys.stderr.flush()
-            except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
-                self.handleError(record)
-
-    return Stderr()
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            print(text if record.name == LIVE_LOGGER else f"gitkb: {text}", file=sys.stderr)
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
+            self.handleError(record)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import tomllib
+
 import pytest
 from helpers import ROOT, example_files, kb, unmeasured_env
 
-from gitkb.cli import COMMANDS
+from gitkb.cli import COMMANDS, main
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
@@ -76,14 +79,12 @@ def test_version_and_help_load_no_verb():
         )
 
 
-def test_the_installed_command_is_gitkb_own_script():
-    """`git-kb` is gitkb/git-kb as it is (pyproject: shared-scripts), not the wrapper pip
-    writes for an entry point, which imports re in pip 23 and earlier."""
-
-    script = ROOT / "gitkb" / "git-kb"
-    text = script.read_text()
-    assert text.startswith("#!python\n") and script.stat().st_mode & 0o111
-    assert "import re" not in text and "from gitkb.cli import main" in text
+def test_git_kb_is_the_entry_point_of_the_cli():
+    """`git-kb` is a standard ``[project.scripts]`` entry point: the script an installer
+    writes calls ``gitkb.cli.main``."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["git-kb"].partition(":")
+    assert getattr(importlib.import_module(module), name) is main
 
 
 def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):

@@ -12,7 +12,7 @@ from helpers.paths import (
 )
 from helpers.processes import live_with
 from helpers.repos import forge_cache_row, lose_object
-from helpers.run import git, kb, put_git_kb_on_path, unmeasured_env
+from helpers.run import git, kb, put_git_kb_on_path, unmeasured_env, write_git_kb
 
 __all__ = [
     "CONFORMANCE",
@@ -29,4 +29,5 @@ __all__ = [
     "needs_conformance",
     "put_git_kb_on_path",
     "unmeasured_env",
+    "write_git_kb",
 ]

@@ -38,9 +38,9 @@ def kb(
     )
 
 
-def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
-    """A `git-kb` executable on PATH that runs this checkout's gitkb, as hooks call it."""
-    bin_dir = tmp_path / "bin"
+def write_git_kb(bin_dir: Path) -> Path:
+    """``bin_dir/git-kb``, an executable that runs this checkout's gitkb: `git kb` finds it
+    on PATH, as hooks and agents' clients call it."""
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "git-kb"
     wrapper.write_text(
@@ -48,5 +48,11 @@ def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
         f'exec "{sys.executable}" -m gitkb "$@"\n'
     )
     wrapper.chmod(0o755)
+    return wrapper
+
+
+def put_git_kb_on_path(tmp_path: Path, monkeypatch) -> Path:
+    """A `git-kb` executable on PATH that runs this checkout's gitkb, as hooks call it."""
+    bin_dir = write_git_kb(tmp_path / "bin").parent
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return bin_dir

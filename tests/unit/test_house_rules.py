@@ -12,38 +12,25 @@ from helpers import ROOT
 PACKAGE = ROOT / "gitkb"
 # A statement's first words, as a query module spells them (upper case).
 SQL = re.compile(r"\b(SELECT|INSERT INTO|DELETE FROM|UPDATE \w+ SET|CREATE (TABLE|INDEX)|PRAGMA)\b")
-# The layer order, lowest first: a package imports only packages below it (at the top of
-# a module, in a function or for types alike). Each row is a package under gitkb/ (or a
-# module at its top level); store/cache is a layer of its own, below the store.
-LAYERS = (
-    "gitkb",  # gitkb/__init__.py: the version
-    "errors",
-    "util",  # runner, supervisor, log, files, resources
-    "record",  # record files, ids, values, strict JSON, the index, signature, worth
-    "layout",  # the store's paths and refs
-    "targets",  # the hardware token tables
-    "schema",
-    "vcs",
-    "access",  # the store's signers and roles, as gitkb renders them
-    "trace",  # reading a trace
-    "store.cache",  # the derived SQLite index
-    "gates",
-    "store",  # Store and its view, admission, the write path
-    "server",  # what a push may change
-    "warmstart",
-    "query",
-    "mine",
-    "importers",
-    "report",
-    "hooks",
-    "optimize",
-    "testing",  # the example traces and records, the injection samples, the demo
-    "agents",  # registering the MCP server with agents' clients; the shipped skills
-    "commands",  # one module per verb
-    "error_handler",
-    "cli",  # the lazy command table (it imports commands/ by name, when a verb runs)
-    "__main__",
-)
+DESIGN = ROOT / "docs" / "design.md"
+
+
+def layers(text: str) -> tuple[str, ...]:
+    """The layer order, lowest first, as docs/design.md writes it down once (the fenced
+    block of its "Layers" section): a package imports only packages below it (at the top of
+    a module, in a function or for types alike). A row's first word is a package under
+    gitkb/ (``util/``; ``store/cache/`` is a layer of its own, below the store) or a module
+    at its top (``errors.py``; ``__init__.py`` is gitkb's own, the version)."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1].splitlines()[1:]  # after the opening fence's line
+    rows = [line.split()[0] for line in block if line.strip()]
+    return tuple(
+        "gitkb" if row == "__init__.py" else row.removesuffix(".py").strip("/").replace("/", ".")
+        for row in rows
+    )
+
+
+LAYERS = layers(DESIGN.read_text(encoding="utf-8"))
 RANK = {package: n for n, package in enumerate(LAYERS)}
 
 
@@ -125,7 +112,7 @@ def higher_layers_imported(modules) -> list[str]:
     """Each gitkb import (at the top, in a function, for types) of a package not below the
     importer's own in ``LAYERS``; a package missing from ``LAYERS`` is a finding too."""
     known = {module_name(path) for path, _, _ in modules}
-    found = [f"{path}: package {package!r} has no row in LAYERS"
+    found = [f"{path}: package {package!r} has no row in the layers (docs/design.md)"
              for path, package, _ in modules if package not in RANK]  # fmt: skip
     for path, package, name, taken in _imports(modules):
         if package not in RANK:
@@ -252,9 +239,17 @@ RULES = [sql_outside_the_store, dulwich_outside_vcs, higher_layers_imported,
 
 
 def test_the_rules_read_the_whole_package():
-    """Every package under gitkb/ has its row in LAYERS, and every row names one."""
+    """Every package under gitkb/ has its row in docs/design.md's layers, once, and every
+    row names one."""
     packages = {package for _, package, _ in MODULES}
-    assert len(MODULES) > 100 and packages == set(LAYERS)
+    assert len(MODULES) > 100 and packages == set(LAYERS) and len(LAYERS) == len(set(LAYERS))
+    assert LAYERS[:3] == ("gitkb", "errors", "util") and "store.cache" in LAYERS
+
+
+def test_the_layers_are_read_off_the_design_page():
+    text = "## Layers\n\nBottom up.\n\n```text\n__init__.py  v\nutil/  x y\n\nstore/cache/\n"
+    text += "cli.py  table\n```\n\nLater: `not/a_row`.\n\n## House rules\n\n```\nno/\n```\n"
+    assert layers("# Design\n\n" + text) == ("gitkb", "util", "store.cache", "cli")
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.__name__ for r in RULES])
@@ -298,7 +293,7 @@ def test_each_rule_finds_its_breach(rule):
 def test_a_package_without_a_layer_is_a_breach():
     module = ("gitkb/newpkg/breach.py", "newpkg", ast.parse("import os\n"))
     assert higher_layers_imported([module]) == [
-        "gitkb/newpkg/breach.py: package 'newpkg' has no row in LAYERS"
+        "gitkb/newpkg/breach.py: package 'newpkg' has no row in the layers (docs/design.md)"
     ]
 
 

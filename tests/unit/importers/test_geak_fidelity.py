@@ -129,6 +129,7 @@ def test_geak_keys_are_geaks_own(store, tmp_path):
     assert "segment 3" in geak.key_problem("geak:kernel:gfx90:-bad name:triton:rocm")
 
 
+@pytest.mark.slow  # an import, then two resolve processes: 0.9 s of CPU, 1.4 to 4.7 s
 def test_resolve_format_geak_and_its_out_tree(store, tmp_path):
     tree = fidelity_tree(tmp_path / "geak")
     import_tree("geak", store, tree.parent)

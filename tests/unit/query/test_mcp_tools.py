@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, example_files, git, kb
+from helpers import ROOT, example_files, git, kb, write_git_kb
 from helpers.signing import make_key, needs_ssh_keygen, public, sign_with, verify_commit
 
 from gitkb.store import Store, access
@@ -347,11 +347,7 @@ def test_print_config_blocks_parse_and_start_the_server(examples, tmp_path):
     bad = kb("mcp", "--print-config", "cursor", "--store", where)
     assert bad.returncode == 2
     # each printed command starts the server: `git kb` finds `git-kb` on PATH, as installed
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = (ROOT / "gitkb" / "git-kb").read_text().split("\n", 1)[1]
-    (bin_dir / "git-kb").write_text(f"#!{sys.executable}\n{script}")
-    (bin_dir / "git-kb").chmod(0o755)
+    bin_dir = write_git_kb(tmp_path / "bin").parent
     steps = [named("show", {"record_id": STRATEGY})]
     for command, *args in {(b["command"], *b["args"]) for b in blocks}:  # one: they agree
         seen, (shown,) = anyio.run(_session, command, args, _env(str(bin_dir)), steps)
