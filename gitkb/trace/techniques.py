@@ -27,36 +27,26 @@ from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace.naming import slugify
 from gitkb.trace.technique_patterns import Signature, compiled
+from gitkb.trace.technique_words import DOWN, REMOVED, UP, direction_of, lever_parts, moved
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
 
 KINDS = ("construct", "parameter", "value")
-UP, DOWN, REMOVED = "up", "down", "removed"
 JOIN = "+"
 EVIDENCE_TYPES = ("strategy", "anti-strategy")
 CARD_TYPE = "technique-card"
 # The implementation formats whose snippet is a diff of the lever (the built-in
 # distiller's and an importer's); any other snippet is source, not a change.
 DIFF_FORMAT_PREFIX = "unified-diff"
-_UP_WORDS = re.compile(
-    r"\b(?:more|increas\w*|rais\w*|higher|larger|bigger|doubl\w*|bump\w*|wider|grow\w*)\b", re.I
-)
-_DOWN_WORDS = re.compile(
-    r"\b(?:fewer|less|reduc\w*|lower\w*|decreas\w*|smaller|halv\w*|narrower|shrink\w*)\b", re.I
-)
-_REMOVE_WORDS = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b", re.I)
-_TRANSITION = re.compile(r"\b(\d+)\s*(?:->|→|=>|to)\s*(\d+)\b")
-_NUMBER_WORDS = {
-    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "sixteen": "16", "thirty-two": "32",
-}  # fmt: skip
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
-_WINDOW = 40  # characters around a word match read for its direction
-# Where a trace's sentence turns from the lever to its cause.
-_CAUSE = re.compile(r"\b(?:because|since|due to|which (?:is|was|were|made|makes))\b", re.I)
 # A comment is no code: ``//`` and ``#`` comments (not preprocessor lines) are cut.
 _LINE_COMMENT = re.compile(
     r"//.*$|(?<![\w\"'])#(?!\s*(?:pragma|define|include|if|endif|else))\s.*$"
 )
+
+
+def value_slug(text: str) -> str:
+    """A named setting's value as a key's direction: lowercase-hyphenated, nothing dropped
+    (``v3`` stays ``v3``, ``evict_first`` is ``evict-first``)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.strip().lower()).strip("-")
 
 
 # A diff's side: its text, and the text in lower case (what anchors are looked for in).
@@ -100,7 +90,7 @@ class Technique:
 
     def _value(self, raw: str) -> str:
         folded = raw.strip().lower()
-        return dict(self.values).get(folded, slugify(folded, ""))
+        return dict(self.values).get(folded, value_slug(folded))
 
     def shown_by(self, added: Side, removed: Side) -> str | None:
         """The direction of this technique in a diff's added and removed text, or None
@@ -122,11 +112,13 @@ class Technique:
         if self.kind == "value":
             new = [v for v in plus_values if v not in minus_values]
             return self._value(new[-1]) if new else REMOVED
-        return _moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
+        return moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
 
     def named_by(self, sentence: str, lowered: str) -> tuple[str, bool] | None:
-        """The direction the sentence gives this technique and whether only a weak synonym
-        names it, or None when the sentence names it not."""
+        """The direction the sentence gives this technique and whether it is named only
+        weakly, or None when the sentence names it not. Weakly: by a synonym marked weak,
+        or, for a parameter or a named setting, by a mention that gives no value and no
+        direction (``BLOCK_N`` in "skip the masks when N is a multiple of BLOCK_N")."""
         if not _may_match([w.signature for w in self.words], lowered):
             return None
         weak: tuple[str, bool] | None = None
@@ -135,49 +127,26 @@ class Technique:
             if match is None:
                 continue
             direction = word.direction or self._direction_of(sentence, match)
-            if not word.weak:
+            bare = self.kind == "parameter" and not direction and not _captured(match)
+            if not (word.weak or bare):
                 return direction, False
             weak = weak or (direction, True)
         return weak
 
     def _direction_of(self, sentence: str, match: re.Match[str]) -> str:
-        before = sentence[max(0, match.start() - _WINDOW) : match.start()]
-        window = before + sentence[match.start() : match.end() + _WINDOW]
-        if self.kind == "construct":
-            return REMOVED if _REMOVE_WORDS.search(before[-25:]) else ""
-        if self.kind == "value":
-            return ""
-        transition = _TRANSITION.search(window)
-        if transition:
-            return _moved([int(transition.group(2))], [int(transition.group(1))], None)
-        if _UP_WORDS.search(window):
-            return UP
-        if _DOWN_WORDS.search(window):
-            return DOWN
-        number = match.group(1) if match.re.groups and match.group(1) else ""
-        if number.isdigit() and self.default is not None:
-            return _moved([int(number)], [], self.default)
-        return ""
+        if self.kind == "value" and _captured(match):
+            return self._value(_captured(match))
+        return direction_of(self.kind, sentence, match, self.default)
+
+
+def _captured(match: re.Match[str]) -> str:
+    """What a word pattern's first group captured (a number, a value), or ""."""
+    return (match.group(1) or "") if match.re.groups else ""
 
 
 def _may_match(signatures: tuple[Signature, ...] | list[Signature], lowered: str) -> bool:
     """Whether any of ``signatures`` may match a text (its anchor is in it, or it has none)."""
     return any(s.may_match(lowered) for s in signatures)
-
-
-def _moved(added: list[int], removed: list[int], default: int | None) -> str:
-    """Which way a parameter moved: its new values against the ones they replaced, else
-    against its default."""
-    if not added:
-        if default is None or not removed:
-            return REMOVED
-        added, removed = [default], removed
-    if not removed:
-        if default is None:
-            return ""
-        removed = [default]
-    new, old = (max(added), min(added)), (max(removed), min(removed))
-    return UP if new > old else DOWN if new < old else ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -285,15 +254,11 @@ class Vocabulary:
         source = "diff"
         if not found:
             source = "words"
-            text = _normalized(sentence)
-            lowered = text.lower()
-            weak: dict[str, str] = {}
-            for t in index.words.candidates(lowered):
-                named = t.named_by(text, lowered)
-                if named is not None:
-                    (weak if named[1] else found)[t.name] = named[0]
-            if not found:
-                found = weak
+            # the lever before its cause or purpose; the whole sentence when that names none
+            for text in dict.fromkeys(lever_parts(sentence)):
+                found = _worded(index.words, text)
+                if found:
+                    break
         return self._detection(found, source, slugify(sentence, "") if sentence else "")
 
     def _detection(self, found: dict[str, str], source: str, phrase: str) -> Detection:
@@ -329,7 +294,7 @@ class Vocabulary:
             allowed = {
                 "construct": direction == REMOVED,
                 "parameter": direction in (UP, DOWN, REMOVED),
-                "value": bool(direction) and slugify(direction, "") == direction,
+                "value": bool(direction) and value_slug(direction) == direction,
             }[t.kind]
             if allowed:
                 return Found(t.name, direction)
@@ -342,12 +307,17 @@ class Vocabulary:
         return Detection(key, found, source, key, self.version)
 
 
-def _normalized(sentence: str) -> str:
-    """The lever a sentence names, its cause cut off ("fewer warps were slower because
-    each warp holds the row in registers": the lever is the fewer warps), its small number
-    words as digits ("two rows" -> "2 rows")."""
-    lever = _CAUSE.split(sentence or "", maxsplit=1)[0]
-    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], lever)
+def _worded(index: AnchorIndex, text: str) -> dict[str, str]:
+    """The techniques (name -> direction) a text's words name: those named outright,
+    else those named only weakly."""
+    lowered = text.lower()
+    found: dict[str, str] = {}
+    weak: dict[str, str] = {}
+    for t in index.candidates(lowered):
+        named = t.named_by(text, lowered)
+        if named is not None:
+            (weak if named[1] else found)[t.name] = named[0]
+    return found or weak
 
 
 def changed_lines(diff: str) -> tuple[str, str]:
@@ -386,7 +356,7 @@ def vocabulary() -> Vocabulary:
 def _word(entry: object, where: str) -> WordPattern:
     if isinstance(entry, dict):
         direction = entry.get("direction", "")
-        if not isinstance(direction, str) or slugify(direction, "") != direction:
+        if not isinstance(direction, str) or value_slug(direction) != direction:
             raise GitkbError(f"{FILE_NAME}: {where}: direction {direction!r} is not a slug")
         weak = entry.get("weak", False)
         if not isinstance(weak, bool):
