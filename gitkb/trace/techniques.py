@@ -87,6 +87,12 @@ class Technique:
     words: tuple[WordPattern, ...]
     subsumes: tuple[str, ...]
     values: tuple[tuple[str, str], ...]
+    code_dsls: tuple[str, ...]  # the families whose code its signatures are written for
+
+    def signed_in(self, family: str) -> bool:
+        """Whether a diff of ``family``'s code can show this technique (it has code
+        signatures written for that family; any family it does not list, when it has any)."""
+        return bool(self.code) and (family not in self.dsls or family in self.code_dsls)
 
     def _value(self, raw: str) -> str:
         folded = raw.strip().lower()
@@ -236,12 +242,19 @@ class Vocabulary:
         folded = (dsl or "").strip().lower()
         return self.aliases.get(folded, folded)
 
+    def known_family(self, dsl: str | None) -> str:
+        """A record's dsl's family when the vocabulary lists techniques of it, else ""."""
+        family = self.family(dsl)
+        return family if family in self.families else ""
+
     def for_dsl(self, dsl: str | None) -> tuple[Technique, ...]:
         """The techniques of a record's dsl (every one for ``any``, none or an unknown dsl)."""
         return self.families.get(self.family(dsl), self.techniques)
 
     def detect(self, diff: str, sentence: str, dsl: str | None) -> Detection:
-        """The lever's technique: the diff's first, else the sentence's words."""
+        """The lever's technique: the diff's first, else the sentence's words. Where there
+        is a diff, words never vouch for a code change it does not show: they may name only
+        a technique that has no code signature (a fusion, rows kept in registers)."""
         index = self.indexes.get(self.family(dsl), self.indexes[""])
         added, removed = changed_lines(diff)
         found: dict[str, str] = {}
@@ -254,9 +267,10 @@ class Vocabulary:
         source = "diff"
         if not found:
             source = "words"
+            diffed = self.known_family(dsl) if has_changes(diff) else None
             # the lever before its cause or purpose; the whole sentence when that names none
             for text in dict.fromkeys(lever_parts(sentence)):
-                found = _worded(index.words, text)
+                found = _worded(index.words, text, diffed)
                 if found:
                     break
         return self._detection(found, source, slugify(sentence, "") if sentence else "")
@@ -300,6 +314,11 @@ class Vocabulary:
                 return Found(t.name, direction)
         return None
 
+    def signed(self, found: tuple[Found, ...], dsl: str | None) -> bool:
+        """Whether a diff of ``dsl``'s code can show any of ``found`` (``signed_in``)."""
+        named = (self.named(f.name) for f in found)
+        return any(t is not None and t.signed_in(self.known_family(dsl)) for t in named)
+
     def from_key(self, key: str, source: str) -> Detection | None:
         found = self.parse_key(key)
         if found is None:
@@ -307,14 +326,16 @@ class Vocabulary:
         return Detection(key, found, source, key, self.version)
 
 
-def _worded(index: AnchorIndex, text: str) -> dict[str, str]:
+def _worded(index: AnchorIndex, text: str, diffed: str | None) -> dict[str, str]:
     """The techniques (name -> direction) a text's words name: those named outright,
-    else those named only weakly."""
+    else those named only weakly. ``diffed``: None where there is no diff, else the
+    family of the diff's code, whose signed techniques (``signed_in``) words never name."""
     lowered = text.lower()
     found: dict[str, str] = {}
     weak: dict[str, str] = {}
     for t in index.candidates(lowered):
-        named = t.named_by(text, lowered)
+        vouched = diffed is None or not t.signed_in(diffed)
+        named = t.named_by(text, lowered) if vouched else None
         if named is not None:
             (weak if named[1] else found)[t.name] = named[0]
     return found or weak
@@ -332,6 +353,15 @@ def changed_lines(diff: str) -> tuple[str, str]:
             code = _LINE_COMMENT.sub("", code)
         (added if line[0] == "+" else removed).append(code)
     return "\n".join(added), "\n".join(removed)
+
+
+def has_changes(diff: str) -> bool:
+    """Whether a diff changes any line (a comment too): then it, not words, is the
+    evidence of what the change's code did."""
+    return any(
+        line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
+        for line in (diff or "").splitlines()
+    )
 
 
 def as_diff(source: str) -> str:
@@ -385,6 +415,10 @@ def _technique(entry: dict, n: int) -> Technique:
     if kind != "construct" and any(p.pattern.groups < 1 for p in signatures):
         raise GitkbError(f"{FILE_NAME}: {where}: a {kind}'s code patterns capture its value")
     values = entry.get("values", {})
+    code_dsls = entry.get("code_dsls", dsls)
+    listed = isinstance(code_dsls, list) and bool(code_dsls) and set(code_dsls) <= set(dsls)
+    if "code_dsls" in entry and not (code and listed):
+        raise GitkbError(f"{FILE_NAME}: {where}: code_dsls lists some of its dsls, with code")
     return Technique(
         name=name,
         dsls=tuple(d.lower() for d in dsls),
@@ -400,6 +434,7 @@ def _technique(entry: dict, n: int) -> Technique:
         ),
         subsumes=tuple(str(s) for s in entry.get("subsumes", [])),
         values=tuple((str(k).lower(), str(v)) for k, v in values.items()),
+        code_dsls=tuple(d.lower() for d in code_dsls),
     )
 
 
@@ -507,25 +542,28 @@ def record_technique(record: dict, vocab: Vocabulary | None = None) -> Detection
     """The canonical technique of a record, derived from the record alone, the first of:
     a computed card's stated key; its own diff, else its sentence (``detect``); its first
     technique tag when that is a key; the words of its tags and its id (an importer's, a
-    GPU-wiki page's names); a verbatim source snippet's code. Uncategorized: the first own
-    tag (or the sentence) is its phrase."""
+    GPU-wiki page's names); a verbatim source snippet's code. Where the record has a diff,
+    no tag or word vouches for a technique with code signatures the diff does not show.
+    Uncategorized: the first own tag (or the sentence) is its phrase."""
     vocab = vocab or vocabulary()
     dsl = _dsl(record)
     if record.get("type") == CARD_TYPE:
         stated = vocab.from_key(stripped_text(_payload(record).get("technique")), "card")
         if stated is not None:
             return stated
-    detection = vocab.detect(record_diff(record), record_sentence(record), dsl)
+    diff = record_diff(record)
+    detection = vocab.detect(diff, record_sentence(record), dsl)
     if detection.categorized:
         return detection
     tags = own_tags(record)
     phrase = tags[0] if tags else detection.phrase
     stated = vocab.from_key(tags[0], "tags") if tags else None
-    if stated is not None:
+    if stated is not None and not (has_changes(diff) and vocab.signed(stated.found, dsl)):
         return stated
     words = " ; ".join(w.replace("-", " ") for w in [*tags, *_id_words(record)])
     for source, found in (
-        ("tags", vocab.detect("", words, dsl) if words else None),
+        # the diff, which shows none, keeps the words to what code cannot show
+        ("tags", vocab.detect(diff, words, dsl) if words else None),
         ("code", vocab.detect(as_diff(_source(record)), "", dsl) if _source(record) else None),
     ):
         if found is not None and found.categorized:

@@ -246,6 +246,11 @@ def test_a_named_setting_keeps_its_value_whole():
             'subsumes = ["b"]\n',
             "subsumes unknown",
         ),
+        (
+            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["t"]\ncode = ["a"]\n'
+            'code_dsls = ["u"]\n',
+            "code_dsls lists some of its dsls",
+        ),
         ("version = \n", "techniques.toml"),
     ],
 )
