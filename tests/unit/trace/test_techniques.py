@@ -322,19 +322,18 @@ def test_the_labeled_set_copies_no_conformance_record():
     assert wiki and all(set(lv) <= {"id", "origin", "record", "label", "note"} for lv in wiki)
 
 
-def test_the_held_out_set_is_labeled_in_the_vocabulary_and_never_merges():
+def test_the_held_out_set_is_labeled_in_the_vocabulary_and_scored_apart():
+    # its figures are the bench's to report (bench/techniques.py), batch by batch: a test
+    # holding them to a target would make the set one to tune against
     doc = json.loads(HELD_OUT.read_text())
     held = doc["levers"]
     assert len(held) >= 60 and len({lv["id"] for lv in held}) == len(held)
     assert all(lv["origin"] == "held-out" for lv in held)
-    # each batch says when and how it was written
+    # each batch says when and how it was written, and what it scored then
     assert {str(lv["batch"]) for lv in held} == set(doc["batches"])
+    assert all("precision" in note and "recall" in note for note in doc["batches"].values())
     vocabulary = techniques.vocabulary()
     unknown = [lv["id"] for lv in held if lv["label"] and not vocabulary.parse_key(lv["label"])]
     assert unknown == []
-    # two different changes never share a key, across every set
-    labeled = technique_levers.score(
-        technique_levers.labeled_set(LABELED), CONFORMANCE if CONFORMANCE.is_dir() else None
-    )
-    every = technique_levers.Score(labeled.levers + technique_levers.score(held, None).levers, ())
-    assert every.merges() == []
+    labeled = {lv["id"] for lv in technique_levers.labeled_set(LABELED)}
+    assert not labeled & {lv["id"] for lv in held}
