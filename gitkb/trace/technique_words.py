@@ -17,7 +17,7 @@ UP, DOWN, REMOVED = "up", "down", "removed"
 
 _UP = re.compile(
     r"\b(?:more|increas\w*|rais\w*|higher|larger|bigger|doubl\w*|bump\w*|wider|widen\w*"
-    r"|grow\w*|deepen\w*|deeper|quadrupl\w*|extra)\b",
+    r"|grow\w*|deepen\w*|deeper|quadrupl\w*)\b",
     re.I,
 )
 _DOWN = re.compile(
@@ -28,8 +28,8 @@ _DOWN = re.compile(
 _REMOVE = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b", re.I)
 # Two numbers and which of them is the new one: (pattern, the new value's group).
 _TRANSITIONS = (
-    # 4 -> 8, 4 to 8, from 4 to 8
-    (re.compile(r"\b(\d+)\s*(?:->|→|=>|to)\s*(\d+)\b"), 2),
+    # 4 -> 8, 4 to 8, from 4 to 8, 8 down to 4, 8 back to 4
+    (re.compile(r"\b(\d+)\s*(?:->|→|=>|(?:(?:down|up|back|all the way)\s+)?to)\s*(\d+)\b"), 2),
     # 512 (was 256), 8, previously 4, 16 up from 8
     (
         re.compile(

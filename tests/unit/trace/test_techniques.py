@@ -163,6 +163,9 @@ def test_a_record_keeps_its_phrase_beside_the_canonical_tag():
         ("set BLOCK_M to 64 from 128", "block-size-down"),
         ("128 threads per block instead of 512", "threads-per-block-down"),
         ("go from 8 to 2 warps", "num-warps-down"),
+        # said with an adverb, and beside a word that only sounds like more
+        ("num_stages back down: 5 down to 3, the additional stages did nothing", "num-stages-down"),
+        ("brought num_warps 16 back to 8; the extra warps only waited", "num-warps-down"),
         # a verb beside a number the parameter has no default for
         ("raise the warps to 8", "num-warps-up"),
         ("shrink BLOCK_N to 32", "block-size-down"),
