@@ -14,10 +14,11 @@ Per run it prints the evaluations until the cold run's final speedup was reached
 code it ended with; for the warm run, the first that measured that same code or a
 speedup within ``--tolerance`` of the cold final, every speedup against the run's
 original baseline), the final speedup and the wall time, and for each warm run which
-techniques its store held (each strategy's and anti-strategy's canonical technique, as
-the index cache derives it; an uncategorized lever by its own phrase) and which of them
-the run used (the records it tried as warm-start candidates, adopted, or cited in a
-proposal). A warm run whose store was
+techniques its store held (each strategy's, anti-strategy's and technique card's
+canonical technique, as the index cache derives it: a card's is the technique it is
+about; an uncategorized lever by its own phrase) and which of them the run used (the
+records it tried as warm-start candidates, adopted, or cited in a proposal, a card
+among them). A warm run whose store was
 still empty (the first shape of a family) is a cold run: shown, not counted. Overall
 it prints the warm/cold evaluations ratio, the figure (target <= 0.5x, with finals no
 worse than cold), and says plainly when the target is missed.
@@ -301,15 +302,16 @@ def serve(work: Path) -> Path:
 
 
 def store_techniques(store_path: Path) -> dict[str, str]:
-    """Each live strategy's and anti-strategy's technique in a store, by record id: its
-    canonical key, or ``uncategorized: <its phrase>``."""
+    """Each live strategy's, anti-strategy's and technique card's technique in a store, by
+    record id: its canonical key (a card's: the technique it is about), or
+    ``uncategorized: <its phrase>``."""
     from gitkb.store import Store
-    from gitkb.trace.techniques import EVIDENCE_TYPES, record_technique
+    from gitkb.trace.techniques import CARD_TYPE, EVIDENCE_TYPES, record_technique
 
     view = Store.open(store_path).view()
     found = {}
     for entry in view.entries():
-        if entry["type"] not in EVIDENCE_TYPES or entry["status"] != "active":
+        if entry["type"] not in (*EVIDENCE_TYPES, CARD_TYPE) or entry["status"] != "active":
             continue
         record = view.read_record(entry["id"]).data
         if record is None:
@@ -330,6 +332,11 @@ def used_records(doc: dict) -> set[str]:
     return {u for u in used if isinstance(u, str)}
 
 
+def techniques_used(held: dict[str, str], doc: dict) -> list[str]:
+    """The techniques (``held``: a store's, by record id) of the records a run used."""
+    return sorted({held[i] for i in used_records(doc) if i in held})
+
+
 def warm_run(
     work: Path, server: Path, bundle: Path, out: Path
 ) -> tuple[dict, float, list[str], list[str]]:
@@ -340,7 +347,7 @@ def warm_run(
     git("fetch", "-q", "origin", "refs/kb/traces/*:refs/kb/traces/*", cwd=clone)
     held = store_techniques(clone)
     doc, wall = optimize(bundle, out, clone)
-    used = sorted({held[i] for i in used_records(doc) if i in held})
+    used = techniques_used(held, doc)
     start = time.perf_counter()
     cards = kb("curate", "--cards", "--apply", "--store", str(clone))
     if cards.returncode != 0:

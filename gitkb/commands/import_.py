@@ -20,7 +20,10 @@ def command(kind: str, directory: str, as_json: bool, dry_run: bool, store: Stor
     their paths and bytes. geak: a GEAK kb_artifacts tree
     (<gfx>/<kernel_class>/<slug>/<exp_id>/), as a sync: new entries in one import
     commit, then confirm, attest and retract commits for what GEAK measured,
-    attested or retired since; an unchanged tree writes nothing. Entries that
+    attested or retired since; an unchanged tree writes nothing. tlx-knowledge:
+    the TLX kernel optimization agent's knowledge (harnesses/<arch>/knowledge.md,
+    targets/<kernel>/optimization_guidance.md, <vendor>/<topic>/manifest.json): each
+    entry a documented technique card with no numbers, its words as written. Entries that
     cannot become valid records are listed with the reason; symlinks are never
     followed. The gates run on every record first.
     """

@@ -6,7 +6,11 @@ the strategies and anti-strategies it cites, so the card gate recomputes them an
 record's canonical key under the technique vocabulary (``gitkb.trace.techniques``: its
 diff, else its sentence, else its tags), so "evict first on the streamed x" and
 ``eviction_policy="evict_first"`` are one technique, and more warps and fewer warps two
-(``num-warps-up``, ``num-warps-down``). An uncategorized lever keeps its own phrase, named
+(``num-warps-up``, ``num-warps-down``). A parameter or a named setting whose direction
+nothing shows ("warps=4", "set num_warps=4": up or down, nobody can say) counts toward no
+card: a card over it could pool changes that went both ways, and a card that mixes two
+techniques is worse than none. The diff is read first, so a diff showing the old and
+the new value gives the direction. An uncategorized lever keeps its own phrase, named
 by the operator rules (``trace.naming.operator_slug``). A card's scope is the
 evidence's: one vendor, arch, dsl and operator family (across its traces, page families
 and the products of the arch); a product only when every cited record was measured on it (else
@@ -24,7 +28,7 @@ from typing import cast
 from gitkb.record import dig, scope_of
 from gitkb.record.values import finite_number, stripped_text
 from gitkb.trace.naming import operator_slug
-from gitkb.trace.techniques import own_tags, record_technique
+from gitkb.trace.techniques import Detection, own_tags, record_technique, vocabulary
 
 CARD_TYPE = "technique-card"
 EVIDENCE_TYPES = ("strategy", "anti-strategy")
@@ -93,18 +97,26 @@ def technique_of(record: dict) -> str | None:
     """The technique a strategy or anti-strategy is about: its canonical key under the
     shipped vocabulary (``trace.techniques.record_technique``: its own diff, else its
     sentence, else its tags), else, uncategorized, its own phrase named by the operator
-    rules; None for other types or a record that names none."""
+    rules; None for other types, a record that names none, or one whose parameter or
+    named setting went no known way."""
     if record.get("type") not in EVIDENCE_TYPES:
         return None
     detection = record_technique(record)
     if detection.categorized:
-        return detection.key
+        return None if undirected(detection) else detection.key
     tags = own_tags(record)
     if tags:
         return operator_slug(tags[0])
     payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
     change = stripped_text(payload.get("change")) or stripped_text(payload.get("attempted"))
     return operator_slug(change.replace(" ", "-")) if change else None
+
+
+def undirected(detection: Detection) -> bool:
+    """Whether a technique that goes one way or another (a parameter: up or down; a named
+    setting: its new value) is named without its direction."""
+    named = ((vocabulary().named(f.name), f.direction) for f in detection.found)
+    return any(t is not None and t.kind != "construct" and not d for t, d in named)
 
 
 # Where a computed card names the technique vocabulary it was computed under.

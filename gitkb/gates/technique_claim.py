@@ -3,14 +3,17 @@
 A strategy or anti-strategy whose first technique tag (its operators aside) is a key of
 the technique vocabulary (``gitkb.trace.techniques``) claims each technique of that key,
 in its direction (a bare name, in any direction). Where the record states its own diff
-(an implementation snippet in the unified-diff format), a claimed technique must be one
-the diff shows, in that direction: a code signature the diff does not show is refused.
-Only where the diff shows no technique of the vocabulary at all may the record's own
-sentence (its change, or what it attempted) carry the claim, as the detector's word
-fallback does. A tag that is no key (the trace's own phrase) claims nothing and is not
-judged; nor is a record of another type, nor one an importer wrote (its raw evidence
-names the foreign file or page: its tags are that tool's words). It neighbours
-no-fabrication: a technique, like a number, is only what the evidence states.
+(an implementation snippet in the unified-diff format), a claimed technique with code
+signatures must be one the diff shows, in that direction: the trace's words never vouch
+for a code change the diff does not show ("num_warps 4 -> 8" beside a diff of ``x * 2``
+becoming ``x * 3``). The record's own sentence (its change, or what it attempted) may
+carry a claim only where it has no diff, or for a technique no code shows (a fusion, rows
+kept in registers) and only when the diff shows no technique at all: the detector's word
+fallback, so what mining tags is what this gate admits. A tag that is no key (the
+trace's own phrase) claims nothing and is not judged; nor is a record of another type,
+nor one an importer wrote (its raw evidence names the foreign file or page: its tags are
+that tool's words). It neighbours no-fabrication: a technique, like a number, is only
+what the evidence states.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ FIELD = "retrieval.technique_tags[0]"
 
 def _shown(vocabulary: techniques.Vocabulary, record: dict) -> tuple[dict[str, str], str]:
     """What the record's own evidence shows (technique name -> direction), and where it was
-    read: ``diff`` when its diff shows any technique, else ``words``."""
+    read: ``diff`` when its diff shows any technique, else ``words`` (with a diff, only the
+    techniques no code signature shows)."""
     detection = vocabulary.detect(
         techniques.record_diff(record), techniques.record_sentence(record), _dsl(record)
     )
@@ -65,22 +69,22 @@ def claim_findings(record_id: str, record: dict) -> Iterator[Finding]:
     if claimed is None:
         return
     shown, source = _shown(vocabulary, record)
-    has_diff = bool(techniques.record_diff(record).strip())
+    has_diff = techniques.has_changes(techniques.record_diff(record))
     for part in claimed:
         # a bare name claims the technique, whichever way the evidence shows it went
         if part.name in shown and part.direction in (shown[part.name], ""):
             continue
-        technique = vocabulary.named(part.name)
-        signed = bool(technique and technique.code)
         if part.name in shown:
             seen = f"{part.name}-{shown[part.name]}" if shown[part.name] else part.name
             why = f"its {'diff' if source == 'diff' else 'sentence'} shows {seen}"
-        elif source == "diff" or (has_diff and signed):
+        elif has_diff and vocabulary.signed((part,), _dsl(record)):
             why = "a code signature its own diff does not show"
             if source == "diff":
                 why += f" (it shows {_listed(shown)})"
-        else:
+        elif has_diff:
             why = "which neither its diff nor its own sentence shows"
+        else:
+            why = "which its own sentence does not show"
         yield Finding(record_id, NAME, f"claims technique {part.key}, {why}", FIELD)
 
 
@@ -113,6 +117,13 @@ def _claim(tag: str) -> Callable[[dict], None]:
     return edit
 
 
+def _worded_over_diff(record: dict) -> None:
+    """The trace's words claim more warps; its own diff changes a constant, no warps."""
+    record["payload"]["implementation"]["snippet"] = "-    y = x * 2\n+    y = x * 3\n"
+    record["payload"]["change"] = "num_warps 4 -> 8"
+    record["retrieval"]["technique_tags"].insert(0, "num-warps-up")
+
+
 GATE = Gate(
     NAME,
     "store",
@@ -131,3 +142,5 @@ GATE.add(
 )
 # no diff: the sentence names no TMA
 GATE.add("unnamed-words", mutation(_anti, _claim("tma-descriptors")))
+# a diff that shows no technique: the words alone vouch for a code change it does not show
+GATE.add("words-over-diff", mutation(_strategy, _worded_over_diff))

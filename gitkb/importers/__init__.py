@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 IMPORTERS = {
     "gpu-wiki": "gpu_wiki",
     "geak": "geak",
+    "tlx-knowledge": "tlx_entries",
 }
 
 

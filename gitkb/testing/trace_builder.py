@@ -207,11 +207,18 @@ class Trace:
             author=LONG_HORIZON_AUTHOR,
         )
 
-    def v1_two_commit(self, geomean: float, framework: str = "triton", **memory_fields: Any) -> int:
-        """V1 C1 (kernel + solution) then the C2 pin (framework_baseline.json + memory)."""
+    def v1_two_commit(
+        self,
+        geomean: float,
+        framework: str = "triton",
+        kernel: str | None = None,
+        **memory_fields: Any,
+    ) -> int:
+        """V1 C1 (kernel + solution) then the C2 pin (framework_baseline.json + memory);
+        ``kernel``: its kernel.py, else a generated one."""
         self.commit(
             f"v1: framework baseline ({framework}) replacing the V0 PyTorch wrapper",
-            {"kernel.py": kernel_source(1, "triton")},
+            {"kernel.py": kernel if kernel is not None else kernel_source(1, "triton")},
             author=LONG_HORIZON_AUTHOR,
         )
         memory_fields.setdefault("category", "framework_baseline")
@@ -233,10 +240,12 @@ class Trace:
         improvement_pct: float,
         description: str,
         experiments: list[dict] | None = None,
+        kernel: str | None = None,
         **memory_fields: Any,
     ) -> int:
         """``episode <E>: promote verified long-horizon candidate``: squash of kernel.py plus
-        ``memory/long_horizon_e<EEEE>.json`` (attempt + journal) and ``memory/v<N>.json``."""
+        ``memory/long_horizon_e<EEEE>.json`` (attempt + journal) and ``memory/v<N>.json``;
+        ``kernel``: the promoted kernel.py, else a generated one."""
         experiments = experiments or [
             {
                 "name": "main lever",
@@ -285,7 +294,9 @@ class Trace:
             },
         }
         files = {
-            "kernel.py": kernel_source(n, "triton", note=description[:60]),
+            "kernel.py": kernel
+            if kernel is not None
+            else kernel_source(n, "triton", note=description[:60]),
             f"memory/long_horizon_e{episode:04d}.json": journal,
             f"memory/v{n}.json": doc,
         }
@@ -334,16 +345,23 @@ class Trace:
 
     # ----------------------------------------------------------------- the producer's own shapes
 
-    def sol_seed(self, geomean: float, hardware: list | None = None, name: str = "softmax") -> int:
+    def sol_seed(
+        self,
+        geomean: float,
+        hardware: list | None = None,
+        name: str = "softmax",
+        description: str = "Row-wise softmax over the last axis of a 2-D bf16 tensor",
+    ) -> int:
         """``reference/sol_seed.py``: one ``V0: baseline (SOL reference wrapper)`` commit with
-        the operator files, the V0 kernel and the SOL manifest (``target_hardware`` B200 and
-        LOCAL), then ``V0: record baseline measurement`` (memory and baseline report)."""
+        the operator files (``definition.json``: ``name``, ``description``), the V0 kernel and
+        the SOL manifest (``target_hardware`` B200 and LOCAL), then ``V0: record baseline
+        measurement`` (memory and baseline report)."""
         source = self.commit(
             "V0: baseline (SOL reference wrapper)",
             {
                 "definition.json": {
                     "name": name,
-                    "description": "Row-wise softmax over the last axis of a 2-D bf16 tensor",
+                    "description": description,
                     "axes": {"cols": {"type": "const", "value": 4096}, "rows": {"type": "var"}},
                 },
                 "workload.jsonl": "".join(
@@ -374,13 +392,20 @@ class Trace:
             author="GPU Kernel Optimizer <gpu-kernel-optimizer@local>",
         )
 
-    def framework_v1(self, geomean: float, framework: str = "triton", arch: str = "sm_100") -> int:
-        """``_commit_framework_baseline``: C1 holds only the kernel and the native manifest
-        (no ``target_hardware``), C2 pins it (``framework_baseline.json`` and memory)."""
+    def framework_v1(
+        self,
+        geomean: float,
+        framework: str = "triton",
+        arch: str = "sm_100",
+        kernel: str | None = None,
+    ) -> int:
+        """``_commit_framework_baseline``: C1 holds only the kernel (``kernel``, else a
+        generated one) and the native manifest (no ``target_hardware``), C2 pins it
+        (``framework_baseline.json`` and memory)."""
         self.commit(
             f"v1: framework baseline ({framework}) replacing the V0 PyTorch wrapper",
             {
-                "kernel.py": kernel_source(1, "triton"),
+                "kernel.py": kernel if kernel is not None else kernel_source(1, "triton"),
                 "solution.json": {"spec": {"languages": ["python", framework]}},
             },
         )

@@ -27,36 +27,26 @@ from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace.naming import slugify
 from gitkb.trace.technique_patterns import Signature, compiled
+from gitkb.trace.technique_words import DOWN, REMOVED, UP, direction_of, lever_parts, moved
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
 
 KINDS = ("construct", "parameter", "value")
-UP, DOWN, REMOVED = "up", "down", "removed"
 JOIN = "+"
 EVIDENCE_TYPES = ("strategy", "anti-strategy")
 CARD_TYPE = "technique-card"
 # The implementation formats whose snippet is a diff of the lever (the built-in
 # distiller's and an importer's); any other snippet is source, not a change.
 DIFF_FORMAT_PREFIX = "unified-diff"
-_UP_WORDS = re.compile(
-    r"\b(?:more|increas\w*|rais\w*|higher|larger|bigger|doubl\w*|bump\w*|wider|grow\w*)\b", re.I
-)
-_DOWN_WORDS = re.compile(
-    r"\b(?:fewer|less|reduc\w*|lower\w*|decreas\w*|smaller|halv\w*|narrower|shrink\w*)\b", re.I
-)
-_REMOVE_WORDS = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b", re.I)
-_TRANSITION = re.compile(r"\b(\d+)\s*(?:->|→|=>|to)\s*(\d+)\b")
-_NUMBER_WORDS = {
-    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "sixteen": "16", "thirty-two": "32",
-}  # fmt: skip
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
-_WINDOW = 40  # characters around a word match read for its direction
-# Where a trace's sentence turns from the lever to its cause.
-_CAUSE = re.compile(r"\b(?:because|since|due to|which (?:is|was|were|made|makes))\b", re.I)
 # A comment is no code: ``//`` and ``#`` comments (not preprocessor lines) are cut.
 _LINE_COMMENT = re.compile(
     r"//.*$|(?<![\w\"'])#(?!\s*(?:pragma|define|include|if|endif|else))\s.*$"
 )
+
+
+def value_slug(text: str) -> str:
+    """A named setting's value as a key's direction: lowercase-hyphenated, nothing dropped
+    (``v3`` stays ``v3``, ``evict_first`` is ``evict-first``)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.strip().lower()).strip("-")
 
 
 # A diff's side: its text, and the text in lower case (what anchors are looked for in).
@@ -97,10 +87,16 @@ class Technique:
     words: tuple[WordPattern, ...]
     subsumes: tuple[str, ...]
     values: tuple[tuple[str, str], ...]
+    code_dsls: tuple[str, ...]  # the families whose code its signatures are written for
+
+    def signed_in(self, family: str) -> bool:
+        """Whether a diff of ``family``'s code can show this technique (it has code
+        signatures written for that family; any family it does not list, when it has any)."""
+        return bool(self.code) and (family not in self.dsls or family in self.code_dsls)
 
     def _value(self, raw: str) -> str:
         folded = raw.strip().lower()
-        return dict(self.values).get(folded, slugify(folded, ""))
+        return dict(self.values).get(folded, value_slug(folded))
 
     def shown_by(self, added: Side, removed: Side) -> str | None:
         """The direction of this technique in a diff's added and removed text, or None
@@ -122,11 +118,13 @@ class Technique:
         if self.kind == "value":
             new = [v for v in plus_values if v not in minus_values]
             return self._value(new[-1]) if new else REMOVED
-        return _moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
+        return moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
 
     def named_by(self, sentence: str, lowered: str) -> tuple[str, bool] | None:
-        """The direction the sentence gives this technique and whether only a weak synonym
-        names it, or None when the sentence names it not."""
+        """The direction the sentence gives this technique and whether it is named only
+        weakly, or None when the sentence names it not. Weakly: by a synonym marked weak,
+        or, for a parameter or a named setting, by a mention that gives no value and no
+        direction (``BLOCK_N`` in "skip the masks when N is a multiple of BLOCK_N")."""
         if not _may_match([w.signature for w in self.words], lowered):
             return None
         weak: tuple[str, bool] | None = None
@@ -135,49 +133,26 @@ class Technique:
             if match is None:
                 continue
             direction = word.direction or self._direction_of(sentence, match)
-            if not word.weak:
+            bare = self.kind == "parameter" and not direction and not _captured(match)
+            if not (word.weak or bare):
                 return direction, False
             weak = weak or (direction, True)
         return weak
 
     def _direction_of(self, sentence: str, match: re.Match[str]) -> str:
-        before = sentence[max(0, match.start() - _WINDOW) : match.start()]
-        window = before + sentence[match.start() : match.end() + _WINDOW]
-        if self.kind == "construct":
-            return REMOVED if _REMOVE_WORDS.search(before[-25:]) else ""
-        if self.kind == "value":
-            return ""
-        transition = _TRANSITION.search(window)
-        if transition:
-            return _moved([int(transition.group(2))], [int(transition.group(1))], None)
-        if _UP_WORDS.search(window):
-            return UP
-        if _DOWN_WORDS.search(window):
-            return DOWN
-        number = match.group(1) if match.re.groups and match.group(1) else ""
-        if number.isdigit() and self.default is not None:
-            return _moved([int(number)], [], self.default)
-        return ""
+        if self.kind == "value" and _captured(match):
+            return self._value(_captured(match))
+        return direction_of(self.kind, sentence, match, self.default)
+
+
+def _captured(match: re.Match[str]) -> str:
+    """What a word pattern's first group captured (a number, a value), or ""."""
+    return (match.group(1) or "") if match.re.groups else ""
 
 
 def _may_match(signatures: tuple[Signature, ...] | list[Signature], lowered: str) -> bool:
     """Whether any of ``signatures`` may match a text (its anchor is in it, or it has none)."""
     return any(s.may_match(lowered) for s in signatures)
-
-
-def _moved(added: list[int], removed: list[int], default: int | None) -> str:
-    """Which way a parameter moved: its new values against the ones they replaced, else
-    against its default."""
-    if not added:
-        if default is None or not removed:
-            return REMOVED
-        added, removed = [default], removed
-    if not removed:
-        if default is None:
-            return ""
-        removed = [default]
-    new, old = (max(added), min(added)), (max(removed), min(removed))
-    return UP if new > old else DOWN if new < old else ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -267,12 +242,19 @@ class Vocabulary:
         folded = (dsl or "").strip().lower()
         return self.aliases.get(folded, folded)
 
+    def known_family(self, dsl: str | None) -> str:
+        """A record's dsl's family when the vocabulary lists techniques of it, else ""."""
+        family = self.family(dsl)
+        return family if family in self.families else ""
+
     def for_dsl(self, dsl: str | None) -> tuple[Technique, ...]:
         """The techniques of a record's dsl (every one for ``any``, none or an unknown dsl)."""
         return self.families.get(self.family(dsl), self.techniques)
 
     def detect(self, diff: str, sentence: str, dsl: str | None) -> Detection:
-        """The lever's technique: the diff's first, else the sentence's words."""
+        """The lever's technique: the diff's first, else the sentence's words. Where there
+        is a diff, words never vouch for a code change it does not show: they may name only
+        a technique that has no code signature (a fusion, rows kept in registers)."""
         index = self.indexes.get(self.family(dsl), self.indexes[""])
         added, removed = changed_lines(diff)
         found: dict[str, str] = {}
@@ -285,15 +267,12 @@ class Vocabulary:
         source = "diff"
         if not found:
             source = "words"
-            text = _normalized(sentence)
-            lowered = text.lower()
-            weak: dict[str, str] = {}
-            for t in index.words.candidates(lowered):
-                named = t.named_by(text, lowered)
-                if named is not None:
-                    (weak if named[1] else found)[t.name] = named[0]
-            if not found:
-                found = weak
+            diffed = self.known_family(dsl) if has_changes(diff) else None
+            # the lever before its cause or purpose; the whole sentence when that names none
+            for text in dict.fromkeys(lever_parts(sentence)):
+                found = _worded(index.words, text, diffed)
+                if found:
+                    break
         return self._detection(found, source, slugify(sentence, "") if sentence else "")
 
     def _detection(self, found: dict[str, str], source: str, phrase: str) -> Detection:
@@ -329,11 +308,16 @@ class Vocabulary:
             allowed = {
                 "construct": direction == REMOVED,
                 "parameter": direction in (UP, DOWN, REMOVED),
-                "value": bool(direction) and slugify(direction, "") == direction,
+                "value": bool(direction) and value_slug(direction) == direction,
             }[t.kind]
             if allowed:
                 return Found(t.name, direction)
         return None
+
+    def signed(self, found: tuple[Found, ...], dsl: str | None) -> bool:
+        """Whether a diff of ``dsl``'s code can show any of ``found`` (``signed_in``)."""
+        named = (self.named(f.name) for f in found)
+        return any(t is not None and t.signed_in(self.known_family(dsl)) for t in named)
 
     def from_key(self, key: str, source: str) -> Detection | None:
         found = self.parse_key(key)
@@ -342,12 +326,19 @@ class Vocabulary:
         return Detection(key, found, source, key, self.version)
 
 
-def _normalized(sentence: str) -> str:
-    """The lever a sentence names, its cause cut off ("fewer warps were slower because
-    each warp holds the row in registers": the lever is the fewer warps), its small number
-    words as digits ("two rows" -> "2 rows")."""
-    lever = _CAUSE.split(sentence or "", maxsplit=1)[0]
-    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], lever)
+def _worded(index: AnchorIndex, text: str, diffed: str | None) -> dict[str, str]:
+    """The techniques (name -> direction) a text's words name: those named outright,
+    else those named only weakly. ``diffed``: None where there is no diff, else the
+    family of the diff's code, whose signed techniques (``signed_in``) words never name."""
+    lowered = text.lower()
+    found: dict[str, str] = {}
+    weak: dict[str, str] = {}
+    for t in index.candidates(lowered):
+        vouched = diffed is None or not t.signed_in(diffed)
+        named = t.named_by(text, lowered) if vouched else None
+        if named is not None:
+            (weak if named[1] else found)[t.name] = named[0]
+    return found or weak
 
 
 def changed_lines(diff: str) -> tuple[str, str]:
@@ -362,6 +353,15 @@ def changed_lines(diff: str) -> tuple[str, str]:
             code = _LINE_COMMENT.sub("", code)
         (added if line[0] == "+" else removed).append(code)
     return "\n".join(added), "\n".join(removed)
+
+
+def has_changes(diff: str) -> bool:
+    """Whether a diff changes any line (a comment too): then it, not words, is the
+    evidence of what the change's code did."""
+    return any(
+        line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
+        for line in (diff or "").splitlines()
+    )
 
 
 def as_diff(source: str) -> str:
@@ -386,7 +386,7 @@ def vocabulary() -> Vocabulary:
 def _word(entry: object, where: str) -> WordPattern:
     if isinstance(entry, dict):
         direction = entry.get("direction", "")
-        if not isinstance(direction, str) or slugify(direction, "") != direction:
+        if not isinstance(direction, str) or value_slug(direction) != direction:
             raise GitkbError(f"{FILE_NAME}: {where}: direction {direction!r} is not a slug")
         weak = entry.get("weak", False)
         if not isinstance(weak, bool):
@@ -415,6 +415,10 @@ def _technique(entry: dict, n: int) -> Technique:
     if kind != "construct" and any(p.pattern.groups < 1 for p in signatures):
         raise GitkbError(f"{FILE_NAME}: {where}: a {kind}'s code patterns capture its value")
     values = entry.get("values", {})
+    code_dsls = entry.get("code_dsls", dsls)
+    listed = isinstance(code_dsls, list) and bool(code_dsls) and set(code_dsls) <= set(dsls)
+    if "code_dsls" in entry and not (code and listed):
+        raise GitkbError(f"{FILE_NAME}: {where}: code_dsls lists some of its dsls, with code")
     return Technique(
         name=name,
         dsls=tuple(d.lower() for d in dsls),
@@ -430,6 +434,7 @@ def _technique(entry: dict, n: int) -> Technique:
         ),
         subsumes=tuple(str(s) for s in entry.get("subsumes", [])),
         values=tuple((str(k).lower(), str(v)) for k, v in values.items()),
+        code_dsls=tuple(d.lower() for d in code_dsls),
     )
 
 
@@ -537,25 +542,28 @@ def record_technique(record: dict, vocab: Vocabulary | None = None) -> Detection
     """The canonical technique of a record, derived from the record alone, the first of:
     a computed card's stated key; its own diff, else its sentence (``detect``); its first
     technique tag when that is a key; the words of its tags and its id (an importer's, a
-    GPU-wiki page's names); a verbatim source snippet's code. Uncategorized: the first own
-    tag (or the sentence) is its phrase."""
+    GPU-wiki page's names); a verbatim source snippet's code. Where the record has a diff,
+    no tag or word vouches for a technique with code signatures the diff does not show.
+    Uncategorized: the first own tag (or the sentence) is its phrase."""
     vocab = vocab or vocabulary()
     dsl = _dsl(record)
     if record.get("type") == CARD_TYPE:
         stated = vocab.from_key(stripped_text(_payload(record).get("technique")), "card")
         if stated is not None:
             return stated
-    detection = vocab.detect(record_diff(record), record_sentence(record), dsl)
+    diff = record_diff(record)
+    detection = vocab.detect(diff, record_sentence(record), dsl)
     if detection.categorized:
         return detection
     tags = own_tags(record)
     phrase = tags[0] if tags else detection.phrase
     stated = vocab.from_key(tags[0], "tags") if tags else None
-    if stated is not None:
+    if stated is not None and not (has_changes(diff) and vocab.signed(stated.found, dsl)):
         return stated
     words = " ; ".join(w.replace("-", " ") for w in [*tags, *_id_words(record)])
     for source, found in (
-        ("tags", vocab.detect("", words, dsl) if words else None),
+        # the diff, which shows none, keeps the words to what code cannot show
+        ("tags", vocab.detect(diff, words, dsl) if words else None),
         ("code", vocab.detect(as_diff(_source(record)), "", dsl) if _source(record) else None),
     ):
         if found is not None and found.categorized:

@@ -249,6 +249,14 @@ def test_the_site_shows_each_card_with_its_records_and_the_flywheel_plot(tmp_pat
     for campaign in CAMPAIGNS:
         mine(rmsnorm_trace(tmp_path, *campaign), store=store)
     curate(store, "--apply")
+    # the bench counts a card a run cited as a use of the technique the card is about
+    held = bench.store_techniques(store.location)
+    cards = {e["id"]: e for e in store.view().entries() if e["type"] == "technique-card"}
+    assert cards and all(held[i] == store.read_record(i).data["payload"]["technique"]
+                         for i in cards)  # fmt: skip
+    cited = sorted(cards)[0]
+    doc = {"warm_start": {}, "experiments": [{"kb_cited": [cited, "no.such.record.x.y"]}]}
+    assert bench.techniques_used(held, doc) == [held[cited]]
     flywheel = {
         "ratio": 0.4, "missed": [],
         "runs": [

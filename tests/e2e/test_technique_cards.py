@@ -2,9 +2,11 @@
 words and their own code: `git kb mine` of each, then `git kb curate --cards --apply`,
 gives one card per technique two traces share (more warps and fewer warps apart), no card
 mixing two techniques, and numbers recomputed here from the records each card cites. The
-store validates, a second pass writes nothing, `git kb query --technique` and
-`--list-techniques` read the cache's derived column, and a 100,000-character query term
-is answered, not a crash."""
+producers: legacy traces in three voices, a long-horizon trace whose episodes promote, and
+a trace shaped like the Atrex producer's (SOL seed, pinned framework baseline, private
+episode branches, an ABBA-refused candidate). The store validates, a second pass writes
+nothing, `git kb query --technique` and `--list-techniques` read the cache's derived
+column, and a 100,000-character query term is answered, not a crash."""
 
 from __future__ import annotations
 
@@ -200,3 +202,96 @@ def test_a_forged_canonical_tag_is_refused_at_admission(mined, tmp_path):
     assert done.returncode != 0
     out = done.stdout.decode() + done.stderr.decode()
     assert "technique-claim" in out and "num-warps-up" in out and "Traceback" not in out
+
+
+# --- the same family on B200 from three producers: legacy, long-horizon, Atrex-shaped ------
+
+DESCRIPTION = "RMSNorm over rows of 4096 fp16 values"
+
+
+def promote_trace(root: Path) -> Path:
+    """A long-horizon campaign: its episodes promote the evict-first hint and more warps,
+    and one pivots on a TMA experiment."""
+    t = Trace(root / "kernel_opt_004_rmsnorm_h4096")
+    t.setup(hardware="NVIDIA B200", name="rmsnorm_h4096", description=DESCRIPTION)
+    t.v0_two_commit(200.0)
+    t.v1_two_commit(100.0, kernel=rmsnorm("h", False, 4, "i"))
+    t.promote(1, 2, 80.0, 20.0, "streamed loads of h marked evict_first so the weight stays "
+              "in L2", kernel=rmsnorm("h", True, 4, "i"))  # fmt: skip
+    tma = {"name": "tma rows", "hypothesis": "bulk copies hide the load latency",
+           "change": "load each row with a TMA descriptor", "evidence": "slower",
+           "result": "slower on sm_100 because the descriptor setup per row exceeds the load "
+           "time of an 8 KB row, so the copy engine never overlaps",
+           "decision": "revert"}  # fmt: skip
+    t.non_promotion(3, 2, "pivot", "v2", 80.0, experiments=[tma])
+    t.promote(3, 4, 64.0, 20.0, "raise the warps from 4 to 8 per row",
+              kernel=rmsnorm("h", True, 8, "i"))  # fmt: skip
+    return t.write()
+
+
+def atrex_shaped_trace(root: Path) -> Path:
+    """The Atrex producer's shapes: the SOL seed, the pinned framework baseline, private
+    episode checkpoints, promotions, and a candidate the ABBA verification refused."""
+    t = Trace(root / "kernel_opt_005_rmsnorm_h4096")
+    t.setup(hardware="NVIDIA B200", name="rmsnorm_h4096", description=DESCRIPTION)
+    t.sol_seed(200.0, name="rmsnorm_h4096", description=DESCRIPTION)
+    base = t.framework_v1(100.0, kernel=rmsnorm("row_x", False, 4, "pid"))
+    t.episode_branch(1, base, 2)
+    t.promote(1, 2, 80.0, 20.0, "tl.load x eviction_policy evict_first",
+              kernel=rmsnorm("row_x", True, 4, "pid"))  # fmt: skip
+    fewer = {"name": "two warps", "hypothesis": "fewer warps free registers",
+             "change": "drop to 2 warps per row", "evidence": "slower",
+             "result": "slower on sm_100 because each warp then holds twice the row in "
+             "registers and the row spills", "decision": "revert"}  # fmt: skip
+    t.rejected_candidate(3, 2, "v2", 80.0, "two warps per row", [fewer])
+    t.promote(3, 4, 64.0, 20.0, "num_warps 4 -> 8", kernel=rmsnorm("row_x", True, 8, "pid"))
+    return t.write()
+
+
+@pytest.mark.slow
+def test_long_horizon_and_atrex_shaped_traces_share_cards_with_a_legacy_one(tmp_path, store):
+    said = ["evict-first on the streamed x keeps the weight in L2",
+            "8 warps per row saturate the load path"]  # fmt: skip
+    traces = tmp_path / "traces"
+    for trace in (
+        producer_trace(traces, 6, "NVIDIA B200", ("x", "row"), said),
+        promote_trace(traces),
+        atrex_shaped_trace(traces),
+    ):
+        mine(trace, store=store)
+    strategies = records_of(store, "strategy")
+    # each producer's promotion carries the canonical key first, its own phrase beside it
+    promoted = {r["payload"]["change"]: r["retrieval"]["technique_tags"] for r in
+                strategies.values()}  # fmt: skip
+    assert promoted["tl.load x eviction_policy evict_first"][0] == EVICT
+    assert promoted["raise the warps from 4 to 8 per row"][0] == "num-warps-up"
+    curate(store, "--apply")
+    cards = records_of(store, "technique-card")
+    by_technique = {c["payload"]["technique"]: c for c in cards.values()}
+    assert sorted(by_technique) == [EVICT, "num-warps-up"] and len(cards) == 2
+    labels = {"kernel_opt_006_rmsnorm_h4096", "kernel_opt_004_rmsnorm_h4096",
+              "kernel_opt_005_rmsnorm_h4096"}  # fmt: skip
+    for technique, card in by_technique.items():
+        cited = [store.read_record(i).data for i in card["retrieval"]["links"]["cited_records"]]
+        assert {techniques.record_technique(r).key for r in cited} == {technique}
+        assert {r["evidence"]["raw"]["source_repo"] for r in cited} == labels
+        payload = card["payload"]
+        assert {k: payload[k] for k in recomputed(store, card)} == recomputed(store, card)
+        assert (payload["attempts"], payload["kept"]) == (3, 3)
+        assert card["retrieval"]["scope"]["arch"] == "blackwell"
+    # the framework baselines' diffs show num_warps=4 appear at its default: no direction,
+    # so they join no card (a card over them could pool warps raised and lowered)
+    baselines = [r for r in strategies.values() if "framework baseline" in r["payload"]["change"]]
+    assert len(baselines) == 2
+    assert {techniques.record_technique(r).key for r in baselines} == {"num-warps"}
+    cited_anywhere = {i for c in cards.values() for i in c["retrieval"]["links"]["cited_records"]}
+    assert not {r["id"] for r in baselines} & cited_anywhere
+    # one trace alone lowered the warps, and that failed: no card
+    antis = records_of(store, "anti-strategy")
+    assert "num-warps-down" in {techniques.record_technique(r).key for r in antis.values()}
+
+    tip = store.tip
+    again = curate(store, "--apply")
+    assert (again["written"], again["retracted"], store.tip) == (0, 0, tip)
+    checked = kb("validate", str(store.location), "--full")
+    assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()

@@ -35,11 +35,18 @@ CAMPAIGNS = (
 )
 
 
+def launch(version: int) -> str:
+    """The launch configuration a version's kernel.py ends with: from version 3 on, two rows
+    per program on 8 warps (the diff shows the change its sentence names)."""
+    rows, warps = (2, 8) if version >= 3 else (1, 4)
+    return f"\nROWS_PER_PROGRAM = {rows}\nLAUNCH = dict(num_warps={warps})\n"
+
+
 def rmsnorm_trace(root: Path, n: int, hidden: int, hardware: str, gain, persistent) -> Path:
     t = Trace(root / f"kernel_opt_00{n}_rmsnorm_h{hidden}")
     t.setup(hardware=hardware, name=f"rmsnorm_h{hidden}",
             description=f"RMSNorm over rows of {hidden} fp16 values")  # fmt: skip
-    kernel = lambda v: kernel_source(v + 10 * n)  # noqa: E731 - each trace's own code
+    kernel = lambda v: kernel_source(v + 10 * n) + launch(v)  # noqa: E731 - its own code
     t.legacy_keep(0, 100.0, "baseline rmsnorm, one program per row", kernel=kernel(0))
     if gain is None:
         t.legacy_revert(1, 104.0, "slower", [VECTOR_FAILED])

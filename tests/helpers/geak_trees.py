@@ -39,8 +39,9 @@ def diff(n: int, path: str = "kernels/kernel.py") -> str:
 
 def entry(root: Path, gfx: str, kernel: str, language: str, exp_id: str, speedup, direction: str,
           n: int, *, kernel_class: str = "norm", bench: dict | None = None,
-          gpu_arch: str | None = None, **fields) -> Path:  # fmt: skip
-    """One entry as GEAK's write leaves it (``fields`` override or add meta keys)."""
+          gpu_arch: str | None = None, patch: str | None = None, **fields) -> Path:  # fmt: skip
+    """One entry as GEAK's write leaves it (``fields`` override or add meta keys; ``patch``:
+    its patch.diff, else one whose changed code is ``n``'s own)."""
     metric = {
         "speedup": speedup,
         "wall_ms": None,
@@ -72,7 +73,7 @@ def entry(root: Path, gfx: str, kernel: str, language: str, exp_id: str, speedup
     folder = root / gfx / kernel_class / f"{kernel}__{language}__{gfx}" / exp_id
     folder.mkdir(parents=True)
     (folder / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
-    (folder / "patch.diff").write_text(diff(n))
+    (folder / "patch.diff").write_text(diff(n) if patch is None else patch)
     (folder / "report.md").write_text(REPORT.format(strategy=meta["strategy"]))
     return folder
 

@@ -7,8 +7,10 @@ import json
 import pytest
 from helpers import kb
 from helpers.geak_entries import DIFF, meta, write_entry
+from helpers.geak_trees import entry
 
 from gitkb.importers import import_tree
+from gitkb.trace import techniques
 from gitkb.warmstart.attest import read_ledger
 from gitkb.warmstart.resolve import resolve
 from gitkb.warmstart.retract import unretract
@@ -146,3 +148,56 @@ def test_not_a_geak_tree(store, tmp_path):
     (tmp_path / "empty").mkdir()
     result = kb("import", "geak", str(tmp_path / "empty"), "--store", str(store.location))
     assert result.returncode == 1 and b"no GEAK entries" in result.stderr
+
+
+def _patch(before: str, after: str) -> str:
+    path = "kernels/kernel.py"
+    return (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -10,1 +10,1 @@\n-{before}\n+{after}\n")  # fmt: skip
+
+
+def test_geak_directions_map_onto_the_technique_vocabulary(store, tmp_path):
+    root = tmp_path / "kb_artifacts"
+    load = "    x = tl.load(x_ptr + cols, mask=cols < N)"
+    evicted = load[:-1] + ', eviction_policy="evict_first")'
+    launch = "    kernel[grid](x, out, N, BLOCK=BLOCK, num_warps={})"
+    # (direction, its patch: None for one that changes a constant, no technique)
+    entries = [
+        ("Evict-First loads", _patch(load, evicted)),
+        ("more warps per row", _patch(launch.format(4), launch.format(8))),
+        # a fusion has no code signature: the direction's words name it beside any patch
+        ("fold the residual add into the load loop", None),
+        # words never vouch for a change the patch does not show
+        ("num_warps 4 -> 8", None),
+        # GEAK's own words, which the vocabulary does not know
+        ("XCD-aware chiplet remap", None),
+    ]
+    for n, (direction, patch) in enumerate(entries, 1):
+        entry(root, "gfx942", "rmsnorm", "triton", f"20250601_10000{n}_00000{n}", 1.2,
+              direction, n, patch=patch)  # fmt: skip
+    report = import_tree("geak", store, tmp_path)
+    assert report.imported == len(entries) and report.skipped == []
+    listed = kb("query", "--list-techniques", "--store", str(store.location))
+    assert listed.returncode == 0, listed.stderr.decode()
+    names = set(listed.stdout.decode().split())
+    assert {"eviction-policy-evict-first", "num-warps-up", "fuse-into-load-loop"} <= names
+    by_direction = {
+        r["evidence"]["raw"]["direction"]: r
+        for r in (store.read_record(e["id"]).data for e in store.list(type="strategy"))
+    }
+    keys = {d: techniques.record_technique(r).key for d, r in by_direction.items()}
+    assert keys == {
+        "Evict-First loads": "eviction-policy-evict-first",
+        "more warps per row": "num-warps-up",
+        "fold the residual add into the load loop": "fuse-into-load-loop",
+        "num_warps 4 -> 8": "",
+        "XCD-aware chiplet remap": "",
+    }
+    # an unknown direction stays verbatim: the record's change, its raw direction, its phrase
+    unknown = by_direction["XCD-aware chiplet remap"]
+    assert unknown["payload"]["change"] == "XCD-aware chiplet remap"
+    assert techniques.record_technique(unknown).source == "none"
+    assert not any("xcd" in name for name in names)
+    asked = kb("query", "--technique", "num-warps-up", "--json", "--store", str(store.location))
+    served = {r["id"] for r in json.loads(asked.stdout)["records"]}
+    assert served == {by_direction["more warps per row"]["id"]}

@@ -18,6 +18,7 @@ from gitkb.testing import technique_levers
 from gitkb.trace import techniques, vocabulary_version
 
 LABELED = ROOT / "tests" / "data" / "techniques_labeled.json"
+HELD_OUT = ROOT / "tests" / "data" / "techniques_held_out.json"
 TOML = ROOT / "targets" / "techniques.toml"
 
 
@@ -154,6 +155,74 @@ def test_a_record_keeps_its_phrase_beside_the_canonical_tag():
 
 
 @pytest.mark.parametrize(
+    ("sentence", "key"),
+    [
+        # a transition between two numbers, however it is spelled
+        ("num_stages 3 rather than 2 for the long K loop", "num-stages-up"),
+        ("BLOCK_SIZE 4096 (was 1024)", "block-size-up"),
+        ("set BLOCK_M to 64 from 128", "block-size-down"),
+        ("128 threads per block instead of 512", "threads-per-block-down"),
+        ("go from 8 to 2 warps", "num-warps-down"),
+        # said with an adverb, and beside a word that only sounds like more
+        ("num_stages back down: 5 down to 3, the additional stages did nothing", "num-stages-down"),
+        ("brought num_warps 16 back to 8; the extra warps only waited", "num-warps-down"),
+        # a verb beside a number the parameter has no default for
+        ("raise the warps to 8", "num-warps-up"),
+        ("shrink BLOCK_N to 32", "block-size-down"),
+        # the nearest verb speaks for the parameter, not one across the sentence
+        ("drop the tail mask and double BLOCK_K", "block-size-up+mask-elimination"),
+        # rows or tiles given to each program or CTA, and amounts in words
+        ("every block now handles 8 rows", "rows-per-program-up"),
+        ("three tiles for each CTA", "rows-per-program-up"),
+        # a pipeline's depth said as how deep it is
+        ("software pipelining two deep over K", "num-stages-down"),
+        # intrinsics spelled inside a sentence
+        ("butterfly reduction with __shfl_xor_sync", "warp-shuffle"),
+        ("a __shared__ buffer for the partial sums", "shared-memory-staging"),
+        # a persistent grid said by its size
+        ("grid of num_sms programs that stride over the row blocks", "persistent-kernel"),
+        # program ids remapped for L2
+        ("remap the pid order so neighbours reuse K and V", "l2-tile-swizzle"),
+    ],
+)
+def test_a_sentence_says_which_way_a_parameter_went(sentence, key):
+    cuda = "__" in sentence or "threads per block" in sentence
+    assert detect("", sentence, "cuda" if cuda else "triton").key == key
+
+
+def test_a_bare_parameter_beside_another_technique_is_a_mention():
+    # the parameters are what autotune sweeps, not changes of their own
+    assert detect("", "autotune BLOCK_M and num_stages per shape").key == "autotune"
+    # alone, a bare parameter still names its technique, with no direction
+    assert detect("", "retuned num_stages").key == "num-stages"
+    # a number or a direction makes it a change of its own
+    assert detect("", "autotune with num_stages 4").key == "autotune+num-stages-up"
+
+
+def test_the_lever_is_read_before_its_purpose_else_the_whole_sentence():
+    assert detect("", "num_warps 2 to free registers for the larger tiles").key == (
+        "num-warps-down"
+    )
+    # nothing before the purpose: the whole sentence is read
+    assert detect("", "to hide latency, fold the scale into the load loop").key == (
+        "fuse-into-load-loop"
+    )
+
+
+def test_a_named_setting_keeps_its_value_whole():
+    vocabulary = techniques.vocabulary()
+    shown = detect(change("  LoopScheduler::Default,", "  LoopScheduler::Interwave,"), "", "ck")
+    assert shown.key == "ck-pipeline-interwave"
+    versioned = detect(
+        change("  BlockGemmPipelineVersion::v2,", "  BlockGemmPipelineVersion::v4,"), "", "ck"
+    )
+    assert versioned.key == "ck-pipeline-v4"
+    assert vocabulary.parse_key("ck-pipeline-v4") == (techniques.Found("ck-pipeline", "v4"),)
+    # the sentence's version is the same key as the diff's
+    assert detect("", "move to pipeline v4", "ck").key == "ck-pipeline-v4"
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ('[[technique]]\nname = "a"\ndsls = ["triton"]\nwords = ["a"]\n', "needs a version"),
@@ -179,6 +248,11 @@ def test_a_record_keeps_its_phrase_beside_the_canonical_tag():
             'version = "1"\n[[technique]]\nname = "a"\ndsls = ["t"]\nwords = ["a"]\n'
             'subsumes = ["b"]\n',
             "subsumes unknown",
+        ),
+        (
+            'version = "1"\n[[technique]]\nname = "a"\ndsls = ["t"]\ncode = ["a"]\n'
+            'code_dsls = ["u"]\n',
+            "code_dsls lists some of its dsls",
         ),
         ("version = \n", "techniques.toml"),
     ],
@@ -215,7 +289,11 @@ def _without_anchors(vocabulary: techniques.Vocabulary) -> techniques.Vocabulary
 def test_anchors_only_skip_patterns_that_cannot_match():
     vocabulary = techniques.vocabulary()
     slow = _without_anchors(vocabulary)
-    levers = [lv for lv in technique_levers.labeled_set(LABELED) if "sentence" in lv]
+    levers = [
+        lv
+        for lv in technique_levers.labeled_set(LABELED) + technique_levers.labeled_set(HELD_OUT)
+        if "sentence" in lv
+    ]
     extra = [("", "a persistent loop; streaming loads", "triton"), ("", "grid-stride loop", "cuda")]
     for diff, sentence, dsl in [(lv["diff"], lv["sentence"], lv["dsl"]) for lv in levers] + extra:
         if diff.startswith("@"):
@@ -245,3 +323,20 @@ def test_the_labeled_set_copies_no_conformance_record():
     doc = json.loads(LABELED.read_text())
     wiki = [lv for lv in doc["levers"] if lv["origin"] == "gpu-wiki"]
     assert wiki and all(set(lv) <= {"id", "origin", "record", "label", "note"} for lv in wiki)
+
+
+def test_the_held_out_set_is_labeled_in_the_vocabulary_and_scored_apart():
+    # its figures are the bench's to report (bench/techniques.py), batch by batch: a test
+    # holding them to a target would make the set one to tune against
+    doc = json.loads(HELD_OUT.read_text())
+    held = doc["levers"]
+    assert len(held) >= 60 and len({lv["id"] for lv in held}) == len(held)
+    assert all(lv["origin"] == "held-out" for lv in held)
+    # each batch says when and how it was written, and what it scored then
+    assert {str(lv["batch"]) for lv in held} == set(doc["batches"])
+    assert all("precision" in note and "recall" in note for note in doc["batches"].values())
+    vocabulary = techniques.vocabulary()
+    unknown = [lv["id"] for lv in held if lv["label"] and not vocabulary.parse_key(lv["label"])]
+    assert unknown == []
+    labeled = {lv["id"] for lv in technique_levers.labeled_set(LABELED)}
+    assert not labeled & {lv["id"] for lv in held}
