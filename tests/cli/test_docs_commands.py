@@ -179,7 +179,7 @@ def test_every_verb_shown_answers_help_in_process() -> None:
         (("mine", "TRACE", "--dry-runn"), ["git kb mine has no option --dry-runn"]),
         (("minee", "TRACE"), ["no verb 'minee'"]),
         (("hooks", "instal"), ["git kb hooks has no sub-verb 'instal'"]),
-        (("import", "geek", "DIR"), ["git kb import: kind: geek not in ['gpu-wiki', 'geak']"]),
+        (("import", "geek", "DIR"), ["git kb import: kind: geek not in ['gpu-wiki', 'geak', "]),
         (("attest", "ID", "--outcome", "validated|fine"), ["git kb attest --outcome: outcome:"]),
         (("list", "[--type", "--vendor]", "[--json]"), []),
         (("schema", "--show|--check|--writ"), ["git kb schema has no option --writ"]),
