@@ -1,11 +1,12 @@
-"""The technique vocabulary's version: the index cache asks it on every open (a read verb's
-start-up), so it is read here without building the vocabulary, which is
-``gitkb.trace.techniques``."""
+"""The technique vocabulary's identity for the index cache: every row's ``technique`` is
+derived under the vocabulary, so the cache keys its layout on the shipped file's digest and
+any change to the file rebuilds it. The cache asks on every open (a read verb's start-up),
+so the file is hashed, not parsed; parsing it is ``gitkb.trace.techniques``."""
 
 from __future__ import annotations
 
+import hashlib
 import os
-import tomllib
 from functools import cache
 
 from gitkb.util.resources import data_path
@@ -18,16 +19,11 @@ def vocabulary_path() -> str:
 
 
 @cache
-def version() -> str:
-    """The shipped vocabulary's ``version``, or ``missing`` / ``unversioned`` (a file that
-    is not TOML states none: building the vocabulary says what is wrong with it). Read once
-    a process: the vocabulary ships with gitkb, as ``techniques.vocabulary()`` reads it."""
+def digest() -> str:
+    """The first 16 hex digits of the shipped vocabulary's SHA-256, or ``missing`` (building
+    the vocabulary says what is wrong then). Read once a process: the file ships with gitkb."""
     try:
         with open(vocabulary_path(), "rb") as fh:
-            document = tomllib.load(fh)
+            return hashlib.sha256(fh.read()).hexdigest()[:16]
     except OSError:
         return "missing"
-    except tomllib.TOMLDecodeError:
-        return "unversioned"
-    stated = document.get("version")
-    return stated if isinstance(stated, str) and stated else "unversioned"

@@ -13,7 +13,7 @@ import sqlite3
 import zlib
 
 from gitkb.store.cache.rows import KERNEL_COLUMNS
-from gitkb.trace.vocabulary_version import version as vocabulary_version
+from gitkb.trace.vocabulary_version import digest as vocabulary_digest
 
 FILE_NAME = "index.sqlite3"
 LAYOUT_VERSION = "13"  # bump when the tables, or what a row or an entry holds, change
@@ -105,9 +105,9 @@ _CREATE = (
 
 def layout() -> str:
     """The layout a cache file must have: the tables' version and the technique
-    vocabulary's (every row's ``technique`` is derived under it, so a new vocabulary
-    rebuilds the cache as a new layout does)."""
-    return f"{LAYOUT_VERSION}+techniques-{vocabulary_version()}"
+    vocabulary file's digest (every row's ``technique`` is derived under it, so a changed
+    vocabulary rebuilds the cache as a new layout does)."""
+    return f"{LAYOUT_VERSION}+techniques-{vocabulary_digest()}"
 
 
 def open_file(path: str) -> sqlite3.Connection:

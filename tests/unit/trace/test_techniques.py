@@ -30,19 +30,23 @@ def change(before: str, after: str) -> str:
     return f"-{before}\n+{after}\n"
 
 
-def test_the_version_is_read_alone_and_names_the_cache_layout():
+def test_the_cache_layout_names_the_vocabulary_file_s_digest(monkeypatch, tmp_path):
+    import hashlib
     import tomllib
 
     stated = tomllib.loads(TOML.read_text())["version"]
-    assert vocabulary_version.version() == techniques.vocabulary().version == stated
-    assert cache_file.layout().endswith(f"+techniques-{stated}")
-    assert (
-        TOML.read_text()
-        .splitlines()[
-            [*map(str.strip, TOML.read_text().splitlines())].index(f'version = "{stated}"')
-        ]
-        .startswith("version")
-    )
+    assert techniques.vocabulary().version == stated
+    digest = hashlib.sha256(TOML.read_bytes()).hexdigest()[:16]
+    assert cache_file.layout().endswith(f"+techniques-{digest}")
+    # any edit of the file is a new layout, so the cache re-derives every technique
+    edited = tmp_path / vocabulary_version.FILE_NAME
+    edited.write_bytes(TOML.read_bytes() + b"\n")
+    monkeypatch.setattr(vocabulary_version, "vocabulary_path", lambda: str(edited))
+    vocabulary_version.digest.cache_clear()
+    try:
+        assert vocabulary_version.digest() not in (digest, "missing")
+    finally:
+        vocabulary_version.digest.cache_clear()
 
 
 def test_every_technique_is_complete_and_named_by_its_own_name():
