@@ -9,10 +9,10 @@ grants itself a role; the role its change needs is the table in docs/hosting.md.
 
 A merge needs the role of its net change against its first parent, signed on the
 merge. The commit that turns access on (its parent has no ``access/``) needs an admin
-the server's anchor names (``git kb hooks install --server --admins FILE``); where no
-anchor is given (``git kb validate --history`` on a clone) it answers to the admins it
-names itself. A store without ``access/`` is judged as before: signatures optional, no
-roles.
+the server's anchor names (``git kb hooks install --server --admins FILE``); where there
+is no server (``git kb check`` on a forge, ``git kb validate --history`` on a clone) it
+answers to the admins it names itself (``anchor``). A store without ``access/`` is
+judged as before: signatures optional, no roles.
 """
 
 from __future__ import annotations
@@ -75,6 +75,16 @@ def rules_at(repo: Repository, commit: str | None) -> Rules | None:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         parsed = {}
     return Rules(raw, listed, policy.policy_of(parsed))
+
+
+def anchor(repo: Repository, server: bool) -> bytes | None:
+    """Who may turn access on, as ``findings`` takes it: the allowed-signers lines the
+    repository's own config holds (``git kb hooks install --server --admins FILE``). Where
+    it holds none, a server (``server``) lets no one (b""); anywhere else, a forge's check
+    or a clone's replay, the commit answers to the admins it names itself (None): on a
+    forge, who may merge into the protected base branch is the anchor."""
+    held = signing.read_anchor(repo.git_dir)
+    return held if held or server else None
 
 
 def findings(

@@ -30,7 +30,7 @@ from gitkb.store import config as store_config
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.config import StoreConfig
 from gitkb.store.view import StoreView
-from gitkb.vcs import receiving, signing
+from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
 
 
@@ -54,15 +54,15 @@ class PushCheck:
 def check_push(
     updates: list[RefUpdate],
     repo: Repository,
+    *,
+    anchor: bytes | None,
     pushed_bytes: int = 0,
-    anchor: bytes | None = None,
 ) -> PushCheck:
     """The server's whole verdict on a push: every ref update, and every commit it brings
-    through the history rules, the access rules (``gitkb.server.access``; ``anchor``: the
-    admins who may turn access on, by default those the repository's config names) and
-    the record gates, within the server's bounds (``pushed_bytes``: the size of the objects
-    it brought): past one, the check stops at a line saying which."""
-    anchor = signing.read_anchor(repo.git_dir) if anchor is None else anchor
+    through the history rules, the access rules (``gitkb.server.access``; ``anchor``: who
+    may turn access on, ``access.anchor``) and the record gates, within the server's
+    bounds (``pushed_bytes``: the size of the objects it brought): past one, the check
+    stops at a line saying which."""
     pushed = repo.with_refs({u.ref: u.new for u in updates})
     cache = IndexCache.of(repo)
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
@@ -92,7 +92,7 @@ def _check_update(
     held: tuple,
     config: StoreConfig,
     budget: Budget,
-    anchor: bytes,
+    anchor: bytes | None,
     check: PushCheck,
 ) -> list[tuple[str, Finding]]:
     """The findings of one ref update; the trace commits a move of main cites go to
@@ -135,7 +135,7 @@ def _check_branch(
     config: StoreConfig,
     changed: dict,
     budget: Budget,
-    anchor: bytes,
+    anchor: bytes | None,
 ) -> list[tuple[str, Finding]]:
     """Findings of a move of main (or an allowed branch); ``changed`` gets each record
     path the move adds or changes, as read at the new tip. Each commit walked, record
@@ -354,7 +354,7 @@ def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     commits = _oldest_first(list(repo.walk(tip)))
     for commit in commits:
         out += [(commit.sha, f) for f in history.check_commit(before, commit)]
-    out += access.findings(before, commits, signing.read_anchor(repo.git_dir) or None)
+    out += access.findings(before, commits, access.anchor(repo, server=False))
     return out
 
 
