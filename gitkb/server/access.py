@@ -17,6 +17,7 @@ judged as before: signatures optional, no roles.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import tomllib
 from collections.abc import Iterable
@@ -43,38 +44,72 @@ _CURATOR_EVENTS = ("retract", "unretract")
 
 @dataclass(frozen=True)
 class Rules:
-    """The access files at one commit: the signers file's bytes, its lines, the policy."""
+    """The access files a commit is judged by: the signers file's bytes, its lines, the
+    policy, and how a refusal names them (``judge``)."""
 
     raw: bytes
     listed: tuple[AllowedSigner, ...]
     policy: Policy
+    judge: str
 
-    def who(self, signature: Signature) -> str:
-        """The principal a refusal names: the signer, or why there is none."""
+    def signer(self, signature: Signature, when: int) -> tuple[str, str]:
+        """(who, why): the principal a refusal names (the signer, or ``unsigned``,
+        ``unknown key``, ``expired key``, ``not yet valid key``, ``bad signature``) and,
+        where there is no good signature, what is wrong with it (``when``: the commit's
+        own time, which git checks the key's window against)."""
         if signature.state == "good":
-            return signature.principal
-        if signature.state == "unmatched":
-            known = any(s.fingerprint == signature.key for s in self.listed)
-            return "expired key" if known else "unknown key"
-        return {"bad": "bad signature"}.get(signature.state, signature.state)
+            return signature.principal, ""
+        if signature.state == "unsigned":
+            return "unsigned", "the commit is unsigned"
+        if signature.state == "bad" and not signature.key:
+            return "unsigned", "its signature is no SSH signature (an OpenPGP or X.509 one)"
+        if signature.state == "bad":
+            return "bad signature", "the signature does not verify (changed after signing)"
+        lines = [s for s in self.listed if s.fingerprint == signature.key]
+        if not lines:
+            return "unknown key", f"its key {signature.key} is listed for no one"
+        at = signers.utc_stamp(dt.datetime.fromtimestamp(when, dt.UTC))
+        ended = [s for s in lines if s.valid_before and s.valid_before <= at]
+        if ended:
+            last = max(ended, key=lambda s: s.valid_before)
+            return (
+                "expired key",
+                f"{last.principal}'s key's window ended at {_day(last.valid_before)}",
+            )
+        starts = min((s for s in lines if s.valid_after), key=lambda s: s.valid_after, default=None)
+        if starts is not None:
+            return (
+                "not yet valid key",
+                f"{starts.principal}'s key's window starts at {_day(starts.valid_after)}",
+            )
+        return (
+            "unknown key",
+            f"its key {signature.key} does not verify for the principal listed with it",
+        )
+
+
+def _day(stamp: str) -> str:
+    """``YYYYMMDDHHMMSSZ`` as a reader writes it: ``YYYY-MM-DD HH:MM:SS UTC``."""
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[8:10]}:{stamp[10:12]}:{stamp[12:14]} UTC"
 
 
 def rules_at(repo: Repository, commit: str | None) -> Rules | None:
     """The access rules at ``commit``; None where access is off there (no signers file).
     A file that does not parse allows no one (the history rules name its line)."""
-    raw = repo.read(commit, SIGNERS_PATH) if commit else None
-    if raw is None:
+    raw = repo.read(commit, SIGNERS_PATH) if commit is not None else None
+    if commit is None or raw is None:
         return None
+    judge = f"{SIGNERS_PATH} at {commit[:12]}"
     try:
         listed = tuple(signers.parse(raw))
     except SignersError:
-        return Rules(b"", (), Policy(require_signed=True))
-    config = repo.read(commit, layout.CONFIG_PATH) if commit else None
+        return Rules(b"", (), Policy(require_signed=True), judge)
+    config = repo.read(commit, layout.CONFIG_PATH)
     try:
         parsed = tomllib.loads((config or b"").decode())
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         parsed = {}
-    return Rules(raw, listed, policy.policy_of(parsed))
+    return Rules(raw, listed, policy.policy_of(parsed), judge)
 
 
 def anchor(repo: Repository, server: bool) -> bytes | None:
@@ -106,12 +141,7 @@ def findings(
         if turned_on is not None:
             # Access is turned on: the anchor's admins (else the commit's own) decide.
             turning_on.add(commit.sha)
-            own = Rules(turned_on.raw, turned_on.listed, turned_on.policy)
-            if anchor is not None:
-                listed = tuple(signers.parse_anchor(anchor.decode())) if anchor else ()
-                admins = tuple(sorted({s.principal for s in listed}))
-                own = Rules(signers.render(list(listed)), listed, Policy(True, (), admins))
-            judged.append((commit, own))
+            judged.append((commit, _turning_on(turned_on, anchor)))
     signatures: dict[str, Signature] = {}
     for raw, group in _by_rules(judged):
         signatures.update(signing.verify({c.sha: repo.raw(c.sha) for c in group}, raw))
@@ -122,6 +152,19 @@ def findings(
         if finding is not None:
             out.append((commit.sha, finding))
     return out
+
+
+def _turning_on(own: Rules, anchor: bytes | None) -> Rules:
+    """The rules the commit turning access on answers to: the server's anchor, or (None:
+    no server) the access files it adds itself."""
+    if anchor is None:
+        return Rules(own.raw, own.listed, own.policy, "the access files it adds (no server anchor)")
+    listed = tuple(signers.parse_anchor(anchor.decode())) if anchor else ()
+    admins = tuple(sorted({s.principal for s in listed}))
+    judge = "the server's anchor (git kb hooks install --server --admins FILE)"
+    if not anchor:
+        judge = "the server's anchor, which names no admin (hooks install --server --admins FILE)"
+    return Rules(signers.render(list(listed)), listed, Policy(True, (), admins), judge)
 
 
 def _by_rules(judged: Iterable[tuple[CommitInfo, Rules]]) -> list[tuple[bytes, list[CommitInfo]]]:
@@ -137,27 +180,22 @@ def _verdict(
     needed, what = needed_role(before, commit)
     if first:
         needed, what = "admin", "turning access on"
-    who = rules.who(signature)
+    who, wrong = rules.signer(signature, commit.commit_time)
     if signature.state == "good":
         role = rules.policy.role_of(who)
         if policy.at_least(role, needed):
             return None
         why = f"{who} is a {role}"
-    elif signature.state == "bad":
-        why = "the signature does not verify (the commit was changed after signing)"
-    elif rules.policy.require_signed:
-        why = "this store requires signed commits ([access] require_signed)"
-    elif needed == "contributor":
+    elif who == "unsigned" and rules.policy.require_signed:
+        why = f"{wrong} and this store requires signed commits ([access] require_signed)"
+    elif who == "unsigned" and needed == "contributor":
         return None  # signatures optional: an unsigned contributor's change is anyone's
+    elif who == "unsigned":
+        why = f"{wrong}; only a signed commit carries a role"
     else:
-        why = "only a signed commit carries a role"
-    judge = (
-        "the server's anchor (git kb hooks install --server --admins FILE)"
-        if first
-        else f"{SIGNERS_PATH} at {(commit.parents or ('the root',))[0][:12]}"
-    )
+        why = wrong
     article = "an" if needed == "admin" else "a"
-    line = f"{who}: {what} needs {article} {needed}'s signature ({why}; judged by {judge})"
+    line = f"{who}: {what} needs {article} {needed}'s signature ({why}; judged by {rules.judge})"
     return Finding("-", "access", line)
 
 

@@ -147,6 +147,7 @@ def test_turning_access_on_answers_to_the_admins_it_names_as_in_validate(tmp_pat
     assert checked.returncode == 1 and replayed.returncode == 1
     [line] = access_lines(checked)
     assert line.startswith(": access: unknown key: turning access on needs an admin's"), line
+    assert line.endswith("judged by the access files it adds (no server anchor))"), line
     assert access_lines(replayed) == [line]
 
 

@@ -14,9 +14,10 @@ import pytest
 from helpers import git, kb, put_git_kb_on_path
 from helpers.pushes import forge, push, record_edits
 from helpers.records import strategy
-from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, public
+from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, pgp_signed, public
 from helpers.teams import Team
 
+from gitkb.access.signers import AllowedSigner
 from gitkb.layout import BRANCH
 from gitkb.record import dumps, path_for
 from gitkb.store import Store
@@ -40,11 +41,44 @@ def test_signed_roles_land_and_each_attack_is_refused_with_one_line(team):
     record = strategy(2)
     sha = forge(team.store, record_edits({path_for(record): record}), f"kb insert {record['id']}",
                 [("KB-Action", "insert"), ("KB-Record", record["id"])])  # fmt: skip
-    team.refused(sha, "unsigned: kb insert needs a contributor's signature", "require_signed")
+    team.refused(
+        sha,
+        "unsigned: kb insert needs a contributor's signature (the commit is "
+        "unsigned and this store requires signed commits ([access] require_signed)",
+    )
+    # signed, but with a forge's OpenPGP signature: no SSH signature, so no one's
+    pgp = pgp_signed(team.work, sha)
+    git("update-ref", BRANCH, pgp, cwd=team.work)
+    team.refused(
+        pgp,
+        "unsigned: kb insert needs a contributor's signature (its signature is "
+        "no SSH signature (an OpenPGP or X.509 one) and this store requires",
+    )
     # a key no line lists
     team.sign_as("mallory")
     sha = team.store.admit(dumps(strategy(2)), "insert").commit
-    team.refused(sha, "unknown key: kb insert needs a contributor's")
+    team.refused(
+        sha,
+        "unknown key: kb insert needs a contributor's signature (its key SHA256:",
+        "is listed for no one; judged by access/allowed_signers at ",
+    )
+    # a key listed from a time still to come
+    team.sign_as("alice")
+    erin = make_key(team.keys["alice"].parent, "erin")
+    later = AllowedSigner(
+        "erin", *store_access.key_of(public(erin), "erin"), valid_after="20990101000000Z"
+    )
+    held = team.store.repo.read(team.store.tip, "access/allowed_signers")
+    forge(team.store, {"access/allowed_signers": held + later.line().encode() + b"\n"},
+          "kb access erin", [("KB-Action", "access"), ("KB-Record", "erin")])  # fmt: skip
+    team.accepted()
+    git("config", "user.signingkey", str(erin), cwd=team.work)
+    sha = team.store.admit(dumps(strategy(2)), "insert").commit
+    team.refused(
+        sha,
+        "not yet valid key: kb insert needs a contributor's signature (erin's "
+        "key's window starts at 2099-01-01 00:00:00 UTC; judged by",
+    )
     # a contributor's valid signature on a retract, and on curate --apply
     team.sign_as("carol")
     sha = retract(team.store, team.record["id"], "I say so").commit
@@ -112,7 +146,10 @@ def test_a_revoked_key_signs_no_more_and_what_it_signed_stays_valid(team):
     time.sleep(1.1)  # signatures are checked to the second
     team.sign_as("carol")
     sha = team.store.admit(dumps(strategy(3)), "insert").commit
-    team.refused(sha, "expired key: kb insert needs a contributor's")
+    team.refused(
+        sha,
+        "expired key: kb insert needs a contributor's signature (carol's key's window ended at ",
+    )
     # carol's earlier commit still verifies against the file as it is now
     now = team.store.repo.read(revoked, "access/allowed_signers")
     raw = {earlier: team.store.repo.raw(earlier)}
@@ -156,10 +193,11 @@ def test_turning_access_on_needs_an_admin_the_anchor_names(tmp_path, monkeypatch
         f"gitkb: refs/heads/main {sha}: -: access: unknown key: turning access on needs an admin's"
         in output
     )
-    assert "server's anchor" in output
+    assert "judged by the server's anchor (git kb hooks install" in output
     # a store with no anchor at all: nobody turns access on through this server
     bare = tmp_path / "plain.git"
-    Store.init(bare, bare=True)
+    git("clone", "-q", "--bare", str(server), str(bare))
     assert kb("hooks", "install", "--server", str(bare)).returncode == 0
-    git("push", "-q", f"file://{bare}", "main", cwd=work, check=False)
+    done = git("push", "-q", f"file://{bare}", "main", cwd=work, check=False)
+    assert "judged by the server's anchor, which names no admin" in done.stderr, done.stderr
     assert Store.open(bare).repo.read(Store.open(bare).tip, "access/allowed_signers") is None
