@@ -177,9 +177,10 @@ def _by_rules(judged: Iterable[tuple[CommitInfo, Rules]]) -> list[tuple[bytes, l
 def _verdict(
     before: history.Before, commit: CommitInfo, rules: Rules, signature: Signature, first: bool
 ) -> Finding | None:
-    needed, what = needed_role(before, commit)
+    need = needed_role(before, commit)
     if first:
-        needed, what = "admin", "turning access on"
+        need = Need("admin", "turning access on", SIGNERS_PATH)
+    needed = need.role
     who, wrong = rules.signer(signature, commit.commit_time)
     if signature.state == "good":
         role = rules.policy.role_of(who)
@@ -195,25 +196,44 @@ def _verdict(
     else:
         why = wrong
     article = "an" if needed == "admin" else "a"
-    line = f"{who}: {what} needs {article} {needed}'s signature ({why}; judged by {rules.judge})"
-    return Finding("-", "access", line)
+    line = (
+        f"{who}: {need.what} needs {article} {needed}'s signature ({why}; judged by {rules.judge})"
+    )
+    return Finding(need.path, "access", line)
 
 
-def needed_role(before: history.Before, commit: CommitInfo) -> tuple[str, str]:
-    """(role, what) the change ``commit`` makes against its first parent needs: the
-    highest of its action's and its paths'."""
+@dataclass(frozen=True)
+class Need:
+    """The role a commit's change needs, what needs it, and the file it needs it for
+    ("-" where its action alone does): a refusal names that file, so a forge's report
+    points at it."""
+
+    role: str
+    what: str
+    path: str = "-"
+
+
+def needed_role(before: history.Before, commit: CommitInfo) -> Need:
+    """What the change ``commit`` makes against its first parent needs: the highest of
+    its action's and its paths' roles, named by the first that needs it, at the first
+    file that needs it (a record's own file before its log's)."""
     action = dict(commit.trailers).get("KB-Action") if len(commit.parents) < 2 else None
-    found = [("contributor", f"kb {action}" if action else "a merge")]
+    found = [Need("contributor", f"kb {action}" if action else "a merge")]
     if action in ADMIN_ACTIONS:
-        found.append(("admin", f"kb {action}"))
+        found.append(Need("admin", f"kb {action}"))
     elif action in CURATOR_ACTIONS:
-        found.append(("curator", f"kb {action}"))
+        found.append(Need("curator", f"kb {action}"))
     merge = len(commit.parents) > 1
     for change in before.changes(commit):
         if not change.problem and not change.is_dir(change.new or change.old):
             role, what = _path_role(before.repo, change)
-            found.append((role, f"a merge bringing {what}" if merge else what))
-    return max(found, key=lambda pair: policy.ROLES.index(pair[0]))
+            found.append(Need(role, f"a merge bringing {what}" if merge else what, change.path))
+    top = max(policy.ROLES.index(need.role) for need in found)
+    needs = [need for need in found if policy.ROLES.index(need.role) == top]
+    files = sorted(
+        (n for n in needs if n.path != "-"), key=lambda n: not rec.is_record_path(n.path)
+    )
+    return Need(needs[0].role, needs[0].what, files[0].path if files else "-")
 
 
 def _path_role(repo: Repository, change: EntryChange) -> tuple[str, str]:

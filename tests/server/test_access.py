@@ -8,6 +8,7 @@ test_access_transports.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 
 import pytest
@@ -114,6 +115,28 @@ def test_signed_roles_land_and_each_attack_is_refused_with_one_line(team):
     assert Store.open(team.server).view().entry(team.record["id"])["status"] == "deprecated"
 
 
+def test_a_refusal_names_the_file_it_is_about(team):
+    """The hook's line names the record a refused retract changes (the control file a
+    refused role change does: carol's key is listed, only gitkb.toml's admins change),
+    and so do a check's reports for a forge."""
+    team.sign_as("carol")
+    retracted = retract(team.store, team.record["id"], "I say so").commit
+    where = path_for(team.record)
+    line = team.refused(retracted, "carol: kb retract needs a curator's")
+    assert line.startswith(f"refs/heads/main {retracted}: {where}: access: "), line
+    retract(team.store, team.record["id"], "I say so")
+    store_access.add(team.store, "carol", team.key("carol"), "admin")
+    checked = kb("check", "origin/main..main", "--store", str(team.work), "--format", "json")
+    paths = {r["line"].split(": access: ")[1][:30]: r["path"] for r in
+             json.loads(checked.stdout)["refusals"]}  # fmt: skip
+    assert paths == {
+        "carol: kb retract needs a cura": where,
+        "carol: kb access needs an admi": "gitkb.toml",
+    }, paths
+    github = kb("check", "origin/main..main", "--store", str(team.work), "--format", "github")
+    assert f"::error file={where},title=gitkb access::" in github.stdout.decode()
+
+
 def test_a_merge_needs_the_role_of_its_net_change(team):
     base = team.store.tip
     team.sign_as("bob")
@@ -127,7 +150,11 @@ def test_a_merge_needs_the_role_of_its_net_change(team):
     # validate --history on the clone gives the verdict the server gives
     replayed = kb("validate", "--history", str(team.work))
     assert replayed.returncode == 1
-    assert f"{merge[:12]} -: access: carol: a merge bringing a retract" in replayed.stdout.decode()
+    where = path_for(team.record)
+    assert (
+        f"{merge[:12]} {where}: access: carol: a merge bringing a retract"
+        in replayed.stdout.decode()
+    )
     team.refused(merge, "carol: a merge bringing a retract", "needs a curator's signature")
     # the same merge signed by the curator lands
     team.sign_as("bob")
@@ -190,8 +217,8 @@ def test_turning_access_on_needs_an_admin_the_anchor_names(tmp_path, monkeypatch
     output = done.stdout + done.stderr
     assert done.returncode != 0
     assert (
-        f"gitkb: refs/heads/main {sha}: -: access: unknown key: turning access on needs an admin's"
-        in output
+        f"gitkb: refs/heads/main {sha}: access/allowed_signers: access: unknown key: "
+        "turning access on needs an admin's" in output
     )
     assert "judged by the server's anchor (git kb hooks install" in output
     # a store with no anchor at all: nobody turns access on through this server
