@@ -8,11 +8,13 @@ grants itself a role; the role its change needs is the table in docs/hosting.md.
 * admin: and every control file, ``access/*``, ``init``, ``upgrade``, ``config``.
 
 A merge needs the role of its net change against its first parent, signed on the
-merge. The commit that turns access on (its parent has no ``access/``) needs an admin
-the server's anchor names (``git kb hooks install --server --admins FILE``); where there
-is no server (``git kb check`` on a forge, ``git kb validate --history`` on a clone) it
-answers to the admins it names itself (``anchor``). A store without ``access/`` is
-judged as before: signatures optional, no roles.
+merge, unless it adds nothing of its own (``gitkb.server.merges``): then each commit it
+brings needs its signer to hold, by the merge's first parent's rules, the role that
+commit's change needs. The commit that turns access on (its parent has no ``access/``)
+needs an admin the server's anchor names (``git kb hooks install --server --admins
+FILE``); where there is no server (``git kb check`` on a forge, ``git kb validate
+--history`` on a clone) it answers to the admins it names itself (``anchor``). A store
+without ``access/`` is judged as before: signatures optional, no roles.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import tomllib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from gitkb import layout
 from gitkb import record as rec
@@ -29,7 +31,7 @@ from gitkb.access import policy, signers
 from gitkb.access.policy import Policy
 from gitkb.access.signers import SIGNERS_PATH, AllowedSigner, SignersError
 from gitkb.gates import Finding
-from gitkb.server import history
+from gitkb.server import history, merges
 from gitkb.vcs import signing
 from gitkb.vcs.repository import CommitInfo, Repository
 from gitkb.vcs.signing import Signature
@@ -123,11 +125,19 @@ def anchor(repo: Repository, server: bool) -> bytes | None:
 
 
 def findings(
-    before: history.Before, commits: list[CommitInfo], anchor: bytes | None
+    before: history.Before,
+    commits: list[CommitInfo],
+    anchor: bytes | None,
+    landed: Mapping[str, str] | None = None,
 ) -> list[tuple[str, Finding]]:
     """Each commit (oldest first) its signer may not make, as (commit, finding).
     ``anchor``: the server's admins (allowed-signers bytes) for the commit that turns
-    access on; None: that commit answers to the admins it names itself."""
+    access on; None: that commit answers to the admins it names itself. A merge that
+    adds nothing of its own (``merges.adds_nothing``: a forge's merge button makes such
+    merges, signed by no one here) needs no signature where each commit of its push
+    that it brings is signed by one whom the merge's first parent's rules give the role
+    that commit's own change needs (``landed``: which push brought each commit,
+    ``merges.pushes_along``; None: ``commits`` are one push)."""
     repo = before.repo
     judged: list[tuple[CommitInfo, Rules]] = []
     turning_on = set()
@@ -142,15 +152,77 @@ def findings(
             # Access is turned on: the anchor's admins (else the commit's own) decide.
             turning_on.add(commit.sha)
             judged.append((commit, _turning_on(turned_on, anchor)))
-    signatures: dict[str, Signature] = {}
-    for raw, group in _by_rules(judged):
-        signatures.update(signing.verify({c.sha: repo.raw(c.sha) for c in group}, raw))
-    out = []
+    signatures = _verify(repo, judged, {})
+    found: dict[str, list[Finding]] = {}
+    bringing: list[tuple[CommitInfo, Rules]] = []
     for commit, rules in judged:
-        signature = signatures.get(commit.sha, Signature("bad"))
-        finding = _verdict(before, commit, rules, signature, commit.sha in turning_on)
+        first = commit.sha in turning_on
+        need = Need("admin", "turning access on", SIGNERS_PATH) if first else None
+        need = need or needed_role(before, commit)
+        finding = _verdict(commit, rules, signatures[rules.raw, commit.sha], need)
+        if finding is not None and merges.adds_nothing(repo, commit):
+            # What it brings answers for it (turning access on: its first parent has no
+            # access files, and each commit it brings was judged as it stands).
+            bringing += [] if first else [(commit, rules)]
+        elif finding is not None:
+            found[commit.sha] = [finding]
+    if bringing:
+        found |= _brought_findings(before, commits, bringing, landed, signatures)
+    return [(commit.sha, f) for commit, _ in judged for f in found.get(commit.sha, ())]
+
+
+def _brought_findings(
+    before: history.Before,
+    commits: list[CommitInfo],
+    bringing: list[tuple[CommitInfo, Rules]],
+    landed: Mapping[str, str] | None,
+    signatures: dict[tuple[bytes, str], Signature],
+) -> dict[str, list[Finding]]:
+    """For each merge that adds nothing of its own but is not signed by one who may make
+    its net change: a finding for each commit of its push it brings that the merge's
+    first parent's rules (``rules``) do not let its signer make. A merge it brings that
+    adds nothing of its own is no one's change; what that merge brings is brought here
+    too."""
+    repo = before.repo
+    pushes: dict[str, dict[str, CommitInfo]] = {}
+    for commit in commits:
+        pushes.setdefault(landed.get(commit.sha, "") if landed else "", {})[commit.sha] = commit
+    wanted: list[tuple[CommitInfo, CommitInfo, Rules]] = []
+    for merge, rules in bringing:
+        push = pushes[landed.get(merge.sha, "") if landed else ""]
+        ids = merges.brought_in(merge, push)
+        for commit in (c for c in commits if c.sha in ids):
+            if len(commit.parents) < 2 or not merges.adds_nothing(repo, commit):
+                wanted.append((merge, commit, rules))
+    signatures |= _verify(repo, [(c, rules) for _, c, rules in wanted], signatures)
+    out: dict[str, list[Finding]] = {}
+    for merge, commit, rules in wanted:
+        need = needed_role(before, commit)
+        what = f"{need.what} ({commit.sha[:12]}, brought in by a merge)"
+        finding = _verdict(
+            commit, rules, signatures[rules.raw, commit.sha], replace(need, what=what)
+        )
         if finding is not None:
-            out.append((commit.sha, finding))
+            out.setdefault(merge.sha, []).append(finding)
+    return out
+
+
+def _verify(
+    repo: Repository,
+    judged: Iterable[tuple[CommitInfo, Rules]],
+    known: dict[tuple[bytes, str], Signature],
+) -> dict[tuple[bytes, str], Signature]:
+    """Each commit's signature checked against its rules' signers file, as
+    (signers file, commit) -> Signature; one ``signing.verify`` per file, for the pairs
+    not ``known`` already."""
+    groups: dict[bytes, dict[str, bytes]] = {}
+    for commit, rules in judged:
+        if (rules.raw, commit.sha) not in known:
+            groups.setdefault(rules.raw, {})[commit.sha] = repo.raw(commit.sha)
+    out: dict[tuple[bytes, str], Signature] = {}
+    for raw, group in groups.items():
+        verified = signing.verify(group, raw)
+        out |= {(raw, sha): verified.get(sha, Signature("bad")) for sha in group}
     return out
 
 
@@ -167,19 +239,9 @@ def _turning_on(own: Rules, anchor: bytes | None) -> Rules:
     return Rules(signers.render(list(listed)), listed, Policy(True, (), admins), judge)
 
 
-def _by_rules(judged: Iterable[tuple[CommitInfo, Rules]]) -> list[tuple[bytes, list[CommitInfo]]]:
-    groups: dict[bytes, list[CommitInfo]] = {}
-    for commit, rules in judged:
-        groups.setdefault(rules.raw, []).append(commit)
-    return list(groups.items())
-
-
-def _verdict(
-    before: history.Before, commit: CommitInfo, rules: Rules, signature: Signature, first: bool
-) -> Finding | None:
-    need = needed_role(before, commit)
-    if first:
-        need = Need("admin", "turning access on", SIGNERS_PATH)
+def _verdict(commit: CommitInfo, rules: Rules, signature: Signature, need: Need) -> Finding | None:
+    """The refusal of ``commit``, whose change needs ``need``, by its ``signature`` under
+    ``rules``; None where the signer may make it."""
     needed = need.role
     who, wrong = rules.signer(signature, commit.commit_time)
     if signature.state == "good":

@@ -23,7 +23,7 @@ from gitkb.errors import GitkbError
 from gitkb.gates import Finding, GateContext, run_gates
 from gitkb.gates.registry import record_level
 from gitkb.gates.relations import dangling_links
-from gitkb.server import access, control, history
+from gitkb.server import access, control, history, merges
 from gitkb.server.bounds import Budget, OverBound
 from gitkb.server.ids import IdLookup
 from gitkb.store import config as store_config
@@ -346,7 +346,8 @@ def cites(record: dict | None) -> set[tuple[str, str]]:
 
 def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     """``git kb validate --history``: the history and access rules replayed over every
-    commit that ``tip`` reaches, oldest first, as (commit, finding). The commit turning
+    commit that ``tip`` reaches, oldest first, as (commit, finding), as the pushes
+    along main's first-parent line that made it (``merges.pushes_along``). The commit turning
     access on answers to the repository's anchor where it has one, else to itself."""
     ids = IdLookup(repo)
     before = history.Before(repo, ids, _config(repo, tip).max_record_bytes)
@@ -354,7 +355,8 @@ def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     commits = _oldest_first(list(repo.walk(tip)))
     for commit in commits:
         out += [(commit.sha, f) for f in history.check_commit(before, commit)]
-    out += access.findings(before, commits, access.anchor(repo, server=False))
+    landed = merges.pushes_along(commits, tip)
+    out += access.findings(before, commits, access.anchor(repo, server=False), landed)
     return out
 
 

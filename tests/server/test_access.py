@@ -137,29 +137,30 @@ def test_a_refusal_names_the_file_it_is_about(team):
     assert f"::error file={where},title=gitkb access::" in github.stdout.decode()
 
 
-def test_a_merge_needs_the_role_of_its_net_change(team):
-    base = team.store.tip
-    team.sign_as("bob")
-    retracted = retract(team.store, team.record["id"], "not reproduced").commit
-    git("branch", "side", retracted, cwd=team.work)
-    git("reset", "-q", "--hard", base, cwd=team.work)
+def test_a_merge_with_a_change_of_its_own_needs_its_role_signed_on_it(team):
+    """A merge that retracts a record while merging carol's insert: its net change needs
+    a curator, signed on the merge (merges that add nothing: test_access_merges.py)."""
     team.sign_as("carol")
     team.store.admit(dumps(strategy(2)), "insert")
-    git("merge", "-q", "--no-edit", "side", cwd=team.work)
-    merge = team.store.tip
-    # validate --history on the clone gives the verdict the server gives
-    replayed = kb("validate", "--history", str(team.work))
-    assert replayed.returncode == 1
+    git("branch", "side", "main", cwd=team.work)
+    git("reset", "-q", "--hard", "origin/main", cwd=team.work)
     where = path_for(team.record)
-    assert (
-        f"{merge[:12]} {where}: access: carol: a merge bringing a retract"
-        in replayed.stdout.decode()
-    )
-    team.refused(merge, "carol: a merge bringing a retract", "needs a curator's signature")
-    # the same merge signed by the curator lands
-    team.sign_as("bob")
-    team.store.admit(dumps(strategy(2)), "insert")
-    git("merge", "-q", "--no-edit", "side", cwd=team.work)
+    for signer in ("carol", "bob"):
+        team.sign_as(signer)
+        git("merge", "-q", "--no-ff", "--no-commit", "side", cwd=team.work)
+        record = json.loads((team.work / where).read_text())
+        record["status"] = "deprecated"
+        (team.work / where).write_text(dumps(record).decode())
+        git("commit", "-qam", "Merge branch 'side'", cwd=team.work)
+        if signer == "bob":
+            break
+        merge = team.store.tip
+        # validate --history on the clone gives the verdict the server gives
+        replayed = kb("validate", "--history", str(team.work))
+        assert replayed.returncode == 1
+        words = "carol: a merge bringing a retraction or its lifting"
+        assert f"{merge[:12]} {where}: access: {words}" in replayed.stdout.decode()
+        team.refused(merge, words, "needs a curator's signature (carol is a contributor")
     team.accepted()
 
 
