@@ -13,7 +13,7 @@ import time
 
 import pytest
 from helpers import git, kb, put_git_kb_on_path
-from helpers.pushes import forge, push, record_edits
+from helpers.pushes import forge, gitkb_lines, push, record_edits
 from helpers.records import strategy
 from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, pgp_signed, public
 from helpers.teams import Team
@@ -162,6 +162,33 @@ def test_a_merge_with_a_change_of_its_own_needs_its_role_signed_on_it(team):
         assert f"{merge[:12]} {where}: access: {words}" in replayed.stdout.decode()
         team.refused(merge, words, "needs a curator's signature (carol is a contributor")
     team.accepted()
+
+
+def test_a_trace_ref_lands_only_with_the_signed_commits_that_cite_it(team, tmp_path):
+    """git signs no ref update: where access is on, a trace label is claimed by the signed
+    commits on main that cite it, pushed with the ref (a mining push)."""
+    from gitkb.mine.pipeline import mine
+    from gitkb.testing.trace import write_trace
+
+    team.sign_as("carol")
+    mine(write_trace(tmp_path / "trace").path, store=team.store, label="softmax-run")
+    junk = team.store.repo.write_commit(None, {"kernel.py": b"mine now\n"}, "claim\n")
+    # A ref alone, claiming a new label: refused, and the label stays free.
+    done = push(team.store, f"{junk}:refs/kb/traces/claimed")
+    [line] = gitkb_lines(done)
+    assert f"refs/kb/traces/claimed {junk}: claimed: access: " in line, line
+    assert "moves only with the commits that cite it" in line
+    assert git("for-each-ref", "refs/kb/traces", cwd=team.server).stdout == ""
+    # The mining push: records and the trace ref they cite, signed by carol.
+    done = push(team.store, "main", "refs/kb/traces/softmax-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # A fast-forward of that ref that nothing on main cites: refused.
+    tip = team.store.repo.resolve("refs/kb/traces/softmax-run")
+    more = team.store.repo.write_commit(tip, {"kernel.py": b"appended\n"}, "more\n")
+    done = push(team.store, f"{more}:refs/kb/traces/softmax-run")
+    assert done.returncode != 0 and "softmax-run: access: " in done.stderr, done.stderr
+    held = git("rev-parse", "refs/kb/traces/softmax-run", cwd=team.server).stdout.strip()
+    assert held == tip
 
 
 def test_a_revoked_key_signs_no_more_and_what_it_signed_stays_valid(team):
