@@ -32,6 +32,7 @@ from gitkb.access.policy import Policy
 from gitkb.access.signers import SIGNERS_PATH, AllowedSigner, SignersError
 from gitkb.gates import Finding
 from gitkb.server import history, merges
+from gitkb.server.bounds import Budget
 from gitkb.vcs import signing
 from gitkb.vcs.repository import CommitInfo, Repository
 from gitkb.vcs.signing import Signature
@@ -129,6 +130,7 @@ def findings(
     commits: list[CommitInfo],
     anchor: bytes | None,
     landed: Mapping[str, str] | None = None,
+    budget: Budget | None = None,
 ) -> list[tuple[str, Finding]]:
     """Each commit (oldest first) its signer may not make, as (commit, finding).
     ``anchor``: the server's admins (allowed-signers bytes) for the commit that turns
@@ -137,7 +139,8 @@ def findings(
     merges, signed by no one here) needs no signature where each commit of its push
     that it brings is signed by one whom the merge's first parent's rules give the role
     that commit's own change needs (``landed``: which push brought each commit,
-    ``merges.pushes_along``; None: ``commits`` are one push)."""
+    ``merges.pushes_along``; None: ``commits`` are one push). ``budget``: the server's
+    bounds, whose time left the signature check gets."""
     repo = before.repo
     judged: list[tuple[CommitInfo, Rules]] = []
     turning_on = set()
@@ -152,7 +155,7 @@ def findings(
             # Access is turned on: the anchor's admins (else the commit's own) decide.
             turning_on.add(commit.sha)
             judged.append((commit, _turning_on(turned_on, anchor)))
-    signatures = _verify(repo, judged, {})
+    signatures = _verify(repo, judged, {}, budget)
     found: dict[str, list[Finding]] = {}
     bringing: list[tuple[CommitInfo, Rules]] = []
     for commit, rules in judged:
@@ -167,7 +170,7 @@ def findings(
         elif finding is not None:
             found[commit.sha] = [finding]
     if bringing:
-        found |= _brought_findings(before, commits, bringing, landed, signatures)
+        found |= _brought_findings(before, commits, bringing, landed, signatures, budget)
     return [(commit.sha, f) for commit, _ in judged for f in found.get(commit.sha, ())]
 
 
@@ -177,6 +180,7 @@ def _brought_findings(
     bringing: list[tuple[CommitInfo, Rules]],
     landed: Mapping[str, str] | None,
     signatures: dict[tuple[bytes, str], Signature],
+    budget: Budget | None,
 ) -> dict[str, list[Finding]]:
     """For each merge that adds nothing of its own but is not signed by one who may make
     its net change: a finding for each commit of its push it brings that the merge's
@@ -194,7 +198,7 @@ def _brought_findings(
         for commit in (c for c in commits if c.sha in ids):
             if len(commit.parents) < 2 or not merges.adds_nothing(repo, commit):
                 wanted.append((merge, commit, rules))
-    signatures |= _verify(repo, [(c, rules) for _, c, rules in wanted], signatures)
+    signatures |= _verify(repo, [(c, rules) for _, c, rules in wanted], signatures, budget)
     out: dict[str, list[Finding]] = {}
     for merge, commit, rules in wanted:
         need = needed_role(before, commit)
@@ -211,17 +215,25 @@ def _verify(
     repo: Repository,
     judged: Iterable[tuple[CommitInfo, Rules]],
     known: dict[tuple[bytes, str], Signature],
+    budget: Budget | None,
 ) -> dict[tuple[bytes, str], Signature]:
     """Each commit's signature checked against its rules' signers file, as
     (signers file, commit) -> Signature; one ``signing.verify`` per file, for the pairs
-    not ``known`` already."""
+    not ``known`` already, each given the time ``budget`` has left (past it: OverBound)."""
     groups: dict[bytes, dict[str, bytes]] = {}
     for commit, rules in judged:
         if (rules.raw, commit.sha) not in known:
             groups.setdefault(rules.raw, {})[commit.sha] = repo.raw(commit.sha)
     out: dict[tuple[bytes, str], Signature] = {}
     for raw, group in groups.items():
-        verified = signing.verify(group, raw)
+        if budget is None:
+            verified = signing.verify(group, raw)
+        else:
+            budget.tick()
+            try:
+                verified = signing.verify(group, raw, budget.remaining())
+            except signing.VerifyTimedOut:
+                raise budget.out_of_time() from None
         out |= {(raw, sha): verified.get(sha, Signature("bad")) for sha in group}
     return out
 

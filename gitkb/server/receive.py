@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.gates import Finding, GateContext, run_gates
+from gitkb.gates import Finding, GateContext
 from gitkb.gates.registry import record_level
 from gitkb.gates.relations import dangling_links
 from gitkb.server import access, control, history, merges
@@ -189,7 +189,8 @@ def _check_branch(
             findings = history.check_commit(before, commit)
             findings += _gate_findings(before, cache, commit, changed, budget)
             out += [(commit.sha, f) for f in findings]
-        out += access.findings(before, commits, anchor)
+        out += access.findings(before, commits, anchor, budget=budget)
+        budget.tick()
         tip = StoreView(repo, cache, update.new)
         for record_file in changed.values():
             if record_file.data is not None:
@@ -236,7 +237,11 @@ def _gate_findings(
         files_at=commit.sha,
     )
     ctx = GateContext(records=checked, store=before, admission="push")
-    return [f for result in run_gates(ctx, record_level()) for f in result.findings]
+    found = []
+    for gate in record_level():
+        budget.tick()  # between gates too: one commit may bring many records
+        found += gate.run(ctx).findings
+    return found
 
 
 def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Finding]:
