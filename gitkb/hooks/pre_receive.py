@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from gitkb.errors import GitkbError
+from gitkb.server import access
 from gitkb.server.receive import RefUpdate, announce, check_push, transaction_problems
 from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, Repository
@@ -52,7 +53,8 @@ def pre_receive(lines: list[str], repo: Repository) -> list[str]:
                 raise GitkbError(
                     f"pre-receive: {update.ref}: commit {sha} is not in the repository"
                 )
-    check = check_push(updates, repo, receiving.pushed_bytes())
+    anchor = access.anchor(repo, server=True)
+    check = check_push(updates, repo, anchor=anchor, pushed_bytes=receiving.pushed_bytes())
     if not check.problems:
         announce(updates, repo, check.cited)
     else:

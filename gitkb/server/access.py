@@ -8,19 +8,22 @@ grants itself a role; the role its change needs is the table in docs/hosting.md.
 * admin: and every control file, ``access/*``, ``init``, ``upgrade``, ``config``.
 
 A merge needs the role of its net change against its first parent, signed on the
-merge. The commit that turns access on (its parent has no ``access/``) needs an admin
-the server's anchor names (``git kb hooks install --server --admins FILE``); where no
-anchor is given (``git kb validate --history`` on a clone) it answers to the admins it
-names itself. A store without ``access/`` is judged as before: signatures optional, no
-roles.
+merge, unless it adds nothing of its own (``gitkb.server.merges``): then each commit it
+brings needs its signer to hold, by the merge's first parent's rules, the role that
+commit's change needs. The commit that turns access on (its parent has no ``access/``)
+needs an admin the server's anchor names (``git kb hooks install --server --admins
+FILE``); where there is no server (``git kb check`` on a forge, ``git kb validate
+--history`` on a clone) it answers to the admins it names itself (``anchor``). A store
+without ``access/`` is judged as before: signatures optional, no roles.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import tomllib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from gitkb import layout
 from gitkb import record as rec
@@ -28,7 +31,8 @@ from gitkb.access import policy, signers
 from gitkb.access.policy import Policy
 from gitkb.access.signers import SIGNERS_PATH, AllowedSigner, SignersError
 from gitkb.gates import Finding
-from gitkb.server import history
+from gitkb.server import history, merges
+from gitkb.server.bounds import Budget
 from gitkb.vcs import signing
 from gitkb.vcs.repository import CommitInfo, Repository
 from gitkb.vcs.signing import Signature
@@ -43,46 +47,100 @@ _CURATOR_EVENTS = ("retract", "unretract")
 
 @dataclass(frozen=True)
 class Rules:
-    """The access files at one commit: the signers file's bytes, its lines, the policy."""
+    """The access files a commit is judged by: the signers file's bytes, its lines, the
+    policy, and how a refusal names them (``judge``)."""
 
     raw: bytes
     listed: tuple[AllowedSigner, ...]
     policy: Policy
+    judge: str
 
-    def who(self, signature: Signature) -> str:
-        """The principal a refusal names: the signer, or why there is none."""
+    def signer(self, signature: Signature, when: int) -> tuple[str, str]:
+        """(who, why): the principal a refusal names (the signer, or ``unsigned``,
+        ``unknown key``, ``expired key``, ``not yet valid key``, ``bad signature``) and,
+        where there is no good signature, what is wrong with it (``when``: the commit's
+        own time, which git checks the key's window against)."""
         if signature.state == "good":
-            return signature.principal
-        if signature.state == "unmatched":
-            known = any(s.fingerprint == signature.key for s in self.listed)
-            return "expired key" if known else "unknown key"
-        return {"bad": "bad signature"}.get(signature.state, signature.state)
+            return signature.principal, ""
+        if signature.state == "unsigned":
+            return "unsigned", "the commit is unsigned"
+        if signature.state == "bad" and not signature.key:
+            return "unsigned", "its signature is no SSH signature (an OpenPGP or X.509 one)"
+        if signature.state == "bad":
+            return "bad signature", "the signature does not verify (changed after signing)"
+        lines = [s for s in self.listed if s.fingerprint == signature.key]
+        if not lines:
+            return "unknown key", f"its key {signature.key} is listed for no one"
+        at = signers.utc_stamp(dt.datetime.fromtimestamp(when, dt.UTC))
+        ended = [s for s in lines if s.valid_before and s.valid_before <= at]
+        if ended:
+            last = max(ended, key=lambda s: s.valid_before)
+            return (
+                "expired key",
+                f"{last.principal}'s key's window ended at {_day(last.valid_before)}",
+            )
+        starts = min((s for s in lines if s.valid_after), key=lambda s: s.valid_after, default=None)
+        if starts is not None:
+            return (
+                "not yet valid key",
+                f"{starts.principal}'s key's window starts at {_day(starts.valid_after)}",
+            )
+        return (
+            "unknown key",
+            f"its key {signature.key} does not verify for the principal listed with it",
+        )
+
+
+def _day(stamp: str) -> str:
+    """``YYYYMMDDHHMMSSZ`` as a reader writes it: ``YYYY-MM-DD HH:MM:SS UTC``."""
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[8:10]}:{stamp[10:12]}:{stamp[12:14]} UTC"
 
 
 def rules_at(repo: Repository, commit: str | None) -> Rules | None:
     """The access rules at ``commit``; None where access is off there (no signers file).
     A file that does not parse allows no one (the history rules name its line)."""
-    raw = repo.read(commit, SIGNERS_PATH) if commit else None
-    if raw is None:
+    raw = repo.read(commit, SIGNERS_PATH) if commit is not None else None
+    if commit is None or raw is None:
         return None
+    judge = f"{SIGNERS_PATH} at {commit[:12]}"
     try:
         listed = tuple(signers.parse(raw))
     except SignersError:
-        return Rules(b"", (), Policy(require_signed=True))
-    config = repo.read(commit, layout.CONFIG_PATH) if commit else None
+        return Rules(b"", (), Policy(require_signed=True), judge)
+    config = repo.read(commit, layout.CONFIG_PATH)
     try:
         parsed = tomllib.loads((config or b"").decode())
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         parsed = {}
-    return Rules(raw, listed, policy.policy_of(parsed))
+    return Rules(raw, listed, policy.policy_of(parsed), judge)
+
+
+def anchor(repo: Repository, server: bool) -> bytes | None:
+    """Who may turn access on, as ``findings`` takes it: the allowed-signers lines the
+    repository's own config holds (``git kb hooks install --server --admins FILE``). Where
+    it holds none, a server (``server``) lets no one (b""); anywhere else, a forge's check
+    or a clone's replay, the commit answers to the admins it names itself (None): on a
+    forge, who may merge into the protected base branch is the anchor."""
+    held = signing.read_anchor(repo.git_dir)
+    return held if held or server else None
 
 
 def findings(
-    before: history.Before, commits: list[CommitInfo], anchor: bytes | None
+    before: history.Before,
+    commits: list[CommitInfo],
+    anchor: bytes | None,
+    landed: Mapping[str, str] | None = None,
+    budget: Budget | None = None,
 ) -> list[tuple[str, Finding]]:
     """Each commit (oldest first) its signer may not make, as (commit, finding).
     ``anchor``: the server's admins (allowed-signers bytes) for the commit that turns
-    access on; None: that commit answers to the admins it names itself."""
+    access on; None: that commit answers to the admins it names itself. A merge that
+    adds nothing of its own (``merges.adds_nothing``: a forge's merge button makes such
+    merges, signed by no one here) needs no signature where each commit of its push
+    that it brings is signed by one whom the merge's first parent's rules give the role
+    that commit's own change needs (``landed``: which push brought each commit,
+    ``merges.pushes_along``; None: ``commits`` are one push). ``budget``: the server's
+    bounds, whose time left the signature check gets."""
     repo = before.repo
     judged: list[tuple[CommitInfo, Rules]] = []
     turning_on = set()
@@ -96,76 +154,160 @@ def findings(
         if turned_on is not None:
             # Access is turned on: the anchor's admins (else the commit's own) decide.
             turning_on.add(commit.sha)
-            own = Rules(turned_on.raw, turned_on.listed, turned_on.policy)
-            if anchor is not None:
-                listed = tuple(signers.parse_anchor(anchor.decode())) if anchor else ()
-                admins = tuple(sorted({s.principal for s in listed}))
-                own = Rules(signers.render(list(listed)), listed, Policy(True, (), admins))
-            judged.append((commit, own))
-    signatures: dict[str, Signature] = {}
-    for raw, group in _by_rules(judged):
-        signatures.update(signing.verify({c.sha: repo.raw(c.sha) for c in group}, raw))
-    out = []
+            judged.append((commit, _turning_on(turned_on, anchor)))
+    signatures = _verify(repo, judged, {}, budget)
+    found: dict[str, list[Finding]] = {}
+    bringing: list[tuple[CommitInfo, Rules]] = []
     for commit, rules in judged:
-        signature = signatures.get(commit.sha, Signature("bad"))
-        finding = _verdict(before, commit, rules, signature, commit.sha in turning_on)
+        first = commit.sha in turning_on
+        need = Need("admin", "turning access on", SIGNERS_PATH) if first else None
+        need = need or needed_role(before, commit)
+        finding = _verdict(commit, rules, signatures[rules.raw, commit.sha], need)
+        if finding is not None and merges.adds_nothing(repo, commit):
+            # What it brings answers for it (turning access on: its first parent has no
+            # access files, and each commit it brings was judged as it stands).
+            bringing += [] if first else [(commit, rules)]
+        elif finding is not None:
+            found[commit.sha] = [finding]
+    if bringing:
+        found |= _brought_findings(before, commits, bringing, landed, signatures, budget)
+    return [(commit.sha, f) for commit, _ in judged for f in found.get(commit.sha, ())]
+
+
+def _brought_findings(
+    before: history.Before,
+    commits: list[CommitInfo],
+    bringing: list[tuple[CommitInfo, Rules]],
+    landed: Mapping[str, str] | None,
+    signatures: dict[tuple[bytes, str], Signature],
+    budget: Budget | None,
+) -> dict[str, list[Finding]]:
+    """For each merge that adds nothing of its own but is not signed by one who may make
+    its net change: a finding for each commit of its push it brings that the merge's
+    first parent's rules (``rules``) do not let its signer make. A merge it brings that
+    adds nothing of its own is no one's change; what that merge brings is brought here
+    too."""
+    repo = before.repo
+    pushes: dict[str, dict[str, CommitInfo]] = {}
+    for commit in commits:
+        pushes.setdefault(landed.get(commit.sha, "") if landed else "", {})[commit.sha] = commit
+    wanted: list[tuple[CommitInfo, CommitInfo, Rules]] = []
+    for merge, rules in bringing:
+        push = pushes[landed.get(merge.sha, "") if landed else ""]
+        ids = merges.brought_in(merge, push)
+        for commit in (c for c in commits if c.sha in ids):
+            if len(commit.parents) < 2 or not merges.adds_nothing(repo, commit):
+                wanted.append((merge, commit, rules))
+    signatures |= _verify(repo, [(c, rules) for _, c, rules in wanted], signatures, budget)
+    out: dict[str, list[Finding]] = {}
+    for merge, commit, rules in wanted:
+        need = needed_role(before, commit)
+        what = f"{need.what} ({commit.sha[:12]}, brought in by a merge)"
+        finding = _verdict(
+            commit, rules, signatures[rules.raw, commit.sha], replace(need, what=what)
+        )
         if finding is not None:
-            out.append((commit.sha, finding))
+            out.setdefault(merge.sha, []).append(finding)
     return out
 
 
-def _by_rules(judged: Iterable[tuple[CommitInfo, Rules]]) -> list[tuple[bytes, list[CommitInfo]]]:
-    groups: dict[bytes, list[CommitInfo]] = {}
+def _verify(
+    repo: Repository,
+    judged: Iterable[tuple[CommitInfo, Rules]],
+    known: dict[tuple[bytes, str], Signature],
+    budget: Budget | None,
+) -> dict[tuple[bytes, str], Signature]:
+    """Each commit's signature checked against its rules' signers file, as
+    (signers file, commit) -> Signature; one ``signing.verify`` per file, for the pairs
+    not ``known`` already, each given the time ``budget`` has left (past it: OverBound)."""
+    groups: dict[bytes, dict[str, bytes]] = {}
     for commit, rules in judged:
-        groups.setdefault(rules.raw, []).append(commit)
-    return list(groups.items())
+        if (rules.raw, commit.sha) not in known:
+            groups.setdefault(rules.raw, {})[commit.sha] = repo.raw(commit.sha)
+    out: dict[tuple[bytes, str], Signature] = {}
+    for raw, group in groups.items():
+        if budget is None:
+            verified = signing.verify(group, raw)
+        else:
+            budget.tick()
+            try:
+                verified = signing.verify(group, raw, budget.remaining())
+            except signing.VerifyTimedOut:
+                raise budget.out_of_time() from None
+        out |= {(raw, sha): verified.get(sha, Signature("bad")) for sha in group}
+    return out
 
 
-def _verdict(
-    before: history.Before, commit: CommitInfo, rules: Rules, signature: Signature, first: bool
-) -> Finding | None:
-    needed, what = needed_role(before, commit)
-    if first:
-        needed, what = "admin", "turning access on"
-    who = rules.who(signature)
+def _turning_on(own: Rules, anchor: bytes | None) -> Rules:
+    """The rules the commit turning access on answers to: the server's anchor, or (None:
+    no server) the access files it adds itself."""
+    if anchor is None:
+        return Rules(own.raw, own.listed, own.policy, "the access files it adds (no server anchor)")
+    listed = tuple(signers.parse_anchor(anchor.decode())) if anchor else ()
+    admins = tuple(sorted({s.principal for s in listed}))
+    judge = "the server's anchor (git kb hooks install --server --admins FILE)"
+    if not anchor:
+        judge = "the server's anchor, which names no admin (hooks install --server --admins FILE)"
+    return Rules(signers.render(list(listed)), listed, Policy(True, (), admins), judge)
+
+
+def _verdict(commit: CommitInfo, rules: Rules, signature: Signature, need: Need) -> Finding | None:
+    """The refusal of ``commit``, whose change needs ``need``, by its ``signature`` under
+    ``rules``; None where the signer may make it."""
+    needed = need.role
+    who, wrong = rules.signer(signature, commit.commit_time)
     if signature.state == "good":
         role = rules.policy.role_of(who)
         if policy.at_least(role, needed):
             return None
         why = f"{who} is a {role}"
-    elif signature.state == "bad":
-        why = "the signature does not verify (the commit was changed after signing)"
-    elif rules.policy.require_signed:
-        why = "this store requires signed commits ([access] require_signed)"
-    elif needed == "contributor":
+    elif who == "unsigned" and rules.policy.require_signed:
+        why = f"{wrong} and this store requires signed commits ([access] require_signed)"
+    elif who == "unsigned" and needed == "contributor":
         return None  # signatures optional: an unsigned contributor's change is anyone's
+    elif who == "unsigned":
+        why = f"{wrong}; only a signed commit carries a role"
     else:
-        why = "only a signed commit carries a role"
-    judge = (
-        "the server's anchor (git kb hooks install --server --admins FILE)"
-        if first
-        else f"{SIGNERS_PATH} at {(commit.parents or ('the root',))[0][:12]}"
-    )
+        why = wrong
     article = "an" if needed == "admin" else "a"
-    line = f"{who}: {what} needs {article} {needed}'s signature ({why}; judged by {judge})"
-    return Finding("-", "access", line)
+    line = (
+        f"{who}: {need.what} needs {article} {needed}'s signature ({why}; judged by {rules.judge})"
+    )
+    return Finding(need.path, "access", line)
 
 
-def needed_role(before: history.Before, commit: CommitInfo) -> tuple[str, str]:
-    """(role, what) the change ``commit`` makes against its first parent needs: the
-    highest of its action's and its paths'."""
+@dataclass(frozen=True)
+class Need:
+    """The role a commit's change needs, what needs it, and the file it needs it for
+    ("-" where its action alone does): a refusal names that file, so a forge's report
+    points at it."""
+
+    role: str
+    what: str
+    path: str = "-"
+
+
+def needed_role(before: history.Before, commit: CommitInfo) -> Need:
+    """What the change ``commit`` makes against its first parent needs: the highest of
+    its action's and its paths' roles, named by the first that needs it, at the first
+    file that needs it (a record's own file before its log's)."""
     action = dict(commit.trailers).get("KB-Action") if len(commit.parents) < 2 else None
-    found = [("contributor", f"kb {action}" if action else "a merge")]
+    found = [Need("contributor", f"kb {action}" if action else "a merge")]
     if action in ADMIN_ACTIONS:
-        found.append(("admin", f"kb {action}"))
+        found.append(Need("admin", f"kb {action}"))
     elif action in CURATOR_ACTIONS:
-        found.append(("curator", f"kb {action}"))
+        found.append(Need("curator", f"kb {action}"))
     merge = len(commit.parents) > 1
     for change in before.changes(commit):
         if not change.problem and not change.is_dir(change.new or change.old):
             role, what = _path_role(before.repo, change)
-            found.append((role, f"a merge bringing {what}" if merge else what))
-    return max(found, key=lambda pair: policy.ROLES.index(pair[0]))
+            found.append(Need(role, f"a merge bringing {what}" if merge else what, change.path))
+    top = max(policy.ROLES.index(need.role) for need in found)
+    needs = [need for need in found if policy.ROLES.index(need.role) == top]
+    files = sorted(
+        (n for n in needs if n.path != "-"), key=lambda n: not rec.is_record_path(n.path)
+    )
+    return Need(needs[0].role, needs[0].what, files[0].path if files else "-")
 
 
 def _path_role(repo: Repository, change: EntryChange) -> tuple[str, str]:

@@ -52,11 +52,20 @@ class Budget:
                 f"[server] max_push_records); {PARTS}"
             )
 
+    def remaining(self) -> float:
+        """The seconds the checks may still take: what a step that runs a program (the
+        signature check) gives it as its timeout."""
+        return max(0.0, self.bounds.hook_seconds - (time.monotonic() - self.started))
+
     def tick(self) -> None:
         """Between two steps of the checks: refuse once they have run past the bound."""
-        limit = self.bounds.hook_seconds
-        if time.monotonic() - self.started > limit:
-            raise OverBound(
-                f"checking the push took over {limit:g} s (the store's [server] "
-                f"hook_seconds); {PARTS}"
-            )
+        if self.remaining() <= 0:
+            raise self.out_of_time()
+
+    def out_of_time(self) -> OverBound:
+        """The refusal of a push whose checks ran past the bound (a step that ran out of
+        its time raises it)."""
+        return OverBound(
+            f"checking the push took over {self.bounds.hook_seconds:g} s (the store's "
+            f"[server] hook_seconds); {PARTS}"
+        )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
+from gitkb.server import access
 from gitkb.server.receive import RefUpdate, check_push, cites
 from gitkb.vcs import treediff
 from gitkb.vcs.repository import Repository
@@ -113,9 +114,13 @@ def parse_range(repo: Repository, text: str) -> tuple[str, str]:
 
 def check_range(repo: Repository, base: str, head: str) -> Verdict:
     """What the server would say to a push moving main from ``base`` to ``head``, with
-    the trace refs as this repository holds them."""
+    the trace refs as this repository holds them. The commit that turns access on
+    answers to this repository's anchor where it has one, else (a forge's check, where the
+    protected base branch is the anchor) to the admins it names itself, as in ``git kb
+    validate --history``."""
     held = repo.with_refs({layout.BRANCH: base})
-    push = check_push([RefUpdate(base, head, layout.BRANCH)], held)
+    update = RefUpdate(base, head, layout.BRANCH)
+    push = check_push([update], held, anchor=access.anchor(repo, server=False))
     paths, citing = _range_files(repo, base, head)
     missing = _missing_traces(repo, push.cited, citing, paths)
     waiting = {record_id for m in missing for record_id in m.records}

@@ -73,7 +73,7 @@ _RENDERED = ("control", "access")
 # Folders whose names may hold capitals, so two names may differ in case only.
 _CASED = ("traces", "reports")
 _JSON_CLASSES = ("record", "conflict", "trace-options")
-_LOGS = ("ledger", "feedback")
+LOGS = ("ledger", "feedback")  # append-only, union-merged
 _FILE_MODE = 0o100644
 
 
@@ -212,7 +212,7 @@ def _orphan_log_findings(
     for change in files:
         cls = path_class(change.path)
         record_id = layout.id_of(change.path)
-        if cls in _LOGS and change.new is not None and record_id not in added:
+        if cls in LOGS and change.new is not None and record_id not in added:
             if view.ids.holder(parent, record_id) is None:
                 what = f"{change.path} logs for a record the store does not hold"
                 findings.append(Finding(record_id, cls, what))
@@ -227,7 +227,7 @@ def _merge_drop_findings(repo: Repository, commit: CommitInfo, judged: set[str])
         dropped = (treediff.changes(repo, other, commit.sha, d) for d in layout.ADMITTED_DIRS)
         for change in (c for changes in dropped for c in changes):
             cls = path_class(change.path)
-            if cls in _LOGS and change.path not in judged and change.kind != "delete":
+            if cls in LOGS and change.path not in judged and change.kind != "delete":
                 findings += _log_findings(repo, commit, _as_entry(change), cls, None, True)
             elif change.kind == "delete" and change.path != INDEX_PATH:
                 what = f"the merge drops {change.path}, which {other[:12]} holds"
@@ -357,7 +357,7 @@ def _file_findings(
     findings = _document_findings(view, change, cls) or _report_findings(view, change, cls)
     if findings:
         return findings
-    if cls in _LOGS:
+    if cls in LOGS:
         return _log_findings(repo, commit, change, cls, action, merge)
     if merge:
         if change.kind == "modify" and cls == "record":

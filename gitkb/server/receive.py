@@ -5,7 +5,8 @@ parent; the record gates run on the records it adds or changes, against the stor
 it stood before it (the server's index cache, moved by tree diffs and rolled back).
 
 Refs: ``main`` only moves forward; ``refs/kb/traces/*`` may be created or
-fast-forwarded, never deleted or rewritten by a push; any other ref is refused
+fast-forwarded, never deleted or rewritten by a push, and where access is on only with
+the commits that name them (``_check_trace_ref``); any other ref is refused
 unless ``gitkb.toml`` (``[refs] allow``) names its pattern, and then it is held to
 main's rules. ``transaction_problems`` is the ``reference-transaction`` side: with
 the ref locks held, main may not land citing a trace commit no trace ref reaches.
@@ -20,17 +21,17 @@ from dataclasses import dataclass, field
 from gitkb import layout
 from gitkb import record as rec
 from gitkb.errors import GitkbError
-from gitkb.gates import Finding, GateContext, run_gates
+from gitkb.gates import Finding, GateContext
 from gitkb.gates.registry import record_level
 from gitkb.gates.relations import dangling_links
-from gitkb.server import access, control, history
+from gitkb.server import access, control, history, merges
 from gitkb.server.bounds import Budget, OverBound
 from gitkb.server.ids import IdLookup
 from gitkb.store import config as store_config
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.config import StoreConfig
 from gitkb.store.view import StoreView
-from gitkb.vcs import receiving, signing
+from gitkb.vcs import receiving
 from gitkb.vcs.repository import ZERO_SHA, CommitInfo, Repository
 
 
@@ -44,39 +45,48 @@ class RefUpdate:
 @dataclass
 class PushCheck:
     """What a push check found: problem lines ``<ref> <commit>: <record-id>: <rule>:
-    <what>`` (none: the push may land), and the (label, trace commit) pairs the records
-    it brings onto main cite."""
+    <what>`` (none: the push may land), the (label, trace commit) pairs the records it
+    brings onto main cite, and those the commits it brings onto any branch name (their
+    ``KB-Trace``/``KB-Trace-Commit`` trailers, their records' evidence)."""
 
     problems: list[str] = field(default_factory=list)
     cited: set[tuple[str, str]] = field(default_factory=set)
+    claimed: set[tuple[str, str]] = field(default_factory=set)
 
 
 def check_push(
     updates: list[RefUpdate],
     repo: Repository,
+    *,
+    anchor: bytes | None,
     pushed_bytes: int = 0,
-    anchor: bytes | None = None,
 ) -> PushCheck:
     """The server's whole verdict on a push: every ref update, and every commit it brings
-    through the history rules, the access rules (``gitkb.server.access``; ``anchor``: the
-    admins who may turn access on, by default those the repository's config names) and
-    the record gates, within the server's bounds (``pushed_bytes``: the size of the objects
-    it brought): past one, the check stops at a line saying which."""
-    anchor = signing.read_anchor(repo.git_dir) if anchor is None else anchor
+    through the history rules, the access rules (``gitkb.server.access``; ``anchor``: who
+    may turn access on, ``access.anchor``) and the record gates, within the server's
+    bounds (``pushed_bytes``: the size of the objects it brought): past one, the check
+    stops at a line saying which."""
     pushed = repo.with_refs({u.ref: u.new for u in updates})
     cache = IndexCache.of(repo)
     held = tuple(repo.refs("refs").values())  # what the repository holds before the push
     held_main = repo.resolve(layout.BRANCH)
     config = _config(repo, held_main)
+    guarded = access.rules_at(repo, held_main) is not None  # access is on: trace refs claimed
     ids = IdLookup(repo)
     check = PushCheck()
     budget = Budget(config.bounds)
     at = updates[0] if updates else None  # the update being checked, for a bound's line
     try:
         budget.brings_bytes(pushed_bytes)
-        for at in updates:
+        # Branches first: a trace ref is judged by what the push brings onto them.
+        for at in sorted(updates, key=lambda u: u.ref.startswith(layout.TRACE_REFS)):
             budget.tick()
-            findings = _check_update(pushed, cache, ids, at, held, config, budget, anchor, check)
+            if at.ref.startswith(layout.TRACE_REFS):
+                findings = _check_trace_ref(pushed, at, check.claimed if guarded else None)
+            else:
+                findings = _check_update(
+                    pushed, cache, ids, at, held, config, budget, anchor, check
+                )
             check.problems += [f"{at.ref} {sha}: {f.line()}" for sha, f in findings]
     except OverBound as over:
         where = f"{at.ref} {at.new or ZERO_SHA}" if at else "-"
@@ -92,18 +102,21 @@ def _check_update(
     held: tuple,
     config: StoreConfig,
     budget: Budget,
-    anchor: bytes,
+    anchor: bytes | None,
     check: PushCheck,
 ) -> list[tuple[str, Finding]]:
-    """The findings of one ref update; the trace commits a move of main cites go to
-    ``check.cited``."""
-    if update.ref.startswith(layout.TRACE_REFS):
-        return _check_trace_ref(pushed, update)
+    """The findings of one update of a ref other than a trace ref; the trace commits a
+    move of main cites go to ``check.cited``, those any branch's commits name to
+    ``check.claimed``."""
     if update.ref == layout.BRANCH or control.allowed_ref(config, update.ref):
         changed: dict[str, rec.RecordFile] = {}
-        findings = _check_branch(pushed, cache, ids, update, held, config, changed, budget, anchor)
+        findings = _check_branch(
+            pushed, cache, ids, update, held, config, changed, budget, anchor, check.claimed
+        )
+        pairs = {pair for r in changed.values() for pair in cites(r.data)}
+        check.claimed |= pairs
         if update.ref == layout.BRANCH:
-            check.cited |= {pair for r in changed.values() for pair in cites(r.data)}
+            check.cited |= pairs
         return findings
     what = (
         f"{update.ref} is no ref this store takes (main and refs/kb/traces/*; "
@@ -135,11 +148,13 @@ def _check_branch(
     config: StoreConfig,
     changed: dict,
     budget: Budget,
-    anchor: bytes,
+    anchor: bytes | None,
+    claimed: set[tuple[str, str]],
 ) -> list[tuple[str, Finding]]:
     """Findings of a move of main (or an allowed branch); ``changed`` gets each record
-    path the move adds or changes, as read at the new tip. Each commit walked, record
-    file written and step taken is counted against ``budget``."""
+    path the move adds or changes, as read at the new tip, and ``claimed`` each (trace
+    label, trace commit) its commits' trailers name. Each commit walked, record file
+    written and step taken is counted against ``budget``."""
     if update.new is None:
         what = (
             "the records branch cannot be deleted"
@@ -153,6 +168,7 @@ def _check_branch(
     for commit in repo.walk(update.new, exclude=exclude):
         budget.brings_commit()
         walked.append(commit)
+        claimed |= _named_traces(commit)
     commits = _oldest_first(walked)
     if update.old and update.new != update.old and not _descends(commits, update.old):
         what = f"not a fast-forward of {update.old}: the admission history is append-only"
@@ -173,7 +189,8 @@ def _check_branch(
             findings = history.check_commit(before, commit)
             findings += _gate_findings(before, cache, commit, changed, budget)
             out += [(commit.sha, f) for f in findings]
-        out += access.findings(before, commits, anchor)
+        out += access.findings(before, commits, anchor, budget=budget)
+        budget.tick()
         tip = StoreView(repo, cache, update.new)
         for record_file in changed.values():
             if record_file.data is not None:
@@ -220,7 +237,11 @@ def _gate_findings(
         files_at=commit.sha,
     )
     ctx = GateContext(records=checked, store=before, admission="push")
-    return [f for result in run_gates(ctx, record_level()) for f in result.findings]
+    found = []
+    for gate in record_level():
+        budget.tick()  # between gates too: one commit may bring many records
+        found += gate.run(ctx).findings
+    return found
 
 
 def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Finding]:
@@ -237,11 +258,29 @@ def _dangling_links(record_file: rec.RecordFile, tip: StoreView) -> Iterator[Fin
 # --------------------------------------------------------------------------- trace refs
 
 
-def _check_trace_ref(repo: Repository, update: RefUpdate) -> list[tuple[str, Finding]]:
+def _check_trace_ref(
+    repo: Repository, update: RefUpdate, claimed: set[tuple[str, str]] | None
+) -> list[tuple[str, Finding]]:
+    """A trace ref may be created or fast-forwarded. Where access is on (``claimed``: the
+    (label, trace commit) pairs the push's branch commits name), only by a push whose
+    commits on a branch name the label at a commit its new tip reaches: git signs no ref
+    update, so the signed commits that cite a trace are what claim its label."""
     label = update.ref[len(layout.TRACE_REFS) :]
     if not history.PATH_CLASSES["trace-options"].fullmatch(f"traces/{label}.json"):
         return [(update.new or ZERO_SHA, Finding(label, "refs", f"{label!r} is no trace label"))]
-    if update.old is None or update.new == update.old:
+    if update.new == update.old:
+        return []
+    unclaimed = claimed is not None and not any(
+        name == label and _reaches(repo, update.new, c) for name, c in claimed
+    )
+    if update.new is not None and unclaimed:
+        what = (
+            f"{update.ref} moves only with the commits that cite it, signed (access is on): "
+            f"this push brings no commit onto main naming trace {label} (KB-Trace, "
+            f"KB-Trace-Commit, or a record's evidence) at a commit {update.new[:12]} reaches"
+        )
+        return [(update.new, Finding(label, "access", what))]
+    if update.old is None:
         return []
     if update.new is not None:
         if _descends(list(repo.walk(update.new, exclude=(update.old,))), update.old):
@@ -327,6 +366,14 @@ def transaction_problems(updates: list[RefUpdate], repo: Repository) -> list[str
     return problems
 
 
+def _named_traces(commit: CommitInfo) -> set[tuple[str, str]]:
+    """The (trace label, trace commit) pairs a commit's trailers name: each ``KB-Trace``
+    with each ``KB-Trace-Commit``."""
+    labels = [v for k, v in commit.trailers if k == "KB-Trace"]
+    shas = [v for k, v in commit.trailers if k == "KB-Trace-Commit" and len(v) == 40]
+    return {(label, sha) for label in labels for sha in shas}
+
+
 def _reaches(repo: Repository, tip: str | None, commit: str) -> bool:
     return tip is not None and repo.has_object(commit) and repo.is_ancestor(commit, tip)
 
@@ -346,7 +393,8 @@ def cites(record: dict | None) -> set[tuple[str, str]]:
 
 def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     """``git kb validate --history``: the history and access rules replayed over every
-    commit that ``tip`` reaches, oldest first, as (commit, finding). The commit turning
+    commit that ``tip`` reaches, oldest first, as (commit, finding), as the pushes
+    along main's first-parent line that made it (``merges.pushes_along``). The commit turning
     access on answers to the repository's anchor where it has one, else to itself."""
     ids = IdLookup(repo)
     before = history.Before(repo, ids, _config(repo, tip).max_record_bytes)
@@ -354,7 +402,8 @@ def history_findings(repo: Repository, tip: str) -> list[tuple[str, Finding]]:
     commits = _oldest_first(list(repo.walk(tip)))
     for commit in commits:
         out += [(commit.sha, f) for f in history.check_commit(before, commit)]
-    out += access.findings(before, commits, signing.read_anchor(repo.git_dir) or None)
+    landed = merges.pushes_along(commits, tip)
+    out += access.findings(before, commits, access.anchor(repo, server=False), landed)
     return out
 
 

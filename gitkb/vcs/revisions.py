@@ -1,9 +1,13 @@
 """A revision as the user names it (``main``, ``origin/main``, ``HEAD~2``, an abbreviated
-id), to the commit it means: C git's own reading, since the user typed git's syntax."""
+id), to the commit it means: C git's own reading, since the user typed git's syntax; and
+where two commits' histories meet (their merge bases)."""
 
 from __future__ import annotations
 
 import subprocess
+
+from dulwich.graph import find_merge_base
+from dulwich.repo import ParentsProvider
 
 from gitkb.vcs.repository import Repository
 
@@ -22,3 +26,17 @@ def commit_of(repo: Repository, revision: str) -> str | None:
     )  # fmt: skip
     sha = done.stdout.strip()
     return sha if done.returncode == 0 and len(sha) == 40 else None
+
+
+def merge_bases(repo: Repository, one: str, other: str) -> list[str]:
+    """The best common ancestors of two commits (``git merge-base --all``), sorted; none
+    where their histories do not meet."""
+
+    class _Graph:  # what dulwich's merge-base search reads of a repository
+        object_store = repo.object_store
+
+        def parents_provider(self) -> ParentsProvider:
+            return ParentsProvider(self.object_store)
+
+    found = find_merge_base(_Graph(), [one.encode(), other.encode()])
+    return sorted(sha.decode() for sha in found)

@@ -166,11 +166,18 @@ printf '%s\n' "$@" | xargs -P "$JOBS" -L 1 sh -c '
 _PLAIN_PRINCIPAL = re.compile(r"[A-Za-z0-9._+@-]+")
 
 
-def verify(commits: dict[str, bytes], allowed_signers: bytes) -> dict[str, Signature]:
+class VerifyTimedOut(GitkbError):
+    """Checking the signatures took longer than the time it was given."""
+
+
+def verify(
+    commits: dict[str, bytes], allowed_signers: bytes, timeout_s: float = _VERIFY_TIMEOUT_S
+) -> dict[str, Signature]:
     """Each commit's signature (``commits``: id -> the commit object's bytes) checked by
     ``ssh-keygen -Y verify`` against ``allowed_signers`` (an OpenSSH allowed-signers
     file), as git checks one: the payload is the commit without its ``gpgsig`` header,
-    the time checked against the file's windows the commit's own."""
+    the time checked against the file's windows the commit's own. Past ``timeout_s``
+    every process it started is killed and ``VerifyTimedOut`` raised."""
     principals = _principals(allowed_signers)
     out: dict[str, Signature] = {}
     with tempfile.TemporaryDirectory(prefix="gitkb-verify-") as scratch:
@@ -193,7 +200,9 @@ def verify(commits: dict[str, bytes], allowed_signers: bytes) -> dict[str, Signa
             env = dict(os.environ, JOBS=str(os.cpu_count() or 1))
             lines = [line for _, _, line in jobs.values()]
             argv = ["sh", "-c", _VERIFY_SCRIPT, "verify", str(folder), *lines]
-            done = runner.run(argv, timeout_s=_VERIFY_TIMEOUT_S, capture=True, env=env)
+            done = runner.run(argv, timeout_s=timeout_s, capture=True, env=env)
+            if done.timed_out:
+                raise VerifyTimedOut(f"checking the signatures {done.describe()}")
             if not done.ok:
                 raise GitkbError(f"ssh-keygen could not check the signatures ({done.describe()})")
             states = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())

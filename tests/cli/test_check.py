@@ -8,9 +8,11 @@ import json
 import pytest
 from helpers import git, kb
 from helpers.pushes import forge, hooked_server_and_clone, push, record_edits
+from helpers.signing import make_key, needs_ssh_keygen, public, sign_with
 
 from gitkb import record as rec
 from gitkb.store import Store
+from gitkb.store import access as store_access
 from gitkb.testing import synthetic
 
 pytestmark = pytest.mark.slow  # each test runs the CLI and builds a store: seconds
@@ -113,6 +115,40 @@ def test_a_missing_trace_object_is_named(store):
     done = check(store, f"{base}..main")
     assert done.returncode == 2
     assert f"missing trace object {'0' * 40} of refs/kb/traces/t7" in done.stdout.decode()
+
+
+def access_lines(done) -> list[str]:
+    """The access findings of a check's or a ``validate --history``'s output, from the rule
+    on (each tool puts its own prefix before it)."""
+    text = done.stdout.decode()
+    return [line[line.index(": access: ") :] for line in text.splitlines() if ": access: " in line]
+
+
+@needs_ssh_keygen
+def test_turning_access_on_answers_to_the_admins_it_names_as_in_validate(tmp_path):
+    """No server anchor (a forge, where the protected base branch is the anchor): check
+    judges the commit that turns access on as ``validate --history`` does."""
+    keys = tmp_path / "keys"
+    alice, mallory = make_key(keys, "alice"), make_key(keys, "mallory")
+    store = Store.init(tmp_path / "store")
+    base = store.tip
+    sign_with(alice, "-C", str(store.location))
+    store_access.init(store, "alice", store_access.key_of(public(alice), "alice"))
+    done = check(store, f"{base}..main")
+    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+    assert kb("validate", "--history", str(store.location)).returncode == 0
+
+    # The same commit signed by a key it does not name: refused by both, in the same words.
+    git("reset", "-q", "--hard", base, cwd=store.location)
+    sign_with(mallory, "-C", str(store.location))
+    store_access.init(store, "alice", store_access.key_of(public(alice), "alice"))
+    checked = check(store, f"{base}..main")
+    replayed = kb("validate", "--history", str(store.location))
+    assert checked.returncode == 1 and replayed.returncode == 1
+    [line] = access_lines(checked)
+    assert line.startswith(": access: unknown key: turning access on needs an admin's"), line
+    assert line.endswith("judged by the access files it adds (no server anchor))"), line
+    assert access_lines(replayed) == [line]
 
 
 # --------------------------------------------------------------------------- formats

@@ -1,5 +1,5 @@
-"""SSH signing keys made by ``ssh-keygen`` in tmp_path, git set to sign with them, and
-git's own check of a commit's signature."""
+"""SSH signing keys made by ``ssh-keygen`` in tmp_path, git set to sign with them, git's
+own check of a commit's signature, and a commit carrying a forge's kind of signature."""
 
 from __future__ import annotations
 
@@ -50,3 +50,25 @@ def verify_commit(repo: Path, commit: str, signers: Path) -> subprocess.Complete
         ["git", "-C", str(repo), "-c", f"gpg.ssh.allowedSignersFile={signers}",
          "verify-commit", commit], capture_output=True, text=True,
     )  # fmt: skip
+
+
+# The shape of the OpenPGP signature a forge's merge button puts on the commits it makes
+# (GitHub signs them with its own key): armor no SSH verifier reads.
+_PGP_ARMOR = (
+    "-----BEGIN PGP SIGNATURE-----\n\nwsBcBAABCAAQBQJnAAAACRBK7hj4Ov3rIwAAdHIIAGitkb\n=Ab12\n"
+    "-----END PGP SIGNATURE-----"
+)
+
+
+def pgp_signed(repo: Path, commit: str) -> str:
+    """``commit`` made again, in ``repo``, with a ``gpgsig`` header holding an OpenPGP
+    signature, as a forge's merge button writes one; returns its id."""
+    raw = subprocess.run(["git", "-C", str(repo), "cat-file", "commit", commit],
+                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    head, _, message = raw.partition("\n\n")
+    header = "gpgsig " + "\n ".join(_PGP_ARMOR.splitlines())
+    made = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-w", "-t", "commit", "--stdin"],
+        input=f"{head}\n{header}\n\n{message}", check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return made.stdout.strip()

@@ -72,7 +72,7 @@ class Team:
         output = done.stdout + done.stderr
         assert done.returncode != 0 and "pre-receive hook declined" in output, output
         lines = [ln for ln in output.splitlines() if ln.startswith("remote: gitkb: ")]
-        line = next((ln for ln in lines if f" {commit}: -: access: " in ln), None)
+        line = next((ln for ln in lines if f" {commit}: " in ln and ": access: " in ln), None)
         assert line is not None, output
         for word in words:
             assert word in line, line

@@ -67,15 +67,16 @@ def key_added_and_used(team: Team) -> str:
 
 
 def merge_bringing_a_retract(team: Team) -> str:
+    """A merge that adds nothing of its own lands on what it brings: here a contributor's
+    retraction (a curator's would land)."""
     base = team.store.tip
-    team.sign_as("bob")
-    retracted = retract(team.store, team.record["id"], "not reproduced").commit
+    team.sign_as("carol")
+    retracted = retract(team.store, team.record["id"], "I say so").commit
     git("branch", "-f", "side", retracted, cwd=team.work)
     git("reset", "-q", "--hard", base, cwd=team.work)
-    team.sign_as("carol")
     team.store.admit(dumps(strategy(2)), "insert")
     git("merge", "-q", "--no-edit", "side", cwd=team.work)
-    return "carol: a merge bringing a retract"
+    return f"carol: kb retract ({retracted[:12]}, brought in by a merge) needs a curator's"
 
 
 def admin_commit_replayed(team: Team) -> str:

@@ -4,9 +4,14 @@ the setting, and the server keeps none of the pushed objects."""
 
 from __future__ import annotations
 
+import shutil
+import time
+
 import pytest
-from helpers import git
+from helpers import git, put_git_kb_on_path
 from helpers.pushes import forge_config, gitkb_lines, has_object, push
+from helpers.signing import needs_ssh_keygen
+from helpers.teams import Team
 
 from gitkb import record as rec
 from gitkb.testing import synthetic
@@ -64,6 +69,31 @@ def test_hook_wall_time(server, clone):
     admit(clone, 1)
     line = over_bound(push(clone), server, clone.tip, "hook_seconds")
     assert "checking the push took over 0.001 s" in line
+
+
+@needs_ssh_keygen
+def test_hook_wall_time_bounds_the_signature_check(tmp_path, monkeypatch):
+    """The hook's wall time holds inside a step too: a signature check that would run
+    past it (ssh-keygen slowed to a minute here) is stopped there, with the bound's line."""
+    put_git_kb_on_path(tmp_path, monkeypatch)
+    team = Team(tmp_path)
+    team.sign_as("alice")  # an admin: [server] is a control file's
+    forge_config(team.store, "[server]\nhook_seconds = 3\n")
+    team.accepted()
+    team.sign_as("carol")
+    team.store.admit(rec.dumps(synthetic.strategy(2)), "insert")
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "ssh-keygen").write_text(
+        f'#!/bin/sh\ncase "$*" in *"-Y verify"*|*check-novalidate*) sleep 60;; esac\n'
+        f'exec {shutil.which("ssh-keygen")} "$@"\n'
+    )
+    (slow / "ssh-keygen").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}:{tmp_path / 'bin'}:/usr/bin:/bin")
+    started = time.monotonic()
+    line = over_bound(push(team.store), team.server, team.store.tip, "hook_seconds")
+    assert "checking the push took over 3 s" in line
+    assert time.monotonic() - started < 30, "stopped at the bound, not after the minute"
 
 
 def test_the_pushed_config_binds_from_the_next_push(server, clone):
