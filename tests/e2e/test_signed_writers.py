@@ -8,6 +8,7 @@ import json
 import pytest
 from helpers import git, kb
 from helpers.campaigns import CAMPAIGNS, rmsnorm_trace
+from helpers.optimize_runs import make_bundle, replay_dir, variant
 from helpers.records import strategy
 from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, sign_with, verify_commit
 
@@ -88,6 +89,18 @@ def test_a_store_requiring_signatures_refuses_an_unsigned_writer_before_any_work
         assert lines[0].startswith("gitkb: ") and "require_signed" in lines[0]
         for setting in ("commit.gpgsign", "gpg.format ssh", "user.signingkey"):
             assert setting in lines[0]
+    # The optimizer writes into --kb (attestations, feedback, the write-back): refused
+    # before the bundle is frozen or the baseline measured, warm start or not.
+    bundle = make_bundle(tmp_path)
+    replay = replay_dir(tmp_path, variant(COST=50.0))
+    for n, warm in enumerate((["--warm-start", "off"], ["--warm-start", "on"])):
+        out = tmp_path / f"out{n}"
+        done = kb("optimize", str(bundle), "-o", str(out), "--provider", "replay",
+                  "--replay-dir", str(replay), *warm, "--kb", str(store.location))  # fmt: skip
+        lines = done.stderr.decode().strip().splitlines()
+        assert done.returncode != 0 and len(lines) == 1, lines
+        assert lines[0].startswith("gitkb: ") and "require_signed" in lines[0]
+        assert not out.exists()
     assert Store.open(store.location).tip == tip
     # A dry run writes nothing and is not refused.
     assert (
