@@ -18,6 +18,9 @@ from the same run as the new one's, with the ratio of the two (this/old) beside 
 into a copy of the store with access on (``git kb access init``, the server's anchor
 naming its admin), so each commit's signature is checked against its parent's
 ``access/allowed_signers``; target: <= 1.5x the unsigned push.
+
+Each push (and the hook alone) is timed as the best of three, the server's main put back
+before each.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ TARGET_PUSH_S = 1.0
 TARGET_RATIO_10K = 1.3
 TARGET_RATIO_100K = 1.5
 TARGET_SIGNED_RATIO = 1.5
+RUNS = 3  # each push and the hook alone: the best of this many
 
 
 def git(*args: str, cwd: Path | None = None, env: dict | None = None):
@@ -49,14 +53,21 @@ def git(*args: str, cwd: Path | None = None, env: dict | None = None):
 
 
 def timed_push(client: Path, server: Path, env: dict) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(
-        ["git", "push", "-q", str(server), "main"], cwd=client, env=env, capture_output=True
-    )
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"push into {server} failed:\n{done.stderr.decode()}")
-    return elapsed
+    """The best of ``RUNS`` pushes of the client's main into ``server``, its main put back
+    where it was before each (the objects stay: git sends them again all the same, as it
+    advertises refs only)."""
+    held = git("rev-parse", "main", cwd=server).stdout.decode().strip()
+    best = float("inf")
+    for _ in range(RUNS):
+        git("update-ref", "refs/heads/main", held, cwd=server)
+        start = time.perf_counter()
+        done = subprocess.run(
+            ["git", "push", "-q", str(server), "main"], cwd=client, env=env, capture_output=True
+        )
+        best = min(best, time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"push into {server} failed:\n{done.stderr.decode()}")
+    return best
 
 
 def measure(work: Path, size: int, pushed: int, env: dict, against: Path | None) -> dict:
@@ -94,16 +105,18 @@ def measure(work: Path, size: int, pushed: int, env: dict, against: Path | None)
     subprocess.run(["git-kb", "list", "--store", str(plain_dir)], env=env, check=True,
                    capture_output=True)  # fmt: skip
     hook_env = dict(env, GIT_DIR=str(plain_dir))
-    start = time.perf_counter()
-    done = subprocess.run(
-        ["git-kb", "hook", "pre-receive"],
-        input=f"{old} {new} refs/heads/main\n".encode(),
-        env=hook_env,
-        capture_output=True,
-    )
-    hook_alone = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"the hook refused a good push:\n{done.stderr.decode()}")
+    hook_alone = float("inf")
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        done = subprocess.run(
+            ["git-kb", "hook", "pre-receive"],
+            input=f"{old} {new} refs/heads/main\n".encode(),
+            env=hook_env,
+            capture_output=True,
+        )
+        hook_alone = min(hook_alone, time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"the hook refused a good push:\n{done.stderr.decode()}")
     return {"plain": plain, "hooked": hooked, "hook": hook_alone, "old": old_hooked}
 
 
@@ -170,7 +183,8 @@ def main() -> None:
             subprocess.run(["tar", "-x", "-C", str(against)], input=archive.stdout, check=True)
         rows = {size: measure(work, size, args.push, env, against) for size in sizes}
         signed = {s: measure_signed(work, s, args.push, env) for s in sizes if args.signed}
-    print(f"push of {args.push} admissions (one commit each) into a bare store")
+    print(f"push of {args.push} admissions (one commit each) into a bare store, "
+          f"best of {RUNS}")  # fmt: skip
     against_head = f" {'hook of ' + args.against:>16} {'this/old':>10}" if args.against else ""
     print(f"{'store':>8} {'no hook':>9} {'with hook':>10} {'hook alone':>11}{against_head}")
     for size, row in rows.items():
@@ -194,8 +208,9 @@ def main() -> None:
                 print(f"ratio {large}/{small} with the hook of {args.against}: {old_ratio:.2f}")
     for size, seconds in signed.items():
         ratio = seconds / rows[size]["hooked"]
-        print(f"signed push onto {size}: {seconds:.2f}s, unsigned {rows[size]['hooked']:.2f}s: "
-              f"{ratio:.2f}x (target <= {TARGET_SIGNED_RATIO})")  # fmt: skip
+        verdict = "met" if ratio <= TARGET_SIGNED_RATIO else "MISSED"
+        print(f"signed/unsigned push onto {size}: {seconds:.2f}s / {rows[size]['hooked']:.2f}s "
+              f"= {ratio:.2f}x (target <= {TARGET_SIGNED_RATIO}x: {verdict})")  # fmt: skip
         figure(f"signed/unsigned push onto {size} records", ratio, "x", TARGET_SIGNED_RATIO,
                "lower")  # fmt: skip
     for size, row in rows.items():

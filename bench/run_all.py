@@ -34,6 +34,8 @@ SCRIPTS = {
     "flywheel.py": ["--repeats", "1"],
     "techniques.py": ["--runs", "2"],
 }
+# script -> arguments for every run, quick or not
+ALWAYS = {"pre_receive.py": ["--signed"]}
 
 
 def main() -> None:
@@ -43,7 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     rows, failures = [], []
     for script, quick_args in SCRIPTS.items():
-        argv = [sys.executable, str(HERE / script), *(quick_args if args.quick else [])]
+        argv = [sys.executable, str(HERE / script), *ALWAYS.get(script, [])]
+        argv += quick_args if args.quick else []
         print(f"== {script} {' '.join(argv[2:])}", flush=True)
         start = time.perf_counter()
         try:

@@ -10,6 +10,11 @@ from gitkb.store.writer import Admission
 
 _ROLE = click.Choice(["contributor", "curator", "admin"])
 _KEY = click.Path(exists=True, dir_okay=False, path_type=Path)
+_FORCE = click.option(
+    "--force", is_flag=True,
+    help="Even where this leaves no admin with a key that does not end (access could then "
+    "never change again).",
+)  # fmt: skip
 
 
 @click.group("access")
@@ -43,21 +48,27 @@ def init(admin: str, key: Path, store: Store) -> None:
 @click.argument("principal")
 @click.option("--key", "key", required=True, type=_KEY, help="The signer's public key file.")
 @click.option("--role", type=_ROLE, default="contributor", show_default=True)
+@_FORCE
 @writer_store_option
-def add(principal: str, key: Path, role: str, store: Store) -> None:
-    """Let PRINCIPAL sign with the key, as ROLE."""
-    _report(access.add(store, principal, _key(key), role))
+def add(principal: str, key: Path, role: str, force: bool, store: Store) -> None:
+    """Let PRINCIPAL sign with the key, as ROLE (a principal's role is one: this sets it)."""
+    access.require_admin_signer(store)
+    _report(access.add(store, principal, _key(key), role, force))
 
 
 @command.command("revoke")
 @click.argument("principal")
 @click.option("--at", "at", type=click.DateTime(), help="When the keys stop (UTC; default now).")
 @click.option("--key", "key", type=_KEY, help="Revoke this key only (a rotation's last step).")
+@_FORCE
 @writer_store_option
-def revoke(principal: str, at: dt.datetime | None, key: Path | None, store: Store) -> None:
+def revoke(
+    principal: str, at: dt.datetime | None, key: Path | None, force: bool, store: Store
+) -> None:
     """End PRINCIPAL's keys (valid-before): commits signed before stay valid."""
     when = at or dt.datetime.now(dt.UTC)
-    _report(access.revoke(store, principal, when, _key(key) if key else None))
+    access.require_admin_signer(store)
+    _report(access.revoke(store, principal, when, _key(key) if key else None, force))
 
 
 @command.command("show")

@@ -98,8 +98,7 @@ def _warm_cache(repo: Repository) -> None:
     """Build the server's index cache now, so the first push costs the push too."""
     tip = repo.resolve(BRANCH)
     if tip is not None:
-        with IndexCache.of(repo).snapshot(tip):
-            pass
+        IndexCache.of(repo).warm(tip)
 
 
 def install_local(path: str | os.PathLike) -> str:

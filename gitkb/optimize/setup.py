@@ -248,6 +248,8 @@ def prepare(config: RunConfig) -> RunSetup:
         kb, unreadable = warmstart.open_kb(config.kb)
         if kb is None:  # without a warm start, --kb is only where the win is written back
             raise GitkbError(f"--kb: {unreadable}")
+    if kb is not None:  # the run writes into it (attestations, feedback, the write-back)
+        kb.require_signing()
     plan: CommitPlan | None = None
     commit_skipped: str | None = None
     if config.commit_winner:

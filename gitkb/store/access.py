@@ -6,6 +6,7 @@ write path. The server judges such a commit by the access files of its parent
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,19 +77,31 @@ def init(store: Store, admin: str, key: tuple[str, str]) -> Admission:
     _principal(admin)
     if read(store).enabled:
         raise GitkbError(f"{store.location}: access is on already ({SIGNERS_PATH} exists)")
-    if store.repo.signer() is None:
+    signer = store.repo.signer()
+    if signer is None:
         raise GitkbError(
             f"{store.location}: turning access on is one signed commit, and git is not set "
             f"to sign: {policy.SIGNING_SETTINGS}"
         )
     first = AllowedSigner(admin, *key)
+    signs_with = signer.fingerprint()
+    if signs_with != first.fingerprint:
+        raise GitkbError(
+            f"{store.location}: git signs with {signs_with} (user.signingkey), not "
+            f"{admin}'s key {first.fingerprint}: the commit turning access on would be refused; "
+            f"git config user.signingkey <{admin}'s key file>"
+        )
     rules = Policy(require_signed=True, admins=(admin,))
     return _write(store, admin, [first], rules, f"Access on: {admin} the first admin.")
 
 
-def add(store: Store, principal: str, key: tuple[str, str], role: str = "contributor") -> Admission:
+def add(
+    store: Store, principal: str, key: tuple[str, str], role: str = "contributor",
+    force: bool = False,
+) -> Admission:  # fmt: skip
     """Let ``principal`` sign with ``key`` (another key of a principal: a rotation's
-    first step), as ``role``; a key it holds already: its role changes."""
+    first step), as ``role``; a key it holds already: its role changes. ``force``: even
+    where that leaves no admin (see ``_keeps_an_admin``)."""
     _principal(principal)
     current = _enabled(store)
     new = AllowedSigner(principal, *key)
@@ -102,14 +115,16 @@ def add(store: Store, principal: str, key: tuple[str, str], role: str = "contrib
     admins = set(rules.admins) - {principal} | ({principal} if role == "admin" else set())
     rules = Policy(rules.require_signed, tuple(sorted(curators)), tuple(sorted(admins)))
     listed = [*current.signers, *([] if live else [new])]
+    _keeps_an_admin(store, current, listed, rules, force)
     return _write(store, principal, listed, rules, f"{principal} signs as {role}.")
 
 
 def revoke(
-    store: Store, principal: str, at: dt.datetime, key: tuple[str, str] | None = None
-) -> Admission:
+    store: Store, principal: str, at: dt.datetime, key: tuple[str, str] | None = None,
+    force: bool = False,
+) -> Admission:  # fmt: skip
     """End ``principal``'s keys (or that one ``key``) at ``at``: commits they signed
-    before stay valid."""
+    before stay valid. ``force``: even where that leaves no admin."""
     current = _enabled(store)
     stamp = signers.utc_stamp(at)
     hit = [s for s in current.signers if s.principal == principal and (not key or s.key == key[1])]
@@ -117,7 +132,61 @@ def revoke(
         which = "that key of " if key else ""
         raise GitkbError(f"{store.location}: {SIGNERS_PATH} lists no {which}{principal}", 2)
     listed = [s.revoked(stamp) if s in hit else s for s in current.signers]
+    _keeps_an_admin(store, current, listed, current.policy, force)
     return _write(store, principal, listed, current.policy, f"{principal} revoked at {stamp}.")
+
+
+def _admins_for_good(listed: Iterable[AllowedSigner], rules: Policy) -> set[str]:
+    """The admins holding a key with no end (no ``valid-before``)."""
+    return {
+        s.principal for s in listed if not s.valid_before and rules.role_of(s.principal) == "admin"
+    }
+
+
+def _keeps_an_admin(
+    store: Store, current: Access, listed: list[AllowedSigner], rules: Policy, force: bool
+) -> None:
+    """Refuse a change that leaves no admin with a key that does not end, where there was
+    one: every later access change needs an admin's signature, and history is append-only,
+    so the store's access could never change again. ``force`` makes it all the same."""
+    before = _admins_for_good(current.signers, current.policy)
+    if force or not before or _admins_for_good(listed, rules):
+        return
+    raise GitkbError(
+        f"{store.location}: this leaves no admin with a key that does not end (now: "
+        f"{', '.join(sorted(before))}), and every access change needs one, so access could "
+        "never change again; pass --force to do it anyway"
+    )
+
+
+def require_admin_signer(store: Store) -> None:
+    """Refuse, before ``add`` or ``revoke`` writes, an access change git would sign with a
+    key no admin holds now: the server and ``validate --history`` judge it by the rules
+    at main, and would refuse it. (``add`` and ``revoke`` themselves write what they are
+    asked, so a test can make such a commit and see the server refuse it.)"""
+    current = _enabled(store)
+    signer = store.repo.signer()
+    if signer is None:
+        raise GitkbError(
+            f"{store.location}: an access change is one commit an admin signs, and git is "
+            f"not set to sign: {policy.SIGNING_SETTINGS}"
+        )
+    fingerprint = signer.fingerprint()
+    now = signers.utc_stamp(dt.datetime.now(dt.UTC))
+    holders = [
+        s.principal
+        for s in current.signers
+        if s.fingerprint == fingerprint
+        and s.valid_after <= now
+        and (not s.valid_before or now < s.valid_before)
+    ]
+    if any(current.policy.role_of(p) == "admin" for p in holders):
+        return
+    who = f"{holders[0]}, a {current.policy.role_of(holders[0])}" if holders else "no signer"
+    raise GitkbError(
+        f"{store.location}: git signs with {fingerprint} (user.signingkey), the key of "
+        f"{who} here: an access change needs an admin's signature, and would be refused"
+    )
 
 
 def _principal(name: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 import re
@@ -121,6 +122,28 @@ class Signer:
                     f"{done.describe()}{': ' + why[-1] if why else ''})"
                 )
             return signature.read_bytes()
+
+    def fingerprint(self) -> str:
+        """The ``SHA256:`` fingerprint of the key this signer signs with: of the literal
+        key, or the public key file (``user.signingkey`` itself when it ends in ``.pub``,
+        else that path with ``.pub`` added, as ssh-keygen finds it); where there is none,
+        of the key inside a signature the program makes (gitkb never reads a private key)."""
+        literal = _literal_key(self.key)
+        if literal is None:
+            path = Path(os.path.expanduser(self.key))
+            public = path if path.name.endswith(".pub") else Path(f"{path}.pub")
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                literal = public.read_text(encoding="utf-8")
+        words = (literal or "").split()
+        if len(words) >= 2:
+            with contextlib.suppress(binascii.Error, ValueError):
+                return _fingerprint(base64.b64decode(words[1], validate=True))
+        return _signing_key(self.sign(b"gitkb: which key signs\n"))
+
+
+def _fingerprint(key: bytes) -> str:
+    """``SHA256:...`` of a public key blob, as ssh-keygen and git name it."""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key).digest()).decode().rstrip("=")
 
 
 def _literal_key(key: str) -> str | None:
@@ -248,7 +271,7 @@ def _signing_key(signature: bytes) -> str:
         return ""
     if not blob.startswith(b"SSHSIG") or len(key) != length:
         return ""
-    return "SHA256:" + base64.b64encode(hashlib.sha256(key).digest()).decode().rstrip("=")
+    return _fingerprint(key)
 
 
 def _principals(allowed_signers: bytes) -> dict[str, str]:
@@ -262,8 +285,7 @@ def _principals(allowed_signers: bytes) -> dict[str, str]:
                 key = base64.b64decode(words[at + 1], validate=True)
             except (binascii.Error, ValueError):
                 continue
-            digest = base64.b64encode(hashlib.sha256(key).digest()).decode().rstrip("=")
-            found.setdefault("SHA256:" + digest, words[0].split(",")[0])
+            found.setdefault(_fingerprint(key), words[0].split(",")[0])
     return found
 
 

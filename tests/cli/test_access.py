@@ -4,11 +4,14 @@ history rules accept only in gitkb's own rendering."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from helpers import git, kb
+from helpers.records import strategy
 from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, sign_with, verify_commit
 
+from gitkb.record import dumps
 from gitkb.store import Store
 from gitkb.vcs.trailers import format_message
 
@@ -101,3 +104,84 @@ def test_the_server_anchor_takes_an_allowed_signers_file_and_names_a_bad_line(tm
     assert "admins: line 2: the ssh-ed25519 key does not decode" in one_line(done)
     done = kb("hooks", "install", str(server), "--admins", str(admins))
     assert "pass it with --server" in one_line(done)
+
+
+def test_access_verbs_refuse_what_would_lock_the_store_or_be_refused(tmp_path):
+    keys = tmp_path / "keys"
+    alice, bob, carol = (make_key(keys, name) for name in ("alice", "bob", "carol"))
+    store = Store.init(tmp_path / "kb")
+    where = ["--store", str(store.location)]
+    here = ("-C", str(store.location))
+
+    def tip() -> str:
+        return git("rev-parse", "main", cwd=store.location).stdout.strip()
+
+    sign_with(carol, *here)  # naming alice the admin while git signs as carol
+    start = tip()
+    wrong = one_line(kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where))
+    assert "git signs with SHA256:" in wrong and "not alice's key SHA256:" in wrong
+    assert tip() == start
+    sign_with(alice, *here)
+    ok(kb("access", "init", "--admin", "alice", "--key", f"{alice}.pub", *where))
+    ok(kb("access", "add", "bob", "--key", f"{bob}.pub", *where))
+    landed = tip()
+
+    # the last admin revoked, or given another role: access could never change again
+    for args in (
+        ["revoke", "alice"],
+        ["add", "alice", "--key", f"{alice}.pub", "--role", "curator"],
+    ):
+        line = one_line(kb("access", *args, *where))
+        assert "leaves no admin with a key that does not end (now: alice)" in line
+        assert "--force" in line
+    # signed by a contributor, or by a key no line lists: the server would refuse it
+    sign_with(bob, *here)
+    line = one_line(kb("access", "add", "carol", "--key", f"{carol}.pub", *where))
+    assert "the key of bob, a contributor here: an access change needs an admin's" in line
+    sign_with(carol, *here)
+    line = one_line(kb("access", "add", "carol", "--key", f"{carol}.pub", *where))
+    assert "the key of no signer here" in line
+    assert tip() == landed
+
+    sign_with(alice, *here)
+    ok(kb("access", "revoke", "alice", "--force", *where))
+    assert b"0 commits break" in ok(kb("validate", "--history", str(store.location)))
+    locked = kb("access", "add", "carol", "--key", f"{carol}.pub", "--role", "admin", *where)
+    assert "the key of no signer here" in one_line(locked)
+
+
+def test_a_key_rotation_keeps_the_old_key_s_commits_and_refuses_its_new_ones(tmp_path):
+    keys = tmp_path / "keys"
+    old, new = make_key(keys, "alice-old"), make_key(keys, "alice-new")
+    store = Store.init(tmp_path / "kb.git", bare=True)
+    where = ["--store", str(store.location)]
+    here = ("-C", str(store.location))
+    sign_with(old, *here)
+    ok(kb("access", "init", "--admin", "alice", "--key", f"{old}.pub", *where))
+    ok(kb("admit", "-", *where, input=dumps(strategy(1))))  # the old key, while it is valid
+    ok(kb("access", "add", "alice", "--key", f"{new}.pub", "--role", "admin", *where))
+    time.sleep(1.1)  # valid-before is a whole second: the commits above end before it
+    sign_with(new, *here)
+    ok(kb("access", "revoke", "alice", "--key", f"{old}.pub", *where))
+    time.sleep(1.1)
+    base = git("rev-parse", "main", cwd=store.location).stdout.strip()
+
+    sign_with(old, *here)
+    ok(kb("admit", "-", *where, input=dumps(strategy(2))))
+    stale = git("rev-parse", "main", cwd=store.location).stdout.strip()
+    done = kb("check", f"{base}..main", "--format", "json", *where)
+    assert done.returncode == 1, done.stdout.decode()
+    [refusal] = json.loads(done.stdout)["refusals"]
+    assert refusal["commit"] == stale and refusal["rule"] == "access"
+    assert "expired key" in refusal["line"], refusal["line"]
+
+    git("update-ref", "refs/heads/main", base, cwd=store.location)
+    sign_with(new, *here)
+    ok(kb("admit", "-", *where, input=dumps(strategy(2))))
+    assert kb("check", f"{base}..main", *where).returncode == 0
+    assert b"0 commits break" in ok(kb("validate", "--history", str(store.location)))
+    signers = allowed_signers(tmp_path / "allowed", ("alice", old), ("alice", new))
+    subjects = git("log", "--format=%H %s", "main", cwd=store.location).stdout.splitlines()
+    assert len(subjects) == 6
+    for line in subjects[:-1]:  # every commit but the unsigned init, by either key
+        assert verify_commit(store.location, line.split()[0], signers).returncode == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers import git
 from helpers.pushes import forge_edit, gitkb_lines, has_object, push
-from helpers.servers import Remote, http_remote, push_to, smart_http
+from helpers.servers import Remote, git_daemon, http_remote, push_to, smart_http
 
 from gitkb import record as rec
 from gitkb.testing import synthetic
@@ -78,3 +78,9 @@ def test_an_edit_of_an_admitted_record_is_refused_alike_over_every_transport(ser
     [logged] = refusals(Repository.open(server))
     pusher = "alice" if hosted.via else None
     assert (logged.pusher, logged.via, logged.problems) == (pusher, hosted.via, (said,))
+
+
+def test_a_git_without_its_daemon_skips_the_daemon_s_tests(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_EXEC_PATH", str(tmp_path))  # a git whose programs hold no daemon
+    with pytest.raises(pytest.skip.Exception, match="git daemon is not installed"):
+        git_daemon(tmp_path)

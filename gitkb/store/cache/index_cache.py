@@ -17,7 +17,11 @@ at all (``Store.open``'s quick path): the cache is opened with the git directory
 and a way to open the repository should the cache have to move.
 
 Every use runs inside ``snapshot(commit)``: one SQLite transaction holding the
-cache at that commit, so a reader never sees another process move it midway.
+cache at that commit, so a reader never sees another process move it midway. The
+cache moves to the snapshot's commit when the snapshot is first asked something: a
+block that asks nothing (a push whose gates read no other record) builds nothing, and
+a cache that holds a commit already is moved at the end of a kept block all the same,
+so a server's cache keeps up with its branch.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from gitkb import record as rec
 from gitkb.errors import GitkbError
 from gitkb.layout import CACHE_DIR, CACHED_DIRS, CONFIG_PATH
+from gitkb.store.cache import tables
 from gitkb.store.cache.file import (
     FILE_NAME,
     close_quietly,
@@ -44,14 +48,10 @@ from gitkb.store.cache.file import (
 )
 from gitkb.store.cache.rows import (
     COLUMNS,
-    ENTRY_AT,
     KERNEL_COLUMNS,
-    RECORD_COLUMNS,
-    RECORD_WIDTH,
     KernelRow,
     Row,
     RowValues,
-    kernel_entries,
     kernel_row,
     row_values,
     without_techniques,
@@ -71,9 +71,6 @@ _BATCH = 500  # paths per statement (SQLite allows 32,766 parameters)
 _VERIFIED = 1024  # blobs whose bytes ``files`` keeps once checked (forgotten all at once)
 _FACTS = 4096  # facts ``remembered`` keeps of one commit (forgotten all at once)
 _WRITE_CACHE_KIB = 64 << 10  # SQLite's page cache while the writer applies edits
-# a kernels row: the name, then a KernelRow's columns (``kernel_entries``)
-_KERNEL_INSERT = (f"INSERT OR REPLACE INTO kernels (name, {', '.join(KERNEL_COLUMNS)}) "
-                  f"VALUES ({', '.join('?' * (1 + len(KERNEL_COLUMNS)))})")  # fmt: skip
 
 
 def _note(text: str, *args: object) -> None:
@@ -99,6 +96,9 @@ class IndexCache:
         self._db: sqlite3.Connection | None = None
         self._depth = 0  # nesting of snapshot()
         self._commit: str | None = None  # the commit the open transaction holds
+        self._wanted: str | None = None  # the commit the open snapshot is at (``commit``)
+        self._here = False  # whether the transaction holds ``_wanted``, checked by a sample
+        self._opened: str | None = None  # the commit the outermost snapshot was opened at
         self._dirty = False  # edits applied in the open transaction from objects in memory
         # The commit whose rows this connection last sampled and found agreeing: a
         # process that keeps its store open (the MCP server) samples once per commit.
@@ -195,26 +195,36 @@ class IndexCache:
         return _snapshot(self, commit or _NO_COMMIT, keep)
 
     def _begin(self, commit: str) -> None:
+        """Open the snapshot's transaction at ``commit`` (the cache moves when asked)."""
+        self._open(commit, begin=True, arrive=False)
+
+    def _arrive(self) -> None:
+        """Bring the open transaction to the snapshot's commit, and sample it once per
+        commit: moved by the tree diff, or built from the tree where the cache holds no
+        commit of this repository. Outside a snapshot the cache is read as it stands."""
+        if self._depth and not self._here:
+            self._open(self._wanted or _NO_COMMIT, begin=False, arrive=True)
+
+    def _open(self, commit: str, begin: bool, arrive: bool) -> None:
+        """Begin the transaction (``begin``; again after the cache had to be dropped) and
+        bring it to ``commit`` (``arrive``)."""
         for attempt in (1, 2):
-            db = self._connect()
             try:
-                db.execute("BEGIN IMMEDIATE")
-                self._commit = self._meta("commit")
-                self._dirty = False
-                self._move(commit)
-                if self._sampled != self._commit:
-                    if not self._sample_agrees():
-                        _note("the index cache %s disagreed with the records; rebuilding it",
-                              self.path)  # fmt: skip
-                        self._rebuild(commit)
-                    self._sampled = self._commit
+                if begin:
+                    db = self._connect()
+                    db.execute("BEGIN IMMEDIATE")
+                    self._commit = self._meta("commit")
+                    self._dirty = False
+                    self._wanted, self._opened, self._here = commit, commit, False
+                if arrive:
+                    self._go(commit)
                 return
             except sqlite3.OperationalError as exc:
                 if read_only(exc) and self.path is not None:
                     _note("the index cache %s is read-only (%s); keeping one in memory",
                           self.path, exc)  # fmt: skip
                     self._remove_connection()
-                    self.path = None
+                    self.path, begin = None, True
                     continue
                 raise GitkbError(f"the index cache {self.path} cannot be used ({exc})") from None
             except sqlite3.DatabaseError as exc:
@@ -222,6 +232,46 @@ class IndexCache:
                     raise GitkbError(f"the index cache cannot be rebuilt ({exc})") from None
                 _note("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
                 self._remove_files()
+                begin = True
+
+    def _go(self, commit: str) -> None:
+        """Move the open transaction to ``commit`` (built first where it holds no commit of
+        this repository), then sample it once per commit."""
+        if commit != self._commit and self._cold():
+            self._build_kept()
+        self._move(commit)
+        if self._sampled != self._commit:
+            if not self._sample_agrees():
+                _note("the index cache %s disagreed with the records; rebuilding it", self.path)
+                self._rebuild(commit)
+            self._sampled = self._commit
+        self._here = True
+
+    def _cold(self) -> bool:
+        """Whether the transaction holds no commit of this repository: moving it builds."""
+        return not self._commit or not self.repo.has_object(self._commit)
+
+    def _build_kept(self) -> None:
+        """Build the cache at the commit the block was opened at and keep it at once,
+        whatever the block does next (a check rolls its own moves back): a build from
+        every record is paid once, not by every block that asks."""
+        self._rebuild(self._opened or _NO_COMMIT)
+        self._db.execute("COMMIT")
+        self._db.execute("BEGIN IMMEDIATE")
+        self._commit = self._meta("commit")  # another process may have moved it between
+
+    def _want(self, commit: str) -> None:
+        """Move the open snapshot to ``commit`` (the cache follows when asked)."""
+        if commit == self._wanted:
+            return
+        if self._dirty:
+            raise GitkbError("internal: the index cache cannot move away from unwritten edits")
+        self._wanted, self._here = commit, False
+
+    def warm(self, commit: str | None) -> None:
+        """Bring the cache to ``commit`` now, and keep it: the next use costs its change."""
+        with self.snapshot(commit):
+            self._arrive()
 
     def _remove_connection(self) -> None:
         if self._db is not None:
@@ -234,13 +284,23 @@ class IndexCache:
         db = self._db
         if db is None:
             return
+        if commit and not self._here and self._commit and self._commit != self._wanted:
+            # Asked nothing, and holding another commit: moved all the same (by its diff),
+            # so a cache kept in use (a server's) keeps up. One that holds none is built
+            # when something is asked of it.
+            try:
+                self._open(self._wanted or _NO_COMMIT, begin=False, arrive=True)
+            except BaseException:
+                self._end(False)
+                raise
+            db = self._db
         try:
             db.execute("COMMIT" if commit else "ROLLBACK")
         except sqlite3.Error:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-        self._commit = None
-        self._dirty = False
+        self._commit = self._wanted = self._opened = None
+        self._dirty = self._here = False
 
     def _meta(self, key: str) -> str | None:
         found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -283,7 +343,8 @@ class IndexCache:
         if self._dirty:
             raise GitkbError("internal: the index cache cannot be rebuilt under unwritten edits")
         _note("the index cache %s disagreed with the records; rebuilding it", self.path)
-        self._rebuild(self._commit)
+        self._rebuild(self._wanted)
+        self._here = True
 
     def rebuild_at(self, commit: str | None) -> None:
         """Rebuild the cache at ``commit`` from its tree, in a snapshot of its own (nested
@@ -294,7 +355,7 @@ class IndexCache:
     @property
     def commit(self) -> str | None:
         """The commit the open snapshot holds."""
-        return self._commit or None
+        return self._wanted or None
 
     # ----------------------------------------------------------------- moving
 
@@ -333,7 +394,7 @@ class IndexCache:
                 for folder in CACHED_DIRS
                 for path, sha in repo.list_tree(commit, folder)
             ]
-            self._put(files)
+            tables.put(self._db, files)
         self._set_commit(commit or _NO_COMMIT)
 
     def _apply_changes(self, changes: list) -> None:
@@ -345,8 +406,8 @@ class IndexCache:
                 gone.append(change.path)
             if new_regular:
                 fresh.append((change.path, change.new_sha, blob_or_none(repo, change.new_sha)))
-        self._delete(gone)
-        self._put(fresh)
+        tables.delete(self._db, gone)
+        tables.put(self._db, fresh)
 
     def _set_commit(self, commit: str, config_may_change: bool = True) -> None:
         db = self._db
@@ -363,61 +424,6 @@ class IndexCache:
                 raw = pack(self.repo.blob(sha))
                 db.execute("INSERT INTO files VALUES (?, ?, ?)", (CONFIG_PATH, sha, raw))
 
-    def _delete(self, paths: list[str]) -> None:
-        pairs = [(p,) for p in paths]
-        self._db.executemany("DELETE FROM files WHERE path = ?", pairs)
-        records = [pair for pair in pairs if rec.is_record_path(pair[0])]
-        self._db.executemany("DELETE FROM records WHERE path = ?", records)
-        self._db.executemany("DELETE FROM entries WHERE path = ?", records)
-        self._db.executemany("DELETE FROM kernels WHERE path = ?", records)
-        self._db.executemany("DELETE FROM arches WHERE path = ?", records)
-
-    def _put(
-        self,
-        files: Iterable[tuple[str, str, bytes | None]],
-        parsed: Mapping[str, dict] | None = None,
-        deflated: Callable[[str], bytes | None] | None = None,
-        ahead: Mapping[str, RowValues] | None = None,
-    ) -> None:
-        """Store files (path, blob sha, bytes; None: the object is missing from a damaged
-        repository, kept as a record that does not read); ``parsed``: records the caller
-        already parsed from those bytes; ``deflated``: a blob's bytes in the zlib form the
-        cache keeps, where the caller has them already (None: deflate here); ``ahead``:
-        rows already worked out (``row_values``), taken where their blob is the file's."""
-        rows, entries, kernels, arches, stored = [], [], [], [], []
-        for path, blob, raw in files:
-            packed = None if raw is None else (deflated and deflated(blob)) or pack(raw)
-            stored.append((path, blob, packed))
-            if rec.is_record_path(path):
-                known = ahead.get(path) if ahead else None
-                if known is not None and known[0][1] == blob:
-                    values, names, archs = known
-                else:
-                    data = parsed.get(path) if parsed else None
-                    values, names, archs = row_values(path, blob, raw, data)
-                rows.append(values[:ENTRY_AT] + values[ENTRY_AT + 1 :])
-                if values[ENTRY_AT] is not None:
-                    entries.append((path, values[ENTRY_AT]))
-                kernels += kernel_entries(values, names)
-                arches += [(arch, path) for arch in archs]
-        db = self._db
-        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", stored)
-        marks = ", ".join("?" * RECORD_WIDTH)
-        insert = f"INTO records ({RECORD_COLUMNS}) VALUES ({marks})"
-        added = db.executemany(f"INSERT OR IGNORE {insert}", rows)
-        if added.rowcount != len(rows):
-            # A path held a record already (new paths are the common case, and cost one
-            # statement): records replace by path, a replaced one's names, arches and
-            # entry first.
-            replaced = [(values[0],) for values in rows]
-            db.executemany("DELETE FROM kernels WHERE path = ?", replaced)
-            db.executemany("DELETE FROM arches WHERE path = ?", replaced)
-            db.executemany("DELETE FROM entries WHERE path = ?", replaced)
-            db.executemany(f"INSERT OR REPLACE {insert}", rows)
-        db.executemany("INSERT INTO entries VALUES (?, ?)", entries)
-        db.executemany(_KERNEL_INSERT, kernels)
-        db.executemany("INSERT INTO arches VALUES (?, ?)", arches)
-
     def apply_edits(
         self,
         edits: dict[str, bytes | None],
@@ -432,6 +438,7 @@ class IndexCache:
         records among the edits as the writer parsed them from the same bytes;
         ``deflated``: a blob's bytes as the writer deflated them, by blob id; ``rows``:
         their cache rows worked out ahead, by path (``_put``)."""
+        self._arrive()  # the edits apply to the snapshot's commit, their parent
         if not self._dirty:
             # A write's first edit: a chunk of admissions dirties thousands of pages of
             # the tables and their indexes, which SQLite's default 2 MB page cache would
@@ -440,11 +447,11 @@ class IndexCache:
         paths = [p for p in edits if _tracked(p)]
         deleted = [p for p in paths if edits[p] is None]
         if deleted:
-            self._delete(deleted)
+            tables.delete(self._db, deleted)
         written = ((p, blob_id(edits[p]), edits[p]) for p in paths if edits[p] is not None)
-        self._put(written, parsed, deflated, rows)
+        tables.put(self._db, written, parsed, deflated, rows)
         self._set_commit(commit, CONFIG_PATH in edits)
-        self._dirty = True
+        self._wanted, self._dirty = commit, True
 
     # ----------------------------------------------------------------- queries
 
@@ -452,14 +459,16 @@ class IndexCache:
         """Run one query in the open snapshot; a cache that turns out unreadable midway is
         rebuilt at the snapshot's commit and the query asked again."""
         try:
+            self._arrive()
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
             if self._dirty or self._depth == 0:
                 raise GitkbError(f"the index cache {self.path} is unreadable ({exc})") from None
-            commit = self._commit
+            commit = self._wanted
             _note("the index cache %s was unreadable (%s); rebuilding it", self.path, exc)
             self._remove_files()
             self._begin(commit)
+            self._arrive()
             return self._db.execute(sql, params).fetchall()
 
     def rows(self, where: str = "", params: tuple = ()) -> list[Row]:
@@ -521,6 +530,7 @@ class IndexCache:
         """``compute()``, a fact of the open snapshot's rows (``key`` names it), computed once
         while the cache holds this commit: a process that keeps its store (the MCP server)
         asks the vocabulary's questions of every query anew. Not kept under edits."""
+        self._arrive()
         if self._dirty:
             return compute()
         if self._facts_commit != self._commit or len(self._facts) >= _FACTS:
@@ -584,7 +594,7 @@ def _snapshot(cache: IndexCache, commit: str, keep: bool) -> Iterator[IndexCache
         return
     cache._depth += 1
     try:
-        cache._move(commit)
+        cache._want(commit)
         yield cache
     finally:
         cache._depth -= 1

@@ -117,3 +117,16 @@ def test_a_fast_import_writes_signed_commits_when_git_signs(tmp_path):
     assert log == [ids[2], ids[1], ids[1]]
     assert git("rev-parse", "side", cwd=tmp_path / "trace").stdout.strip() == ids[3]
     assert (tmp_path / "trace" / "b").read_text() == "b"
+
+
+def test_a_signer_names_the_key_it_signs_with(tmp_path):
+    """By the public key beside the private one, the .pub named itself, the literal key, or
+    (no public key to read) the key inside a signature the program makes."""
+    key = make_key(tmp_path / "keys", "alice")
+    wanted = subprocess.run(["ssh-keygen", "-l", "-f", f"{key}.pub"], capture_output=True,
+                            text=True, check=True).stdout.split()[1]  # fmt: skip
+    assert wanted.startswith("SHA256:")
+    for configured in (str(key), f"{key}.pub", f"key::{public(key)}"):
+        assert signing.Signer("ssh-keygen", configured).fingerprint() == wanted
+    os.rename(f"{key}.pub", tmp_path / "elsewhere.pub")
+    assert signing.Signer("ssh-keygen", str(key)).fingerprint() == wanted
