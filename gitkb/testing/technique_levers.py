@@ -101,9 +101,10 @@ def _wiki_record(wiki: Path | None, record_id: str) -> dict | None:
     return json.loads(found.read_bytes()) if found is not None else None
 
 
-def _diff(text: str) -> str:
-    """A lever's diff: as written, or ``@NAME``: that snippet of ``gitkb.testing.trace``."""
-    if text.startswith("@"):
+def lever_diff(text: str) -> str:
+    """A lever's diff: as written (a hunk header ``@@`` may open it), or ``@NAME``: that
+    snippet of ``gitkb.testing.trace``."""
+    if text.startswith("@") and text[1:].isidentifier():
         return str(getattr(example_trace, text[1:]))
     return text
 
@@ -122,7 +123,7 @@ def score(levers: list[dict], wiki: Path | None) -> Score:
             detection = techniques.record_technique(found)
         else:
             detection = techniques.vocabulary().detect(
-                _diff(lever.get("diff", "")), lever["sentence"], lever["dsl"]
+                lever_diff(lever.get("diff", "")), lever["sentence"], lever["dsl"]
             )
         scored.append(
             Scored(lever["id"], lever["origin"], lever["label"], detection.key, detection.source)

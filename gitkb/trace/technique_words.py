@@ -26,24 +26,26 @@ _DOWN = re.compile(
     re.I,
 )
 _REMOVE = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b", re.I)
+# Up to two words between a comparison and the old number ("instead of a fixed 1024").
+_FILLER = r"(?:[a-z][\w-]*\s+){0,2}?"
 # Two numbers and which of them is the new one: (pattern, the new value's group).
 _TRANSITIONS = (
     # 4 -> 8, 4 to 8, from 4 to 8, 8 down to 4, 8 back to 4
     (re.compile(r"\b(\d+)\s*(?:->|→|=>|(?:(?:down|up|back|all the way)\s+)?to)\s*(\d+)\b"), 2),
-    # 512 (was 256), 8, previously 4, 16 up from 8
+    # 512 (was 256), 8, previously 4, 16 up from 8, 8192 (was a fixed 1024)
     (
         re.compile(
             r"\b(\d+)\b[^\d.;()]{0,30}?\(?\s*\b(?:was|previously|formerly|(?:up |down )?from)"
-            r"\s+(\d+)\b",
+            r"\s+" + _FILLER + r"(\d+)\b",
             re.I,
         ),
         1,
     ),
-    # 2 instead of 4, 256 rather than 128
+    # 2 instead of 4, 256 rather than 128, 8192 instead of a fixed 1024
     (
         re.compile(
             r"\b(\d+)\b[^\d.;]{0,30}?\b(?:instead of|rather than|in place of|vs\.?|versus)"
-            r"\s+(\d+)\b",
+            r"\s+" + _FILLER + r"(\d+)\b",
             re.I,
         ),
         1,
@@ -92,11 +94,12 @@ def moved(added: list[int], removed: list[int], default: int | None) -> str:
     return UP if new > old else DOWN if new < old else ""
 
 
-def transition(window: str) -> str:
-    """The direction of the first transition between two numbers in ``window``, or ""."""
+def transition(text: str, within: int | None = None) -> str:
+    """The direction of the first transition between two numbers in ``text`` that starts
+    in its first ``within`` characters (anywhere, when None), or ""."""
     for pattern, new in _TRANSITIONS:
-        found = pattern.search(window)
-        if found:
+        found = pattern.search(text)
+        if found and (within is None or found.start() < within):
             return moved([int(found.group(new))], [int(found.group(3 - new))], None)
     return ""
 
@@ -111,7 +114,9 @@ def direction_of(kind: str, sentence: str, match: re.Match[str], default: int | 
         return ""
     window = sentence[start : match.end() + WINDOW]
     captured = match.group(1) if match.re.groups and match.group(1) else ""
-    found = transition(window) or _nearest(window, match.start() - start)
+    # a transition that starts near the match may end past the window
+    found = transition(sentence[start : match.end() + 2 * WINDOW], len(window))
+    found = found or _nearest(window, match.start() - start)
     if found:
         return found
     if captured.lower() in _AMOUNT_WORDS:

@@ -26,6 +26,7 @@ from gitkb.errors import GitkbError
 from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace.naming import slugify
+from gitkb.trace.technique_diff import as_diff, changed_lines, has_changes
 from gitkb.trace.technique_patterns import Signature, compiled
 from gitkb.trace.technique_words import DOWN, REMOVED, UP, direction_of, lever_parts, moved
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
@@ -37,10 +38,6 @@ CARD_TYPE = "technique-card"
 # The implementation formats whose snippet is a diff of the lever (the built-in
 # distiller's and an importer's); any other snippet is source, not a change.
 DIFF_FORMAT_PREFIX = "unified-diff"
-# A comment is no code: ``//`` and ``#`` comments (not preprocessor lines) are cut.
-_LINE_COMMENT = re.compile(
-    r"//.*$|(?<![\w\"'])#(?!\s*(?:pragma|define|include|if|endif|else))\s.*$"
-)
 
 
 def value_slug(text: str) -> str:
@@ -60,6 +57,7 @@ class WordPattern:
     signature: Signature
     direction: str = ""
     weak: bool = False  # names its technique only when no other technique is named
+    code: bool = False  # a code signature: it reads only a family the code is written for
 
 
 @dataclass(slots=True, frozen=True)
@@ -120,16 +118,24 @@ class Technique:
             return self._value(new[-1]) if new else REMOVED
         return moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
 
-    def named_by(self, sentence: str, lowered: str) -> tuple[str, bool] | None:
-        """The direction the sentence gives this technique and whether it is named only
-        weakly, or None when the sentence names it not. Weakly: by a synonym marked weak,
-        or, for a parameter or a named setting, by a mention that gives no value and no
-        direction (``BLOCK_N`` in "skip the masks when N is a multiple of BLOCK_N")."""
-        if not _may_match([w.signature for w in self.words], lowered):
-            return None
+    def named_by(self, sentence: str, lowered: str, family: str) -> tuple[str, bool] | None:
+        """The direction the sentence (of a record of ``family``, "" when none is known)
+        gives this technique and whether it is named only weakly, or None when the sentence
+        names it not. Weakly: by a synonym marked weak, or, for a parameter or a named
+        setting, by a mention that gives no value and no direction (``BLOCK_N`` in "skip the
+        masks when N is a multiple of BLOCK_N"). A code signature spelled in the sentence
+        names it only where its code is that family's (PTX's ``ld.global.v4`` is no
+        Triton change), and only as code no prose word spells (``int4`` may be 4-bit
+        weights; ``int4*`` and ``SM80_CP_ASYNC`` are code)."""
+        code = self.signed_in(family)
         weak: tuple[str, bool] | None = None
         for word in self.words:
-            match = next(word.signature.matches(sentence, lowered), None)
+            if (word.code and not code) or not word.signature.may_match(lowered):
+                continue
+            matches = word.signature.matches(sentence, lowered)
+            if word.code:
+                matches = (m for m in matches if _CODE_SPELLING.search(m.group(0)))
+            match = next(matches, None)
             if match is None:
                 continue
             direction = word.direction or self._direction_of(sentence, match)
@@ -143,6 +149,11 @@ class Technique:
         if self.kind == "value" and _captured(match):
             return self._value(_captured(match))
         return direction_of(self.kind, sentence, match, self.default)
+
+
+# What a code signature's match holds when it is code, not a prose word: punctuation no
+# word has, or an identifier in camel case.
+_CODE_SPELLING = re.compile(r"[_.(<:#=*\[]|[a-z][A-Z]")
 
 
 def _captured(match: re.Match[str]) -> str:
@@ -267,10 +278,11 @@ class Vocabulary:
         source = "diff"
         if not found:
             source = "words"
-            diffed = self.known_family(dsl) if has_changes(diff) else None
+            family = self.known_family(dsl)
+            diffed = family if has_changes(diff) else None
             # the lever before its cause or purpose; the whole sentence when that names none
             for text in dict.fromkeys(lever_parts(sentence)):
-                found = _worded(index.words, text, diffed)
+                found = _worded(index.words, text, family, diffed)
                 if found:
                     break
         return self._detection(found, source, slugify(sentence, "") if sentence else "")
@@ -326,47 +338,20 @@ class Vocabulary:
         return Detection(key, found, source, key, self.version)
 
 
-def _worded(index: AnchorIndex, text: str, diffed: str | None) -> dict[str, str]:
+def _worded(index: AnchorIndex, text: str, family: str, diffed: str | None) -> dict[str, str]:
     """The techniques (name -> direction) a text's words name: those named outright,
-    else those named only weakly. ``diffed``: None where there is no diff, else the
-    family of the diff's code, whose signed techniques (``signed_in``) words never name."""
+    else those named only weakly. ``family``: the record's ("" when unknown); ``diffed``:
+    None where there is no diff, else the family of the diff's code, whose signed
+    techniques (``signed_in``) words never name."""
     lowered = text.lower()
     found: dict[str, str] = {}
     weak: dict[str, str] = {}
     for t in index.candidates(lowered):
         vouched = diffed is None or not t.signed_in(diffed)
-        named = t.named_by(text, lowered) if vouched else None
+        named = t.named_by(text, lowered, family) if vouched else None
         if named is not None:
             (weak if named[1] else found)[t.name] = named[0]
     return found or weak
-
-
-def changed_lines(diff: str) -> tuple[str, str]:
-    """A unified diff's added and removed lines (comments cut), each side as one text."""
-    added: list[str] = []
-    removed: list[str] = []
-    for line in (diff or "").splitlines():
-        if line.startswith(("+++", "---")) or line[:1] not in "+-" or not line:
-            continue
-        code = line[1:]
-        if "#" in code or "//" in code:
-            code = _LINE_COMMENT.sub("", code)
-        (added if line[0] == "+" else removed).append(code)
-    return "\n".join(added), "\n".join(removed)
-
-
-def has_changes(diff: str) -> bool:
-    """Whether a diff changes any line (a comment too): then it, not words, is the
-    evidence of what the change's code did."""
-    return any(
-        line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
-        for line in (diff or "").splitlines()
-    )
-
-
-def as_diff(source: str) -> str:
-    """Source code as a diff that adds every line (a snippet that is not a change)."""
-    return "".join(f"+{line}\n" for line in (source or "").splitlines())
 
 
 # --- the vocabulary file -------------------------------------------------------------------
@@ -430,6 +415,9 @@ def _technique(entry: dict, n: int) -> Technique:
         # an uncategorized phrase never spells a technique's name
         words=(
             *(_word(w, f"{where} words") for w in words),
+            # a code signature spelled in the sentence (`__launch_bounds__(256)`, a CUTLASS
+            # schedule's or a copy atom's name) names it as the code would
+            *(WordPattern(s, code=True) for s in signatures),
             _word(r"\b" + r"[-_ ]?".join(map(re.escape, name.split("-"))) + r"\b", where),
         ),
         subsumes=tuple(str(s) for s in entry.get("subsumes", [])),
