@@ -144,3 +144,26 @@ def judged(team: Team, merge: str, words: str) -> None:
     line = team.refused(merge, words)
     assert access_lines(replayed, merge) == access_lines(checked.stdout.decode(), merge)
     assert access_lines(replayed, merge) == [line.split(f"{merge}: ", 1)[1]], (replayed, line)
+
+
+def test_a_merge_of_commits_that_rode_in_under_a_trace_ref_is_judged_on_them(team):
+    """A contributor's retraction, parked under a trace ref (trace commits are no store
+    commits: the push that brings them judges none of them) beside an attest that cites
+    it, then brought onto main by an unsigned merge that adds nothing of its own: the
+    merge brings that retraction, so it answers to the curator's role all the same."""
+    team.sign_as("carol")
+    retracted = retract(team.store, team.record["id"], "I say so").commit
+    branch_off(team, "side")
+    attest(team.store, team.record["id"], "validated", by="box")
+    message = git("log", "-1", "--format=%B", "main", cwd=team.work).stdout.rstrip("\n")
+    cites = f"{message}\nKB-Trace: parked\nKB-Trace-Commit: {retracted}\n"
+    git("commit", "-q", "--amend", "-S", "-F", "-", cwd=team.work, input=cites)
+    done = git("push", "-q", "origin", "main", f"{retracted}:refs/kb/traces/parked",
+               cwd=team.work, check=False)  # fmt: skip
+    if done.returncode == 0:  # the server took the parked commit: the merge must not
+        git("fetch", "-q", "origin", cwd=team.work)
+        merge = merge_unsigned(team, "side")
+        words = f"carol: kb retract ({retracted[:12]}, brought in by a merge) needs a curator's"
+        judged(team, merge, words)
+    else:
+        assert "pre-receive hook declined" in done.stderr, done.stderr
