@@ -1,11 +1,14 @@
 """How a lever's diff is read by the technique detector (``gitkb.trace.techniques``):
 its added and removed lines, each side as one text, comments cut (a comment is no code),
 save the comment that names a lone value (``128,   // NPerBlock``: CK's and CUTLASS's
-positional template arguments), which reads as ``NPerBlock = 128``."""
+positional template arguments), which reads as ``NPerBlock = 128``; and which of the
+techniques a diff shows are its change."""
 
 from __future__ import annotations
 
 import re
+
+from gitkb.trace.technique_words import REMOVED
 
 # A comment is no code: ``//`` and ``#`` comments (not preprocessor lines) are cut.
 _LINE_COMMENT = re.compile(
@@ -45,3 +48,13 @@ def has_changes(diff: str) -> bool:
 def as_diff(source: str) -> str:
     """Source code as a diff that adds every line (a snippet that is not a change)."""
     return "".join(f"+{line}\n" for line in (source or "").splitlines())
+
+
+def outright(found: dict[str, str], defaulted: set[str]) -> dict[str, str]:
+    """What a diff shows as its change (``found``: technique name -> direction): a
+    construct it took out only when it adds or changes nothing else (what replaced it is
+    the change: a float4 copy become a 16-byte cp.async is async-copy), and a parameter it
+    only adds (``defaulted``: read against its default, as the configs of an added
+    autotune are) only beside nothing else."""
+    changed = {n: d for n, d in found.items() if d != REMOVED} or found
+    return {n: d for n, d in changed.items() if n not in defaulted} or changed

@@ -1,12 +1,22 @@
 """How a trace's sentence says which way a change went, and which part of it is the lever.
 
 The technique detector (``gitkb.trace.techniques``) matches a technique's word patterns;
-this module reads around a match: a transition between two numbers ("4 -> 8", "from 4 to
-8", "512 (was 256)", "2 instead of 4"), else the nearest verb or adjective of direction
-("bump", "deepen", "fewer", "halve"), else the number the pattern captured against the
-parameter's default. It also cuts a sentence at its cause or purpose ("... because",
-"... so that", "... to free shared memory"), the lever being what comes before, and
-spells small number words as digits.
+this module reads around a match: a sweep's winner against where it started ("tried 4, 8
+and 16; 16 won"), else a transition between two numbers ("4 -> 8", "from 4 to 8", "512
+(was 256)", "2 instead of 4"), else the nearest verb or adjective of direction ("bump",
+"deepen", "fewer", "halve"), else the number the pattern captured against the parameter's
+default. It also cuts a sentence at its cause, purpose or effect ("... because", "... so
+that", "... to free shared memory", "..., which frees", "...; frees"), the lever being
+what comes before, and spells small number words as digits.
+
+It also says which parts of a sentence are context rather than the change: a clause that
+names what was already there or stays ("with TMA already in place", "keeping the
+persistent grid", "MFMA path unchanged", "on top of the cp.async double buffer", "now
+that the GMMA path is in", "same split-K kernel"), a clause that reports what happened
+before ("ldmatrix was hitting bank conflicts", "TMA didn't pay off"), and what the change
+replaced ("instead of X", "replaced X with"). A technique named only there is not the
+change. A sentence that says it changes no code, or that opens with a measurement
+("profiled ...", "re-ran ..."), names no change at all.
 """
 
 from __future__ import annotations
@@ -25,7 +35,8 @@ _DOWN = re.compile(
     r"|drop\w*|shallower|trim\w*)\b",
     re.I,
 )
-_REMOVE = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b", re.I)
+# A construct taken out ("drop the", "revert the"; "revert to X" puts X back).
+_REMOVE = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b(?!\s+(?:to|back)\b)", re.I)
 # Up to two words between a comparison and the old number ("instead of a fixed 1024").
 _FILLER = r"(?:[a-z][\w-]*\s+){0,2}?"
 # Two numbers and which of them is the new one: (pattern, the new value's group).
@@ -59,11 +70,75 @@ _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
 # Words a pattern may capture in place of a number, and the direction they give.
 _AMOUNT_WORDS = {"multiple": UP, "several": UP, "more": UP, "fewer": DOWN}
 WINDOW = 40  # characters around a word match read for its direction
-# Where a trace's sentence turns from the lever to its cause or its purpose.
+# Where a trace's sentence turns from the lever to its cause, its purpose or its effect
+# (a relative clause after a comma; a clause after a semicolon that opens with the verb
+# of what the change did: "...; frees the producer warps' registers").
 _CAUSE = re.compile(
     r"\b(?:because|since|due to|which (?:is|was|were|made|makes)|so that|so|in order to"
     r"|to (?:free|fit|avoid|keep|cut|hide|reduce|save|cap|kill|match|improve|increase"
-    r"|lower|raise|hit|fill|saturate|overlap|amortize|spread))\b",
+    r"|lower|raise|hit|fill|saturate|overlap|amortize|spread))\b"
+    r"|,\s*which\b"
+    r"|;\s*(?:frees|saves|cuts|hides|avoids|halves|lets|gives|makes|keeps|removes)\b",
+    re.I,
+)
+# Where one clause of a sentence ends and the next begins: a semicolon, a colon (not
+# C++'s ``::``), a comma, a dash between words, a "but".
+_CLAUSE = re.compile(r";|(?<!:):(?!:)|,|\s[-\u2014\u2013]\s|\bbut\b", re.I)
+# Where a parameter's direction is read no further: a semicolon, a comma, a dash.
+_PHRASE = re.compile(r";|,(?!\s*\d)|\s[-\u2014\u2013]\s")
+# What was there before the change and stays is context, not the change: what precedes a
+# word that says it stays ("the mbarrier pipeline stays", "MFMA path unchanged", "the LDS
+# staging from v4 in place"; "kept in registers", "stays resident" say where data lives,
+# a change), what follows a word that says the change builds on it ("on top of the
+# cp.async double buffer", "now that the GMMA path is in", "keeping the persistent grid",
+# "same split-K kernel", "kept num_warps=8 but ..."), and a whole clause that says
+# "already".
+_STAYS = re.compile(
+    r"\b(?:in place\b(?! of)|unchanged|untouched|as (?:is|before)"
+    r"|(?:stays?|stayed|remains?|remained|kept)\b(?!\s+(?:in|on|at|resident|as)\b))",
+    re.I,
+)
+_ATOP = re.compile(
+    r"\b(?:on top of|now that|keeping)\b|^\s*(?:the )?same\b"
+    r"|^\s*(?:kept|left)\b"
+    r"(?![^;,:]*\b(?:in (?:registers|l[12]|smem|shared memory|lds)|resident)\b)",
+    re.I,
+)
+_ALREADY = re.compile(r"\balready\b", re.I)
+# A clause that reports what happened before the change ("ldmatrix was hitting bank
+# conflicts", "TMA didn't pay off at K=512"): the reason, not the change.
+_REPORTED = re.compile(
+    r"\b(?:was|were) \w+ing\b|\b(?:did not|didn't|wasn't|weren't|could not|couldn't)\b",
+    re.I,
+)
+# What a change replaced: "instead of X", "rather than X", "in place of X" (to the end of
+# its clause), "replaced X with".
+_REPLACED = re.compile(
+    r"\b(?:instead of|rather than|in place of)\b[^;,:]*|\breplac\w*\b[^;,:]*?(?=\bwith\b)",
+    re.I,
+)
+# A sentence that says it changed no code, or opens with a measurement of the code as it
+# is: no lever at all.
+_NO_CHANGE = re.compile(
+    r"\bno (?:code|codegen|kernel|source|functional) changes?\b"
+    r"|^\W*(?:re-?ran|re-?measured|re-?profiled|re-?benchmarked|profiled)\b",
+    re.I,
+)
+# A sweep's winner ("16 won", "2 was fastest", "32 best", "kept 128", "settled on 4096")
+# and where it started ("starting from 3", "from 64", "was 4").
+_WINNER = (
+    re.compile(
+        r"\b(\d+)\s+(?:won|wins|(?:was |is )?(?:the )?(?:fastest|best)|came out ahead)\b", re.I
+    ),
+    re.compile(
+        r"\b(?:kept|settled on|picked|chose|went with|best at|winner(?: was| is|:)?)\s+(\d+)\b"
+        r"(?!\s*[\w%])",
+        re.I,
+    ),
+)
+_START = re.compile(
+    r"\b(?:start(?:ing|ed) (?:from|at)|from|was|baseline(?: of| was)?|default(?: of| was)?)"
+    r"\s+(\d+)\b",
     re.I,
 )
 
@@ -104,18 +179,41 @@ def transition(text: str, within: int | None = None) -> str:
     return ""
 
 
+def swept(text: str, default: int | None) -> str | None:
+    """The direction of a sweep's winner against where the sweep started (its default when
+    the text does not say), "" when neither is known, None when the text names no winner."""
+    won = next((m for m in (w.search(text) for w in _WINNER) if m), None)
+    if won is None:
+        return None
+    started = next((m for m in _START.finditer(text) if m.start(1) != won.start(1)), None)
+    return moved([int(won.group(1))], [int(started.group(1))] if started else [], default)
+
+
+def taken_out(sentence: str, match: re.Match[str]) -> bool:
+    """Whether the words just before a match take it out ("drop the", "revert the"): a
+    construct removed, a named setting back to a value the sentence does not name."""
+    return bool(_REMOVE.search(sentence[max(0, match.start() - 25) : match.start()]))
+
+
 def direction_of(kind: str, sentence: str, match: re.Match[str], default: int | None) -> str:
     """Which way the sentence says a technique of ``kind`` went, around ``match``."""
     start = max(0, match.start() - WINDOW)
-    before = sentence[start : match.start()]
     if kind == "construct":
-        return REMOVED if _REMOVE.search(before[-25:]) else ""
+        return REMOVED if taken_out(sentence, match) else ""
     if kind != "parameter":
         return ""
-    window = sentence[start : match.end() + WINDOW]
+    sweep = swept(sentence, default)
+    if sweep is not None:
+        return sweep
+    # read within the match's clause: "8 rows per program; the grid drops from 32768 to
+    # 4096" is no fewer rows
+    lo = max((m.end() for m in _PHRASE.finditer(sentence, 0, match.start())), default=0)
+    hi = next((m.start() for m in _PHRASE.finditer(sentence, match.end())), len(sentence))
+    start = max(lo, start)
+    window = sentence[start : min(hi, match.end() + WINDOW)]
     captured = match.group(1) if match.re.groups and match.group(1) else ""
     # a transition that starts near the match may end past the window
-    found = transition(sentence[start : match.end() + 2 * WINDOW], len(window))
+    found = transition(sentence[start : min(hi, match.end() + 2 * WINDOW)], len(window))
     found = found or _nearest(window, match.start() - start)
     if found:
         return found
@@ -132,3 +230,57 @@ def lever_parts(sentence: str) -> tuple[str, str]:
     whole sentence, each with its small number words as digits ("two rows" -> "2 rows")."""
     whole = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], sentence or "")
     return _CAUSE.split(whole, maxsplit=1)[0], whole
+
+
+def changes_nothing(sentence: str) -> bool:
+    """Whether a sentence says it changed no code, or opens with a measurement."""
+    return bool(_NO_CHANGE.search(sentence or ""))
+
+
+Span = tuple[int, int]
+
+
+_CONTEXT_WORDS = (_ALREADY, _REPORTED, _STAYS, _ATOP, _REPLACED)
+
+
+def context_spans(text: str) -> tuple[Span, ...]:
+    """The parts of ``text`` that are context, not the change: in each clause, what precedes
+    a word that says it stays, what follows a word that says the change builds on it, the
+    whole clause where it says "already" or reports what happened before; and what the
+    change replaced."""
+    spans: list[Span] = []
+    if not any(p.search(text) for p in _CONTEXT_WORDS):
+        return ()
+    start = 0
+    for end, after in [m.span() for m in _CLAUSE.finditer(text)] + [(len(text), len(text))]:
+        clause = text[start:end]
+        if _ALREADY.search(clause) or _REPORTED.search(clause):
+            spans.append((start, end))
+        spans.extend((start, start + m.end()) for m in _STAYS.finditer(clause))
+        spans.extend((start + m.start(), end) for m in _ATOP.finditer(clause))
+        start = after
+    spans.extend(m.span() for m in _REPLACED.finditer(text))
+    return tuple(spans)
+
+
+# A possessive after a word: "TileShape's", "warps' registers" (not a quoted key: 'BLOCK_N':).
+_POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=[a-z]{2}s)['\u2019](?=\s+[a-z])", re.I)
+
+
+def in_context(spans: tuple[Span, ...], text: str, match: re.Match[str]) -> bool:
+    """Whether a match is context: it starts inside one of ``spans``, or it is a possessor
+    ("the TileShape's K", "the producer warps' registers": a property of what is there)."""
+    if _POSSESSIVE.match(text, match.end()):
+        return True
+    return any(a <= match.start() < b for a, b in spans)
+
+
+def within_another(spans: dict[str, Span]) -> set[str]:
+    """The names whose span lies inside another name's (a word pattern may take in what
+    its technique's part does: "a TMA producer task" names warp specialization, and the
+    TMA inside it is the producer's role, not a change of its own)."""
+    return {
+        n
+        for n, (a, b) in spans.items()
+        if any(m != n and (c, d) != (a, b) and c <= a and b <= d for m, (c, d) in spans.items())
+    }

@@ -26,9 +26,22 @@ from gitkb.errors import GitkbError
 from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace.naming import slugify
-from gitkb.trace.technique_diff import as_diff, changed_lines, has_changes
+from gitkb.trace.technique_diff import as_diff, changed_lines, has_changes, outright
 from gitkb.trace.technique_patterns import Signature, compiled
-from gitkb.trace.technique_words import DOWN, REMOVED, UP, direction_of, lever_parts, moved
+from gitkb.trace.technique_words import (
+    DOWN,
+    REMOVED,
+    UP,
+    Span,
+    changes_nothing,
+    context_spans,
+    direction_of,
+    in_context,
+    lever_parts,
+    moved,
+    taken_out,
+    within_another,
+)
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
 
 KINDS = ("construct", "parameter", "value")
@@ -96,6 +109,10 @@ class Technique:
         folded = raw.strip().lower()
         return dict(self.values).get(folded, value_slug(folded))
 
+    def set_to(self, side: Side) -> list[str]:
+        """The values a diff's side sets this parameter or named setting to."""
+        return [m.group(1) for p in self.code for m in p.matches(*side) if m.group(1)]
+
     def shown_by(self, added: Side, removed: Side) -> str | None:
         """The direction of this technique in a diff's added and removed text, or None
         when the diff does not show it."""
@@ -109,8 +126,7 @@ class Technique:
             if plus.total() < minus.total():
                 return REMOVED
             return ""
-        plus_values = [m.group(1) for p in self.code for m in p.matches(*added) if m.group(1)]
-        minus_values = [m.group(1) for p in self.code for m in p.matches(*removed) if m.group(1)]
+        plus_values, minus_values = self.set_to(added), self.set_to(removed)
         if Counter(plus_values) == Counter(minus_values):
             return None
         if self.kind == "value":
@@ -118,31 +134,34 @@ class Technique:
             return self._value(new[-1]) if new else REMOVED
         return moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
 
-    def named_by(self, sentence: str, lowered: str, family: str) -> tuple[str, bool] | None:
+    def named_by(
+        self, sentence: str, lowered: str, family: str, context: tuple[Span, ...]
+    ) -> tuple[str, bool, Span] | None:
         """The direction the sentence (of a record of ``family``, "" when none is known)
-        gives this technique and whether it is named only weakly, or None when the sentence
-        names it not. Weakly: by a synonym marked weak, or, for a parameter or a named
-        setting, by a mention that gives no value and no direction (``BLOCK_N`` in "skip the
-        masks when N is a multiple of BLOCK_N"). A code signature spelled in the sentence
-        names it only where its code is that family's (PTX's ``ld.global.v4`` is no
-        Triton change), and only as code no prose word spells (``int4`` may be 4-bit
-        weights; ``int4*`` and ``SM80_CP_ASYNC`` are code)."""
+        gives this technique, whether it is named only weakly, and where, or None when the
+        sentence names it not, or only as context (``context``; ``in_context``). Weakly:
+        by a synonym marked weak, or, for a parameter or a named setting, by a mention that
+        gives no value and no direction (``BLOCK_N`` in "skip the masks when N is a multiple
+        of BLOCK_N"). A code signature spelled in the sentence names it only where its code
+        is that family's (PTX's ``ld.global.v4`` is no Triton change), and only as code no
+        prose word spells (``int4`` may be 4-bit weights; ``int4*`` is code)."""
         code = self.signed_in(family)
-        weak: tuple[str, bool] | None = None
+        weak: tuple[str, bool, Span] | None = None
         for word in self.words:
             if (word.code and not code) or not word.signature.may_match(lowered):
                 continue
             matches = word.signature.matches(sentence, lowered)
             if word.code:
                 matches = (m for m in matches if _CODE_SPELLING.search(m.group(0)))
-            match = next(matches, None)
+            match = next((m for m in matches if not in_context(context, sentence, m)), None)
             if match is None:
                 continue
-            direction = word.direction or self._direction_of(sentence, match)
+            reverted = self.kind == "value" and taken_out(sentence, match)  # to a value unsaid
+            direction = "" if reverted else word.direction or self._direction_of(sentence, match)
             bare = self.kind == "parameter" and not direction and not _captured(match)
             if not (word.weak or bare):
-                return direction, False
-            weak = weak or (direction, True)
+                return direction, False, match.span()
+            weak = weak or (direction, True, match.span())
         return weak
 
     def _direction_of(self, sentence: str, match: re.Match[str]) -> str:
@@ -271,12 +290,16 @@ class Vocabulary:
         found: dict[str, str] = {}
         if added or removed:
             plus, minus = (added, added.lower()), (removed, removed.lower())
+            defaulted: set[str] = set()
             for t in index.code.candidates(plus[1], minus[1]):
                 direction = t.shown_by(plus, minus)
                 if direction is not None:
                     found[t.name] = direction
+                    if t.kind == "parameter" and not t.set_to(minus):
+                        defaulted.add(t.name)
+            found = outright(found, defaulted)
         source = "diff"
-        if not found:
+        if not found and not changes_nothing(sentence):
             source = "words"
             family = self.known_family(dsl)
             diffed = family if has_changes(diff) else None
@@ -339,19 +362,21 @@ class Vocabulary:
 
 
 def _worded(index: AnchorIndex, text: str, family: str, diffed: str | None) -> dict[str, str]:
-    """The techniques (name -> direction) a text's words name: those named outright,
-    else those named only weakly. ``family``: the record's ("" when unknown); ``diffed``:
-    None where there is no diff, else the family of the diff's code, whose signed
+    """The techniques (name -> direction) a text's words name as the change: those named
+    outright, else those named weakly; never one named only as context (``context_spans``)
+    or inside another's words (``within_another``). ``family``: the record's ("" when
+    unknown); ``diffed``: None where there is no diff, else its code's family, whose signed
     techniques (``signed_in``) words never name."""
-    lowered = text.lower()
-    found: dict[str, str] = {}
-    weak: dict[str, str] = {}
+    lowered, context = text.lower(), context_spans(text)
+    named: dict[str, tuple[str, bool, Span]] = {}
     for t in index.candidates(lowered):
-        vouched = diffed is None or not t.signed_in(diffed)
-        named = t.named_by(text, lowered, family) if vouched else None
-        if named is not None:
-            (weak if named[1] else found)[t.name] = named[0]
-    return found or weak
+        if diffed is None or not t.signed_in(diffed):
+            said = t.named_by(text, lowered, family, context)
+            if said is not None:
+                named[t.name] = said
+    inside = within_another({n: span for n, (_, _, span) in named.items()})
+    kept = [(n, direction, weak) for n, (direction, weak, _) in named.items() if n not in inside]
+    return {n: d for n, d, weak in kept if not weak} or {n: d for n, d, _ in kept}
 
 
 # --- the vocabulary file -------------------------------------------------------------------
