@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from gitkb import layout
@@ -125,23 +126,22 @@ def anchor(repo: Repository, server: bool) -> bytes | None:
     return held if held or server else None
 
 
-def findings(
-    before: history.Before,
-    commits: list[CommitInfo],
-    anchor: bytes | None,
-    landed: Mapping[str, str] | None = None,
-    budget: Budget | None = None,
-) -> list[tuple[str, Finding]]:
-    """Each commit (oldest first) its signer may not make, as (commit, finding).
-    ``anchor``: the server's admins (allowed-signers bytes) for the commit that turns
-    access on; None: that commit answers to the admins it names itself. A merge that
-    adds nothing of its own (``merges.adds_nothing``: a forge's merge button makes such
-    merges, signed by no one here) needs no signature where each commit of its push
-    that it brings is signed by one whom the merge's first parent's rules give the role
-    that commit's own change needs (``landed``: which push brought each commit,
-    ``merges.pushes_along``; None: ``commits`` are one push). ``budget``: the server's
-    bounds, whose time left the signature check gets."""
-    repo = before.repo
+@dataclass(frozen=True)
+class Judging:
+    """The commits ``findings`` judges, each with the rules it answers to, and their
+    signatures being checked meanwhile (``begin``)."""
+
+    judged: tuple[tuple[CommitInfo, Rules], ...]
+    turning_on: frozenset[str]
+    signatures: Future[dict[tuple[bytes, str], Signature]]
+
+
+def begin(
+    repo: Repository, commits: list[CommitInfo], anchor: bytes | None, budget: Budget | None = None
+) -> Judging:
+    """Start judging ``commits`` (oldest first; ``anchor`` as ``findings`` takes it): the
+    rules each answers to, and ``ssh-keygen`` checking their signatures in the background,
+    so a push's other checks run while it waits on those processes."""
     judged: list[tuple[CommitInfo, Rules]] = []
     turning_on = set()
     for commit in commits:
@@ -155,11 +155,42 @@ def findings(
             # Access is turned on: the anchor's admins (else the commit's own) decide.
             turning_on.add(commit.sha)
             judged.append((commit, _turning_on(turned_on, anchor)))
-    signatures = _verify(repo, judged, {}, budget)
+    groups = _signed_groups(repo, judged, {})  # read here: the repository is not shared
+    signatures: Future[dict[tuple[bytes, str], Signature]] = Future()
+    if groups:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitkb-verify")
+        signatures = pool.submit(_verify, groups, budget)
+        pool.shutdown(wait=False)  # the check goes on; ``findings`` waits for the answer
+    else:
+        signatures.set_result({})  # access is off: nothing to check
+    return Judging(tuple(judged), frozenset(turning_on), signatures)
+
+
+def findings(
+    before: history.Before,
+    commits: list[CommitInfo],
+    anchor: bytes | None,
+    landed: Mapping[str, str] | None = None,
+    budget: Budget | None = None,
+    begun: Judging | None = None,
+) -> list[tuple[str, Finding]]:
+    """Each commit (oldest first) its signer may not make, as (commit, finding).
+    ``anchor``: the server's admins (allowed-signers bytes) for the commit that turns
+    access on; None: that commit answers to the admins it names itself. A merge that
+    adds nothing of its own (``merges.adds_nothing``: a forge's merge button makes such
+    merges, signed by no one here) needs no signature where each commit of its push
+    that it brings is signed by one whom the merge's first parent's rules give the role
+    that commit's own change needs (``landed``: which push brought each commit,
+    ``merges.pushes_along``; None: ``commits`` are one push). ``budget``: the server's
+    bounds, whose time left the signature check gets. ``begun``: the same judging
+    started earlier (``begin``)."""
+    repo = before.repo
+    judging = begun or begin(repo, commits, anchor, budget)
+    signatures = judging.signatures.result()
     found: dict[str, list[Finding]] = {}
     bringing: list[tuple[CommitInfo, Rules]] = []
-    for commit, rules in judged:
-        first = commit.sha in turning_on
+    for commit, rules in judging.judged:
+        first = commit.sha in judging.turning_on
         need = Need("admin", "turning access on", SIGNERS_PATH) if first else None
         need = need or needed_role(before, commit)
         finding = _verdict(commit, rules, signatures[rules.raw, commit.sha], need)
@@ -171,7 +202,7 @@ def findings(
             found[commit.sha] = [finding]
     if bringing:
         found |= _brought_findings(before, commits, bringing, landed, signatures, budget)
-    return [(commit.sha, f) for commit, _ in judged for f in found.get(commit.sha, ())]
+    return [(commit.sha, f) for commit, _ in judging.judged for f in found.get(commit.sha, ())]
 
 
 def _brought_findings(
@@ -198,7 +229,8 @@ def _brought_findings(
         for commit in (c for c in commits if c.sha in ids):
             if len(commit.parents) < 2 or not merges.adds_nothing(repo, commit):
                 wanted.append((merge, commit, rules))
-    signatures |= _verify(repo, [(c, rules) for _, c, rules in wanted], signatures, budget)
+    brought = _signed_groups(repo, [(c, rules) for _, c, rules in wanted], signatures)
+    signatures = signatures | _verify(brought, budget)
     out: dict[str, list[Finding]] = {}
     for merge, commit, rules in wanted:
         need = needed_role(before, commit)
@@ -211,19 +243,26 @@ def _brought_findings(
     return out
 
 
-def _verify(
+def _signed_groups(
     repo: Repository,
     judged: Iterable[tuple[CommitInfo, Rules]],
     known: dict[tuple[bytes, str], Signature],
-    budget: Budget | None,
-) -> dict[tuple[bytes, str], Signature]:
-    """Each commit's signature checked against its rules' signers file, as
-    (signers file, commit) -> Signature; one ``signing.verify`` per file, for the pairs
-    not ``known`` already, each given the time ``budget`` has left (past it: OverBound)."""
+) -> dict[bytes, dict[str, bytes]]:
+    """The commits whose signatures are to be checked, not ``known`` already, by the
+    signers file they answer to: signers file -> commit id -> the commit's bytes."""
     groups: dict[bytes, dict[str, bytes]] = {}
     for commit, rules in judged:
         if (rules.raw, commit.sha) not in known:
             groups.setdefault(rules.raw, {})[commit.sha] = repo.raw(commit.sha)
+    return groups
+
+
+def _verify(
+    groups: dict[bytes, dict[str, bytes]], budget: Budget | None
+) -> dict[tuple[bytes, str], Signature]:
+    """Each commit's signature checked against its signers file (``_signed_groups``), as
+    (signers file, commit) -> Signature; one ``signing.verify`` per file, each given the
+    time ``budget`` has left (past it: OverBound)."""
     out: dict[tuple[bytes, str], Signature] = {}
     for raw, group in groups.items():
         if budget is None:

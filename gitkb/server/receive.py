@@ -181,6 +181,9 @@ def _check_branch(
         with cache.snapshot(update.old):
             pass
     before = history.Before(repo, ids, config.max_record_bytes)
+    # The signatures are checked by ssh-keygen meanwhile, while the history rules and the
+    # gates run here.
+    judging = access.begin(repo, commits, anchor, budget)
     out: list[tuple[str, Finding]] = []
     base = commits[0].parents[0] if commits[0].parents else None
     with cache.snapshot(base, keep=False):
@@ -189,7 +192,7 @@ def _check_branch(
             findings = history.check_commit(before, commit)
             findings += _gate_findings(before, cache, commit, changed, budget)
             out += [(commit.sha, f) for f in findings]
-        out += access.findings(before, commits, anchor, budget=budget)
+        out += access.findings(before, commits, anchor, budget=budget, begun=judging)
         budget.tick()
         tip = StoreView(repo, cache, update.new)
         for record_file in changed.values():
