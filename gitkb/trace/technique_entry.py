@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitkb.trace.technique_patterns import Signature
 from gitkb.trace.technique_words import (
     REMOVED,
+    UNCHANGED,
     Span,
     direction_of,
     in_context,
+    may_take_out,
     moved,
     taken_out,
 )
@@ -39,6 +42,16 @@ class WordPattern:
     direction: str = ""
     weak: bool = False  # names its technique only when no other technique is named
     code: bool = False  # a code signature: it reads only a family the code is written for
+
+
+class Named(NamedTuple):
+    """How a sentence names a technique: which way it went, whether only weakly, where the
+    match that says so is, and where every match of it outside context is."""
+
+    direction: str
+    weak: bool
+    span: Span
+    spans: tuple[Span, ...]
 
 
 @dataclass(slots=True, frozen=True)
@@ -104,7 +117,7 @@ class Technique:
 
     def named_by(
         self, sentence: str, lowered: str, family: str, context: tuple[Span, ...]
-    ) -> tuple[str, bool, Span] | None:
+    ) -> Named | None:
         """The direction the sentence (of a record of ``family``, "" when none is known)
         gives this technique, whether it is named only weakly, and where, or None when the
         sentence names it not, or only as context (``context``; ``in_context``). Weakly:
@@ -114,22 +127,35 @@ class Technique:
         is that family's (PTX's ``ld.global.v4`` is no Triton change), and only as code no
         prose word spells (``int4`` may be 4-bit weights; ``int4*`` is code)."""
         code = self.signed_in(family)
-        weak: tuple[str, bool, Span] | None = None
+        said: list[tuple[WordPattern, re.Match[str]]] = []
         for word in self.words:
             if (word.code and not code) or not word.signature.may_match(lowered):
                 continue
             matches = word.signature.matches(sentence, lowered)
             if word.code:
                 matches = (m for m in matches if _CODE_SPELLING.search(m.group(0)))
-            match = next((m for m in matches if not in_context(context, sentence, m)), None)
-            if match is None:
+            said.extend((word, m) for m in matches if not in_context(context, sentence, m))
+        # a construct taken out where the sentence names it is taken out ("dropped the
+        # 2-CTA cluster; DSMEM traffic ..."); a named setting, back to a value unsaid
+        outs = self.kind != "parameter" and may_take_out(sentence)
+        gone = [(w, m) for w, m in said if outs and taken_out(sentence, m)]
+        spans = tuple(m.span() for _, m in said)
+        weak: Named | None = None
+        read: set[int] = set()  # a word's first match gives its direction
+        for word, match in gone or said:
+            if id(word) in read:
                 continue
-            reverted = self.kind == "value" and taken_out(sentence, match)  # to a value unsaid
-            direction = "" if reverted else word.direction or self._direction_of(sentence, match)
+            read.add(id(word))
+            if gone:
+                direction = REMOVED if self.kind == "construct" else ""
+            else:
+                direction = word.direction or self._direction_of(sentence, match)
+            if direction == UNCHANGED:  # a sweep that won where it started changed nothing
+                continue
             bare = self.kind == "parameter" and not direction and not _captured(match)
             if not (word.weak or bare):
-                return direction, False, match.span()
-            weak = weak or (direction, True, match.span())
+                return Named(direction, False, match.span(), spans)
+            weak = weak or Named(direction, True, match.span(), spans)
         return weak
 
     def _direction_of(self, sentence: str, match: re.Match[str]) -> str:

@@ -30,6 +30,7 @@ from gitkb.trace.technique_entry import (
     AnchorIndex,
     FamilyIndex,
     Found,
+    Named,
     Technique,
     WordPattern,
     value_slug,
@@ -39,10 +40,10 @@ from gitkb.trace.technique_words import (
     DOWN,
     REMOVED,
     UP,
-    Span,
     changes_nothing,
     context_spans,
     lever_parts,
+    returned_to,
     within_another,
 )
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
@@ -193,14 +194,33 @@ def _worded(index: AnchorIndex, text: str, family: str, diffed: str | None) -> d
     unknown); ``diffed``: None where there is no diff, else its code's family, whose signed
     techniques (``signed_in``) words never name."""
     lowered, context = text.lower(), context_spans(text)
-    named: dict[str, tuple[str, bool, Span]] = {}
+    named: dict[str, Named] = {}
+    kinds: dict[str, str] = {}
     for t in index.candidates(lowered):
         if diffed is None or not t.signed_in(diffed):
             said = t.named_by(text, lowered, family, context)
             if said is not None:
-                named[t.name] = said
-    inside = within_another({n: span for n, (_, _, span) in named.items()})
-    kept = [(n, direction, weak) for n, (direction, weak, _) in named.items() if n not in inside]
+                named[t.name], kinds[t.name] = said, t.kind
+    # back to an old form: where it names no technique ("back to raw pointer arithmetic"),
+    # a construct named elsewhere was taken out and a named setting went back to a value
+    # unsaid; where it names one ("back to cp.async; TMA cost more"), a construct named
+    # elsewhere is what it went back from
+    back = returned_to(text)
+    if back is not None:
+        there = {
+            n for n, said in named.items() if any(back[0] <= a < back[1] for a, _ in said.spans)
+        }
+        if there:
+            named = {n: s for n, s in named.items() if n in there or kinds[n] != "construct"}
+        else:
+            gone = {"construct": REMOVED, "value": ""}
+            named = {
+                n: s._replace(direction=gone.get(kinds[n], s.direction)) for n, s in named.items()
+            }
+    inside = within_another(
+        {n: s.span for n, s in named.items()}, {n: s.spans for n, s in named.items()}
+    )
+    kept = [(n, s.direction, s.weak) for n, s in named.items() if n not in inside]
     return {n: d for n, d, weak in kept if not weak} or {n: d for n, d, _ in kept}
 
 
