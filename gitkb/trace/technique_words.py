@@ -22,8 +22,12 @@ change. A sentence that says it changes no code, or that opens with a measuremen
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 UP, DOWN, REMOVED = "up", "down", "removed"
+# A sweep that ended where it started: no direction, and no change.
+UNCHANGED = "unchanged"
+Span = tuple[int, int]
 
 _UP = re.compile(
     r"\b(?:more|increas\w*|rais\w*|higher|larger|bigger|doubl\w*|bump\w*|wider|widen\w*"
@@ -35,8 +39,48 @@ _DOWN = re.compile(
     r"|drop\w*|shallower|trim\w*)\b",
     re.I,
 )
-# A construct taken out ("drop the", "revert the"; "revert to X" puts X back).
-_REMOVE = re.compile(r"\b(?:remov\w*|drop\w*|revert\w*)\b(?!\s+(?:to|back)\b)", re.I)
+# A construct taken out: by a verb before it in its own clause ("drop the", "revert the",
+# "undo the", "no longer use"; "revert to X" puts X back; "drop the masks, add
+# tl.multiple_of" takes out no hint: ``_AFTER_CLAUSE``), by "non-" ("the non-persistent
+# version"), by a verb of taking before it and "out" after it ("took __ldg back out"), by
+# a verb after it, a word or two on ("the persistent grid reverted to ...", "the DSMEM
+# exchange removed"; not "X dropped the latency"), or by "without" where the sentence
+# says it is so now ("without block pointers now").
+_REMOVE = re.compile(
+    r"\b(?:remov\w*|drop\w*|revert\w*|undo\w*|undid|back(?:ed|ing)? out|ripp?\w* out"
+    r"|disabl\w*|delet\w*|ditch\w*|(?:got|get|getting) rid of|stop(?:ped|s)? using"
+    r"|no longer (?:use[sd]?|using|with))\b(?!\s+(?:to|back)\b)",
+    re.I,
+)
+_AFTER_CLAUSE = re.compile(
+    r"[;,:(]|\b(?:and|then|but|plus|add(?:s|ed|ing)?)\b"
+    r"|(?<!longer )(?<!stop )(?<!stopped )(?<!stops )\b(?:use[sd]?|using)\b",
+    re.I,
+)
+_NON = re.compile(r"\bnon[- ]?$", re.I)
+_TAKE = re.compile(r"\b(?:took|take[ns]?|taking|pull(?:s|ed|ing)?|ripp?(?:s|ed|ing)?)\b", re.I)
+_OUT = re.compile(r"[^;,:.]{0,20}?\b(?:back\s+)?out\b", re.I)
+_GONE = re.compile(
+    r"(?:\s+[a-z][\w-]*){0,2}?\s+(?:(?:is|was|were|got|gets|has been|have been|now)\s+)?"
+    r"(?:removed|dropped|reverted"
+    r"|backed out|taken out|ripped out|pulled out|gone|disabled|deleted)\b"
+    r"(?!\s+(?:the|a|an|its|their|by|from|\d+)\b)",
+    re.I,
+)
+_WITHOUT = re.compile(r"\bwithout\s+(?:the\s+|any\s+|a\s+)?$", re.I)
+_NOW = re.compile(r"\b(?:now|anymore|any more|no longer)\b", re.I)
+# What a change went back to, when it is the old form: "back to raw pointer arithmetic"
+# at a clause's start or after a verb of going, "reverted to one program per tile",
+# "k_batch back to 1"; not "writes the tile back to global", nor a negated one ("doesn't
+# go back to HBM").
+_BACK_TO = re.compile(
+    r"(?:^|[;:,(\u2014]|\b(?:go|goes|going|went|fall|falls|fell|falling|switch\w*|mov(?:e|es|ed|ing)"
+    r"|chang\w*|set|put|flip\w*|turn\w*|now))\s*back\s+to\b"
+    r"|\bback\s+to\s+(?=\d)"
+    r"|\brevert(?:s|ed|ing)?(?:\s+back)?\s+to\b",
+    re.I,
+)
+_NEGATED = re.compile(r"(?:n't|\bnot|\bnever)\b[^;,:]{0,12}$", re.I)
 # Up to two words between a comparison and the old number ("instead of a fixed 1024").
 _FILLER = r"(?:[a-z][\w-]*\s+){0,2}?"
 # Two numbers and which of them is the new one: (pattern, the new value's group).
@@ -128,7 +172,9 @@ _NO_CHANGE = re.compile(
 # and where it started ("starting from 3", "from 64", "was 4").
 _WINNER = (
     re.compile(
-        r"\b(\d+)\s+(?:won|wins|(?:was |is )?(?:the )?(?:fastest|best)|came out ahead)\b", re.I
+        r"\b(\d+)\s+(?:still |again |stays? |stayed |remains? |remained )?(?:won|wins"
+        r"|(?:was |is )?(?:the )?(?:fastest|best)|came out ahead)\b",
+        re.I,
     ),
     re.compile(
         r"\b(?:kept|settled on|picked|chose|went with|best at|winner(?: was| is|:)?)\s+(\d+)\b"
@@ -181,18 +227,60 @@ def transition(text: str, within: int | None = None) -> str:
 
 def swept(text: str, default: int | None) -> str | None:
     """The direction of a sweep's winner against where the sweep started (its default when
-    the text does not say), "" when neither is known, None when the text names no winner."""
+    the text does not say), ``UNCHANGED`` when it won where the sweep started ("4 still
+    best"), "" when neither is known, None when the text names no winner."""
     won = next((m for m in (w.search(text) for w in _WINNER) if m), None)
     if won is None:
         return None
     started = next((m for m in _START.finditer(text) if m.start(1) != won.start(1)), None)
-    return moved([int(won.group(1))], [int(started.group(1))] if started else [], default)
+    old = [int(started.group(1))] if started else [default] if default is not None else []
+    if old == [int(won.group(1))]:
+        return UNCHANGED
+    return moved([int(won.group(1))], old, default)
+
+
+# Every word one of the ways of taking a construct out needs: a sentence with none of them
+# takes nothing out (``taken_out``'s cheap path).
+_OUT_WORDS = re.compile(
+    r"remov|drop|revert|undo|undid|out\b|disabl|delet|ditch|rid of|using|longer|non\b|gone"
+    r"|without",
+    re.I,
+)
+
+
+@lru_cache(maxsize=256)
+def may_take_out(sentence: str) -> bool:
+    """Whether a sentence holds a word ``taken_out`` needs to find a construct taken out
+    (asked once for each technique the sentence names, so remembered)."""
+    return bool(_OUT_WORDS.search(sentence))
 
 
 def taken_out(sentence: str, match: re.Match[str]) -> bool:
-    """Whether the words just before a match take it out ("drop the", "revert the"): a
-    construct removed, a named setting back to a value the sentence does not name."""
-    return bool(_REMOVE.search(sentence[max(0, match.start() - 25) : match.start()]))
+    """Whether the words around a match take it out ("drop the", "revert the", "took ...
+    back out", "the non-persistent version", "... reverted to"): a construct removed, a
+    named setting back to a value the sentence does not name."""
+    before = sentence[max(0, match.start() - 25) : match.start()]
+    own = before[max((m.end() for m in _AFTER_CLAUSE.finditer(before)), default=0) :]
+    after = sentence[match.end() :]
+    return bool(
+        _REMOVE.search(own)
+        or _NON.search(before)
+        or (_TAKE.search(own) and _OUT.match(after))
+        or _GONE.match(after)
+        or (_WITHOUT.search(before) and _NOW.search(sentence))
+    )
+
+
+def returned_to(text: str) -> Span | None:
+    """Where ``text`` names what a change went back to (to the end of that clause), or
+    None: "back to raw pointer arithmetic" is the old form, and a construct named
+    elsewhere in the text is what was taken out."""
+    for found in _BACK_TO.finditer(text):
+        if _NEGATED.search(text, 0, found.start()):
+            continue
+        end = next((c.start() for c in _CLAUSE.finditer(text, found.end())), len(text))
+        return found.end(), end
+    return None
 
 
 def direction_of(kind: str, sentence: str, match: re.Match[str], default: int | None) -> str:
@@ -237,9 +325,6 @@ def changes_nothing(sentence: str) -> bool:
     return bool(_NO_CHANGE.search(sentence or ""))
 
 
-Span = tuple[int, int]
-
-
 _CONTEXT_WORDS = (_ALREADY, _REPORTED, _STAYS, _ATOP, _REPLACED)
 
 
@@ -265,22 +350,29 @@ def context_spans(text: str) -> tuple[Span, ...]:
 
 # A possessive after a word: "TileShape's", "warps' registers" (not a quoted key: 'BLOCK_N':).
 _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=[a-z]{2}s)['\u2019](?=\s+[a-z])", re.I)
+# A register budget after a word: "producer task registers 40 -> 24" is a budget of the
+# task that is there, as "the producer task's registers" is.
+_BUDGET = re.compile(r"\s+(?:registers?|regs|register (?:budget|count|cap)|budget)\b", re.I)
 
 
 def in_context(spans: tuple[Span, ...], text: str, match: re.Match[str]) -> bool:
     """Whether a match is context: it starts inside one of ``spans``, or it is a possessor
-    ("the TileShape's K", "the producer warps' registers": a property of what is there)."""
-    if _POSSESSIVE.match(text, match.end()):
+    ("the TileShape's K", "the producer warps' registers": a property of what is there), or
+    a budget's owner ("producer task registers 40 -> 24")."""
+    if _POSSESSIVE.match(text, match.end()) or _BUDGET.match(text, match.end()):
         return True
     return any(a <= match.start() < b for a, b in spans)
 
 
-def within_another(spans: dict[str, Span]) -> set[str]:
-    """The names whose span lies inside another name's (a word pattern may take in what
-    its technique's part does: "a TMA producer task" names warp specialization, and the
-    TMA inside it is the producer's role, not a change of its own)."""
+def within_another(chosen: dict[str, Span], every: dict[str, tuple[Span, ...]]) -> set[str]:
+    """The names whose match (``chosen``) lies inside one of another name's matches
+    (``every``): a word pattern may take in what its technique's part does ("a TMA producer
+    task" names warp specialization, and the TMA inside it is the producer's role, not a
+    change of its own; so is the tcgen05 in "an MMA partition that issues tcgen05", the
+    same technique's second match)."""
     return {
         n
-        for n, (a, b) in spans.items()
-        if any(m != n and (c, d) != (a, b) and c <= a and b <= d for m, (c, d) in spans.items())
+        for n, (a, b) in chosen.items()
+        for m, spans in every.items()
+        if m != n and any((c, d) != (a, b) and c <= a and b <= d for c, d in spans)
     }

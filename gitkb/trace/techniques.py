@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
@@ -27,19 +26,24 @@ from gitkb.record import dig
 from gitkb.record.values import stripped_text
 from gitkb.trace.naming import slugify
 from gitkb.trace.technique_diff import as_diff, changed_lines, has_changes, outright
-from gitkb.trace.technique_patterns import Signature, compiled
+from gitkb.trace.technique_entry import (
+    AnchorIndex,
+    FamilyIndex,
+    Found,
+    Named,
+    Technique,
+    WordPattern,
+    value_slug,
+)
+from gitkb.trace.technique_patterns import compiled
 from gitkb.trace.technique_words import (
     DOWN,
     REMOVED,
     UP,
-    Span,
     changes_nothing,
     context_spans,
-    direction_of,
-    in_context,
     lever_parts,
-    moved,
-    taken_out,
+    returned_to,
     within_another,
 )
 from gitkb.trace.vocabulary_version import FILE_NAME, vocabulary_path
@@ -51,138 +55,6 @@ CARD_TYPE = "technique-card"
 # The implementation formats whose snippet is a diff of the lever (the built-in
 # distiller's and an importer's); any other snippet is source, not a change.
 DIFF_FORMAT_PREFIX = "unified-diff"
-
-
-def value_slug(text: str) -> str:
-    """A named setting's value as a key's direction: lowercase-hyphenated, nothing dropped
-    (``v3`` stays ``v3``, ``evict_first`` is ``evict-first``)."""
-    return re.sub(r"[^a-z0-9]+", "-", text.strip().lower()).strip("-")
-
-
-# A diff's side: its text, and the text in lower case (what anchors are looked for in).
-Side = tuple[str, str]
-
-
-@dataclass(slots=True, frozen=True)
-class WordPattern:
-    """One synonym of a technique in a trace's sentence; ``direction`` fixed when given."""
-
-    signature: Signature
-    direction: str = ""
-    weak: bool = False  # names its technique only when no other technique is named
-    code: bool = False  # a code signature: it reads only a family the code is written for
-
-
-@dataclass(slots=True, frozen=True)
-class Found:
-    """One technique a change shows, and which way it went ("" when it has no direction)."""
-
-    name: str
-    direction: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.name}-{self.direction}" if self.direction else self.name
-
-
-@dataclass(slots=True, frozen=True)
-class Technique:
-    """One entry of the vocabulary."""
-
-    name: str
-    dsls: tuple[str, ...]
-    meaning: str
-    kind: str
-    default: int | None
-    code: tuple[Signature, ...]
-    words: tuple[WordPattern, ...]
-    subsumes: tuple[str, ...]
-    values: tuple[tuple[str, str], ...]
-    code_dsls: tuple[str, ...]  # the families whose code its signatures are written for
-
-    def signed_in(self, family: str) -> bool:
-        """Whether a diff of ``family``'s code can show this technique (it has code
-        signatures written for that family; any family it does not list, when it has any)."""
-        return bool(self.code) and (family not in self.dsls or family in self.code_dsls)
-
-    def _value(self, raw: str) -> str:
-        folded = raw.strip().lower()
-        return dict(self.values).get(folded, value_slug(folded))
-
-    def set_to(self, side: Side) -> list[str]:
-        """The values a diff's side sets this parameter or named setting to."""
-        return [m.group(1) for p in self.code for m in p.matches(*side) if m.group(1)]
-
-    def shown_by(self, added: Side, removed: Side) -> str | None:
-        """The direction of this technique in a diff's added and removed text, or None
-        when the diff does not show it."""
-        if not _may_match(self.code, added[1]) and not _may_match(self.code, removed[1]):
-            return None
-        if self.kind == "construct":
-            plus = Counter(m.group(0) for p in self.code for m in p.matches(*added))
-            minus = Counter(m.group(0) for p in self.code for m in p.matches(*removed))
-            if plus == minus:
-                return None
-            if plus.total() < minus.total():
-                return REMOVED
-            return ""
-        plus_values, minus_values = self.set_to(added), self.set_to(removed)
-        if Counter(plus_values) == Counter(minus_values):
-            return None
-        if self.kind == "value":
-            new = [v for v in plus_values if v not in minus_values]
-            return self._value(new[-1]) if new else REMOVED
-        return moved([int(v) for v in plus_values], [int(v) for v in minus_values], self.default)
-
-    def named_by(
-        self, sentence: str, lowered: str, family: str, context: tuple[Span, ...]
-    ) -> tuple[str, bool, Span] | None:
-        """The direction the sentence (of a record of ``family``, "" when none is known)
-        gives this technique, whether it is named only weakly, and where, or None when the
-        sentence names it not, or only as context (``context``; ``in_context``). Weakly:
-        by a synonym marked weak, or, for a parameter or a named setting, by a mention that
-        gives no value and no direction (``BLOCK_N`` in "skip the masks when N is a multiple
-        of BLOCK_N"). A code signature spelled in the sentence names it only where its code
-        is that family's (PTX's ``ld.global.v4`` is no Triton change), and only as code no
-        prose word spells (``int4`` may be 4-bit weights; ``int4*`` is code)."""
-        code = self.signed_in(family)
-        weak: tuple[str, bool, Span] | None = None
-        for word in self.words:
-            if (word.code and not code) or not word.signature.may_match(lowered):
-                continue
-            matches = word.signature.matches(sentence, lowered)
-            if word.code:
-                matches = (m for m in matches if _CODE_SPELLING.search(m.group(0)))
-            match = next((m for m in matches if not in_context(context, sentence, m)), None)
-            if match is None:
-                continue
-            reverted = self.kind == "value" and taken_out(sentence, match)  # to a value unsaid
-            direction = "" if reverted else word.direction or self._direction_of(sentence, match)
-            bare = self.kind == "parameter" and not direction and not _captured(match)
-            if not (word.weak or bare):
-                return direction, False, match.span()
-            weak = weak or (direction, True, match.span())
-        return weak
-
-    def _direction_of(self, sentence: str, match: re.Match[str]) -> str:
-        if self.kind == "value" and _captured(match):
-            return self._value(_captured(match))
-        return direction_of(self.kind, sentence, match, self.default)
-
-
-# What a code signature's match holds when it is code, not a prose word: punctuation no
-# word has, or an identifier in camel case.
-_CODE_SPELLING = re.compile(r"[_.(<:#=*\[]|[a-z][A-Z]")
-
-
-def _captured(match: re.Match[str]) -> str:
-    """What a word pattern's first group captured (a number, a value), or ""."""
-    return (match.group(1) or "") if match.re.groups else ""
-
-
-def _may_match(signatures: tuple[Signature, ...] | list[Signature], lowered: str) -> bool:
-    """Whether any of ``signatures`` may match a text (its anchor is in it, or it has none)."""
-    return any(s.may_match(lowered) for s in signatures)
 
 
 @dataclass(slots=True, frozen=True)
@@ -206,52 +78,6 @@ class Detection:
         technique name (``num-warps`` finds ``num-warps-up``)."""
         names = {f.key for f in self.found} | {f.name for f in self.found}
         return sorted(names | ({self.key} if self.key else set()))
-
-
-@dataclass(slots=True, frozen=True, eq=False)
-class AnchorIndex:
-    """Which techniques a text may show, found from the literals their patterns start
-    with (one pass over every anchor, not one per pattern); ``always``: those with a
-    pattern that has none."""
-
-    anchors: tuple[str, ...]
-    by_anchor: dict[str, tuple[int, ...]]
-    always: tuple[int, ...]
-    techniques: tuple[Technique, ...]
-
-    @classmethod
-    def of(cls, techniques: tuple[Technique, ...], code: bool) -> AnchorIndex:
-        by_anchor: dict[str, set[int]] = {}
-        always: list[int] = []
-        for n, t in enumerate(techniques):
-            signatures = t.code if code else tuple(w.signature for w in t.words)
-            for signature in signatures:
-                if signature.anchors is None:
-                    always.append(n)
-                for a in signature.anchors or ():
-                    by_anchor.setdefault(a, set()).add(n)
-        return cls(
-            tuple(by_anchor),
-            {a: tuple(sorted(ns)) for a, ns in by_anchor.items()},
-            tuple(sorted(set(always))),
-            techniques,
-        )
-
-    def candidates(self, *lowered: str) -> list[Technique]:
-        """The techniques, in vocabulary order, that may match one of the texts."""
-        hit = set(self.always)
-        for text in lowered:
-            if text:
-                hit.update(n for a in self.anchors if a in text for n in self.by_anchor[a])
-        return [self.techniques[n] for n in sorted(hit)]
-
-
-@dataclass(slots=True, frozen=True, eq=False)
-class FamilyIndex:
-    """A DSL family's techniques, indexed by their code and by their words."""
-
-    code: AnchorIndex
-    words: AnchorIndex
 
 
 @dataclass(slots=True, frozen=True, eq=False)
@@ -368,14 +194,33 @@ def _worded(index: AnchorIndex, text: str, family: str, diffed: str | None) -> d
     unknown); ``diffed``: None where there is no diff, else its code's family, whose signed
     techniques (``signed_in``) words never name."""
     lowered, context = text.lower(), context_spans(text)
-    named: dict[str, tuple[str, bool, Span]] = {}
+    named: dict[str, Named] = {}
+    kinds: dict[str, str] = {}
     for t in index.candidates(lowered):
         if diffed is None or not t.signed_in(diffed):
             said = t.named_by(text, lowered, family, context)
             if said is not None:
-                named[t.name] = said
-    inside = within_another({n: span for n, (_, _, span) in named.items()})
-    kept = [(n, direction, weak) for n, (direction, weak, _) in named.items() if n not in inside]
+                named[t.name], kinds[t.name] = said, t.kind
+    # back to an old form: where it names no technique ("back to raw pointer arithmetic"),
+    # a construct named elsewhere was taken out and a named setting went back to a value
+    # unsaid; where it names one ("back to cp.async; TMA cost more"), a construct named
+    # elsewhere is what it went back from
+    back = returned_to(text)
+    if back is not None:
+        there = {
+            n for n, said in named.items() if any(back[0] <= a < back[1] for a, _ in said.spans)
+        }
+        if there:
+            named = {n: s for n, s in named.items() if n in there or kinds[n] != "construct"}
+        else:
+            gone = {"construct": REMOVED, "value": ""}
+            named = {
+                n: s._replace(direction=gone.get(kinds[n], s.direction)) for n, s in named.items()
+            }
+    inside = within_another(
+        {n: s.span for n, s in named.items()}, {n: s.spans for n, s in named.items()}
+    )
+    kept = [(n, s.direction, s.weak) for n, s in named.items() if n not in inside]
     return {n: d for n, d, weak in kept if not weak} or {n: d for n, d, _ in kept}
 
 

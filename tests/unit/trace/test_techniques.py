@@ -15,7 +15,7 @@ from helpers import CONFORMANCE, ROOT
 from gitkb.errors import GitkbError
 from gitkb.store.cache import file as cache_file
 from gitkb.testing import technique_levers
-from gitkb.trace import techniques, vocabulary_version
+from gitkb.trace import technique_patterns, techniques, vocabulary_version
 
 LABELED = ROOT / "tests" / "data" / "techniques_labeled.json"
 HELD_OUT = ROOT / "tests" / "data" / "techniques_held_out.json"
@@ -347,7 +347,7 @@ def test_a_bad_vocabulary_is_one_clear_error(text, message):
 def _without_anchors(vocabulary: techniques.Vocabulary) -> techniques.Vocabulary:
     """The vocabulary with every pattern run on every text (no anchor looked for first)."""
 
-    def bare(s: techniques.Signature) -> techniques.Signature:
+    def bare(s: technique_patterns.Signature) -> technique_patterns.Signature:
         return dataclasses.replace(s, anchors=None)
 
     plain = tuple(
