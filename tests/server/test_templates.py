@@ -24,8 +24,10 @@ def naming(folder: Path, text: str) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
 
 
-def test_a_copied_server_and_clone_push_as_a_fresh_pair(server, clone, held, tmp_path):
-    source = built("held")
+def pushes_as_a_fresh_pair(server, clone, tmp_path, state: str) -> None:
+    """The copy of the pushed ``state``: its clone's origin is the copy's server, no file
+    names the template, a good push lands, a bad one is refused, the template stays."""
+    source = built(state)
     template_main = git("rev-parse", "main", cwd=source / "server.git").stdout
     assert git("config", "remote.origin.url", cwd=clone.location).stdout.strip() == (
         f"file://{server}"
@@ -43,6 +45,14 @@ def test_a_copied_server_and_clone_push_as_a_fresh_pair(server, clone, held, tmp
                    [("KB-Action", "insert"), ("KB-Record", bad["id"])])  # fmt: skip
     refused(push(clone), server, commit, "schema")
     assert git("rev-parse", "main", cwd=source / "server.git").stdout == template_main
+
+
+def test_a_copied_held_server_and_clone_push_as_a_fresh_pair(server, clone, held, tmp_path):
+    pushes_as_a_fresh_pair(server, clone, tmp_path, "held")
+
+
+def test_a_copied_examples_server_and_clone_push_as_a_fresh_pair(server, clone, examples, tmp_path):
+    pushes_as_a_fresh_pair(server, clone, tmp_path, "examples")
 
 
 def test_a_copied_server_takes_a_fresh_clone(server, clone, tmp_path):
