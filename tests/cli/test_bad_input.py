@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT, example_files, git, kb
+from helpers.templates import copy_of
 
 from gitkb.testing.traces import legacy_trace
 
@@ -35,13 +36,18 @@ def _refused(done, code: int = 1) -> str:
     return err
 
 
-@pytest.fixture
-def filled(tmp_path):
-    """A store holding the example strategy record, changed by C git as a test says."""
-    path = tmp_path / "store"
+def _fill(folder: Path) -> None:
+    """``folder/store``: a store made by `git kb init`, the example strategy admitted."""
+    path = folder / "store"
     assert kb("init", str(path)).returncode == 0
     assert kb("admit", str(STRATEGY), "--store", str(path)).returncode == 0
-    return path
+
+
+@pytest.fixture
+def filled(tmp_path, tmp_path_factory):
+    """A store holding the example strategy record, changed by C git as a test says (a copy
+    of one made once per test process)."""
+    return copy_of("filled", _fill, tmp_path_factory, tmp_path) / "store"
 
 
 def _commit_on_main(store: Path, path: str, data: bytes) -> None:

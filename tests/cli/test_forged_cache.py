@@ -9,8 +9,10 @@ can tell it is a lie."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import zlib
+from pathlib import Path
 
 import pytest
 from helpers import forge_cache_row, kb
@@ -109,11 +111,29 @@ def seed(tmp_path_factory):
     return location
 
 
-def _store(seed, tmp_path):
-    import shutil
+@pytest.fixture(scope="module")
+def asked(seed, tmp_path_factory):
+    """(verb, tmp_path) -> (a copy under tmp_path of a store whose cache that verb's honest
+    answer built, that answer as given there): each verb is asked once over a copy of the
+    seed of its own, as each test of it would first ask it over a copy of its own; an
+    answer naming the store names the test's copy."""
+    answers: dict[str, tuple[Path, tuple[int, bytes, bytes]]] = {}
 
+    def ask(verb: str, tmp_path: Path) -> tuple[Path, tuple[int, bytes, bytes]]:
+        if verb not in answers:
+            location = _store(seed, tmp_path_factory.mktemp(f"asked-{verb}"))
+            answers[verb] = (location, _answer(location, VERBS[verb]))
+        over, (code, out, err) = answers[verb]
+        location = _store(over, tmp_path)
+        here = (bytes(over), bytes(location))
+        return location, (code, out.replace(*here), err.replace(*here))
+
+    return ask
+
+
+def _store(seed, tmp_path):
     location = tmp_path / "kb.git"
-    shutil.copytree(seed, location)
+    shutil.copytree(seed, location, symlinks=True)
     return location
 
 
@@ -124,9 +144,8 @@ def _answer(location, argv):
 
 @pytest.mark.parametrize("verb", list(VERBS))
 @pytest.mark.parametrize("attack", list(ATTACKS))
-def test_a_forged_cache_row_changes_no_answer(seed, tmp_path, verb, attack):
-    location = _store(seed, tmp_path)
-    honest = _answer(location, VERBS[verb])  # also builds the cache
+def test_a_forged_cache_row_changes_no_answer(asked, tmp_path, verb, attack):
+    location, honest = asked(verb, tmp_path)  # the honest answer, which built the cache
     if verb != "show-ghost":
         assert honest[0] == 0, honest[2].decode()
     with sqlite3.connect(location / "gitkb-cache" / "index.sqlite3") as db:
@@ -149,10 +168,10 @@ def _served(verb: str, out: bytes) -> set[str]:
     return {json.dumps(hit, sort_keys=True) for hit in answer["records"]}
 
 
-def test_show_serves_main_blob_after_a_forged_row(seed, tmp_path):
+def test_show_serves_main_blob_after_a_forged_row(asked, tmp_path):
     """The bytes ``show`` prints are main's blob, byte for byte, with the row forged."""
-    location = _store(seed, tmp_path)
-    assert kb("list", "--store", str(location)).returncode == 0
+    location, listed = asked("list", tmp_path)
+    assert listed[0] == 0
     with sqlite3.connect(location / "gitkb-cache" / "index.sqlite3") as db:
         forge_content(db)
     done = kb("show", TARGET["id"], "--store", str(location))

@@ -10,6 +10,7 @@ from gitkb import record as rec
 from gitkb.layout import BRANCH
 from gitkb.store import Store
 from gitkb.vcs.trailers import format_message
+from helpers.paths import example_files
 from helpers.run import git, kb, put_git_kb_on_path
 
 
@@ -17,6 +18,12 @@ def push(store: Store, *refspecs: str, url: str = "origin"):
     return git(
         "push", "--porcelain", url, *(refspecs or ("main",)), cwd=store.location, check=False
     )
+
+
+def admit_examples(store: Store) -> None:
+    """Admit every example record of templates/examples into ``store``."""
+    for path in example_files():
+        store.admit(path.read_bytes(), "insert", source=str(path))
 
 
 def has_object(repo: Path, sha: str) -> bool:

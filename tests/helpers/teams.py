@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gitkb.record import dumps
 from gitkb.store import Store
 from gitkb.store import access as store_access
@@ -15,30 +17,52 @@ from helpers.records import strategy
 from helpers.run import git, kb
 from helpers.servers import Remote, push_to
 from helpers.signing import allowed_signers, make_key, public
+from helpers.templates import copy_of
+
+NAMES = ("alice", "bob", "carol", "mallory")
 
 
 class Team:
+    """The team whose files are under ``tmp_path``: made there by ``Team.build``, or copied
+    there from one built once per test process by ``Team.copied``."""
+
     def __init__(self, tmp_path: Path) -> None:
         self.remote: Remote | None = None
         keys = tmp_path / "signing-keys"  # the ssh transport keeps its login keys in keys/
-        self.keys = {name: make_key(keys, name) for name in ("alice", "bob", "carol", "mallory")}
+        self.keys = {name: keys / name for name in NAMES}
         self.server = tmp_path / "server.git"
-        Store.init(self.server, bare=True)
-        anchor = allowed_signers(tmp_path / "admins", ("alice", self.keys["alice"]))
-        done = kb("hooks", "install", "--server", str(self.server), "--admins", str(anchor))
-        assert done.returncode == 0, done.stderr.decode()
         self.work = tmp_path / "work"
-        git("clone", "-q", f"file://{self.server}", str(self.work))
-        for name, value in (("commit.gpgsign", "true"), ("gpg.format", "ssh")):
-            git("config", name, value, cwd=self.work)
-        self.sign_as("alice")
-        store_access.init(self.store, "alice", self.key("alice"))
-        store_access.add(self.store, "bob", self.key("bob"), "curator")
-        store_access.add(self.store, "carol", self.key("carol"))
         self.record = strategy(1)
-        self.sign_as("carol")
-        self.store.admit(dumps(self.record), "insert")
-        self.accepted()
+
+    @classmethod
+    def build(cls, tmp_path: Path) -> Team:
+        """Make the team under ``tmp_path``: keys, the hooked server with its anchor, and a
+        clone that turned access on and pushed carol's signed ``record``."""
+        team = cls(tmp_path)
+        for name, key in team.keys.items():
+            make_key(key.parent, name)
+        Store.init(team.server, bare=True)
+        anchor = allowed_signers(tmp_path / "admins", ("alice", team.keys["alice"]))
+        done = kb("hooks", "install", "--server", str(team.server), "--admins", str(anchor))
+        assert done.returncode == 0, done.stderr.decode()
+        git("clone", "-q", f"file://{team.server}", str(team.work))
+        for name, value in (("commit.gpgsign", "true"), ("gpg.format", "ssh")):
+            git("config", name, value, cwd=team.work)
+        team.sign_as("alice")
+        store_access.init(team.store, "alice", team.key("alice"))
+        store_access.add(team.store, "bob", team.key("bob"), "curator")
+        store_access.add(team.store, "carol", team.key("carol"))
+        team.sign_as("carol")
+        team.store.admit(dumps(team.record), "insert")
+        team.accepted()
+        return team
+
+    @classmethod
+    def copied(cls, tmp_path: Path, factory: pytest.TempPathFactory) -> Team:
+        """The team ``build`` makes, copied under ``tmp_path`` from the one this process
+        built (helpers/templates.py): the clone signs with the copy's keys and pushes to
+        the copy's server."""
+        return cls(copy_of("team", cls.build, factory, tmp_path))
 
     def key(self, name: str) -> tuple[str, str]:
         return store_access.key_of(public(self.keys[name]), name)

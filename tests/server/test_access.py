@@ -16,7 +16,6 @@ from helpers import git, kb, put_git_kb_on_path
 from helpers.pushes import forge, gitkb_lines, push, record_edits
 from helpers.records import strategy
 from helpers.signing import allowed_signers, make_key, needs_ssh_keygen, pgp_signed, public
-from helpers.teams import Team
 
 from gitkb.access.signers import AllowedSigner
 from gitkb.layout import BRANCH
@@ -28,12 +27,6 @@ from gitkb.warmstart.attest import attest
 from gitkb.warmstart.retract import retract
 
 pytestmark = [needs_ssh_keygen, pytest.mark.slow]
-
-
-@pytest.fixture
-def team(tmp_path, monkeypatch) -> Team:
-    put_git_kb_on_path(tmp_path, monkeypatch)
-    return Team(tmp_path)
 
 
 def test_signed_roles_land_and_each_attack_is_refused_with_one_line(team):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import git, kb, put_git_kb_on_path
+from helpers import git, kb
 from helpers.records import strategy
 from helpers.signing import needs_ssh_keygen, pgp_signed
 from helpers.teams import Team
@@ -23,12 +23,6 @@ from gitkb.warmstart.attest import attest
 from gitkb.warmstart.retract import retract
 
 pytestmark = [needs_ssh_keygen, pytest.mark.slow]
-
-
-@pytest.fixture
-def team(tmp_path, monkeypatch) -> Team:
-    put_git_kb_on_path(tmp_path, monkeypatch)
-    return Team(tmp_path)
 
 
 def branch_off(team: Team, side: str) -> str:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from helpers import git, kb, put_git_kb_on_path
+from helpers import git, kb
 from helpers.pushes import forge, record_edits
 from helpers.records import strategy
 from helpers.servers import TRANSPORTS, Host, hosting, push_to
@@ -146,11 +146,7 @@ def judged(team: Team, host: Host, attack: Callable[[Team], str]) -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_each_attack_is_refused_over_every_transport_and_by_the_check(
-    transport, tmp_path, monkeypatch
-):
-    put_git_kb_on_path(tmp_path, monkeypatch)
-    team = Team(tmp_path)
+def test_each_attack_is_refused_over_every_transport_and_by_the_check(transport, team, tmp_path):
     with hosting(transport, team.server, tmp_path) as host:
         team.remote = host.remote()  # gitolite's own update hook refuses file:// pushes
         team.sign_as("carol")  # a contributor's signed insert lands

@@ -8,10 +8,9 @@ import shutil
 import time
 
 import pytest
-from helpers import git, put_git_kb_on_path
+from helpers import git
 from helpers.pushes import forge_config, gitkb_lines, has_object, push
 from helpers.signing import needs_ssh_keygen
-from helpers.teams import Team
 
 from gitkb import record as rec
 from gitkb.testing import synthetic
@@ -72,11 +71,9 @@ def test_hook_wall_time(server, clone):
 
 
 @needs_ssh_keygen
-def test_hook_wall_time_bounds_the_signature_check(tmp_path, monkeypatch):
+def test_hook_wall_time_bounds_the_signature_check(team, tmp_path, monkeypatch):
     """The hook's wall time holds inside a step too: a signature check that would run
     past it (ssh-keygen slowed to a minute here) is stopped there, with the bound's line."""
-    put_git_kb_on_path(tmp_path, monkeypatch)
-    team = Team(tmp_path)
     team.sign_as("alice")  # an admin: [server] is a control file's
     forge_config(team.store, "[server]\nhook_seconds = 3\n")
     team.accepted()

@@ -97,15 +97,6 @@ def refused_by(done, server, commit: str, rule: str) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def held(server, clone):
-    """A clone whose main (one admitted record) the server holds already."""
-    record = synthetic.strategy(1)
-    clone.admit(rec.dumps(record), "insert")
-    assert push(clone).returncode == 0
-    return record
-
-
 INSERT = "insert"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import example_files, git, kb, put_git_kb_on_path
-from helpers.pushes import forge, has_object, push, record_edits, refused
+from helpers.pushes import admit_examples, forge, has_object, push, record_edits, refused
 from helpers.servers import git_daemon, smart_http
 
 from gitkb import record as rec
@@ -25,11 +25,6 @@ from gitkb.vcs.repository import ZERO_SHA, Repository
 pytestmark = pytest.mark.slow  # every test here takes seconds (pyproject: markers)
 
 STORE_GATES = [g for g in record_level() if g.family == "store"]
-
-
-def admit_examples(store: Store) -> None:
-    for path in example_files():
-        store.admit(path.read_bytes(), "insert", source=str(path))
 
 
 # --------------------------------------------------------------------------- good pushes
@@ -109,9 +104,7 @@ def injected_records(gate) -> dict[str, rec.RecordFile]:
 
 
 @pytest.mark.parametrize("gate", STORE_GATES, ids=[g.name for g in STORE_GATES])
-def test_each_store_gate_defect_is_refused(server, clone, gate):
-    admit_examples(clone)
-    assert push(clone).returncode == 0
+def test_each_store_gate_defect_is_refused(server, clone, examples, gate):
     changed = injected_records(gate)
     edits: dict = {}
     for path, record_file in changed.items():
@@ -193,9 +186,7 @@ def test_id_taken_at_another_path_is_refused(server, clone):
     assert f"git kb renumber {record['id']}" in output
 
 
-def test_main_is_append_only(server, clone):
-    admit_examples(clone)
-    assert push(clone).returncode == 0
+def test_main_is_append_only(server, clone, examples):
     first = clone.repo.commit(clone.tip).parents[0]
     git("update-ref", "refs/heads/main", first, cwd=clone.location)
     output = push(clone, "+main")
