@@ -7,7 +7,7 @@ to count and rank in SQL, so a broad scope brings back only the hits it serves. 
 records with feedback are the exception: their worth and tier are refolded from their
 feedback files, so the same rules decide them here, in Python (``reach``, ``_tests``,
 ``symptom_match``), and they rank beside the cache's
-(``tests/unit/query/test_query.py`` holds both ways equal). The rules:
+(``tests/unit/query/test_answer.py`` holds both ways equal). The rules:
 
 * ``--arch``: a record written for that architecture (its ``arch`` or one of its
   ``architectures``) is ``exact``; an architecture-neutral record (arch

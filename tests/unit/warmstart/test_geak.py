@@ -5,7 +5,7 @@ it, under gfx90), in three languages, with cased and empty directions, string
 speedups, opaque and missing bench keys, a mislabeled gpu_arch, retired and
 retracted entries, byte-identical code under other paths and a tuned table. The
 ranks below follow GEAK's rules (its experience store and kb/curate; the
-side-by-side runs against GEAK itself are in test_geak_fidelity.py): page = gfx
+side-by-side runs against GEAK itself are in importers/geak/test_export.py): page = gfx
 folder + kernel + language, a mislabeled entry on neither page; retired
 (retained: false or a reason; a ``lifecycle: retracted`` alone is still served)
 dropped; floor; order by speedup, then reproductions, then the older exp id; one
