@@ -10,8 +10,8 @@ too, so the reason and what was zeroed stay next to the outcomes.
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -125,7 +125,7 @@ def event_line(event: str, **fields: object) -> dict:
         "event": event,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **{k: v for k, v in fields.items() if v is not None},
-        "nonce": secrets.token_hex(6),
+        "nonce": os.urandom(6).hex(),  # secrets.token_hex's bytes, without its imports
     }
 
 

@@ -87,9 +87,14 @@ def test_git_kb_is_the_entry_point_of_the_cli():
     assert getattr(importlib.import_module(module), name) is main
 
 
+READ_VERBS_NEVER_LOAD = ("gitkb.gates", "gitkb.schema", "gitkb.vcs.repository",
+                         "gitkb.trace.techniques")  # fmt: skip
+
+
 def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
     """query, resolve and show on a store whose index cache holds main: no VCS layer's
-    dulwich side, no jsonschema, no schema, no gates."""
+    dulwich side, no jsonschema, no schema, no gates, no technique vocabulary (only
+    indexing derives a record's technique)."""
 
     from gitkb.store import Store
 
@@ -105,13 +110,13 @@ def test_read_verbs_load_neither_dulwich_nor_jsonschema(tmp_path):
     ):
         loaded = _modules_loaded(argv)
         heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
-        heavy |= {m for m in ("gitkb.gates", "gitkb.vcs.repository", "gitkb.schema") if m in loaded}
+        heavy |= {m for m in READ_VERBS_NEVER_LOAD if m in loaded}
         assert not heavy, (argv, sorted(heavy))
     # show asks main's tree whether it holds the row's blob before serving it (a forged
     # cache row is never served): the object files answer (gitkb.vcs.tree_ids), no dulwich.
     loaded = _modules_loaded(["show", *at, shown])
     heavy = {m for m in loaded if m.split(".")[0] in ("dulwich", "jsonschema")}
-    heavy |= {m for m in ("gitkb.gates", "gitkb.schema", "gitkb.vcs.repository") if m in loaded}
+    heavy |= {m for m in READ_VERBS_NEVER_LOAD if m in loaded}
     assert not heavy, sorted(heavy)
 
 

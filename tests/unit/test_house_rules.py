@@ -149,8 +149,12 @@ def modules_importing_each_other(modules) -> list[str]:
 
 
 # What a function may import where it runs rather than at the top of its module: the heavy
-# optional dependencies, and every gitkb module that loads one of them on import.
+# optional dependencies, gitkb's own heavy modules, and every gitkb module that loads one
+# of them on import.
 HEAVY = ("dulwich", "jsonschema", "mcp", "pydantic", "numpy", "torch", "triton")  # pydantic: mcp's
+# The technique vocabulary compiles its patterns on import (a fifth of a read verb's
+# imports); a reader's cache module imports it only to index a record.
+HEAVY_OWN = ("gitkb.trace.techniques",)
 
 
 def _top_level(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
@@ -179,6 +183,8 @@ def heavy_modules(modules) -> set[str]:
         here = module_name(path)
         parts = here.split(".")
         loads[here] = {".".join(parts[:n]) for n in range(1, len(parts))} & known
+        if here in HEAVY_OWN:
+            loads[here].add("!")
         for node in _top_level(tree):
             name, taken = _names(node)
             if name.split(".")[0] in HEAVY:

@@ -12,7 +12,6 @@ from gitkb import record as rec
 from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts, speedup
 from gitkb.record.index import index_entry
 from gitkb.record.values import json_number, string_or_none
-from gitkb.trace.techniques import record_technique
 
 # The types whose canonical technique the cache derives: the levers, and the cards.
 TECHNIQUE_TYPES = ("strategy", "anti-strategy", "technique-card")
@@ -162,6 +161,10 @@ def _technique(record: dict) -> tuple[str | None, str | None]:
     names none) and the names a ``--technique`` filter finds it by, as JSON text."""
     if record.get("type") not in TECHNIQUE_TYPES:
         return None, None
+    # Here, not at the top: a read verb imports this module but indexes nothing, and the
+    # vocabulary's modules compile their patterns on import (a heavy module: house rules).
+    from gitkb.trace.techniques import record_technique
+
     detection = record_technique(record)
     if not detection.categorized:
         return None, None
