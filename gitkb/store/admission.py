@@ -23,6 +23,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from gitkb import layout
 from gitkb import record as rec
@@ -31,10 +32,11 @@ from gitkb.gates import Finding, GateContext, GateResult, run_gates
 from gitkb.gates.registry import record_level
 from gitkb.record import strict
 from gitkb.record.signature import content_signature
+from gitkb.store.config import max_record_bytes
 from gitkb.store.request import AdmitRequest, parse
-from gitkb.store.screening import Screened
+from gitkb.store.screening import Screened, Screening
 from gitkb.store.view import StoreView
-from gitkb.store.writer import Builder, Change
+from gitkb.store.writer import Admission, Builder, Change
 
 ACTIONS = ("insert", "confirm", "conflict")
 AUTO = "auto"  # the policy decides (mining)
@@ -203,6 +205,35 @@ def decide(view: StoreView, record: dict, request: AdmitRequest, path: str) -> D
     if view.holds_path(path):
         raise AdmissionRefused(f"insert refused: {path} already exists", [], record_id)
     return Decision("insert")
+
+
+# ----------------------------------------------------------------- admitting
+
+
+class Admitting(Protocol):
+    """What admitting uses of a store (``gitkb.store.Store`` is one)."""
+
+    def config(self, commit: str | None = None) -> dict: ...
+    def commit(self, builds: list[Builder], on_refusal: str = "stop") -> list[Admission]: ...
+
+
+def admit_many(
+    store: Admitting, requests: list[AdmitRequest], on_refusal: str = "stop"
+) -> list[Admission]:
+    """Admit records in order, one commit each. A file that cannot be read stops the run
+    before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
+    ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
+    limit = max_record_bytes(store.config())
+    builds = []
+    with Screening(requests, limit) as screening:
+        try:
+            for n, request in enumerate(requests):
+                screened = screening.screener(n) if screening.working else None
+                builds.append(builder(request, limit, screened))
+        except GitkbError as exc:
+            exc.admitted = store.commit(builds, on_refusal)
+            raise
+        return store.commit(builds, on_refusal)
 
 
 # ----------------------------------------------------------------- building the change

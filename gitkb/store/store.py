@@ -17,13 +17,10 @@ from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from gitkb import layout
 from gitkb import record as rec
-from gitkb.access.policy import policy_of, require_signer
 from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH, Index
-from gitkb.store import config as store_config
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.source import Lie, RepoOpener
-from gitkb.store.config import max_record_bytes
 from gitkb.store.request import AdmitRequest
 from gitkb.store.view import StoreView
 from gitkb.util.files import atomic_write
@@ -177,8 +174,10 @@ class Store:
 
     def settings(self, commit: str | None = None) -> StoreConfig:
         """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
-        error naming it."""
-        return store_config.parse(self.config(commit), str(self.location))
+        error naming it (``gitkb.store.writer.settings``: a read verb needs none of it)."""
+        from gitkb.store import writer
+
+        return writer.settings(self, commit)
 
     def config(self, commit: str | None = None) -> dict:
         commit = commit or self.tip
@@ -302,9 +301,9 @@ class Store:
     def require_signing(self) -> None:
         """Refuse, before any work, to write into a store that requires signed commits
         when git is not set to sign them ([access] require_signed)."""
-        policy = policy_of(self.config())
-        if policy.require_signed:
-            require_signer(policy, self.repo.signer(), str(self.location))
+        from gitkb.store import writer
+
+        writer.require_signing(self)
 
     def commit(
         self, builds: builtins.list[Builder], on_refusal: str = "stop"
@@ -324,23 +323,10 @@ class Store:
     def admit_many(
         self, requests: builtins.list[AdmitRequest], on_refusal: str = "stop"
     ) -> builtins.list[Admission]:
-        """Admit records in order, one commit each. A file that cannot be read stops the run
-        before it; a refusal stops it there (``on_refusal="stop"``, the refusal's
-        ``admitted`` lists what landed) or is reported and skipped (``"skip"``)."""
+        """Admit records in order, one commit each (``gitkb.store.admission.admit_many``)."""
         from gitkb.store import admission
-        from gitkb.store.screening import Screening
 
-        limit = max_record_bytes(self.config())
-        builds = []
-        with Screening(requests, limit) as screening:
-            try:
-                for n, request in enumerate(requests):
-                    screened = screening.screener(n) if screening.working else None
-                    builds.append(admission.builder(request, limit, screened))
-            except GitkbError as exc:
-                exc.admitted = self.commit(builds, on_refusal)
-                raise
-            return self.commit(builds, on_refusal)
+        return admission.admit_many(self, requests, on_refusal)
 
     def copy_trace(self, source: str | os.PathLike, head: str, ref: str) -> str:
         """Copy a trace's commits under ``ref`` (create or fast-forward) under the writer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from gitkb.layout import FEEDBACK_DIR
 from gitkb.store.cache.file import IMPORTANCE
@@ -243,9 +244,9 @@ class Ranking:
     any_dsl_factor: float | None = None
 
 
-@dataclass(slots=True, frozen=True)
-class RankedRow:
-    """A text match as the cache ranked it: its ranking row, key, hits and reach code."""
+class RankedRow(NamedTuple):
+    """A text match as the cache ranked it: its ranking row, key, hits and reach code (a
+    result row, so a NamedTuple, as the sqlite3 module's own docs suggest for rows)."""
 
     row: RankRow
     key: float

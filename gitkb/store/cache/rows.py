@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
+from typing import NamedTuple
 
 from gitkb import record as rec
 from gitkb.record.curation import CODE_TYPES, CurationFacts, curation_facts, speedup
@@ -38,9 +39,10 @@ RECORD_COLUMNS = ", ".join(c for c in COLUMNS.split(", ") if c != "entry")
 RECORD_WIDTH = RECORD_COLUMNS.count(",") + 1
 
 
-@dataclass(slots=True, frozen=True)
-class Row:
-    """One record file as the cache knows it; ``entry`` is None when it does not parse."""
+class Row(NamedTuple):
+    """One record file as the cache knows it; ``entry`` is None when it does not parse. (The
+    cache's result rows are NamedTuples, as the sqlite3 module's docs suggest: made by the
+    hundred, read by name.)"""
 
     path: str
     blob: str
@@ -50,8 +52,7 @@ class Row:
     source: str | None = None  # evidence.raw.source_repo: the trace it was mined from
 
 
-@dataclass(slots=True, frozen=True)
-class KernelRow:
+class KernelRow(NamedTuple):
     """What warm start reads of a record filed under a kernel name, without decoding its
     entry: ``product`` is the scope's, ``measured`` the GPU ``evidence.summary.measured_on``
     names, ``language`` the record's (``gitkb.record.language_of``)."""
@@ -70,7 +71,7 @@ class KernelRow:
     curation: CurationFacts | None = None  # a code record's; None for any other row
 
 
-_OWN = tuple(f.name for f in fields(KernelRow))[:-1]
+_OWN = KernelRow._fields[:-1]
 # The columns a KernelRow is read from: its own, then its CurationFacts'.
 KERNEL_COLUMNS = (*_OWN, *CURATION_COLUMNS)
 # Where each of them sits in a row of ``COLUMNS`` (the kernels table repeats them).
