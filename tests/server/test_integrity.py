@@ -9,6 +9,8 @@ import json
 import sqlite3
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 
 import pytest
 from helpers import CONFORMANCE, example_files, forge_cache_row, git, kb, put_git_kb_on_path
@@ -382,8 +384,10 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
     trace = legacy_trace(tmp_path / "kernel_opt_001_softmax")
     ref = "refs/kb/traces/kernel_opt_001_softmax"
     landed = 0
-    # Four rounds at least; more while none has landed main (a busy machine may let push B
-    # win the trace ref round after round, and then the race under test never ran).
+    # Four rounds at least; more while none has landed main (a busy machine lets push B,
+    # the lighter, win the trace ref round after round, and then the race under test never
+    # ran). After four rounds started together, push B starts later and later, so the race
+    # is run at offsets up to the whole of push A, and push A must land in some round.
     for n in range(12):
         if n >= 4 and landed:
             break
@@ -399,7 +403,10 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
         results: dict = {}
         pushes = {
             "a": lambda a=a: git("push", "--porcelain", "origin", "main", ref, cwd=a, check=False),
-            "b": lambda b=b: git("push", "--porcelain", "origin", ref, cwd=b, check=False),
+            "b": lambda b=b, n=n: _after(
+                0.0 if n < 4 else 0.05 * 2 ** (n - 4),
+                lambda: git("push", "--porcelain", "origin", ref, cwd=b, check=False),
+            ),
         }
         threads = [
             threading.Thread(target=lambda k=k, run=run, out=results: out.update({k: run()}))
@@ -420,6 +427,13 @@ def test_concurrent_pushes_never_leave_main_citing_an_unreached_trace(tmp_path, 
             assert trace_tip and held.repo.is_ancestor(commit, trace_tip), (n, results)
         landed += bool(cited)
     assert landed, "no round landed main: the race was never run"
+
+
+def _after(
+    seconds: float, run: Callable[[], subprocess.CompletedProcess]
+) -> subprocess.CompletedProcess:
+    time.sleep(seconds)
+    return run()
 
 
 # --------------------------------------------------------------------------- writers
