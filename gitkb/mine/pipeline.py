@@ -20,6 +20,7 @@ from gitkb.mine.labels import LabelChoice, choose_label
 from gitkb.mine.recon import recon
 from gitkb.mine.result import MineResult, Outcome
 from gitkb.store import Store
+from gitkb.store import config as store_config
 from gitkb.trace.ingest import Ingest, ingest
 from gitkb.trace.ladder import build_ladder
 from gitkb.trace.options import TraceOptions
@@ -55,7 +56,7 @@ def with_store_config(store: Store | None, options: TraceOptions) -> TraceOption
     command line set them."""
     if store is None or options.non_target_kernels:
         return options
-    kernels = store.settings().non_target_kernels
+    kernels = store_config.parse(store.config(), str(store.location)).non_target_kernels
     if kernels:
         options.non_target_kernels = kernels
     return options

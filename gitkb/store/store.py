@@ -32,7 +32,6 @@ from gitkb.vcs.tree_ids import TreeIds
 # (each loads dulwich): a reader the cache answers (query, resolve, show) starts without.
 if TYPE_CHECKING:
     from gitkb.gates import Finding
-    from gitkb.store.config import StoreConfig
     from gitkb.store.writer import Admission, Builder, Change
     from gitkb.vcs.repository import Repository
 
@@ -171,13 +170,6 @@ class Store:
         if self.repo.blob_sha(self.tip, INDEX_PATH) is not None:
             return layout.FORMAT_1
         return layout.FORMAT_2
-
-    def settings(self, commit: str | None = None) -> StoreConfig:
-        """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
-        error naming it (``gitkb.store.writer.settings``: a read verb needs none of it)."""
-        from gitkb.store import writer
-
-        return writer.settings(self, commit)
 
     def config(self, commit: str | None = None) -> dict:
         commit = commit or self.tip

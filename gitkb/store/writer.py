@@ -22,10 +22,8 @@ from gitkb import layout
 from gitkb.access.policy import policy_of, require_signer
 from gitkb.errors import AdmissionRefused, GitkbError, RefMoved, os_reason
 from gitkb.record.index import INDEX_PATH
-from gitkb.store import config as store_config
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import RowValues
-from gitkb.store.config import StoreConfig
 from gitkb.store.view import StoreView
 from gitkb.util import log
 from gitkb.vcs import worktree
@@ -106,12 +104,6 @@ class Admission:
 
 
 Builder = Callable[[StoreView], Change]
-
-
-def settings(store: WritableStore, commit: str | None = None) -> StoreConfig:
-    """``gitkb.toml`` at ``commit`` (default: main's tip), typed; an unknown key is an
-    error naming it."""
-    return store_config.parse(store.config(commit), str(store.location))
 
 
 def require_signing(store: WritableStore) -> None:

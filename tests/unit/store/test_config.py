@@ -13,7 +13,7 @@ BASE = {"store": {"name": "kb", "format": "gitkb-2", "schema": "clean-1.3"}}
 
 
 def test_a_new_store_reads_as_its_defaults(store):
-    config = store.settings()
+    config = store_config.parse(store.config(), str(store.location))
     assert (config.format, config.schema) == ("gitkb-2", "clean-1.3")
     assert config.max_record_bytes == 1 << 20
     assert config.allowed_refs == () and config.non_target_kernels == ()
