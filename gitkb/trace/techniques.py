@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from gitkb.errors import GitkbError
 from gitkb.record import dig
@@ -111,30 +111,7 @@ class Vocabulary:
         """The lever's technique: the diff's first, else the sentence's words. Where there
         is a diff, words never vouch for a code change it does not show: they may name only
         a technique that has no code signature (a fusion, rows kept in registers)."""
-        index = self.indexes.get(self.family(dsl), self.indexes[""])
-        added, removed = changed_lines(diff)
-        found: dict[str, str] = {}
-        if added or removed:
-            plus, minus = (added, added.lower()), (removed, removed.lower())
-            defaulted: set[str] = set()
-            for t in index.code.candidates(plus[1], minus[1]):
-                direction = t.shown_by(plus, minus)
-                if direction is not None:
-                    found[t.name] = direction
-                    if t.kind == "parameter" and not t.set_to(minus):
-                        defaulted.add(t.name)
-            found = outright(found, defaulted)
-        source = "diff"
-        if not found and not changes_nothing(sentence):
-            source = "words"
-            family = self.known_family(dsl)
-            diffed = family if has_changes(diff) else None
-            # the lever before its cause or purpose; the whole sentence when that names none
-            for text in dict.fromkeys(lever_parts(sentence)):
-                found = _worded(index.words, text, family, diffed)
-                if found:
-                    break
-        return self._detection(found, source, slugify(sentence, "") if sentence else "")
+        return _detected(self, diff, sentence, dsl)
 
     def _detection(self, found: dict[str, str], source: str, phrase: str) -> Detection:
         for name in list(found):
@@ -185,6 +162,37 @@ class Vocabulary:
         if found is None:
             return None
         return Detection(key, found, source, key, self.version)
+
+
+# An admission asks one record's lever twice (its technique-claim gate, then its index
+# cache row): asked again, the answer is the one found (a Detection is immutable, and the
+# vocabulary lives as long as the process).
+@lru_cache(maxsize=256)
+def _detected(vocab: Vocabulary, diff: str, sentence: str, dsl: str | None) -> Detection:
+    index = vocab.indexes.get(vocab.family(dsl), vocab.indexes[""])
+    added, removed = changed_lines(diff)
+    found: dict[str, str] = {}
+    if added or removed:
+        plus, minus = (added, added.lower()), (removed, removed.lower())
+        defaulted: set[str] = set()
+        for t in index.code.candidates(plus[1], minus[1]):
+            direction = t.shown_by(plus, minus)
+            if direction is not None:
+                found[t.name] = direction
+                if t.kind == "parameter" and not t.set_to(minus):
+                    defaulted.add(t.name)
+        found = outright(found, defaulted)
+    source = "diff"
+    if not found and not changes_nothing(sentence):
+        source = "words"
+        family = vocab.known_family(dsl)
+        diffed = family if has_changes(diff) else None
+        # the lever before its cause or purpose; the whole sentence when that names none
+        for text in dict.fromkeys(lever_parts(sentence)):
+            found = _worded(index.words, text, family, diffed)
+            if found:
+                break
+    return vocab._detection(found, source, slugify(sentence, "") if sentence else "")
 
 
 def _worded(index: AnchorIndex, text: str, family: str, diffed: str | None) -> dict[str, str]:
