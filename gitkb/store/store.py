@@ -21,7 +21,6 @@ from gitkb.errors import GitkbError, NotARepository, NotAStore, writing
 from gitkb.record.index import INDEX_PATH, Index
 from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.source import Lie, RepoOpener
-from gitkb.store.request import AdmitRequest
 from gitkb.store.view import StoreView
 from gitkb.util.files import atomic_write
 from gitkb.vcs import plain
@@ -32,6 +31,7 @@ from gitkb.vcs.tree_ids import TreeIds
 # (each loads dulwich): a reader the cache answers (query, resolve, show) starts without.
 if TYPE_CHECKING:
     from gitkb.gates import Finding
+    from gitkb.store.request import AdmitRequest
     from gitkb.store.writer import Admission, Builder, Change
     from gitkb.vcs.repository import Repository
 
@@ -309,8 +309,10 @@ class Store:
               source: str = "<record>", trace: str | None = None,
               trace_commit: str | None = None, body: str = "") -> Admission:  # fmt: skip
         """Admit one record file's bytes as ``insert``, ``confirm`` or ``conflict``: one commit."""
-        request = AdmitRequest(raw, action, target, source, trace, trace_commit, body)
-        return self.admit_many([request])[0]
+        from gitkb.store import admission
+
+        request = admission.AdmitRequest(raw, action, target, source, trace, trace_commit, body)
+        return admission.admit_many(self, [request], "stop")[0]
 
     def admit_many(
         self, requests: builtins.list[AdmitRequest], on_refusal: str = "stop"
