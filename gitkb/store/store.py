@@ -204,11 +204,18 @@ class Store:
         return self.view(commit).read_record(record_id)
 
     def record_files(self, commit: str | None = None) -> Iterator[rec.RecordFile]:
-        """Every record file at ``commit``, read from the tree (not the cache)."""
+        """Every record file at ``commit``, read from the tree (not the cache); one whose
+        object cannot be read comes as a file that does not read, saying why."""
         commit = commit or self.tip
         for path, sha in self.repo.list_tree(commit, rec.RECORDS_DIR):
-            if rec.is_record_path(path):
-                yield rec.load(path, self.repo.blob(sha))
+            if not rec.is_record_path(path):
+                continue
+            try:
+                raw = self.repo.blob(sha)
+            except (Unreadable, OSError) as exc:
+                yield rec.RecordFile(path, b"", None, f"its object {sha} cannot be read ({exc})")
+                continue
+            yield rec.load(path, raw)
 
     def list(self, **filters: str | None) -> list[dict]:
         """Index entries whose type/vendor/arch/dsl/operator family equal the given filters."""

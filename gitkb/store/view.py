@@ -188,21 +188,30 @@ class StoreView:
                 self.cache.rebuild_at(self.tip)  # inside a write this raises: nothing lands
         if rows:
             raise GitkbError(f"{rows[0].path} is not in {self.location} at {self.tip}")
+        for path in self._named(record_id):  # a file named for it that does not read
+            unread = self.cache.rows("WHERE path = ? AND error IS NOT NULL", (path,))
+            if unread:
+                raise GitkbError(f"{path} in {self.location} holds no readable record: "
+                                 f"{unread[0].error}")  # fmt: skip
         raise GitkbError(f"no record {echoed(record_id)} in {self.location}")
 
     def _unlisted(self, record_id: str) -> bool:
         """Whether the tree at ``tip`` holds a record file named for ``record_id`` that the
         cache has no row of that blob for (the check behind "no such record": one listing
         of the records folder)."""
-        if self.tip is None:
-            return False
-        name = f"/{record_id}.json"
-        named = {p: blob for p, blob in self.tree_records().items() if p.endswith(name)}
+        named = self._named(record_id)
         if not named:
             return False
         with self.cache.snapshot(self.tip):
             held = self.cache.record_blobs()
         return any(held.get(path) != blob for path, blob in named.items())
+
+    def _named(self, record_id: str) -> dict[str, str]:
+        """Path -> blob id of the record files at ``tip`` named for ``record_id``."""
+        if self.tip is None:
+            return {}
+        name = f"/{record_id}.json"
+        return {p: blob for p, blob in self.tree_records().items() if p.endswith(name)}
 
     def tree_records(self) -> dict[str, str]:
         """Path -> blob id of every regular file under ``records/`` in the tree at ``tip``."""

@@ -5,13 +5,14 @@ they were."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, example_files, git, kb
+from helpers import ROOT, example_files, git, kb, lose_object
 from helpers.templates import copy_of
 
 from gitkb.testing.traces import legacy_trace
@@ -150,6 +151,27 @@ def test_a_stored_record_with_wrong_typed_fields(filled, tmp_path, fields, args,
     if code:
         assert "not an object" in err and RECORD_ID in err
         assert _state(filled) == before
+
+
+def test_a_record_whose_object_is_lost_is_named_never_denied(filled):
+    """A record file whose object cannot be read: `show` names the file and why, rather
+    than saying there is no such record; `query` notes the object and serves the rest;
+    `validate` reports the file as a finding and judges the rest."""
+    assert kb("admit", str(ANTI), "--store", str(filled)).returncode == 0
+    path = _record_path(filled)
+    lose_object(filled, git("rev-parse", f"main:{path}", cwd=filled).stdout.strip())
+    done = kb("query", "--store", str(filled), "--json")  # the cache is rebuilt here
+    assert "cannot be read from" in _refused(done, 0)
+    served = [r["id"] for r in json.loads(done.stdout)["records"]]
+    assert ANTI.stem in served and RECORD_ID not in served
+    err = _refused(kb("show", RECORD_ID, "--store", str(filled)), 1)
+    assert err.count("gitkb: error:") == 1 and f"{path} in " in err
+    assert "holds no readable record" in err and "cannot be read" in err
+    done = kb("validate", str(filled))  # the file is a finding; every gate still runs
+    _refused(done, 1)
+    out = done.stdout.decode()
+    assert f"{RECORD_ID}: schema: its object " in out and "cannot be read" in out
+    assert re.search(r"^1 of \d+ gates failed$", out, re.MULTILINE), out
 
 
 def test_reindex_skips_a_record_whose_id_is_not_a_string(filled):

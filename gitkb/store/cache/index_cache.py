@@ -562,7 +562,7 @@ class IndexCache:
         verified = self._verified
         for path in wanted:
             if path not in held:
-                continue  # no such file, or its object is missing from the repository
+                continue  # no such file, or its object cannot be read from the repository
             blob, packed = held[path]
             raw = verified.get(blob)
             if raw is None:

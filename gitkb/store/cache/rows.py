@@ -197,7 +197,7 @@ def row_values(
     (``data``: the record as already parsed from ``raw``; without ``techniques``, the
     technique columns are left NULL: ``without_techniques``)."""
     if raw is None:
-        loaded = rec.RecordFile(path, b"", None, "missing object")
+        loaded = rec.RecordFile(path, b"", None, f"its object {blob} cannot be read")
     elif data is not None:
         loaded = rec.RecordFile(path, raw, data)
     else:

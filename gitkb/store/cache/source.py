@@ -39,6 +39,7 @@ class RepoOpener:
 def blob_or_none(repo: Repository, sha: str) -> bytes | None:
     try:
         return repo.blob(sha)
-    except (Unreadable, OSError):
-        log.logger(__name__).warning("object %s is missing from %s", sha, repo.git_dir)
+    except (Unreadable, OSError) as exc:
+        note = "object %s cannot be read from %s (%s)"
+        log.logger(__name__).warning(note, sha, repo.git_dir, exc)
         return None

@@ -41,7 +41,7 @@ def put(
     deflated: Callable[[str], bytes | None] | None = None,
     ahead: Mapping[str, RowValues] | None = None,
 ) -> None:
-    """Store files (path, blob sha, bytes; None: the object is missing from a damaged
+    """Store files (path, blob sha, bytes; None: the object cannot be read from a damaged
     repository, kept as a record that does not read); ``parsed``: records the caller
     already parsed from those bytes; ``deflated``: a blob's bytes in the zlib form the
     cache keeps, where the caller has them already (None: deflate here); ``ahead``:
