@@ -94,6 +94,8 @@ def export_tree(store: Store, folder: str | os.PathLike) -> int:
     with writing(out):
         for record_file in store.record_files(tip):
             problem = bad_name(record_file.path)
+            if not record_file.raw and record_file.data is None:
+                problem = record_file.error  # its object cannot be read: nothing to write
             if problem:
                 # An entry from before the history rules (``..``, ``.git``): never followed.
                 logger.warning("not exported: %r (%s)", record_file.path, problem)

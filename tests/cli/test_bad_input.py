@@ -153,10 +153,11 @@ def test_a_stored_record_with_wrong_typed_fields(filled, tmp_path, fields, args,
         assert _state(filled) == before
 
 
-def test_a_record_whose_object_is_lost_is_named_never_denied(filled):
+def test_a_record_whose_object_is_lost_is_named_never_denied(filled, tmp_path):
     """A record file whose object cannot be read: `show` names the file and why, rather
     than saying there is no such record; `query` notes the object and serves the rest;
-    `validate` reports the file as a finding and judges the rest."""
+    `validate` reports the file as a finding and judges the rest; an export leaves it out
+    and says so."""
     assert kb("admit", str(ANTI), "--store", str(filled)).returncode == 0
     path = _record_path(filled)
     lose_object(filled, git("rev-parse", f"main:{path}", cwd=filled).stdout.strip())
@@ -172,6 +173,10 @@ def test_a_record_whose_object_is_lost_is_named_never_denied(filled):
     out = done.stdout.decode()
     assert f"{RECORD_ID}: schema: its object " in out and "cannot be read" in out
     assert re.search(r"^1 of \d+ gates failed$", out, re.MULTILINE), out
+    done = kb("export", "gpu-wiki", "--store", str(filled), str(tmp_path / "out"))
+    assert "not exported" in _refused(done, 0)
+    written = {p.name for p in (tmp_path / "out").rglob("*.json")}
+    assert f"{ANTI.stem}.json" in written and f"{RECORD_ID}.json" not in written
 
 
 def test_reindex_skips_a_record_whose_id_is_not_a_string(filled):
