@@ -26,6 +26,7 @@ from gitkb.errors import GitkbError, echoed, writing
 from gitkb.layout import ledger_path
 from gitkb.record import load
 from gitkb.record.curation import CODE_TYPES, code_of, curation_facts
+from gitkb.store.cache.index_cache import IndexCache
 from gitkb.store.cache.rows import KernelRow
 from gitkb.store.cache.source import Lie
 from gitkb.store.store import Store
@@ -110,7 +111,7 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
         by_canonical = cache.remembered(("kernels_by_canonical",),
                                         lambda: _by_canonical(cache.kernel_names()))  # fmt: skip
         related = curate.related_names(kernel, set(by_canonical))
-        rows_of = {c: _usable(cache.kernel_rows(by_canonical[c])) for c in sorted(related)}
+        rows_of = {c: _kernel_rows(cache, c, by_canonical[c]) for c in sorted(related)}
     on_page = {
         c for c, rows in rows_of.items() if any(_filed_on(hardware, language, r) for r in rows)
     }
@@ -128,6 +129,14 @@ def _rows(store: Store, tip: str, kernel: str, hardware: targets.Hardware,
                 seen.add(row.path)
                 rows.append(row)
     return match, rows
+
+
+def _kernel_rows(cache: IndexCache, canonical: str, names: frozenset[str]) -> list[KernelRow]:
+    """The usable rows filed under ``names`` (one canonical kernel's): a fact of the commit,
+    kept while the cache holds it, so a server resolving one kernel again and again turns
+    its rows into Python once."""
+    return cache.remembered(("kernel_rows", canonical),
+                            lambda: _usable(cache.kernel_rows(names)))  # fmt: skip
 
 
 def _by_canonical(names: list[str]) -> dict[str, frozenset[str]]:

@@ -404,10 +404,14 @@ def test_a_diff_that_does_not_apply_is_reference_only(bare_store, tmp_path):
 
 
 def test_a_store_kept_open_resolves_what_main_gained_since(bare_store):
-    """A long-lived reader (the MCP server) keeps the store's kernel names while the cache
-    holds one commit: a kernel another process admits is resolved by the next call."""
+    """A long-lived reader (the MCP server) keeps the store's kernel names and a resolved
+    kernel's rows while the cache holds one commit: a kernel, or a kernel's record, that
+    another process admits is resolved by the next call."""
     admit(bare_store, strategy(1))
-    assert resolve(bare_store, "triton_softmax.py", product="h100")["read_reason"] == "read"
+    assert ids(resolve(bare_store, "triton_softmax.py", product="h100")) == [strategy(1)["id"]]
+    admit(Store.open(bare_store.location), strategy(3, pct=60.0))
+    again = resolve(bare_store, "triton_softmax.py", product="h100")
+    assert ids(again) == [strategy(3, pct=60.0)["id"], strategy(1)["id"]]
     missing = resolve(bare_store, "triton_layernorm.py", product="h100")
     assert missing["read_reason"] == "kernel_not_found"
     admit(Store.open(bare_store.location), strategy(2, kernel="layernorm", pct=25.0))
