@@ -160,8 +160,17 @@ def _widen(pipe: int) -> None:
 def _may_fork() -> bool:
     """An idle core to work on, and one thread to copy (a fork copies only the caller's):
     a process running other threads screens its records itself."""
+    return _idle_core() and _threads() == 1
+
+
+def _threads() -> int:
+    """The threads this process runs: the kernel's count where it gives one (a thread a
+    library started without ``threading``, as pytest-xdist's does, counts too), else
+    ``threading``'s."""
+    with contextlib.suppress(OSError):
+        return len(os.listdir("/proc/self/task"))
     threading = sys.modules.get("threading")
-    return _idle_core() and (threading is None or threading.active_count() == 1)
+    return 1 if threading is None else threading.active_count()
 
 
 def _idle_core() -> bool:

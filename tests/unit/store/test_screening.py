@@ -14,7 +14,6 @@ import time
 import pytest
 from helpers import ROOT, git, kb, live_with
 
-from gitkb.errors import GitkbError
 from gitkb.gates import GateContext, run_gates
 from gitkb.gates.registry import by_name, record_level
 from gitkb.record import dumps, path_for
@@ -75,22 +74,43 @@ def _files(folder, records: list[dict]) -> list[str]:
     return paths
 
 
-def _admit(location, files: list[str], worker: bool) -> GitkbError | None:
-    """``files`` admitted in this process, through a worker or by the plain path."""
-    requests = [AdmitRequest(open(f, "rb").read(), source=f) for f in files]
-    with pytest.MonkeyPatch.context() as patch:
-        if worker:
-            patch.setattr(screening, "_idle_core", lambda: True)  # however busy the machine
-            with screening.Screening(requests, 1 << 20) as probe:
-                if not probe.working:
-                    pytest.skip("this process runs threads: it screens every record itself")
-        else:
-            patch.setattr(screening, "MIN_BATCH", 10**9)
-        try:
-            Store.open(location).admit_many(requests)
-        except GitkbError as exc:
-            return exc
-    return None
+# `git kb admit` in a process of its own (one thread: pytest-xdist's workers run two, and
+# a process running threads never forks), through the worker whatever the machine's load
+# ("worker", which says so on stderr when it starts one), or by the plain path ("plain").
+_ADMIT = """
+import sys
+from gitkb.store import screening
+if sys.argv[1] == "plain":
+    screening.MIN_BATCH = 10**9
+else:
+    screening._idle_core = lambda: True
+    start = screening.Screening._start
+
+    def started(self):
+        start(self)
+        print(STARTED, file=sys.stderr)
+
+    screening.Screening._start = started
+from gitkb.cli import main
+sys.argv = ["git-kb", "admit", *sys.argv[2:]]
+main()
+"""
+STARTED = "the screening worker started"
+
+
+def _admit(location, files: list[str], worker: bool) -> tuple[int, list[str], str]:
+    """``files`` admitted into ``location`` through a worker or by the plain path: the
+    exit code, the admissions printed and what stderr says besides."""
+    script = _ADMIT.replace("STARTED", repr(STARTED))
+    argv = [sys.executable, "-c", script, "worker" if worker else "plain", *files]
+    done = subprocess.run([*argv, "--store", str(location)], capture_output=True, text=True,
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))  # fmt: skip
+    lines = done.stderr.splitlines()
+    assert (STARTED in lines) == worker, done.stderr
+    error = "\n".join(line for line in lines if line != STARTED)
+    # each admission as printed, less its commit (two runs' dates may differ by a second)
+    admitted = [line.rsplit(" [", 1)[0] for line in done.stdout.splitlines()]
+    return done.returncode, admitted, error
 
 
 def _history(location) -> list[str]:
@@ -105,8 +125,8 @@ def test_a_bulk_admission_writes_the_trees_the_plain_path_and_c_git_write(tmp_pa
     worked, plain, cli = (
         Store.init(tmp_path / name, bare=True, name="kb") for name in ("a.git", "b.git", "c.git")
     )
-    assert _admit(worked.location, files, worker=True) is None
-    assert _admit(plain.location, files, worker=False) is None
+    assert _admit(worked.location, files, worker=True)[0] == 0
+    assert _admit(plain.location, files, worker=False)[0] == 0
     done = kb("admit", *files, "--store", str(cli.location))  # whichever path the load picks
     assert done.returncode == 0, done.stderr.decode()
     assert len(done.stdout.splitlines()) == BATCH
@@ -158,34 +178,63 @@ def test_a_bulk_admission_stops_where_the_plain_path_stops(tmp_path, damage):
     )
     stopped = _admit(worked.location, files, worker=True)
     refusal = _admit(plain.location, files, worker=False)
-    assert refusal is not None and stopped is not None
-    assert (type(stopped), stopped.message, stopped.exit_code) == (
-        type(refusal),
-        refusal.message,
-        refusal.exit_code,
-    )
-    # the same admissions (their commits' dates may differ by a second)
-    admitted = [[(a.action, a.record_id, a.path, a.note, a.gates) for a in e.admitted]
-                for e in (stopped, refusal)]  # fmt: skip
-    assert admitted[0] == admitted[1]
-    assert len(refusal.admitted) == stop
+    assert refusal[0] != 0 and refusal[2].startswith("gitkb: error:"), refusal
+    # the same exit code, the same admissions printed (each its action, id and path) and
+    # the same error line
+    assert stopped == refusal
+    assert len(refusal[1]) == stop
     assert _history(worked.location) == _history(plain.location)
 
 
-def test_the_writer_screens_what_the_worker_left(monkeypatch):
+# A batch screened in a process of one thread (pytest-xdist's workers run two): the
+# first record from the worker, then the worker gone, the last one screened here.
+_WORKER_LEFT = """
+import json
+from gitkb.record import dumps
+from gitkb.store import screening
+from gitkb.store.request import AdmitRequest
+from gitkb.testing import synthetic
+screening._idle_core = lambda: True
+batch = screening.MIN_BATCH + 16
+requests = [AdmitRequest(dumps(synthetic.strategy(n)), source=f"r{n}") for n in range(batch)]
+with screening.Screening(requests, 1 << 20) as screened:
+    working = screened.working
+    first = screened.screened(0)
+    screened.close()  # as if the worker had died here
+    last = screened.screened(batch - 1)
+print(json.dumps({"working": working, "first": {n: v.status for n, v in first.verdicts.items()},
+                  "last": {n: v.status for n, v in last.verdicts.items()},
+                  "record": last.record, "path": last.path}))
+"""
+
+
+def test_the_writer_screens_what_the_worker_left():
+    done = subprocess.run([sys.executable, "-c", _WORKER_LEFT], capture_output=True, text=True,
+                          check=True, cwd=ROOT)  # fmt: skip
+    got = json.loads(done.stdout)
+    assert got["working"], "a process of one thread on an idle core forks a worker"
+    assert set(got["first"]) == {g.name for g in record_level() if g.alone}
+    assert set(got["first"].values()) == {"PASS"}
+    assert got["last"] == {}  # the writer runs every gate on it itself
+    assert got["record"] == synthetic.strategy(BATCH - 1)
+    assert got["path"] == path_for(got["record"])
+
+
+def test_a_process_running_another_thread_screens_its_records_itself(monkeypatch):
+    """Even a thread ``threading`` does not know of (started by ``_thread``, or by C)."""
+    import _thread
+
     monkeypatch.setattr(screening, "_idle_core", lambda: True)
-    requests = [AdmitRequest(dumps(synthetic.strategy(n)), source=f"r{n}") for n in range(BATCH)]
-    with screening.Screening(requests, 1 << 20) as screened:
-        if not screened.working:
-            pytest.skip("this process runs threads: it screens every record itself")
-        first = screened.screened(0)
-        screened.close()  # as if the worker had died here
-        last = screened.screened(BATCH - 1)
-    assert first.verdicts and set(first.verdicts) == {g.name for g in record_level() if g.alone}
-    assert all(v.status == "PASS" for v in first.verdicts.values())
-    assert last.verdicts == {}  # the writer runs every gate on it itself
-    assert last.record == synthetic.strategy(BATCH - 1)
-    assert last.path == path_for(last.record)
+    stop = _thread.allocate_lock()
+    stop.acquire()
+    _thread.start_new_thread(stop.acquire, ())
+    try:
+        requests = [AdmitRequest(dumps(synthetic.strategy(n))) for n in range(BATCH)]
+        with screening.Screening(requests, 1 << 20) as screened:
+            assert not screened.working
+            assert screened.screened(0).verdicts == {}
+    finally:
+        stop.release()
 
 
 # A `git kb admit` that uses the worker whatever the machine's load.
