@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from gitkb.errors import GitkbError
 from gitkb.trace.vocabulary_version import FILE_NAME
@@ -16,14 +17,22 @@ from gitkb.trace.vocabulary_version import FILE_NAME
 
 @dataclass(slots=True, frozen=True)
 class Signature:
-    """One compiled pattern, with what makes it cheap to run: a leading word boundary is
-    checked by hand (Python's ``re`` scans every position of a pattern that starts with
-    one) and the literals one of which every match starts with (``anchors``) are looked
-    for first."""
+    """One pattern, with what makes it cheap to run: a leading word boundary is checked by
+    hand (Python's ``re`` scans every position of a pattern that starts with one) and the
+    literals one of which every match starts with (``anchors``) are looked for first. It
+    is compiled when first run: a process runs the few whose anchors its texts hold."""
 
-    pattern: re.Pattern[str]
+    source: str  # the pattern without its leading ``\\b``
+    flags: int
     bounded: bool
     anchors: tuple[str, ...] | None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        try:
+            return _compiled(self.source, self.flags)
+        except re.error as exc:
+            raise GitkbError(f"{FILE_NAME}: bad pattern {self.source!r}: {exc}") from None
 
     def may_match(self, lowered: str) -> bool:
         """Whether the pattern may match a text (``lowered``: in lower case)."""
@@ -173,13 +182,21 @@ def _required_literal(pattern: str) -> str:
     return max(best, run, key=len).lower()
 
 
-def compiled(pattern: object, where: str, flags: int = 0) -> Signature:
+def compiled(pattern: object, where: str, flags: int = 0, check: bool = True) -> Signature:
+    """The signature of ``pattern``; ``check``: compiled now, so a bad one is an error here
+    (the shipped vocabulary, compiled whole by the tests, is compiled as it is run)."""
     if not isinstance(pattern, str) or not pattern:
         raise GitkbError(f"{FILE_NAME}: {where}: a pattern must be a non-empty string")
     bounded = pattern.startswith("\\b")
     body = pattern[2:] if bounded else pattern
-    try:
-        compiled = re.compile(body, flags)
-    except re.error as exc:
-        raise GitkbError(f"{FILE_NAME}: {where}: bad pattern {pattern!r}: {exc}") from exc
-    return Signature(compiled, bounded, anchors(body))
+    if check:
+        try:
+            _compiled(body, flags)
+        except re.error as exc:
+            raise GitkbError(f"{FILE_NAME}: {where}: bad pattern {pattern!r}: {exc}") from exc
+    return Signature(body, flags, bounded, anchors(body))
+
+
+@cache
+def _compiled(source: str, flags: int) -> re.Pattern[str]:
+    return re.compile(source, flags)

@@ -49,6 +49,19 @@ def test_the_cache_layout_names_the_vocabulary_file_s_digest(monkeypatch, tmp_pa
         vocabulary_version.digest.cache_clear()
 
 
+def test_the_shipped_vocabulary_passes_the_checks_its_loading_skips():
+    """The shipped file is loaded without compiling its patterns (each is compiled when
+    first run): here every pattern compiles and every parameter's captures its value."""
+    checked = techniques.parse(TOML.read_bytes())
+    assert [t.name for t in checked.techniques] == [
+        t.name for t in techniques.vocabulary().techniques
+    ]
+    bad = 'version = "1"\n[[technique]]\nname = "a"\ndsls = ["triton"]\nwords = ["(x"]\n'
+    unchecked = techniques.parse(bad.encode(), check=False)
+    with pytest.raises(GitkbError, match="bad pattern"):  # one clear line when first run
+        unchecked.detect("", "a sentence that names a", "triton")
+
+
 def test_every_technique_is_complete_and_named_by_its_own_name():
     vocabulary = techniques.vocabulary()
     families = {"triton", "tlx", "cuda", "hip", "ck", "cute"}
