@@ -14,6 +14,7 @@ import click
 
 from gitkb import __version__
 from gitkb.error_handler import error_handler
+from gitkb.errors import echoed
 from gitkb.util.log import set_verbosity
 
 # verb -> (module under gitkb.commands, one-line help shown by `git kb --help`)
@@ -68,11 +69,46 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module = importlib.import_module(f"gitkb.commands.{COMMANDS[name][0]}")
-        return module.command
+        return _text_checked(module.command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
+
+
+def _text_checked(command: click.Command) -> click.Command:
+    """``command``, and each of its subcommands, refusing an argument that is not UTF-8
+    text where it wants text: click hands on a non-UTF-8 argument as a string holding
+    surrogate escapes, which no record, SQL statement or printed answer can hold. A path
+    (``click.Path``, ``click.File``) may be any bytes the file system allows."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _text_checked(sub)
+    callback = command.callback
+    if callback is None or getattr(callback, "text_checked", False):
+        return command
+    texts = [p for p in command.params if not isinstance(p.type, (click.Path, click.File))]
+
+    def checked(*args: object, **kwargs: object) -> object:
+        for param in texts:
+            value = kwargs.get(param.name or "")
+            for text in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(text, str) and not text.isascii() and not _utf8(text):
+                    typed = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    raise click.BadParameter(f"{echoed(typed)} is not UTF-8 text", param=param)
+        return callback(*args, **kwargs)
+
+    checked.text_checked = True  # type: ignore[attr-defined]
+    command.callback = checked
+    return command
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @click.group(

@@ -22,7 +22,7 @@ def _report(admission: Admission, as_json: bool) -> None:
 
 
 @click.command("admit")
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option(
     "--action",
     type=click.Choice([*ACTIONS, AUTO]),

@@ -22,7 +22,7 @@ def _report(problems: list[str]) -> None:
 
 
 @command.command("pre-commit")
-@click.argument("files", nargs=-1)
+@click.argument("files", nargs=-1, type=click.Path())
 def pre_commit(files: tuple[str, ...]) -> None:
     """Run the record-level gates on FILES (the staged record files)."""
     _report(local.pre_commit(list(files)))

@@ -6,7 +6,7 @@ from gitkb.store import Store
 
 
 @click.command("match")
-@click.argument("file")
+@click.argument("file", type=click.Path(allow_dash=True))
 @store_option
 def command(file: str, store: Store) -> None:
     """Print every same-scope candidate for the record in FILE, as JSON.

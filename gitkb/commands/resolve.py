@@ -18,6 +18,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
 @click.option(
     "--kernel",
     required=True,
+    type=click.Path(),  # a name, or a file whose diff a candidate must apply to
     help="Kernel name or file (basename, case and language prefixes ignored).",
 )
 @click.option(

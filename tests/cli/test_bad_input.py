@@ -5,6 +5,7 @@ they were."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -177,6 +178,34 @@ def test_a_record_whose_object_is_lost_is_named_never_denied(filled, tmp_path):
     assert "not exported" in _refused(done, 0)
     written = {p.name for p in (tmp_path / "out").rglob("*.json")}
     assert f"{ANTI.stem}.json" in written and f"{RECORD_ID}.json" not in written
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", b"\xff\xfe softmax"],
+        ["query", "--arch", b"sm_90\xff", "softmax"],
+        ["show", b"\xffnvidia"],
+        ["feedback", b"\xff", "--outcome", "helped"],
+        ["log", b"\xff"],
+    ],
+    ids=["query-terms", "query-arch", "show", "feedback", "log"],
+)
+def test_an_argument_that_is_not_utf8_text_is_a_usage_error(filled, args):
+    """A non-UTF-8 argument where a verb wants text: exit 2 and one line naming it (click
+    hands it on as a string of surrogate escapes, which SQL and JSON cannot hold)."""
+    before = _state(filled)
+    err = _refused(kb(*args, "--store", str(filled)), 2)
+    assert "is not UTF-8 text" in err and "Error: Invalid value for" in err
+    assert _state(filled) == before
+
+
+def test_a_path_that_is_not_utf8_is_still_a_path(filled, tmp_path):
+    named = tmp_path / os.fsdecode(b"r\xff.json")
+    named.write_bytes(ANTI.read_bytes())
+    done = kb("admit", bytes(named), "--store", str(filled))
+    _refused(done, 0)
+    assert ANTI.stem in kb("list", "--store", str(filled)).stdout.decode()
 
 
 def test_reindex_skips_a_record_whose_id_is_not_a_string(filled):
