@@ -319,7 +319,7 @@ class Store:
         from gitkb.store import admission
 
         request = admission.AdmitRequest(raw, action, target, source, trace, trace_commit, body)
-        return admission.admit_many(self, [request], "stop")[0]
+        return self.admit_many([request])[0]
 
     def admit_many(
         self, requests: builtins.list[AdmitRequest], on_refusal: str = "stop"

@@ -176,30 +176,31 @@ class StoreView:
         """The record ``record_id`` as main's tree holds it. A row the tree does not hold,
         bytes that are not the row's blob, or no row for a record the tree holds: the
         cache lied, and it is rebuilt before the record is read again."""
+        named: dict[str, str] | None = None  # the files named for it (one listing)
         for attempt in (1, 2):
             rows = self.rows_of(record_id)
             if rows:
                 loaded = self._row_file(rows[0])
                 if loaded is not None:
                     return loaded
-            elif not self._unlisted(record_id):
-                break
+            else:
+                named = self._named(record_id) if named is None else named
+                if not self._unlisted(named):
+                    break
             if attempt == 1:
                 self.cache.rebuild_at(self.tip)  # inside a write this raises: nothing lands
         if rows:
             raise GitkbError(f"{rows[0].path} is not in {self.location} at {self.tip}")
-        for path in self._named(record_id):  # a file named for it that does not read
+        for path in named or {}:  # a file named for it that does not read
             unread = self.cache.rows("WHERE path = ? AND error IS NOT NULL", (path,))
             if unread:
                 raise GitkbError(f"{path} in {self.location} holds no readable record: "
                                  f"{unread[0].error}")  # fmt: skip
         raise GitkbError(f"no record {echoed(record_id)} in {self.location}")
 
-    def _unlisted(self, record_id: str) -> bool:
-        """Whether the tree at ``tip`` holds a record file named for ``record_id`` that the
-        cache has no row of that blob for (the check behind "no such record": one listing
-        of the records folder)."""
-        named = self._named(record_id)
+    def _unlisted(self, named: dict[str, str]) -> bool:
+        """Whether the cache has no row of its blob for one of ``named`` (the record files
+        at ``tip`` named for an id: the check behind "no such record")."""
         if not named:
             return False
         with self.cache.snapshot(self.tip):
